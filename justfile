@@ -1,0 +1,71 @@
+# kbisect recipes: `just --list` is the map. CI calls only these.
+
+set shell := ["bash", "-euo", "pipefail", "-c"]
+
+venv := justfile_directory() / ".venv/bin"
+export PATH := venv + ":" + env_var("PATH")
+
+# list the recipes
+default:
+    @just --list
+
+# install Debian packages and the virtualenv (idempotent)
+[group('setup')]
+setup:
+    scripts/setup
+
+# check this host: tools, disk, and whether KVM is really usable
+[group('setup')]
+doctor:
+    kbisect doctor
+
+# ruff, ruff format, mypy, shellcheck, actionlint
+[group('check')]
+lint:
+    ruff check .
+    ruff format --check .
+    mypy
+    shellcheck $(git ls-files -co --exclude-standard | xargs grep -lE '^#!.*(ba)?sh' 2>/dev/null | grep -v '^\.venv/')
+    if ls .github/workflows/*.yml >/dev/null 2>&1; then actionlint; fi
+
+# lint, then the test suite (unit tests, plus the real kernel build/boot/compare smoke)
+[group('check')]
+test: lint
+    pytest -q
+
+# unit tests only (fake kernel tree, generated histories): seconds
+[group('check')]
+unit:
+    pytest -q -m 'not e2e and not real'
+
+# slow real-kernel tests: arm64 cross build, full scenarios
+[group('check')]
+e2e:
+    pytest -q -m e2e
+
+# reformat the code
+[group('check')]
+fmt:
+    ruff format .
+    ruff check --fix .
+
+# the main job: revert-check the demo history's synthetic regression (~30 min on 2 cores)
+[group('demo')]
+demo:
+    @echo "kbisect demo: build 2 kernels + 10 interleaved boots under TCG: about 30 minutes on a 2-core machine"
+    kbisect compare --base "$(kbisect demo --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["head"])')" \
+        --revert "$(kbisect demo --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["regression"])')" \
+        --scenario simple-update-2vcpu
+
+# preempt=none vs preempt=full on one 6.12 kernel, huge pages off (the mechanism behind 7dadeaa6e851)
+[group('demo')]
+demo-preempt:
+    @echo "kbisect demo-preempt: 1 kernel + 10 interleaved boots under TCG: about 25 minutes on a 2-core machine"
+    kbisect compare --base v6.12-debian --append-a preempt=none --append-b preempt=full \
+        --label-a "preempt=none" --label-b "preempt=full" --scenario simple-update-2vcpu
+
+# bisect the demo history (base good, head bad) and find the synthetic regression
+[group('demo')]
+demo-bisect:
+    @echo "kbisect demo-bisect: ~5 bisect steps of builds and boots under TCG: 1-2 hours on a 2-core machine"
+    kbisect bisect --good v6.12-debian --bad kbisect-demo --scenario simple-update-2vcpu

@@ -1,0 +1,3 @@
+from kbisect.cli import main
+
+raise SystemExit(main())

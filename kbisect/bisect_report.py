@@ -1,0 +1,134 @@
+"""The bisect report: summary.json, report.md and bisect.png in the run directory.
+
+The Markdown opens with the command that reproduces the bisection, then the answer and
+its re-check, every revision tested (in the order git tested it) with its samples and
+verdict, and the `git bisect log` verbatim.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from kbisect import atomic, git, plots, progress
+from kbisect import bisect_state as state
+
+PLOT = "bisect.png"
+
+
+def _row(top: Path, store: Path, index: int, mark: state.Mark) -> dict[str, Any]:
+    out = state.commit_dir(store, mark.commit)
+    tps, failures = state.stored(out)
+    step_file = out / "step.json"
+    step = json.loads(step_file.read_text()) if step_file.exists() else {}
+    role = "endpoint" if index < 2 else "step"
+    return {"commit": mark.commit, "subject": mark.subject, "verdict": mark.verdict,
+            "role": role, "tps": tps, "failures": failures, "n": len(tps),
+            "mean": sum(tps) / len(tps) if tps else None,
+            "reason": "endpoint, measured by the driver" if role == "endpoint"
+            else step.get("reason", "")}  # fmt: skip
+
+
+def summary(top: Path, data: dict[str, Any], outcome: state.Outcome,
+            argv: list[str]) -> dict[str, Any]:
+    """Everything the report shows, as JSON-ready data."""
+    store = Path(data["store"])
+    rows = [_row(top, store, i, m) for i, m in enumerate(outcome.marks)]
+    candidates = [{"commit": c, "subject": git.subject(top, c)} for c in outcome.candidates]
+    rc = data.get("recheck", {})
+    return {
+        "version": 1, "kind": "bisect-summary",
+        "created": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "command": progress.reproduce_line(argv), "tree": data["tree"],
+        "good": data["good"], "bad": data["bad"], "options": data["options"],
+        "threshold": data["threshold"], "threshold_source": data.get("threshold_source"),
+        "endpoints": data.get("endpoints"), "revisions": rows,
+        "first_bad": candidates[0] if outcome.first_bad else None,
+        "candidates": candidates, "recheck": rc, "confirmed": bool(rc.get("confirmed")),
+        "bisect_log": data["bisect_log"], "exit": data.get("exit"),
+    }
+
+
+def _fmt(x: float | None) -> str:
+    return "-" if x is None else f"{x:.1f}"
+
+
+def _answer(s: dict[str, Any]) -> list[str]:
+    if s["first_bad"]:
+        c = s["first_bad"]
+        return [f"**First bad commit: `{c['commit']}` {c['subject']}**", ""]
+    lines = ["**First bad commit: one of these (git skipped the others; build or boot "
+             "failures hide which):**", ""]
+    lines += [f"- `{c['commit']}` {c['subject']}" for c in s["candidates"]]
+    return [*lines, ""]
+
+
+def _recheck(rc: dict[str, Any]) -> list[str]:
+    if "error" in rc:
+        return [f"Re-check failed: {rc['error']}. **The answer is not confirmed.**", ""]
+    word = "confirmed" if rc["confirmed"] else "**NOT CONFIRMED: treat the answer as suspect**"
+    pm = sum(rc["parent_tps"]) / len(rc["parent_tps"])
+    cm = sum(rc["culprit_tps"]) / len(rc["culprit_tps"])
+    return [
+        f"Re-check with fresh samples: parent `{rc['parent'][:12]}` {pm:.1f} tps "
+        f"(n={len(rc['parent_tps'])}), culprit `{rc['culprit'][:12]}` {cm:.1f} tps "
+        f"(n={len(rc['culprit_tps'])}): ratio {rc['ratio']:.3f}, 95% CI "
+        f"[{rc['low']:.3f}, {rc['high']:.3f}] ({rc['method']}): {rc['kind']}, {word}.",
+        "",
+        f"- parent samples: {', '.join(f'{x:.1f}' for x in rc['parent_tps'])}",
+        f"- culprit samples: {', '.join(f'{x:.1f}' for x in rc['culprit_tps'])}",
+        *[f"- warning: {w}" for w in rc.get("warnings", [])],
+        "",
+    ]
+
+
+def _table(rows: list[dict[str, Any]]) -> list[str]:
+    out = ["| # | commit | subject | verdict | n | mean tps | samples | note |",
+           "|---|---|---|---|---|---|---|---|"]
+    for i, r in enumerate(rows):
+        samples = ", ".join(f"{x:.0f}" for x in r["tps"])
+        note = "; ".join([r["reason"], *r["failures"]]).strip("; ").replace("|", "/")
+        out.append(f"| {i} | `{r['commit'][:12]}` | {r['subject'].replace('|', '/')} | "
+                   f"{r['verdict']} | {r['n']} | {_fmt(r['mean'])} | {samples} | {note} |")
+    return out
+
+
+def markdown(s: dict[str, Any]) -> str:
+    o = s["options"]
+    better = "higher" if o["higher_is_better"] else "lower"
+    lines = [
+        f"# kbisect bisect: {o['scenario']}", "", "Reproduce:", "",
+        f"    {s['command']}", "",
+        f"- tree: `{s['tree']}`; good `{s['good']}`, bad `{s['bad']}`",
+        f"- append: `{o['append']}`; configs: {', '.join(o['configs']) or '-'}; "
+        f"arch {o['arch']}",
+        f"- threshold: {s['threshold']:.1f} tps ({s['threshold_source']}); {better} is better; "
+        f"sequential sampling {o['runs_min']}..{o['runs_max']} boots per revision",
+        "", *_answer(s), *_recheck(s["recheck"]),
+        "## Revisions tested, in bisection order", "", *_table(s["revisions"]), "",
+        f"![tps along the bisection path]({PLOT})", "",
+        "## git bisect log", "", "```", s["bisect_log"].rstrip(), "```", "",
+    ]
+    return "\n".join(lines)
+
+
+def plot(s: dict[str, Any], path: Path) -> Path | None:
+    points = [(f"{i} {r['commit'][:8]}", r["tps"], r["verdict"])
+              for i, r in enumerate(s["revisions"])]
+    try:
+        return plots.tps_along_path(
+            points, path, title=f"tps along the bisection; threshold {s['threshold']:.1f} tps")
+    except ImportError as exc:
+        progress.warn(f"no plot ({exc}): install matplotlib (scripts/setup)")
+        return None
+
+
+def write(run_dir: Path, s: dict[str, Any]) -> Path:
+    """Write summary.json, bisect.png and report.md; return the report's path."""
+    atomic.write_json(run_dir / "summary.json", s)
+    plot(s, run_dir / PLOT)
+    report = run_dir / "report.md"
+    atomic.write_text(report, markdown(s))
+    return report

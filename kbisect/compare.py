@@ -1,0 +1,212 @@
+"""`kbisect compare`: two sides measured fairly, a ratio with its uncertainty, a verdict.
+
+A side is a kernel (a revision to build, or a prebuilt image) plus kernel command-line
+extras plus scenario overrides, so "base vs base+revert", "preempt=none vs
+preempt=full on one kernel" and "huge pages off vs on" are the same command. Boots are
+interleaved in ABBA blocks so that drift (thermal, page cache, the host) hits both sides.
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from kbisect import arch as arch_mod
+from kbisect import build, git, measure, progress, results, scenario, stats, tree, worktree
+from kbisect.exceptions import EXIT_NEGATIVE, EXIT_OK, BenchmarkError, BootError, UserError
+
+
+@dataclass
+class Side:
+    name: str  # "A" or "B"
+    label: str
+    append: str
+    overrides: list[str]
+    scen: scenario.Scenario
+    image: Path | None = None
+    manifest: dict[str, Any] | None = None
+    rev: str | None = None  # a revision to build
+    tps: list[float] = field(default_factory=list)
+    failed: int = 0
+
+    def describe(self) -> dict[str, Any]:
+        m = self.manifest or {}
+        kernel = {k: m.get(k) for k in ("commit", "describe", "subject", "config_hash")}
+        kernel["image"] = str(self.image) if self.image else None
+        return {"label": self.label, "kernel": kernel, "append": self.append,
+                "overrides": self.overrides, "scenario_hash": self.scen.hash}
+
+
+def order(boots: int, scheme: str = "abba", seed: int | None = None) -> list[str]:
+    """Boot order for `boots` per side: ABBA blocks, or pairs in random order."""
+    if scheme == "random":
+        rng = random.Random(seed)
+        return [x for _ in range(boots) for x in rng.sample(["A", "B"], 2)]
+    pairs = [["A", "B"] if i % 2 == 0 else ["B", "A"] for i in range(boots)]
+    return [x for pair in pairs for x in pair]
+
+
+def _sides(args: argparse.Namespace, base_scen: scenario.Scenario) -> tuple[Side, Side]:
+    a = Side("A", args.label_a or "A", " ".join(filter(None, [args.append, args.append_a])),
+             args.set_a, base_scen.with_overrides(args.set + args.set_a))
+    b = Side("B", args.label_b or "B", " ".join(filter(None, [args.append, args.append_b])),
+             args.set_b, base_scen.with_overrides(args.set + args.set_b))
+    if args.kernel:
+        a.image, a.manifest = measure.find_kernel(args.kernel)
+        b.image, b.manifest = a.image, a.manifest
+    if args.kernel_a:
+        a.image, a.manifest = measure.find_kernel(args.kernel_a)
+    if args.kernel_b:
+        b.image, b.manifest = measure.find_kernel(args.kernel_b)
+    return a, b
+
+
+def _resolve_revisions(args: argparse.Namespace, a: Side, b: Side) -> Path | None:
+    if not (args.base or args.rev_b or args.revert):
+        return None
+    repo = tree.resolve(args.tree)
+    if args.base and a.image is None:
+        a.rev = git.rev_parse(repo, args.base)
+        a.label = args.label_a or f"base {git.describe(repo, a.rev)}"
+    if args.revert:
+        if a.rev is None:
+            raise UserError("--revert needs --base")
+        commit = git.rev_parse(repo, args.revert)
+        if not git.is_ancestor(repo, commit, a.rev):
+            raise UserError(f"{args.revert} is not an ancestor of {args.base}: nothing to revert")
+        progress.step(f"creating base + revert of {commit[:12]} in a scratch worktree")
+        b.rev = worktree.revert_onto(repo, a.rev, commit)
+        b.label = args.label_b or f"revert {commit[:12]} ({git.subject(repo, commit)[:50]})"
+    elif args.rev_b:
+        b.rev = git.rev_parse(repo, args.rev_b)
+        b.label = args.label_b or git.describe(repo, b.rev)
+    elif a.rev and b.image is None:
+        b.rev = a.rev
+    return repo
+
+
+def validate(a: Side, b: Side, boots: int) -> None:
+    if boots < 2:
+        raise UserError(f"--boots {boots}: need at least 2 boots per side for a confidence interval")
+    same_kernel = (a.rev is not None and a.rev == b.rev) or (
+        a.rev is None and b.rev is None and a.image == b.image)
+    if same_kernel and a.append == b.append and a.scen.hash == b.scen.hash:
+        raise UserError("both sides are the same kernel, command line and scenario: nothing to compare")
+    if a.image is None and a.rev is None or b.image is None and b.rev is None:
+        raise UserError("each side needs a kernel: --kernel/--kernel-a/--kernel-b or --base")
+    if a.scen.name != b.scen.name:
+        raise UserError(f"mismatched scenarios: {a.scen.name} vs {b.scen.name}")
+
+
+def _build(repo: Path, side: Side, args: argparse.Namespace) -> None:
+    if side.image is not None or side.rev is None:
+        return
+    progress.step(f"side {side.name}: building {side.rev[:12]} ({side.label})")
+    req = build.Request(tree=repo, rev=side.rev, arch=arch_mod.get(args.arch),
+                        configs=tuple(args.config), base=args.base_config)
+    result = build.build(req)
+    side.image, side.manifest = result.image, result.manifest
+
+
+def _measure(sides: dict[str, Side], plan: list[str], out: Path, arch: str) -> None:
+    for i, name in enumerate(plan, 1):
+        side = sides[name]
+        progress.step(f"boot {i}/{len(plan)}: side {name} ({side.label})")
+        assert side.image is not None
+        try:
+            s = measure.sample(side.image, side.scen, append=side.append, out_dir=out,
+                               label=name, manifest=side.manifest, arch=arch)
+        except (BootError, BenchmarkError) as exc:
+            side.failed += 1
+            progress.warn(f"side {name} boot {i} failed, kept out of the statistics: {exc}")
+            continue
+        side.tps.append(float(s["tps"]))
+        progress.step(f"side {name}: {s['tps']:.1f} tps")
+
+
+def summary(a: Side, b: Side, plan: list[str], verdict: stats.Verdict, args: argparse.Namespace,
+            duration: float) -> dict[str, Any]:
+    return {
+        "version": 1, "kind": "compare", "command": progress.reproduce_line(),
+        "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "scenario": {"name": a.scen.name, "hash": a.scen.hash},
+        "sides": {"A": a.describe(), "B": b.describe()},
+        "order": plan, "failed": {"A": a.failed, "B": b.failed},
+        "stats": {"A": verdict.a.as_dict(), "B": verdict.b.as_dict()},
+        "verdict": verdict.as_dict(), "min_effect": args.min_effect, "confidence": 0.95,
+        "duration_s": round(duration, 1),
+    }
+
+
+def print_table(a: Side, b: Side, verdict: stats.Verdict) -> None:
+    print(f"{'side':<4} {'label':<44} {'n':>3} {'mean':>9} {'median':>9} {'CV':>6} "
+          f"{'min':>9} {'max':>9}")
+    for side, s in ((a, verdict.a), (b, verdict.b)):
+        print(f"{side.name:<4} {side.label[:44]:<44} {s.n:>3} {s.mean:>9.1f} {s.median:>9.1f} "
+              f"{s.cv * 100:>5.1f}% {s.min:>9.1f} {s.max:>9.1f}")
+    r = verdict.ratio
+    print(f"B/A = {r.ratio:.3f}x [{r.low:.3f}, {r.high:.3f}] (95% CI): {verdict.kind}")
+    for w in verdict.warnings:
+        progress.warn(w)
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    k = parser.add_argument_group("kernels")
+    k.add_argument("--tree", help="kernel git tree (default: the embedded 6.12 tree)")
+    k.add_argument("--base", help="revision for side A (and B unless --revert/--rev-b)")
+    k.add_argument("--revert", metavar="COMMIT", help="side B = base with COMMIT reverted")
+    k.add_argument("--rev-b", help="revision for side B")
+    k.add_argument("--kernel", help="one prebuilt image (or build dir) for both sides")
+    k.add_argument("--kernel-a", help="prebuilt image for side A")
+    k.add_argument("--kernel-b", help="prebuilt image for side B")
+    k.add_argument("--config", action="append", default=[], metavar="NAME",
+                   help="extra Kconfig fragment for both builds")
+    k.add_argument("--base-config", default="tinyconfig", help="base config for builds")
+    k.add_argument("--arch", default="x86_64")
+    s = parser.add_argument_group("sides")
+    s.add_argument("--append", default="", help="kernel command line extras, both sides")
+    s.add_argument("--append-a", default="", help="kernel command line extras, side A")
+    s.add_argument("--append-b", default="", help="kernel command line extras, side B")
+    s.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                   help="scenario override, both sides")
+    s.add_argument("--set-a", action="append", default=[], metavar="KEY=VALUE")
+    s.add_argument("--set-b", action="append", default=[], metavar="KEY=VALUE")
+    s.add_argument("--label-a", help="name for side A in the report")
+    s.add_argument("--label-b", help="name for side B in the report")
+    m = parser.add_argument_group("measurement")
+    m.add_argument("--scenario", required=True, help="scenario name or .toml file")
+    m.add_argument("--boots", type=int, help="boots per side (default: the scenario's)")
+    m.add_argument("--order", choices=["abba", "random"], default="abba")
+    m.add_argument("--seed", type=int, help="seed for --order random")
+    m.add_argument("--min-effect", type=float, default=0.02,
+                   help="smallest change called a regression/improvement (default 0.02 = 2%%)")
+    m.add_argument("--out", type=Path, help="results dir (default: a new one in results/)")
+
+
+def main(args: argparse.Namespace) -> int:
+    base_scen = scenario.load(args.scenario)
+    a, b = _sides(args, base_scen)
+    repo = _resolve_revisions(args, a, b)
+    boots = args.boots or int(base_scen.data.get("compare", {}).get("boots", 3))
+    validate(a, b, boots)
+    start = time.monotonic()
+    if repo is not None:
+        _build(repo, a, args)
+        _build(repo, b, args)
+    plan = order(boots, args.order, args.seed)
+    out = args.out or results.new_run_dir("compare", base_scen.name)
+    progress.step(f"{len(plan)} boots, interleaved ({args.order}); results in {out}")
+    _measure({"A": a, "B": b}, plan, out, args.arch)
+    if len(a.tps) < 2 or len(b.tps) < 2:
+        raise BootError(f"too many failed boots (A: {a.failed}, B: {b.failed}); see {out}")
+    verdict = stats.verdict(a.tps, b.tps, min_effect=args.min_effect)
+    results.write_summary(out, summary(a, b, plan, verdict, args, time.monotonic() - start))
+    print_table(a, b, verdict)
+    from kbisect import report
+
+    print(f"report: {report.render_compare(out)}")
+    return EXIT_NEGATIVE if verdict.kind == "regression" else EXIT_OK

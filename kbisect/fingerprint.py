@@ -1,0 +1,87 @@
+"""Compare guest fingerprints across the sides of a compare, and across boots of a side.
+
+A fingerprint (docs/architecture.md) records what the guest actually ran with: kernel
+release, command line, preemption mode, huge pages, PostgreSQL settings. A difference the
+user did not ask for (THP, a clocksource fallback) can explain a tps difference, and a
+field that changes from boot to boot within one side makes that side's numbers suspect.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+# The fields that can move tps, in the order a reader scans them.
+FIELDS = (
+    "uname_r",
+    "cmdline",
+    "preempt",
+    "hugepages_total",
+    "hugepages_free",
+    "huge_pages_used",
+    "thp",
+    "nproc",
+    "mem_total_kb",
+    "clocksource",
+    "pg_version",
+)
+PG_PREFIX = "pg_settings."
+MISSING = "—"
+
+
+@dataclass(frozen=True)
+class Row:
+    """One fingerprint field: the distinct values each side saw, in boot order."""
+
+    field: str
+    values: dict[str, tuple[str, ...]]
+    differs: bool  # the sides saw different values
+    varies: tuple[str, ...]  # the sides whose boots disagree among themselves
+
+    @property
+    def notable(self) -> bool:
+        return self.differs or bool(self.varies)
+
+
+def show(value: Any) -> str:
+    """A fingerprint value as one short string."""
+    if value is None:
+        return MISSING
+    if isinstance(value, str):
+        return value
+    return json.dumps(value, sort_keys=True)
+
+
+def flatten(fp: Mapping[str, Any]) -> dict[str, str]:
+    """The fields of FIELDS plus every PostgreSQL setting, as strings."""
+    flat = {name: show(fp.get(name)) for name in FIELDS}
+    settings = fp.get("pg_settings") or {}
+    for key in sorted(settings):
+        flat[PG_PREFIX + key] = show(settings[key])
+    return flat
+
+
+def _distinct(values: list[str]) -> tuple[str, ...]:
+    return tuple(dict.fromkeys(values))
+
+
+def diff(sides: Mapping[str, list[Mapping[str, Any]]]) -> list[Row]:
+    """One row per field, comparing each side's fingerprints with the others' and its own.
+
+    Empty fingerprints (a boot that never reached the harness) are ignored. A field that
+    only some fingerprints carry counts as a difference: MISSING is a value like any other.
+    """
+    flat = {s: [flatten(fp) for fp in fps if fp] for s, fps in sides.items()}
+    names = list(FIELDS)
+    for fps in flat.values():
+        names += sorted({k for fp in fps for k in fp if k not in names})
+    rows = []
+    for name in names:
+        values = {s: _distinct([fp.get(name, MISSING) for fp in fps]) for s, fps in flat.items()}
+        seen = [set(v) for v in values.values() if v]
+        differs = any(v != seen[0] for v in seen[1:])
+        varies = tuple(s for s, v in values.items() if len(v) > 1)
+        rows.append(Row(name, values, differs, varies))
+    return rows

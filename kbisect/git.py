@@ -1,0 +1,63 @@
+"""git plumbing, through the one command wrapper."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from kbisect import runner
+from kbisect.exceptions import CommandFailed, UserError
+
+
+class NotAGitRepo(UserError):
+    """The path is not a git repository."""
+
+
+class UnknownRevision(UserError):
+    """The revision does not exist in the tree."""
+
+
+def git(repo: Path, *args: str, check: bool = True) -> str:
+    return runner.capture(["git", "-C", str(repo), *args], check=check)
+
+
+def toplevel(path: Path) -> Path:
+    try:
+        return Path(git(path, "rev-parse", "--show-toplevel"))
+    except CommandFailed:
+        raise NotAGitRepo(f"{path}: not a git repository") from None
+
+
+def rev_parse(repo: Path, rev: str) -> str:
+    try:
+        return git(repo, "rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}")
+    except CommandFailed:
+        raise UnknownRevision(f"{repo}: unknown revision {rev!r}") from None
+
+
+def subject(repo: Path, rev: str) -> str:
+    return git(repo, "log", "-1", "--format=%s", rev)
+
+
+def describe(repo: Path, rev: str) -> str:
+    return git(repo, "describe", "--tags", "--always", "--abbrev=12", rev, check=False)
+
+
+def is_ancestor(repo: Path, ancestor: str, descendant: str) -> bool:
+    result = runner.run(
+        ["git", "-C", str(repo), "merge-base", "--is-ancestor", ancestor, descendant],
+        check=False,
+        capture=True,
+    )
+    return result.returncode == 0
+
+
+def is_dirty(repo: Path) -> bool:
+    return bool(git(repo, "status", "--porcelain", "--untracked-files=no"))
+
+
+def git_dir(repo: Path) -> Path:
+    return Path(git(repo, "rev-parse", "--absolute-git-dir"))
+
+
+def bisect_in_progress(repo: Path) -> bool:
+    return (git_dir(repo) / "BISECT_LOG").exists()

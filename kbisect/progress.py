@@ -1,0 +1,34 @@
+"""Progress lines for long work, and the command line that reproduces a run."""
+
+from __future__ import annotations
+
+import shlex
+import sys
+import time
+
+_START = time.monotonic()
+
+
+def elapsed() -> str:
+    s = int(time.monotonic() - _START)
+    return f"{s // 60:02d}:{s % 60:02d}"
+
+
+def step(message: str) -> None:
+    """One progress line on stderr: `[kbisect 03:12] booting kernel ...`."""
+    print(f"[kbisect {elapsed()}] {message}", file=sys.stderr, flush=True)
+
+
+def warn(message: str) -> None:
+    print(f"kbisect: warning: {message}", file=sys.stderr, flush=True)
+
+
+def reproduce_line(argv: list[str] | None = None) -> str:
+    """The kbisect command line that reproduces this invocation."""
+    args = sys.argv[1:] if argv is None else argv
+    return shlex.join(["kbisect", *args])
+
+
+def log_header(argv: list[str] | None = None) -> str:
+    """First line of every run log."""
+    return f"# reproduce: {reproduce_line(argv)}\n"

@@ -1,0 +1,144 @@
+"""The one wrapper every external command goes through.
+
+It logs the quoted command line, streams output to a log file (and optionally to a
+per-line callback for progress), enforces a total and a no-output timeout, and kills
+the whole process group on timeout or interruption. Commands are plain lists built
+elsewhere by pure functions; this module never builds one.
+"""
+
+from __future__ import annotations
+
+import os
+import queue
+import shlex
+import signal
+import subprocess
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO
+
+from kbisect.exceptions import CommandFailed, CommandTimeout, MissingTool
+
+TAIL_LINES = 40
+
+
+@dataclass(frozen=True)
+class Result:
+    returncode: int
+    output: str  # whole output when captured, else the last TAIL_LINES lines
+    log: Path | None
+
+
+def quote(cmd: Sequence[str]) -> str:
+    return shlex.join([str(c) for c in cmd])
+
+
+def _reader(stream: IO[bytes], lines: queue.Queue[str | None]) -> None:
+    for raw in iter(stream.readline, b""):
+        lines.put(raw.decode("utf-8", "replace"))
+    lines.put(None)
+
+
+def _kill(proc: subprocess.Popen[bytes]) -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    except ProcessLookupError:
+        pass
+
+
+def run(
+    cmd: Sequence[str | os.PathLike[str]],
+    *,
+    log: Path | None = None,
+    cwd: Path | str | None = None,
+    env: Mapping[str, str] | None = None,
+    timeout: float | None = None,
+    idle_timeout: float | None = None,
+    on_line: Callable[[str], None] | None = None,
+    check: bool = True,
+    capture: bool = False,
+) -> Result:
+    """Run `cmd`; raise CommandFailed on non-zero exit (if check), CommandTimeout on timeout."""
+    argv = [os.fspath(c) for c in cmd]
+    full_env = None if env is None else {**os.environ, **env}
+    logf = None
+    if log is not None:
+        log.parent.mkdir(parents=True, exist_ok=True)
+        logf = log.open("a", encoding="utf-8")
+        where = f"  (in {cwd})" if cwd else ""
+        logf.write(f"$ {quote(argv)}{where}\n")
+        logf.flush()
+    try:
+        proc = subprocess.Popen(
+            argv,
+            cwd=cwd,
+            env=full_env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    except FileNotFoundError as exc:
+        if logf:
+            logf.close()
+        raise MissingTool(f"{argv[0]}: not installed (run scripts/setup)") from exc
+    assert proc.stdout is not None
+    lines: queue.Queue[str | None] = queue.Queue()
+    threading.Thread(target=_reader, args=(proc.stdout, lines), daemon=True).start()
+    kept: deque[str] | list[str] = [] if capture else deque(maxlen=TAIL_LINES)
+    start = last = time.monotonic()
+    try:
+        while True:
+            try:
+                line = lines.get(timeout=0.5)
+            except queue.Empty:
+                line = ""
+            now = time.monotonic()
+            if line is None:
+                break
+            if line:
+                last = now
+                kept.append(line)
+                if logf:
+                    logf.write(line)
+                    logf.flush()
+                if on_line:
+                    on_line(line.rstrip("\n"))
+            if timeout is not None and now - start > timeout:
+                _kill(proc)
+                raise CommandTimeout(f"{argv[0]} ran longer than {timeout:.0f}s{_where(log)}")
+            if idle_timeout is not None and now - last > idle_timeout:
+                _kill(proc)
+                raise CommandTimeout(
+                    f"{argv[0]} printed nothing for {idle_timeout:.0f}s{_where(log)}"
+                )
+        returncode = proc.wait()
+    except BaseException:
+        _kill(proc)
+        raise
+    finally:
+        if logf:
+            logf.close()
+    result = Result(returncode, "".join(kept), log)
+    if check and returncode != 0:
+        raise CommandFailed(f"{quote(argv)} exited {returncode}{_where(log)}")
+    return result
+
+
+def capture(cmd: Sequence[str | os.PathLike[str]], *, cwd: Path | str | None = None,
+            env: Mapping[str, str] | None = None, check: bool = True) -> str:
+    """Run a short command and return its output, stripped (stderr included)."""
+    return run(cmd, cwd=cwd, env=env, check=check, capture=True).output.strip()
+
+
+def _where(log: Path | None) -> str:
+    return f" (log: {log})" if log else ""

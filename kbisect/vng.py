@@ -1,0 +1,56 @@
+"""The virtme-ng command line, built by pure functions (one per concern)."""
+
+from __future__ import annotations
+
+import shlex
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from kbisect.arch import Arch
+
+
+@dataclass(frozen=True)
+class Boot:
+    image: Path
+    arch: Arch
+    cpus: int
+    memory_mb: int
+    accel: str  # "kvm" or "tcg"
+    exec_argv: list[str]
+    append: list[str] = field(default_factory=list)
+    rwdirs: list[Path] = field(default_factory=list)
+    root: Path | None = None  # a root fs for foreign arches (else the host's own)
+
+
+def accel_args(boot: Boot) -> list[str]:
+    # KVM is decided by kvm.py by really booting; /dev/kvm alone proves nothing.
+    return [] if boot.accel == "kvm" else ["--disable-kvm"]
+
+
+def arch_args(boot: Boot) -> list[str]:
+    if boot.arch.is_native():
+        return []
+    # A foreign guest cannot run the host's binaries: it needs its own root fs.
+    args = ["--arch", boot.arch.vng_arch]
+    if boot.root is not None:
+        args += ["--root", str(boot.root)]
+    return args
+
+
+def kernel_args(boot: Boot) -> list[str]:
+    # panic=-1 turns a guest panic into an exit instead of a hang; the console log
+    # (--verbose) carries the panic text for the host to report.
+    cmdline = ["panic=-1", "oops=panic", *boot.append]
+    return [a for item in cmdline for a in ("--append", item)]
+
+
+def command(boot: Boot) -> list[str]:
+    """`vng --run IMAGE ... --exec CMD` for one boot."""
+    cmd = ["vng", "--run", str(boot.image), "--verbose", "--force-9p"]
+    cmd += accel_args(boot) + arch_args(boot)
+    cmd += ["--cpus", str(boot.cpus), "--memory", f"{boot.memory_mb}M"]
+    cmd += kernel_args(boot)
+    for d in boot.rwdirs:
+        cmd += ["--rwdir", str(d)]
+    cmd += ["--exec", shlex.join(boot.exec_argv)]
+    return cmd

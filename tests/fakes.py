@@ -1,0 +1,107 @@
+"""Helpers for tests that need a kernel tree: a git repository made from tests/fakelinux.
+
+    shas = make_fake_kernel_repo(tmp_path / "linux", [
+        {"subject": "sched: fast", "tps": 1000},
+        {"subject": "sched: slow", "tps": 500, "drop": ["CONFIG_PREEMPT_NONE"]},
+        {"subject": "oops", "broken": True, "tag": "v6.13-rc1"},
+    ])
+    # shas[0] is the initial commit, shas[i] the commit made from commits[i - 1].
+"""
+
+from __future__ import annotations
+
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from kbisect import runner
+
+FAKELINUX = Path(__file__).resolve().parent / "fakelinux"
+COMMIT_KEYS = {"subject", "tps", "broken", "drop", "add", "files", "version", "tag"}
+# Build output of an in-place `make` in tests/fakelinux must not end up in a repo.
+_OUTPUT = shutil.ignore_patterns(".config*", "System.map", "vmlinux", "arch", "include")
+
+
+def git(repo: Path, *args: str) -> str:
+    """Run git in `repo` through kbisect.runner; return its output, stripped."""
+    return runner.capture(["git", "-C", str(repo), *args])
+
+
+def make_fake_kernel_repo(path: Path, commits: list[dict[str, Any]] | None = None) -> list[str]:
+    """Create a git repo at `path` from tests/fakelinux; return every commit's SHA in order.
+
+    The first SHA is the initial commit ("fake linux"), then one per dict in `commits`:
+      subject: str            commit subject (required)
+      tps: float | None       write TPS (the tps a fake benchmark reports); None removes it
+      broken: bool            create (True) or remove (False) BROKEN: the build fails
+      drop / add: list[str]   remove / add symbols in Kconfig.known (CONFIG_ optional)
+      files: dict[str, str]   write these files (path relative to the repo -> content)
+      version: str            write VERSION (what `make kernelrelease` prints)
+      tag: str                tag the commit (lightweight)
+    """
+    shutil.copytree(FAKELINUX, path, ignore=_OUTPUT, dirs_exist_ok=True)
+    git(path, "init", "-q")
+    git(path, "add", "-A")
+    git(path, "commit", "-q", "-m", "fake linux")
+    shas = [git(path, "rev-parse", "HEAD")]
+    for spec in commits or []:
+        _apply(path, spec)
+        git(path, "add", "-A")
+        git(path, "commit", "-q", "--allow-empty", "-m", spec["subject"])
+        if "tag" in spec:
+            git(path, "tag", spec["tag"])
+        shas.append(git(path, "rev-parse", "HEAD"))
+    return shas
+
+
+def _apply(repo: Path, spec: dict[str, Any]) -> None:
+    unknown = set(spec) - COMMIT_KEYS
+    if unknown or "subject" not in spec:
+        raise ValueError(f"bad fake commit {spec!r}: keys are {sorted(COMMIT_KEYS)}")
+    if "tps" in spec:
+        _write_or_remove(repo / "TPS", None if spec["tps"] is None else f"{spec['tps']}\n")
+    if "broken" in spec:
+        _write_or_remove(repo / "BROKEN", "BROKEN\n" if spec["broken"] else None)
+    if "version" in spec:
+        (repo / "VERSION").write_text(f"{spec['version']}\n")
+    for rel, content in spec.get("files", {}).items():
+        (repo / rel).parent.mkdir(parents=True, exist_ok=True)
+        (repo / rel).write_text(content)
+    if "drop" in spec or "add" in spec:
+        _edit_known(repo / "Kconfig.known", spec.get("drop", []), spec.get("add", []))
+
+
+def _write_or_remove(path: Path, content: str | None) -> None:
+    if content is None:
+        path.unlink(missing_ok=True)
+    else:
+        path.write_text(content)
+
+
+def _symbol(name: str) -> str:
+    return name if name.startswith("CONFIG_") else f"CONFIG_{name}"
+
+
+def _edit_known(path: Path, drop: list[str], add: list[str]) -> None:
+    gone = {_symbol(s) for s in drop}
+    lines = [line for line in path.read_text().splitlines() if line.strip() not in gone]
+    lines += [_symbol(s) for s in add if _symbol(s) not in lines]
+    path.write_text("".join(f"{line}\n" for line in lines))
+
+
+@dataclass(frozen=True)
+class FakeImage:
+    """What a fake build wrote into bzImage / Image."""
+
+    release: str
+    tps: float | None
+    config_sha256: str
+
+
+def read_fake_image(image: Path) -> FakeImage:
+    """Parse a fake kernel image (see tests/fakelinux/README)."""
+    magic, release, tps, config_sha256 = image.read_text().split("\n")[:4]
+    if magic != "fake-kernel":
+        raise ValueError(f"{image}: not a fake kernel image")
+    return FakeImage(release, float(tps) if tps.strip() else None, config_sha256)

@@ -1,0 +1,370 @@
+"""`kbisect rc`: tag parsing and ordering, and selection on generated git trees."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kbisect import cli, rc, runner
+from kbisect.exceptions import KbisectError, UserError
+
+IDENTITY = {
+    "GIT_AUTHOR_NAME": "t",
+    "GIT_AUTHOR_EMAIL": "t@kbisect.invalid",
+    "GIT_COMMITTER_NAME": "t",
+    "GIT_COMMITTER_EMAIL": "t@kbisect.invalid",
+    "GIT_CONFIG_NOSYSTEM": "1",
+    "GIT_CONFIG_GLOBAL": "/dev/null",
+}
+MAINLINE = ["v6.11", *[f"v6.12-rc{i}" for i in range(1, 8)], "v6.12", "v6.12.1"]
+MAINLINE += ["v6.13-rc1", "v6.13-rc2"]
+NEXT = ["next-20260330", "next-20260331"]
+
+
+def _git(repo: Path, *args: str) -> str:
+    return runner.capture(["git", "-C", str(repo), *args], env=IDENTITY)
+
+
+@pytest.fixture(scope="module")
+def tree(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A linear mainline history with annotated and lightweight tags; linux-next on a branch."""
+    repo = tmp_path_factory.mktemp("linux")
+    _git(repo, "init", "-q", "-b", "master")
+    for i, tag in enumerate(MAINLINE):
+        _git(repo, "commit", "-q", "--allow-empty", "-m", tag)
+        annotated = ["-a", "-m", tag] if i % 2 else []
+        _git(repo, "tag", *annotated, tag)
+    _git(repo, "tag", "some-other-tag")
+    _git(repo, "checkout", "-q", "-b", "next")
+    for tag in NEXT:
+        _git(repo, "commit", "-q", "--allow-empty", "-m", tag)
+        _git(repo, "tag", "-a", "-m", tag, tag)
+    return repo
+
+
+def history(tmp_path: Path, *tags: str) -> Path:
+    d = tmp_path / "history"
+    rc.save_history(
+        d,
+        [
+            {
+                "tag": t,
+                "commit": "0" * 40,
+                "result_dir": "/r",
+                "scenario_hash": "h",
+                "tps_mean": 1.0,
+            }
+            for t in tags
+        ],
+    )
+    return d
+
+
+def kbisect_rc(argv: list[str]) -> int:
+    """`kbisect rc ARGV` with cli.main's error mapping, without importing every subcommand."""
+    parser = argparse.ArgumentParser()
+    rc.configure(parser)
+    try:
+        return rc.main(parser.parse_args(argv))
+    except KbisectError as exc:
+        print(f"kbisect: {exc}", file=sys.stderr)
+        return exc.exit_code
+
+
+def next_args(tree: Path, hist: Path, *extra: str) -> argparse.Namespace:
+    parser = argparse.ArgumentParser()
+    rc.configure(parser)
+    return parser.parse_args(["next", "--tree", str(tree), "--history", str(hist), *extra])
+
+
+def run_next(
+    tree: Path, hist: Path, capsys: pytest.CaptureFixture[str], *extra: str
+) -> dict[str, str]:
+    assert rc.main(next_args(tree, hist, *extra)) == 0
+    out = capsys.readouterr().out
+    return dict(line.split("=", 1) for line in out.splitlines())
+
+
+# Pure functions.
+
+
+@pytest.mark.parametrize(
+    ("tag", "kind", "numbers", "rc_"),
+    [
+        ("v6.12-rc1", "mainline", (6, 12), 1),
+        ("v6.12", "mainline", (6, 12), None),
+        ("v6.12.3", "mainline", (6, 12, 3), None),
+        ("v2.6.39-rc4", "mainline", (2, 6, 39), 4),
+        ("next-20260331", "next", (2026, 3, 31), None),
+    ],
+)
+def test_parse_tag(tag: str, kind: str, numbers: tuple[int, ...], rc_: int | None) -> None:
+    v = rc.parse_tag(tag)
+    assert v is not None
+    assert (v.kind, v.numbers, v.rc) == (kind, numbers, rc_)
+
+
+@pytest.mark.parametrize(
+    "tag",
+    [
+        "foo",
+        "v6",
+        "v6.12-rc",
+        "v6.12-rc1-dirty",
+        "next-2026",
+        "6.12",
+        "v6.12-debian",
+        "next-20260331-x",
+    ],
+)
+def test_parse_tag_rejects(tag: str) -> None:
+    assert rc.parse_tag(tag) is None
+    with pytest.raises(ValueError):
+        rc.sort_key(tag)
+
+
+def version(tag: str) -> rc.TagVersion:
+    v = rc.parse_tag(tag)
+    assert v is not None
+    return v
+
+
+def test_series_and_final() -> None:
+    assert version("v6.12-rc3").series == (6, 12)
+    assert version("v2.6.39.4").series == (2, 6, 39)
+    finals = [t for t in ["v6.12-rc3", "v6.12", "v6.12.1", "v2.6.39"] if version(t).is_final]
+    assert finals == ["v6.12", "v2.6.39"]
+
+
+def test_sort_key_orders_by_kernel_version() -> None:
+    expected = [
+        "v2.6.39-rc1",
+        "v2.6.39",
+        "v2.6.39.4",
+        "v3.0-rc1",
+        "v3.0",
+        "v6.9",
+        "v6.10-rc1",
+        "v6.10-rc2",
+        "v6.10-rc10",
+        "v6.10",
+        "v6.12-rc1",
+        "v6.12-rc2",
+        "v6.12-rc7",
+        "v6.12",
+        "v6.12.1",
+        "v6.12.10",
+        "v6.13-rc1",
+        "next-20251231",
+        "next-20260101",
+    ]
+    shuffled = expected[:]
+    random.Random(1).shuffle(shuffled)
+    assert sorted(shuffled, key=rc.sort_key) == expected
+    assert sorted(shuffled) != expected  # plain string order would be wrong
+
+
+@pytest.mark.parametrize(
+    ("measured", "expected"),
+    [
+        (set(), "v6.13-rc2"),
+        ({"v6.12-rc3"}, "v6.13-rc2"),
+        ({"v6.13-rc1"}, "v6.13-rc2"),
+        ({"v6.13-rc2"}, None),
+        ({"v6.13-rc2", "v6.12-rc1"}, None),  # older gaps are not back-filled
+    ],
+)
+def test_pick_next(measured: set[str], expected: str | None) -> None:
+    candidates = [t for t in MAINLINE if "-rc" in t]
+    assert rc.pick_next(candidates, measured) == expected
+
+
+@pytest.mark.parametrize(
+    ("tag", "measured", "expected"),
+    [
+        ("v6.13-rc1", set(), "v6.12"),  # first -rc: the previous final release
+        ("v6.13-rc1", {"v6.12-rc7"}, "v6.12"),  # even if the final itself was not measured
+        ("v6.13-rc2", {"v6.13-rc1", "v6.12"}, "v6.13-rc1"),  # else the previous measured -rc
+        ("v6.12-rc7", {"v6.12-rc2", "v6.12-rc5"}, "v6.12-rc5"),
+        ("v6.12-rc5", {"v6.12-rc7"}, "v6.11"),  # later measurements are never a baseline
+        ("v6.12.1", {"v6.12-rc7"}, "v6.12-rc7"),
+        ("v6.11", set(), None),  # nothing older at all
+        ("next-20260331", {"next-20260330", "v6.13-rc2"}, "next-20260330"),
+        ("next-20260330", {"next-20260331"}, None),
+    ],
+)
+def test_pick_baseline(tag: str, measured: set[str], expected: str | None) -> None:
+    assert rc.pick_baseline(tag, MAINLINE + NEXT, measured) == expected
+
+
+# Selection on a real git tree.
+
+
+def test_next_on_empty_history(tree: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]):
+    got = run_next(tree, tmp_path / "none", capsys)
+    assert got["tag"] == "v6.13-rc2"
+    assert got["commit"] == _git(tree, "rev-parse", "v6.13-rc2^{commit}")
+    assert got["baseline"] == "v6.12"
+    assert got["baseline_commit"] == _git(tree, "rev-parse", "v6.12^{commit}")
+    assert len(got["commit"]) == 40 and got["commit"] != got["baseline_commit"]
+
+
+def test_next_after_first_rc(tree: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]):
+    got = run_next(tree, history(tmp_path, "v6.12", "v6.13-rc1"), capsys)
+    assert (got["tag"], got["baseline"]) == ("v6.13-rc2", "v6.13-rc1")
+
+
+def test_nothing_new(tree: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert rc.main(next_args(tree, history(tmp_path, "v6.13-rc1", "v6.13-rc2"))) == 0
+    out, err = capsys.readouterr()
+    assert out.splitlines() == ["tag=", "commit=", "baseline=", "baseline_commit="]
+    assert "nothing new" in err
+
+
+def test_pattern_limits_candidates(
+    tree: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    got = run_next(tree, history(tmp_path, "v6.12-rc5"), capsys, "--pattern", "v6.12-rc*")
+    assert (got["tag"], got["baseline"]) == ("v6.12-rc7", "v6.12-rc5")
+    got = run_next(tree, history(tmp_path, "v6.12-rc7"), capsys, "--pattern", "v6.12*")
+    assert (got["tag"], got["baseline"]) == ("v6.12.1", "v6.12-rc7")
+
+
+def test_linux_next(tree: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    got = run_next(tree, tmp_path / "none", capsys, "--linux-next")
+    # nothing measured: the mainline tag the next tree is built on
+    assert (got["tag"], got["baseline"]) == ("next-20260331", "v6.13-rc2")
+    got = run_next(tree, history(tmp_path, "next-20260330"), capsys, "--linux-next")
+    assert (got["tag"], got["baseline"]) == ("next-20260331", "next-20260330")
+    assert run_next(tree, history(tmp_path, "next-20260331"), capsys, "--linux-next")["tag"] == ""
+
+
+def test_json_output(tree: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert rc.main(next_args(tree, history(tmp_path, "v6.13-rc2"), "--json")) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["new"] is False and data["tag"] == "" and data["pattern"] == "v*-rc*"
+
+
+def test_history_from_environment(
+    tree: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("KBISECT_HISTORY", str(history(tmp_path, "v6.13-rc2")))
+    assert kbisect_rc(["next", "--tree", str(tree)]) == 0
+    assert capsys.readouterr().out.startswith("tag=\n")
+
+
+# Bad input: one line, exit 2.
+
+
+@pytest.mark.parametrize(
+    "extra",
+    [
+        ["--pattern", "nope-*"],
+        ["--pattern", ""],
+        ["--pattern", "v* -rc"],
+        ["--pattern", "some-other-tag"],
+    ],
+)
+def test_bad_pattern(
+    tree: Path, tmp_path: Path, extra: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    code = kbisect_rc(["next", "--tree", str(tree), "--history", str(tmp_path), *extra])
+    err = capsys.readouterr().err
+    assert code == 2 and err.startswith("kbisect: ") and err.count("\n") == 1
+
+
+def test_not_a_git_repo(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Through cli.main: `rc` is wired in and the error becomes exit 2."""
+    (tmp_path / "plain").mkdir()
+    assert cli.main(["rc", "next", "--tree", str(tmp_path / "plain")]) == 2
+    assert "not a git repository" in capsys.readouterr().err
+
+
+def test_broken_history(tree: Path, tmp_path: Path) -> None:
+    (tmp_path / "h").mkdir()
+    (tmp_path / "h" / "history.json").write_text("[1, 2]")
+    with pytest.raises(UserError, match="not a kbisect rc history"):
+        rc.main(next_args(tree, tmp_path / "h"))
+
+
+# record
+
+
+def record(hist: Path, result: Path, *extra: str) -> int:
+    return kbisect_rc(["record", "--history", str(hist), "--result", str(result), *extra])
+
+
+def sample(commit: str, tps: float | None, status: str = "ok", label: str = "B") -> dict[str, Any]:
+    return {
+        "version": 1,
+        "kind": "sample",
+        "label": label,
+        "status": status,
+        "tps": tps,
+        "scenario": {"name": "smoke", "hash": "abc"},
+        "kernel": {"commit": commit},
+    }
+
+
+def test_record_then_next(tree: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    hist, result = tmp_path / "h", tmp_path / "run1"
+    result.mkdir()
+    commit = _git(tree, "rev-parse", "v6.13-rc2^{commit}")
+    args = ["--tag", "v6.13-rc2", "--commit", commit, "--scenario-hash", "h1", "--tps", "500.5"]
+    assert record(hist, result, *args) == 0
+    assert record(hist, result, *args[:-1], "501") == 0  # same tag and scenario: replaced
+    entries = json.loads((hist / "history.json").read_text())["entries"]
+    assert entries == [
+        {
+            "tag": "v6.13-rc2",
+            "commit": commit,
+            "result_dir": str(result),
+            "scenario_hash": "h1",
+            "tps_mean": 501.0,
+            "recorded": entries[0]["recorded"],
+        }
+    ]
+    assert not list(hist.glob(".*.tmp")), "written atomically, no temp file left"
+    capsys.readouterr()
+    assert run_next(tree, hist, capsys)["tag"] == ""
+
+
+def test_record_reads_samples(tmp_path: Path) -> None:
+    result, commit, other = tmp_path / "run", "a" * 40, "b" * 40
+    (result / "boots").mkdir(parents=True)
+    samples = [
+        sample(commit, 100.0),
+        sample(commit, 110.0),
+        sample(commit, None, "boot-failed"),
+        sample(other, 900.0, label="A"),
+    ]
+    for i, s in enumerate(samples):
+        (result / "boots" / f"{i}.json").write_text(json.dumps(s))
+    (result / "summary.json").write_text(json.dumps({"kind": "compare"}))
+    assert record(tmp_path / "h", result, "--tag", "v6.13-rc1", "--commit", commit) == 0
+    [entry] = rc.load_history(tmp_path / "h")
+    assert (entry["scenario_hash"], entry["tps_mean"]) == ("abc", 105.0)
+
+
+@pytest.mark.parametrize(
+    ("commit", "make_dir", "message"),
+    [
+        ("a" * 40, False, "no such directory"),
+        ("not-a-sha", True, "hexadecimal"),
+        ("c" * 40, True, "no ok samples"),
+    ],
+)
+def test_record_bad_input(
+    tmp_path: Path, commit: str, make_dir: bool, message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    if make_dir:
+        (tmp_path / "run").mkdir()
+    assert record(tmp_path / "h", tmp_path / "run", "--tag", "v1.0", "--commit", commit) == 2
+    assert message in capsys.readouterr().err
+    assert not (tmp_path / "h" / "history.json").exists()

@@ -1,0 +1,118 @@
+"""Real kernel tests: the embedded 6.12 tree, the minimal x86_64 config, a real build,
+real virtme-ng boots under TCG (or KVM where usable) and real PostgreSQL/pgbench inside.
+
+They use the real kbisect cache (tree, O= dirs, ccache, builds), so only the first run
+on a machine pays for the cold build.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from kbisect import results
+
+pytestmark = pytest.mark.real
+
+
+def kbisect(*args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+    proc = subprocess.run([sys.executable, "-m", "kbisect", *args], capture_output=True,
+                          text=True, env=os.environ.copy())
+    sys.stderr.write(proc.stderr[-4000:])
+    if check and proc.returncode != 0:
+        raise AssertionError(f"kbisect {' '.join(args)} exited {proc.returncode}:\n"
+                             f"{proc.stdout}\n{proc.stderr[-3000:]}")
+    return proc
+
+
+@pytest.fixture(scope="module")
+def kernel() -> Path:
+    """The minimal x86_64 kernel of the embedded tree, built once (cached)."""
+    from tests.conftest import REAL_CACHE
+
+    env = {"KBISECT_CACHE": str(REAL_CACHE)}
+    old = {k: os.environ.get(k) for k in env}
+    os.environ.update(env)
+    try:
+        out = kbisect("build", "--rev", "v6.12-debian", "--json").stdout
+    finally:
+        for k, v in old.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+    manifest = json.loads(out)
+    assert manifest["arch"] == "x86_64"
+    assert manifest["kernelrelease"].startswith("6.12")
+    artifact = REAL_CACHE / "builds"
+    images = sorted(artifact.glob(f"*/x86_64-*/{manifest['commit']}/bzImage"))
+    assert images, "the build produced no bzImage"
+    return images[-1].parent
+
+
+def test_manifest_records_inputs(kernel: Path) -> None:
+    manifest = json.loads((kernel / "manifest.json").read_text())
+    assert manifest["base"] == "tinyconfig"
+    names = [f["name"] for f in manifest["fragments"]]
+    assert any(n.startswith("base/") for n in names) and "arch/x86_64.config" in names
+    assert len(manifest["config_hash"]) == 64
+    assert "CONFIG_9P_FS=y" in (kernel / "config").read_text()
+
+
+def test_compare_two_command_lines_on_one_kernel(kernel: Path, real_cache: Path,
+                                                 tmp_path: Path) -> None:
+    out = tmp_path / "cmp"
+    proc = kbisect("compare", "--kernel", str(kernel), "--scenario", "smoke", "--boots", "2",
+                   "--append-a", "preempt=none", "--append-b", "preempt=full",
+                   "--out", str(out), check=False)
+    assert proc.returncode in (0, 1), proc.stderr[-3000:]
+    summary = json.loads((out / "summary.json").read_text())
+    results.validate(summary, "summary")
+    assert summary["verdict"]["kind"] in (
+        "regression", "improvement", "no significant difference")
+    assert (out / "report.md").exists()
+    samples = results.load_samples(out)
+    assert len(samples) == 4
+    for s in samples:
+        results.validate(s, "sample")
+        assert s["status"] == "ok" and s["tps"] > 0
+        want = "none" if s["label"] == "A" else "full"
+        assert s["fingerprint"]["preempt"] == want, s["fingerprint"]
+        assert f"preempt={want}" in s["fingerprint"]["cmdline"]
+        assert s["fingerprint"]["pg_version"].startswith("15")
+        assert s["kernel"]["commit"] is not None
+
+
+def test_panic_is_a_boot_failure(kernel: Path, real_cache: Path, tmp_path: Path) -> None:
+    proc = kbisect("run", "--kernel", str(kernel), "--scenario", "smoke",
+                   "--append", "init=/kbisect/no/such/init", "--out", str(tmp_path / "p"),
+                   check=False)
+    assert proc.returncode == 5, proc.stderr[-2000:]
+    assert "panic" in proc.stderr.lower()
+    [sample] = results.load_samples(tmp_path / "p")
+    assert sample["status"] == "boot-failed" and sample["tps"] is None
+
+
+def test_pgbench_failure_is_a_benchmark_failure(kernel: Path, real_cache: Path,
+                                               tmp_path: Path) -> None:
+    proc = kbisect("run", "--kernel", str(kernel), "--scenario", "smoke",
+                   "--set", "postgres.settings.max_connections=3",
+                   "--out", str(tmp_path / "b"), check=False)
+    assert proc.returncode == 6, proc.stderr[-2000:]
+    [sample] = results.load_samples(tmp_path / "b")
+    assert sample["status"] == "benchmark-failed" and sample["tps"] is None
+
+
+def test_hang_is_a_timeout(kernel: Path, real_cache: Path, tmp_path: Path) -> None:
+    proc = kbisect("run", "--kernel", str(kernel), "--scenario", "smoke",
+                   "--set", "pgbench.duration_s=600", "--set", "timeouts.total_s=150",
+                   "--out", str(tmp_path / "h"), check=False)
+    assert proc.returncode == 5, proc.stderr[-2000:]
+    assert "longer than" in proc.stderr
+    [sample] = results.load_samples(tmp_path / "h")
+    assert sample["status"] == "boot-failed" and sample["tps"] is None

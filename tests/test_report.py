@@ -1,0 +1,219 @@
+from __future__ import annotations
+
+import json
+import random
+import sys
+import types
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kbisect import cli, plots, report, stats
+
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+COMMAND = "kbisect compare --kernel /k/bzImage --append-a preempt=none --append-b preempt=full --scenario smoke --boots 4"  # noqa: E501
+SCEN = {"name": "smoke", "hash": "5c0ffee" * 9 + "0"}
+# Boot order (ABBA) with each boot's tps; None is a failed boot.
+PLAN: list[tuple[str, float | None, str]] = [
+    ("A", 1000.0, "ok"), ("B", 512.0, "ok"), ("B", 505.0, "ok"), ("A", 1012.0, "ok"),
+    ("A", 994.0, "ok"), ("B", None, "boot-failed"), ("B", 519.0, "ok"), ("A", 1006.0, "ok"),
+    ("B", 5.0, "benchmark-failed"),
+]  # fmt: skip
+
+
+def fingerprint(preempt: str, **over: Any) -> dict[str, Any]:
+    fp: dict[str, Any] = {
+        "uname_r": "6.12.48-kbisect", "cmdline": f"console=ttyS0 preempt={preempt}",
+        "preempt": preempt, "hugepages_total": 0, "hugepages_free": 0,
+        "hugepage_size_kb": 2048, "huge_pages_used": False, "thp": "madvise", "nproc": 2,
+        "mem_total_kb": 2013184, "clocksource": "tsc", "pg_version": "15.14",
+        "pg_settings": {"shared_buffers": "128MB", "huge_pages": "try", "max_connections": "20"},
+    }  # fmt: skip
+    fp.update(over)
+    return fp
+
+
+def runs(tps: float, rng: random.Random) -> list[dict[str, Any]]:
+    """A 5 s warm-up and a 20 s measured run whose per-second series averages to tps."""
+    out = []
+    for index, (warm, secs) in enumerate(((True, 5), (False, 20))):
+        base = tps * (0.8 if warm else 1.0)
+        raw = [base * (1 + rng.uniform(-0.05, 0.05)) for _ in range(secs)]
+        shift = base - sum(raw) / secs
+        out.append({"index": index, "warmup": warm, "tps": base, "latency_avg_ms": 1.9,
+                    "latency_stddev_ms": 0.4, "failed_transactions": 0,
+                    "series": [x + shift for x in raw]})  # fmt: skip
+    return out
+
+
+def sample(label: str, tps: float | None, status: str, accel: str, rng: random.Random,
+           fp: dict[str, Any]) -> dict[str, Any]:  # fmt: skip
+    preempt = "none" if label == "A" else "full"
+    ok = status == "ok"
+    return {
+        "version": 1, "kind": "sample", "created": "2026-11-22T04:00:00Z",
+        "command": f"kbisect run --kernel /k/bzImage --scenario smoke --append preempt={preempt}",
+        "label": label, "scenario": {**SCEN, "settings": {}},
+        "kernel": {"image": "/k/bzImage", "release": "6.12.48-kbisect", "commit": "ab" * 20,
+                   "config_hash": "cd" * 32, "manifest": None},
+        "append": f"preempt={preempt}", "accel": accel, "status": status,
+        "error": None if ok else f"{status}: kernel panic - not syncing (log: /x/console.log)",
+        "tps": tps, "runs": runs(tps, rng) if tps else [],
+        "fingerprint": fp if status != "boot-failed" else {},
+        "timings": {"boot_s": 2.5 + rng.uniform(0, 1), "restore_s": 1.0, "init_s": 0.5,
+                    "bench_s": 25.0, "total_s": 31.0},
+    }  # fmt: skip
+
+
+def make_run(root: Path, *, accel: str = "kvm", vary: bool = False) -> Path:
+    """A compare run dir as compare.py writes it: samples/NNN-X.json and summary.json."""
+    run = root / "compare-smoke"
+    rng = random.Random(7)
+    for i, (label, tps, status) in enumerate(PLAN, 1):
+        fp = fingerprint("none" if label == "A" else "full")
+        if vary and label == "A":
+            fp["hugepages_free"] = i
+        s = sample(label, tps, status, accel, rng, fp)
+        (run / "samples").mkdir(parents=True, exist_ok=True)
+        (run / "samples" / f"{i:03d}-{label}.json").write_text(json.dumps(s))
+    a, b = ok_tps("A"), ok_tps("B")
+    v = stats.verdict(a, b, min_effect=0.02)
+    side = {"kernel": {"commit": "ab" * 20, "describe": "v6.12.48", "subject": "Linux 6.12.48",
+                       "image": "/k/bzImage"}, "overrides": [], "scenario_hash": SCEN["hash"]}
+    summary = {
+        "version": 1, "kind": "compare", "created": "2026-11-22T04:10:00Z", "command": COMMAND,
+        "scenario": SCEN,
+        "sides": {"A": {**side, "label": "preempt=none", "append": "preempt=none"},
+                  "B": {**side, "label": "preempt=full", "append": "preempt=full"}},
+        "order": [p[0] for p in PLAN], "failed": {"A": 0, "B": 2},
+        "stats": {"A": v.a.as_dict(), "B": v.b.as_dict()}, "verdict": v.as_dict(),
+        "min_effect": 0.02, "confidence": 0.95, "duration_s": 600.0,
+    }  # fmt: skip
+    (run / "summary.json").write_text(json.dumps(summary))
+    return run
+
+
+def ok_tps(label: str) -> list[float]:
+    return [t for s, t, st in PLAN if s == label and st == "ok" and t is not None]
+
+
+@pytest.fixture
+def run(tmp_path: Path) -> Path:
+    return make_run(tmp_path)
+
+
+@pytest.fixture
+def rendered(run: Path) -> str:
+    path = report.render_compare(run)
+    assert path == run / "report.md"
+    return path.read_text()
+
+
+def test_reproduce_command_and_verdict_line(rendered: str) -> None:
+    v = stats.verdict(ok_tps("A"), ok_tps("B"), min_effect=0.02)
+    assert v.kind == "regression"
+    assert f"Reproduce:\n\n```sh\n{COMMAND}\n```" in rendered
+    assert report.verdict_line(v) in rendered
+    assert rendered.startswith("# smoke: regression (B/A = 0.509x)")
+    assert f"[{v.ratio.low:.3f}, {v.ratio.high:.3f}]" in rendered
+
+
+def test_sections_in_order(rendered: str) -> None:
+    marks = ["Reproduce:", "B/A = ", "## Sides", "## Warnings", "## Fingerprints",
+             "## Boots", "## Plots", "## Scenario"]  # fmt: skip
+    where = [rendered.index(m) for m in marks]
+    assert where == sorted(where)
+
+
+def test_failed_boots_listed_and_excluded(rendered: str) -> None:
+    b = stats.summarize(ok_tps("B"))
+    row = next(line for line in rendered.splitlines() if line.startswith("| B | preempt=full"))
+    assert f"| 3 / 2 | {b.mean:,.1f} |" in row  # 5.0 tps from the failed boot is not in it
+    boots = rendered.split("## Boots")[1]
+    assert "| 6 | B | — | **boot-failed** |" in boots
+    assert "| 9 | B | — | **benchmark-failed** |" in boots
+    assert "kernel panic - not syncing" in boots
+    assert "side B: 2 failed boot(s)" in rendered
+
+
+def test_preempt_difference_highlighted(rendered: str) -> None:
+    section = rendered.split("## Fingerprints")[1].split("## Boots")[0]
+    assert "Differences between the sides: **cmdline**, **preempt**." in section
+    assert "| ⚠ **preempt** | **none** | **full** |" in section
+    assert "| thp | madvise | madvise |" in section
+    assert "| pg_settings.shared_buffers | 128MB | 128MB |" in section
+    assert "Varies across boots within a side: none." in section
+
+
+def test_variation_within_a_side_is_noted(tmp_path: Path) -> None:
+    text = report.render_compare(make_run(tmp_path, vary=True)).read_text()
+    assert "hugepages_free (A)" in text
+    assert "1 / 4 / 5 / 8 ⚠ varies across boots" in text
+
+
+def test_plots_are_png_and_linked(run: Path, rendered: str) -> None:
+    for name in (plots.PER_BOOT, plots.SERIES):
+        data = (run / name).read_bytes()
+        assert data.startswith(PNG_MAGIC)
+        assert len(data) > 10_000
+        assert f"]({name})" in rendered
+
+
+def test_plots_are_deterministic(run: Path, rendered: str) -> None:
+    first = (run / plots.PER_BOOT).read_bytes()
+    report.render_compare(run)
+    assert (run / plots.PER_BOOT).read_bytes() == first
+
+
+def test_tcg_note_only_under_tcg(tmp_path: Path, rendered: str) -> None:
+    assert "TCG" not in rendered
+    text = report.render_compare(make_run(tmp_path / "t", accel="tcg")).read_text()
+    assert report.TCG_NOTE in text
+    assert "accelerator: tcg." in text
+
+
+def test_min_effect_override(run: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.main(["report", str(run), "--min-effect", "0.6"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0] == str(run / "report.md")
+    assert out[1].endswith(": no significant difference")
+    text = (run / "report.md").read_text()
+    assert "--min-effect 0.6 given to `kbisect report`" in text
+    assert "summary.json says 'regression'" in text
+
+
+def test_tps_along_path(tmp_path: Path) -> None:
+    points = [("0 good", [1000.0, 990.0], "good"), ("1 mid", [510.0, 505.0, 500.0], "bad"),
+              ("2 skip", [], "skip"), ("3 bad", [500.0, 498.0], "bad")]  # fmt: skip
+    path = plots.tps_along_path(points, tmp_path / "path.png")
+    assert path.read_bytes().startswith(PNG_MAGIC)
+
+
+@pytest.mark.parametrize("content", [None, "{not json", '{"version": 1}', '{"kind": "odd"}'])
+def test_bad_dirs_exit_2_with_one_line(tmp_path: Path, content: str | None,
+                                       capsys: pytest.CaptureFixture[str]) -> None:  # fmt: skip
+    d = tmp_path / "run"
+    d.mkdir()
+    if content is not None:
+        (d / "summary.json").write_text(content)
+    assert cli.main(["report", str(d)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith(f"kbisect: {d}")
+
+
+def test_missing_dir_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.main(["report", str(tmp_path / "nope")]) == 2
+    assert capsys.readouterr().err == f"kbisect: {tmp_path / 'nope'}: no such directory\n"
+
+
+def test_bisect_dispatch(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                         capsys: pytest.CaptureFixture[str]) -> None:  # fmt: skip
+    (tmp_path / "summary.json").write_text('{"version": 1, "kind": "bisect"}')
+    fake = types.ModuleType("kbisect.bisect_report")
+    monkeypatch.setitem(sys.modules, "kbisect.bisect_report", fake)
+    assert cli.main(["report", str(tmp_path)]) == 2
+    assert "no render()" in capsys.readouterr().err
+    fake.render = lambda d: d / "report.md"  # type: ignore[attr-defined]
+    assert cli.main(["report", str(tmp_path)]) == 0
+    assert capsys.readouterr().out.splitlines()[0] == str(tmp_path / "report.md")
