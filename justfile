@@ -69,3 +69,23 @@ demo-preempt:
 demo-bisect:
     @echo "kbisect demo-bisect: ~5 bisect steps of builds and boots under TCG: 1-2 hours on a 2-core machine"
     kbisect bisect --good v6.12-debian --bad kbisect-demo --scenario simple-update-2vcpu
+
+# measure the next -rc tag against its baseline and record it (env: KBISECT_TREE, ...)
+[group('workflows')]
+rc-watch:
+    workflows/rc-watch
+
+# compare a base with and without one commit (env: KBISECT_TREE_URL, KBISECT_BASE, KBISECT_REVERT)
+[group('workflows')]
+revert-check:
+    workflows/revert-check
+
+# open or update the GitHub issue for an rc-watch regression (env: KBISECT_REPORT, KBISECT_TAG)
+[group('workflows')]
+rc-issue:
+    workflows/rc-issue
+
+# add `kbisect doctor` (KVM or TCG, tools) to the CI job summary
+[group('workflows')]
+ci-summary:
+    { echo '### kbisect doctor'; echo '```'; kbisect doctor 2>&1 || true; echo '```'; } >>"${GITHUB_STEP_SUMMARY:-/dev/stdout}"

@@ -110,11 +110,18 @@ def settings_sql(names: list[str]) -> str:
 
 
 def last_fatal(log_text: str) -> str | None:
-    """The last FATAL/PANIC/ERROR line of a server log, to say why it did not start."""
-    hits = [
-        line.strip() for line in log_text.splitlines() if re.search(r"\b(FATAL|PANIC|ERROR):", line)
-    ]
-    return hits[-1] if hits else None
+    """The last FATAL/PANIC/ERROR message of a server log (no timestamp), to say why it
+    did not start."""
+    hits = re.findall(r"\b((?:FATAL|PANIC|ERROR):\s+.*)", log_text)
+    return " ".join(hits[-1].split()) if hits else None
+
+
+def huge_pages_needed_cmd(
+    bindir: Path, pgdata: Path, sockdir: Path, port: int, settings: dict[str, Any]
+) -> list[str]:
+    """Asks PostgreSQL (15+) how many huge pages these settings need."""
+    cmd = server_cmd(bindir, pgdata, sockdir, port, settings)
+    return [*cmd, "-C", "shared_memory_size_in_huge_pages"]
 
 
 class Server:

@@ -26,6 +26,16 @@ class HarnessError(Exception):
     """A benchmark step failed; the message is the one-line error of the result."""
 
 
+def say(message: str) -> None:
+    """One protocol line for the host: `kbisect-guest: <message>`."""
+    print(f"kbisect-guest: {message}", flush=True)
+
+
+def echo(line: str) -> None:
+    """A line for the console log only."""
+    print(line, flush=True)
+
+
 @dataclass(frozen=True)
 class Account:
     """Who runs PostgreSQL: the unprivileged `postgres` user, or (non-root host tests) us."""

@@ -13,6 +13,7 @@ import os
 import shutil
 import subprocess
 import tarfile
+import tempfile
 from pathlib import Path
 
 from harness import proc
@@ -68,16 +69,23 @@ def save(pgdata: Path, template_dir: Path, name: str) -> Path:
     """Archive a cleanly shut down PGDATA as the template `name`; returns its path."""
     zstd = shutil.which("zstd", path="/usr/bin:/bin")
     final = template_dir / f"{name}{SUFFIXES[0] if zstd else SUFFIXES[1]}"
-    tmp = template_dir / f".{final.name}.{os.getpid()}.tmp"
-    template_dir.mkdir(parents=True, exist_ok=True)
+    try:
+        template_dir.mkdir(parents=True, exist_ok=True)
+        fd, tmp_name = tempfile.mkstemp(dir=template_dir, prefix=f".{final.name}.", suffix=".tmp")
+        os.close(fd)
+    except OSError as exc:
+        raise HarnessError(f"cannot save template in {template_dir}: {exc}") from exc
+    tmp = Path(tmp_name)
     try:
         _write(pgdata, tmp, zstd)
         _fsync(tmp)
+        tmp.chmod(0o644)
         os.replace(tmp, final)
         _fsync(template_dir)
-    except BaseException:
+    except OSError as exc:
+        raise HarnessError(f"cannot save template {final}: {exc}") from exc
+    finally:
         tmp.unlink(missing_ok=True)
-        raise
     return final
 
 

@@ -8,19 +8,20 @@ verdict, and the `git bisect log` verbatim.
 from __future__ import annotations
 
 import json
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from kbisect import atomic, git, plots, progress
-from kbisect import bisect_state as state
+from kbisect import atomic, git, plots, progress, results
+from kbisect import bisect_samples as samples
+from kbisect.bisect_state import Mark, Outcome
 
 PLOT = "bisect.png"
+REPORT = "report.md"
 
 
-def _row(top: Path, store: Path, index: int, mark: state.Mark) -> dict[str, Any]:
-    out = state.commit_dir(store, mark.commit)
-    tps, failures = state.stored(out)
+def _row(store: Path, index: int, mark: Mark) -> dict[str, Any]:
+    out = samples.commit_dir(store, mark.commit)
+    tps, failures = samples.stored(out)
     step_file = out / "step.json"
     step = json.loads(step_file.read_text()) if step_file.exists() else {}
     role = "endpoint" if index < 2 else "step"
@@ -31,24 +32,30 @@ def _row(top: Path, store: Path, index: int, mark: state.Mark) -> dict[str, Any]
             else step.get("reason", "")}  # fmt: skip
 
 
-def summary(top: Path, data: dict[str, Any], outcome: state.Outcome,
-            argv: list[str]) -> dict[str, Any]:
-    """Everything the report shows, as JSON-ready data."""
+def summary(top: Path, data: dict[str, Any], outcome: Outcome, argv: list[str]) -> dict[str, Any]:
+    """Everything the report shows, as JSON that schema/summary.json accepts."""
     store = Path(data["store"])
-    rows = [_row(top, store, i, m) for i, m in enumerate(outcome.marks)]
+    rows = [_row(store, i, m) for i, m in enumerate(outcome.marks)]
     candidates = [{"commit": c, "subject": git.subject(top, c)} for c in outcome.candidates]
-    rc = data.get("recheck", {})
+    rc = data["recheck"]
+    answer = candidates[0] if outcome.first_bad else None
+    result = f"first bad commit: one of {len(candidates)} (skipped revisions hide it)"
+    if answer:
+        result = f"first bad commit {answer['commit']} {answer['subject']}"
+    kind = rc.get("kind", "re-check failed") if rc["confirmed"] else "not confirmed"
     return {
-        "version": 1, "kind": "bisect-summary",
-        "created": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
-        "command": progress.reproduce_line(argv), "tree": data["tree"],
-        "good": data["good"], "bad": data["bad"], "options": data["options"],
-        "threshold": data["threshold"], "threshold_source": data.get("threshold_source"),
-        "endpoints": data.get("endpoints"), "revisions": rows,
-        "first_bad": candidates[0] if outcome.first_bad else None,
-        "candidates": candidates, "recheck": rc, "confirmed": bool(rc.get("confirmed")),
-        "bisect_log": data["bisect_log"], "exit": data.get("exit"),
-    }
+        "version": 1, "kind": "bisect", "created": results.utc_now(),
+        "command": progress.reproduce_line(argv), "scenario": data["scenario"], "sides": {},
+        "stats": {"endpoints": data.get("endpoints")},
+        "verdict": {"kind": kind, "result": result, "warnings": rc.get("warnings", [])},
+        "tree": data["tree"], "good": data["good"], "bad": data["bad"],
+        "options": data["options"], "threshold": data["threshold"],
+        "threshold_source": data.get("threshold_source"), "revisions": rows,
+        "first_bad": answer, "candidates": candidates, "recheck": rc,
+        "confirmed": bool(rc["confirmed"]), "second_pass": bool(data.get("escalated")),
+        "bisect_log": data["bisect_log"], "first_pass_log": data.get("first_pass_log"),
+        "exit": data.get("exit"),
+    }  # fmt: skip
 
 
 def _fmt(x: float | None) -> str:
@@ -59,10 +66,21 @@ def _answer(s: dict[str, Any]) -> list[str]:
     if s["first_bad"]:
         c = s["first_bad"]
         return [f"**First bad commit: `{c['commit']}` {c['subject']}**", ""]
-    lines = ["**First bad commit: one of these (git skipped the others; build or boot "
-             "failures hide which):**", ""]
+    lines = ["**First bad commit: one of these; skipped revisions (build or boot failures, "
+             "or no clear verdict) hide which:**", ""]  # fmt: skip
     lines += [f"- `{c['commit']}` {c['subject']}" for c in s["candidates"]]
     return [*lines, ""]
+
+
+def _second_pass(s: dict[str, Any]) -> list[str]:
+    if not s["second_pass"]:
+        return []
+    most = 2 * s["options"]["runs_max"]
+    return [
+        f"Second pass: revisions skipped as unclear hid the answer, so they were measured "
+        f"again with up to {most} samples each (the log below is the second pass's).",
+        "",
+    ]
 
 
 def _recheck(rc: dict[str, Any]) -> list[str]:
@@ -85,13 +103,17 @@ def _recheck(rc: dict[str, Any]) -> list[str]:
 
 
 def _table(rows: list[dict[str, Any]]) -> list[str]:
-    out = ["| # | commit | subject | verdict | n | mean tps | samples | note |",
-           "|---|---|---|---|---|---|---|---|"]
+    out = [
+        "| # | commit | subject | verdict | n | mean tps | samples | note |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
     for i, r in enumerate(rows):
         samples = ", ".join(f"{x:.0f}" for x in r["tps"])
         note = "; ".join([r["reason"], *r["failures"]]).strip("; ").replace("|", "/")
-        out.append(f"| {i} | `{r['commit'][:12]}` | {r['subject'].replace('|', '/')} | "
-                   f"{r['verdict']} | {r['n']} | {_fmt(r['mean'])} | {samples} | {note} |")
+        out.append(
+            f"| {i} | `{r['commit'][:12]}` | {r['subject'].replace('|', '/')} | "
+            f"{r['verdict']} | {r['n']} | {_fmt(r['mean'])} | {samples} | {note} |"
+        )
     return out
 
 
@@ -99,36 +121,61 @@ def markdown(s: dict[str, Any]) -> str:
     o = s["options"]
     better = "higher" if o["higher_is_better"] else "lower"
     lines = [
-        f"# kbisect bisect: {o['scenario']}", "", "Reproduce:", "",
-        f"    {s['command']}", "",
+        f"# kbisect bisect: {o['scenario']}",
+        "",
+        "Reproduce:",
+        "",
+        f"    {s['command']}",
+        "",
         f"- tree: `{s['tree']}`; good `{s['good']}`, bad `{s['bad']}`",
-        f"- append: `{o['append']}`; configs: {', '.join(o['configs']) or '-'}; "
-        f"arch {o['arch']}",
+        f"- append: `{o['append']}`; configs: {', '.join(o['configs']) or '-'}; arch {o['arch']}",
         f"- threshold: {s['threshold']:.1f} tps ({s['threshold_source']}); {better} is better; "
         f"sequential sampling {o['runs_min']}..{o['runs_max']} boots per revision",
-        "", *_answer(s), *_recheck(s["recheck"]),
-        "## Revisions tested, in bisection order", "", *_table(s["revisions"]), "",
-        f"![tps along the bisection path]({PLOT})", "",
-        "## git bisect log", "", "```", s["bisect_log"].rstrip(), "```", "",
+        "",
+        *_answer(s),
+        *_second_pass(s),
+        *_recheck(s["recheck"]),
+        "## Revisions tested, in bisection order",
+        "",
+        *_table(s["revisions"]),
+        "",
+        f"![tps along the bisection path]({PLOT})",
+        "",
+        "## git bisect log",
+        "",
+        "```",
+        s["bisect_log"].rstrip(),
+        "```",
+        "",
     ]
     return "\n".join(lines)
 
 
 def plot(s: dict[str, Any], path: Path) -> Path | None:
-    points = [(f"{i} {r['commit'][:8]}", r["tps"], r["verdict"])
-              for i, r in enumerate(s["revisions"])]
+    points = [
+        (f"{i} {r['commit'][:8]}", r["tps"], r["verdict"]) for i, r in enumerate(s["revisions"])
+    ]
     try:
         return plots.tps_along_path(
-            points, path, title=f"tps along the bisection; threshold {s['threshold']:.1f} tps")
+            points, path, title=f"tps along the bisection; threshold {s['threshold']:.1f} tps"
+        )
     except ImportError as exc:
         progress.warn(f"no plot ({exc}): install matplotlib (scripts/setup)")
         return None
 
 
 def write(run_dir: Path, s: dict[str, Any]) -> Path:
-    """Write summary.json, bisect.png and report.md; return the report's path."""
-    atomic.write_json(run_dir / "summary.json", s)
+    """Write summary.json (validated), bisect.png and report.md; return the report's path."""
+    results.write_summary(run_dir, s)
     plot(s, run_dir / PLOT)
-    report = run_dir / "report.md"
+    report = run_dir / REPORT
     atomic.write_text(report, markdown(s))
     return report
+
+
+def render(run_dir: Path) -> Path:
+    """Re-render report.md and bisect.png from the run's summary.json (`kbisect report`)."""
+    s = results.load_summary(run_dir)
+    plot(s, run_dir / PLOT)
+    atomic.write_text(run_dir / REPORT, markdown(s))
+    return run_dir / REPORT

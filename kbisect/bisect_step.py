@@ -1,6 +1,6 @@
 """`kbisect bisect-step`: one `git bisect run` step, answered in git's exit codes.
 
-git runs bisect/run in the checkout under bisection, and bisect/run execs this. The
+git runs bisect/run in the checkout under bisection; bisect/run calls `entry()`. The
 step builds the checked-out revision in place, then boots and measures it until
 `sequential.decide()` gives a verdict against the threshold, and exits:
 
@@ -8,9 +8,9 @@ step builds the checked-out revision in place, then boots and measures it until
     after --runs-max) · 128 abort the whole bisect (bad options, a missing tool,
     broken infrastructure, a bug).
 
-A build or boot failure is never "bad". `main()` returns these codes itself: they are
-git's protocol, not kbisect's usual exit codes. The samples and their store live in
-bisect_state.py.
+A build or boot failure is never "bad". `main()` returns these codes itself (they are
+git's protocol, not kbisect's exit codes) and never raises. Samples are stored per
+commit (bisect_samples.py); a revisited revision reuses them and only adds if needed.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from typing import NoReturn
 
 from kbisect import arch as arch_mod
 from kbisect import atomic, build, git, progress, scenario, sequential, tree
-from kbisect import bisect_state as state
+from kbisect import bisect_samples as samples
 from kbisect.exceptions import BenchmarkError, BootError, BuildError, KbisectError, UserError
 
 GOOD, BAD, SKIP, ABORT = 0, 1, 125, 128
@@ -49,60 +49,43 @@ class Policy:
         if not self.threshold > 0:
             raise UserError(f"--threshold {self.threshold}: must be a positive tps figure")
         if not 2 <= self.runs_min <= self.runs_max:
-            raise UserError(
-                f"--runs-min {self.runs_min} --runs-max {self.runs_max}: "
-                "need 2 <= runs-min <= runs-max"
-            )
+            raise UserError(f"--runs-min {self.runs_min} --runs-max {self.runs_max}: "
+                            "need 2 <= runs-min <= runs-max")  # fmt: skip
 
 
-def sample_until(
-    tps: list[float], draw: Callable[[], float], policy: Policy
-) -> sequential.Decision:
+def sample_until(tps: list[float], draw: Callable[[], float], policy: Policy
+                 ) -> sequential.Decision:  # fmt: skip
     """Add samples (draw() each) to `tps` until the decision is not "more"."""
     while True:
-        d = sequential.decide(
-            tps, policy.threshold, higher_is_better=policy.higher_is_better,
-            runs_min=policy.runs_min, runs_max=policy.runs_max,
-        )
+        d = sequential.decide(tps, policy.threshold, higher_is_better=policy.higher_is_better,
+                              runs_min=policy.runs_min, runs_max=policy.runs_max)  # fmt: skip
         if d.verdict != "more":
             return d
         if len(tps) >= policy.runs_max:
             return sequential.Decision("unclear", f"still unclear after {len(tps)} samples",
-                                       d.mean, d.low, d.high, d.n)
+                                       d.mean, d.low, d.high, d.n)  # fmt: skip
         tps.append(draw())
 
 
-def judge(ctx: state.Context, policy: Policy, target: state.Target
-          ) -> sequential.Decision:
-    """The verdict on a built revision; raises BootError/BenchmarkError to skip it."""
-    tps, failures = state.stored(target.out)
+def judge(ctx: samples.Context, policy: Policy, target: samples.Target) -> sequential.Decision:
+    """The verdict on a built revision; BootError/BenchmarkError (skip it) if a boot failed."""
+    tps, failures = samples.stored(target.out)
     if failures:
         raise BootError(f"stored failure, not retried: {failures[-1]}")
     if tps:
         progress.step(f"reusing {len(tps)} stored sample(s) of {target.commit[:12]}")
-    return sample_until(tps, lambda: state.draw(ctx, target), policy)
-
-
-def top_up(ctx: state.Context, target: state.Target, n: int) -> list[float]:
-    """At least n samples of target (stored ones count); raises BootError if one failed."""
-    tps, failures = state.stored(target.out)
-    if failures:
-        raise BootError(f"{target.commit[:12]}: stored failure, not retried: {failures[-1]}")
-    while len(tps) < n:
-        tps.append(state.draw(ctx, target))
-    return tps
+    return sample_until(tps, lambda: samples.draw(ctx, target), policy)
 
 
 def build_here(top: Path, arch: str, configs: tuple[str, ...]) -> build.BuildResult:
     """Build the checkout at top as it is (in place; cached per commit)."""
-    return build.build(build.Request(top, "HEAD", arch=arch_mod.get(arch), configs=configs,
-                                     in_place=True))
+    req = build.Request(top, "HEAD", arch=arch_mod.get(arch), configs=configs, in_place=True)
+    return build.build(req)
 
 
-def describe(commit: str, d: sequential.Decision, policy: Policy) -> str:
+def describe(commit: str, d: sequential.Decision) -> str:
     """The one line that logs a decision with its numbers."""
-    return (f"step: {commit[:12]} {d.verdict}: n={d.n} mean {d.mean:.1f} tps, "
-            f"CI [{d.low:.1f}, {d.high:.1f}] vs threshold {policy.threshold:.1f} ({d.reason})")
+    return f"step: {commit[:12]} {d.verdict}: {d.reason}"
 
 
 def _check_driver() -> None:
@@ -113,16 +96,24 @@ def _check_driver() -> None:
         os.kill(int(pid), 0)
     except ProcessLookupError:
         raise UserError(f"the kbisect bisect driver (pid {pid}) is gone; "
-                        "continue with `kbisect bisect --resume`") from None
+                        "continue with `kbisect bisect --resume`") from None  # fmt: skip
 
 
-def _record(out: Path, commit: str, verdict: str, reason: str, code: int,
-            d: sequential.Decision | None = None, threshold: float | None = None) -> None:
-    data: dict[str, object] = {"commit": commit, "verdict": verdict, "reason": reason,
-                               "exit": code, "threshold": threshold}
-    if d is not None:
-        data.update(n=d.n, mean=d.mean, low=d.low, high=d.high)
-    atomic.write_json(out / "step.json", data)
+def _record(out: Path, commit: str, verdict: str, reason: str, threshold: float,
+            skip: str | None = None, d: sequential.Decision | None = None) -> None:  # fmt: skip
+    """step.json: this visit's verdict, for the report and the driver's second pass.
+
+    skip: why the revision was skipped: "build", "boot", "benchmark" or "unclear".
+    """
+    numbers = d.as_dict() if d is not None else {}
+    atomic.write_json(out / "step.json", {**numbers, "commit": commit, "verdict": verdict,
+                      "reason": reason, "skip": skip, "threshold": threshold})  # fmt: skip
+
+
+def _skip_kind(exc: Exception) -> str:
+    if isinstance(exc, BuildError):
+        return "build"
+    return "boot" if isinstance(exc, BootError) else "benchmark"
 
 
 def step(args: argparse.Namespace) -> int:
@@ -130,40 +121,41 @@ def step(args: argparse.Namespace) -> int:
     policy = Policy(args.threshold, not args.lower_is_better, args.runs_min, args.runs_max)
     policy.check()
     top = tree.check_kernel_tree(Path.cwd())
-    ctx = state.Context(scenario.load(args.scenario), args.append, args.arch)
-    store = state.store_for(args.store, top, ctx, tuple(args.config))
+    ctx = samples.Context(scenario.load(args.scenario), args.append, args.arch)
+    store = samples.store_for(args.store, top, ctx, tuple(args.config))
     commit = git.rev_parse(top, "HEAD")
-    out = state.commit_dir(store, commit)
+    out = samples.commit_dir(store, commit)
     progress.step(f"step: {commit[:12]} {git.subject(top, commit)}")
     try:
         built = build_here(top, args.arch, tuple(args.config))
-        d = judge(ctx, policy, state.Target(commit, built.image, built.manifest, out))
+        d = judge(ctx, policy, samples.Target(commit, built.image, built.manifest, out))
     except (BuildError, BootError, BenchmarkError) as exc:
-        kind = "build" if isinstance(exc, BuildError) else "boot"
-        progress.step(f"step: {commit[:12]} skip: {exc}")
-        _record(out, commit, "skip", f"{kind} failed: {exc}", SKIP, threshold=policy.threshold)
+        kind = _skip_kind(exc)
+        progress.step(f"step: {commit[:12]} skip: {kind} failed: {exc}")
+        _record(out, commit, "skip", f"{kind} failed: {exc}", policy.threshold, kind)
         return SKIP
     code = EXIT_FOR[d.verdict]
-    progress.step(describe(commit, d, policy))
-    _record(out, commit, {GOOD: "good", BAD: "bad"}.get(code, "skip"), d.reason, code, d,
-            policy.threshold)
+    progress.step(describe(commit, d))
+    verdict = {GOOD: "good", BAD: "bad"}.get(code, "skip")
+    skip = "unclear" if code == SKIP else None
+    _record(out, commit, verdict, d.reason, policy.threshold, skip, d)
     return code
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--scenario", required=True, help="scenario name or .toml file")
-    parser.add_argument("--threshold", type=float, required=True, metavar="TPS",
-                        help="good above it (below it with --lower-is-better)")
-    parser.add_argument("--lower-is-better", action="store_true",
-                        help="the figure is better when lower")
-    parser.add_argument("--append", default="", help="kernel command line extras")
-    parser.add_argument("--runs-min", type=int, default=3, help="samples before deciding")
-    parser.add_argument("--runs-max", type=int, default=10, help="give up (skip) after this")
-    parser.add_argument("--config", action="append", default=[], metavar="NAME",
-                        help="extra fragment from kernel-configs/ (repeatable)")
-    parser.add_argument("--arch", default="x86_64", help="x86_64 or arm64")
-    parser.add_argument("--store", type=Path, help="sample store (default: "
-                        f"${state.STORE_ENV}, else one under the results dir)")
+    add = parser.add_argument
+    add("--scenario", required=True, help="scenario name or .toml file")
+    add("--threshold", type=float, required=True, metavar="TPS",
+        help="good above it (below it with --lower-is-better)")  # fmt: skip
+    add("--lower-is-better", action="store_true", help="the figure is better when lower")
+    add("--append", default="", help="kernel command line extras")
+    add("--runs-min", type=int, default=3, help="samples before deciding (default 3)")
+    add("--runs-max", type=int, default=10, help="skip the revision after this (default 10)")
+    add("--config", action="append", default=[], metavar="NAME",
+        help="extra fragment from kernel-configs/ (repeatable)")  # fmt: skip
+    add("--arch", default="x86_64", help="x86_64 or arm64")
+    where = f"${samples.STORE_ENV}, else one in the results dir"
+    add("--store", type=Path, help=f"sample store (default {where})")
 
 
 def main(args: argparse.Namespace) -> int:
@@ -193,9 +185,9 @@ def _sigterm(signum: int, frame: FrameType | None) -> None:
 
 
 def entry(argv: list[str]) -> int:
-    """bisect/run's entry: parse argv and run one step; only ever 0, 1, 125 or 128."""
+    """bisect/run's way in: parse argv, run one step; only ever 0, 1, 125 or 128."""
     signal.signal(signal.SIGTERM, _sigterm)
-    parser = _Parser(prog="bisect/run", description=__doc__.splitlines()[0] if __doc__ else None)
+    parser = _Parser(prog="bisect/run", description="one `git bisect run` step")
     configure(parser)
     try:
         args = parser.parse_args(argv)

@@ -49,8 +49,9 @@ class Request:
     jobs: int = 0
 
 
-def make_command(src: Path, obj: Path, arch: arch_mod.Arch, *targets: str, jobs: int = 0,
-                 cc: str | None = None) -> list[str]:
+def make_command(
+    src: Path, obj: Path, arch: arch_mod.Arch, *targets: str, jobs: int = 0, cc: str | None = None
+) -> list[str]:
     """The make command line for a kernel build step (pure)."""
     cmd = ["make", "-C", str(src), f"O={obj}", *arch.make_vars()]
     if cc:
@@ -77,16 +78,21 @@ def inputs_key(req: Request, fragments: list[kconfig.Fragment]) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:12]
 
 
-def _configure(req: Request, src: Path, obj: Path, fragments: list[kconfig.Fragment],
-               log: Path) -> list[str]:
+def _configure(
+    req: Request, src: Path, obj: Path, fragments: list[kconfig.Fragment], log: Path
+) -> list[str]:
     progress.step(f"configuring ({req.base} + {len(fragments)} fragments)")
     obj.mkdir(parents=True, exist_ok=True)
     if req.base in BASES:
         runner.run(make_command(src, obj, req.arch, req.base), log=log, env=build_env())
     else:
         shutil.copyfile(req.base, obj / ".config")
-    runner.run(kconfig.merge_command(src, obj, [f.path for f in fragments]), log=log,
-               cwd=src, env={**build_env(), **_arch_env(req.arch)})
+    runner.run(
+        kconfig.merge_command(src, obj, [f.path for f in fragments]),
+        log=log,
+        cwd=obj,
+        env={**build_env(), **_arch_env(req.arch)},
+    )
     runner.run(make_command(src, obj, req.arch, "olddefconfig"), log=log, env=build_env())
     warnings = kconfig.verify((obj / ".config").read_text(), fragments, set(req.allow_dropped))
     for w in warnings:
@@ -116,17 +122,27 @@ class _Progress:
             progress.step(f"compiling: {self.objects} objects so far")
 
 
+def check_compiler(a: arch_mod.Arch) -> None:
+    if shutil.which(a.compiler()) is None:
+        raise MissingTool(
+            f"{a.compiler()}: compiler for {a.name} not installed (run scripts/setup)"
+        )
+
+
 def _compile(req: Request, src: Path, obj: Path, log: Path) -> None:
     cc = req.arch.compiler()
-    if shutil.which(cc) is None:
-        raise MissingTool(f"{cc}: compiler for {req.arch.name} not installed (run scripts/setup)")
     if shutil.which("ccache"):
         cc = f"ccache {cc}"
     jobs = req.jobs or os.cpu_count() or 1
     progress.step(f"compiling {req.arch.image_target} with {cc}, {jobs} jobs")
-    runner.run(make_command(src, obj, req.arch, req.arch.image_target, jobs=jobs, cc=cc),
-               log=log, env=build_env(), timeout=BUILD_TIMEOUT_S, idle_timeout=IDLE_TIMEOUT_S,
-               on_line=_Progress())
+    runner.run(
+        make_command(src, obj, req.arch, req.arch.image_target, jobs=jobs, cc=cc),
+        log=log,
+        env=build_env(),
+        timeout=BUILD_TIMEOUT_S,
+        idle_timeout=IDLE_TIMEOUT_S,
+        on_line=_Progress(),
+    )
 
 
 def _tail(log: Path, n: int = 15) -> str:
@@ -137,11 +153,16 @@ def _tail(log: Path, n: int = 15) -> str:
 def build(req: Request) -> BuildResult:
     """Build (or reuse) the artifact for req; raise BuildError when the kernel fails."""
     commit = git.rev_parse(req.tree, req.rev)
+    check_compiler(req.arch)
+    if req.in_place and git.is_dirty(req.tree):
+        raise UserError(f"--in-place: {req.tree} has uncommitted changes; commit or stash them")
     fragments = kconfig.resolve(list(req.configs), req.arch.name)
     key = inputs_key(req, fragments)
     root = paths.cache_dir() / "builds" / worktree.repo_id(req.tree) / f"{req.arch.name}-{key}"
     artifact = root / commit
     if (artifact / "manifest.json").exists():
+        # Built maybe with another --allow-dropped: this request must accept its .config too.
+        kconfig.verify((artifact / "config").read_text(), fragments, set(req.allow_dropped))
         manifest = json.loads((artifact / "manifest.json").read_text())
         progress.step(f"reusing build of {commit[:12]}: {artifact}")
         return BuildResult(artifact, artifact / Path(req.arch.image).name, manifest, True)
@@ -166,8 +187,16 @@ def build(req: Request) -> BuildResult:
             progress.step(f"build failed; last lines of {log}:\n{_tail(log)}")
             raise BuildError(f"build of {commit[:12]} failed: {exc}") from None
         duration = time.monotonic() - start
-        manifest = _manifest(req, commit, src, obj, fragments, warnings, duration,
-                             ccache.delta(before, ccache.stats()))
+        manifest = _manifest(
+            req,
+            commit,
+            src,
+            obj,
+            fragments,
+            warnings,
+            duration,
+            ccache.delta(before, ccache.stats()),
+        )
         image = _collect(req.arch, obj, artifact)
         manifest["image_sha256"] = hashlib.sha256(image.read_bytes()).hexdigest()
         atomic.write_json(artifact / "manifest.json", manifest)
@@ -184,12 +213,20 @@ def _collect(a: arch_mod.Arch, obj: Path, artifact: Path) -> Path:
     return image
 
 
-def _manifest(req: Request, commit: str, src: Path, obj: Path,
-              fragments: list[kconfig.Fragment], warnings: list[str], duration: float,
-              cache: dict[str, float]) -> dict[str, Any]:
+def _manifest(
+    req: Request,
+    commit: str,
+    src: Path,
+    obj: Path,
+    fragments: list[kconfig.Fragment],
+    warnings: list[str],
+    duration: float,
+    cache: dict[str, float],
+) -> dict[str, Any]:
     config_text = (obj / ".config").read_text()
-    release = runner.capture(make_command(src, obj, req.arch, "-s", "kernelrelease"),
-                             check=False).splitlines()
+    release = runner.capture(
+        make_command(src, obj, req.arch, "-s", "kernelrelease"), check=False
+    ).splitlines()
     return {
         "version": MANIFEST_VERSION,
         "command": progress.reproduce_line(),
@@ -215,14 +252,30 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--tree", help="kernel git tree (default: the embedded 6.12 tree)")
     parser.add_argument("--rev", default="HEAD", help="revision to build (default HEAD)")
     parser.add_argument("--arch", default="x86_64", help="x86_64 or arm64")
-    parser.add_argument("--config", action="append", default=[], metavar="NAME",
-                        help="extra fragment from kernel-configs/ (repeatable)")
-    parser.add_argument("--base", default="tinyconfig",
-                        help="tinyconfig (default), allnoconfig, defconfig, or a config FILE")
-    parser.add_argument("--allow-dropped", action="append", default=[], metavar="SYMBOL",
-                        help="accept that olddefconfig drops SYMBOL")
-    parser.add_argument("--in-place", action="store_true",
-                        help="build the tree's checkout itself (for `git bisect run`)")
+    parser.add_argument(
+        "--config",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="extra fragment from kernel-configs/ (repeatable)",
+    )
+    parser.add_argument(
+        "--base",
+        default="tinyconfig",
+        help="tinyconfig (default), allnoconfig, defconfig, or a config FILE",
+    )
+    parser.add_argument(
+        "--allow-dropped",
+        action="append",
+        default=[],
+        metavar="SYMBOL",
+        help="accept that olddefconfig drops SYMBOL",
+    )
+    parser.add_argument(
+        "--in-place",
+        action="store_true",
+        help="build the tree's checkout itself (for `git bisect run`)",
+    )
     parser.add_argument("-j", "--jobs", type=int, default=0)
     parser.add_argument("--json", action="store_true", help="print the manifest as JSON")
 
@@ -230,11 +283,16 @@ def configure(parser: argparse.ArgumentParser) -> None:
 def request_from_args(args: argparse.Namespace) -> Request:
     if args.base not in BASES and not Path(args.base).is_file():
         raise UserError(f"--base {args.base}: not one of {', '.join(BASES)} nor a file")
-    allow = {s if s.startswith("CONFIG_") else f"CONFIG_{s}" for s in args.allow_dropped}
+    allow = kconfig.allowed_symbols(args.allow_dropped)
     return Request(
-        tree=tree.resolve(args.tree), rev=args.rev, arch=arch_mod.get(args.arch),
-        configs=tuple(args.config), base=args.base, allow_dropped=frozenset(allow),
-        in_place=args.in_place, jobs=args.jobs,
+        tree=tree.resolve(args.tree),
+        rev=args.rev,
+        arch=arch_mod.get(args.arch),
+        configs=tuple(args.config),
+        base=args.base,
+        allow_dropped=frozenset(allow),
+        in_place=args.in_place,
+        jobs=args.jobs,
     )
 
 

@@ -9,6 +9,7 @@ interleaved in ABBA blocks so that drift (thermal, page cache, the host) hits bo
 from __future__ import annotations
 
 import argparse
+import json
 import random
 import time
 from dataclasses import dataclass, field
@@ -37,8 +38,13 @@ class Side:
         m = self.manifest or {}
         kernel = {k: m.get(k) for k in ("commit", "describe", "subject", "config_hash")}
         kernel["image"] = str(self.image) if self.image else None
-        return {"label": self.label, "kernel": kernel, "append": self.append,
-                "overrides": self.overrides, "scenario_hash": self.scen.hash}
+        return {
+            "label": self.label,
+            "kernel": kernel,
+            "append": self.append,
+            "overrides": self.overrides,
+            "scenario_hash": self.scen.hash,
+        }
 
 
 def order(boots: int, scheme: str = "abba", seed: int | None = None) -> list[str]:
@@ -51,10 +57,20 @@ def order(boots: int, scheme: str = "abba", seed: int | None = None) -> list[str
 
 
 def _sides(args: argparse.Namespace, base_scen: scenario.Scenario) -> tuple[Side, Side]:
-    a = Side("A", args.label_a or "A", " ".join(filter(None, [args.append, args.append_a])),
-             args.set_a, base_scen.with_overrides(args.set + args.set_a))
-    b = Side("B", args.label_b or "B", " ".join(filter(None, [args.append, args.append_b])),
-             args.set_b, base_scen.with_overrides(args.set + args.set_b))
+    a = Side(
+        "A",
+        args.label_a or "A",
+        " ".join(filter(None, [args.append, args.append_a])),
+        args.set_a,
+        base_scen.with_overrides(args.set + args.set_a),
+    )
+    b = Side(
+        "B",
+        args.label_b or "B",
+        " ".join(filter(None, [args.append, args.append_b])),
+        args.set_b,
+        base_scen.with_overrides(args.set + args.set_b),
+    )
     if args.kernel:
         a.image, a.manifest = measure.find_kernel(args.kernel)
         b.image, b.manifest = a.image, a.manifest
@@ -91,12 +107,17 @@ def _resolve_revisions(args: argparse.Namespace, a: Side, b: Side) -> Path | Non
 
 def validate(a: Side, b: Side, boots: int) -> None:
     if boots < 2:
-        raise UserError(f"--boots {boots}: need at least 2 boots per side for a confidence interval")
+        raise UserError(
+            f"--boots {boots}: need at least 2 boots per side for a confidence interval"
+        )
     same_kernel = (a.rev is not None and a.rev == b.rev) or (
-        a.rev is None and b.rev is None and a.image == b.image)
+        a.rev is None and b.rev is None and a.image == b.image
+    )
     if same_kernel and a.append == b.append and a.scen.hash == b.scen.hash:
-        raise UserError("both sides are the same kernel, command line and scenario: nothing to compare")
-    if a.image is None and a.rev is None or b.image is None and b.rev is None:
+        raise UserError(
+            "both sides are the same kernel, command line and scenario: nothing to compare"
+        )
+    if (a.image is None and a.rev is None) or (b.image is None and b.rev is None):
         raise UserError("each side needs a kernel: --kernel/--kernel-a/--kernel-b or --base")
     if a.scen.name != b.scen.name:
         raise UserError(f"mismatched scenarios: {a.scen.name} vs {b.scen.name}")
@@ -106,8 +127,13 @@ def _build(repo: Path, side: Side, args: argparse.Namespace) -> None:
     if side.image is not None or side.rev is None:
         return
     progress.step(f"side {side.name}: building {side.rev[:12]} ({side.label})")
-    req = build.Request(tree=repo, rev=side.rev, arch=arch_mod.get(args.arch),
-                        configs=tuple(args.config), base=args.base_config)
+    req = build.Request(
+        tree=repo,
+        rev=side.rev,
+        arch=arch_mod.get(args.arch),
+        configs=tuple(args.config),
+        base=args.base_config,
+    )
     result = build.build(req)
     side.image, side.manifest = result.image, result.manifest
 
@@ -118,8 +144,15 @@ def _measure(sides: dict[str, Side], plan: list[str], out: Path, arch: str) -> N
         progress.step(f"boot {i}/{len(plan)}: side {name} ({side.label})")
         assert side.image is not None
         try:
-            s = measure.sample(side.image, side.scen, append=side.append, out_dir=out,
-                               label=name, manifest=side.manifest, arch=arch)
+            s = measure.sample(
+                side.image,
+                side.scen,
+                append=side.append,
+                out_dir=out,
+                label=name,
+                manifest=side.manifest,
+                arch=arch,
+            )
         except (BootError, BenchmarkError) as exc:
             side.failed += 1
             progress.warn(f"side {name} boot {i} failed, kept out of the statistics: {exc}")
@@ -128,26 +161,54 @@ def _measure(sides: dict[str, Side], plan: list[str], out: Path, arch: str) -> N
         progress.step(f"side {name}: {s['tps']:.1f} tps")
 
 
-def summary(a: Side, b: Side, plan: list[str], verdict: stats.Verdict, args: argparse.Namespace,
-            duration: float) -> dict[str, Any]:
+def sample_files(out: Path) -> dict[str, list[str]]:
+    """This run's sample files per side, relative to the run dir."""
+    files: dict[str, list[str]] = {}
+    for path in results.sample_paths(out):
+        label = json.loads(path.read_text()).get("label") or "?"
+        files.setdefault(label, []).append(str(path.relative_to(out)))
+    return files
+
+
+def summary(
+    a: Side,
+    b: Side,
+    plan: list[str],
+    verdict: stats.Verdict,
+    args: argparse.Namespace,
+    duration: float,
+    files: dict[str, list[str]],
+) -> dict[str, Any]:
     return {
-        "version": 1, "kind": "compare", "command": progress.reproduce_line(),
+        "version": 1,
+        "kind": "compare",
+        "command": progress.reproduce_line(),
         "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "scenario": {"name": a.scen.name, "hash": a.scen.hash},
-        "sides": {"A": a.describe(), "B": b.describe()},
-        "order": plan, "failed": {"A": a.failed, "B": b.failed},
+        "sides": {
+            "A": {**a.describe(), "samples": files.get("A", [])},
+            "B": {**b.describe(), "samples": files.get("B", [])},
+        },
+        "order": plan,
+        "failed": {"A": a.failed, "B": b.failed},
         "stats": {"A": verdict.a.as_dict(), "B": verdict.b.as_dict()},
-        "verdict": verdict.as_dict(), "min_effect": args.min_effect, "confidence": 0.95,
+        "verdict": verdict.as_dict(),
+        "min_effect": args.min_effect,
+        "confidence": 0.95,
         "duration_s": round(duration, 1),
     }
 
 
 def print_table(a: Side, b: Side, verdict: stats.Verdict) -> None:
-    print(f"{'side':<4} {'label':<44} {'n':>3} {'mean':>9} {'median':>9} {'CV':>6} "
-          f"{'min':>9} {'max':>9}")
+    print(
+        f"{'side':<4} {'label':<44} {'n':>3} {'mean':>9} {'median':>9} {'CV':>6} "
+        f"{'min':>9} {'max':>9}"
+    )
     for side, s in ((a, verdict.a), (b, verdict.b)):
-        print(f"{side.name:<4} {side.label[:44]:<44} {s.n:>3} {s.mean:>9.1f} {s.median:>9.1f} "
-              f"{s.cv * 100:>5.1f}% {s.min:>9.1f} {s.max:>9.1f}")
+        print(
+            f"{side.name:<4} {side.label[:44]:<44} {s.n:>3} {s.mean:>9.1f} {s.median:>9.1f} "
+            f"{s.cv * 100:>5.1f}% {s.min:>9.1f} {s.max:>9.1f}"
+        )
     r = verdict.ratio
     print(f"B/A = {r.ratio:.3f}x [{r.low:.3f}, {r.high:.3f}] (95% CI): {verdict.kind}")
     for w in verdict.warnings:
@@ -163,16 +224,26 @@ def configure(parser: argparse.ArgumentParser) -> None:
     k.add_argument("--kernel", help="one prebuilt image (or build dir) for both sides")
     k.add_argument("--kernel-a", help="prebuilt image for side A")
     k.add_argument("--kernel-b", help="prebuilt image for side B")
-    k.add_argument("--config", action="append", default=[], metavar="NAME",
-                   help="extra Kconfig fragment for both builds")
+    k.add_argument(
+        "--config",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="extra Kconfig fragment for both builds",
+    )
     k.add_argument("--base-config", default="tinyconfig", help="base config for builds")
     k.add_argument("--arch", default="x86_64")
     s = parser.add_argument_group("sides")
     s.add_argument("--append", default="", help="kernel command line extras, both sides")
     s.add_argument("--append-a", default="", help="kernel command line extras, side A")
     s.add_argument("--append-b", default="", help="kernel command line extras, side B")
-    s.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
-                   help="scenario override, both sides")
+    s.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="scenario override, both sides",
+    )
     s.add_argument("--set-a", action="append", default=[], metavar="KEY=VALUE")
     s.add_argument("--set-b", action="append", default=[], metavar="KEY=VALUE")
     s.add_argument("--label-a", help="name for side A in the report")
@@ -182,8 +253,12 @@ def configure(parser: argparse.ArgumentParser) -> None:
     m.add_argument("--boots", type=int, help="boots per side (default: the scenario's)")
     m.add_argument("--order", choices=["abba", "random"], default="abba")
     m.add_argument("--seed", type=int, help="seed for --order random")
-    m.add_argument("--min-effect", type=float, default=0.02,
-                   help="smallest change called a regression/improvement (default 0.02 = 2%%)")
+    m.add_argument(
+        "--min-effect",
+        type=float,
+        default=0.02,
+        help="smallest change called a regression/improvement (default 0.02 = 2%%)",
+    )
     m.add_argument("--out", type=Path, help="results dir (default: a new one in results/)")
 
 
@@ -204,7 +279,9 @@ def main(args: argparse.Namespace) -> int:
     if len(a.tps) < 2 or len(b.tps) < 2:
         raise BootError(f"too many failed boots (A: {a.failed}, B: {b.failed}); see {out}")
     verdict = stats.verdict(a.tps, b.tps, min_effect=args.min_effect)
-    results.write_summary(out, summary(a, b, plan, verdict, args, time.monotonic() - start))
+    results.write_summary(
+        out, summary(a, b, plan, verdict, args, time.monotonic() - start, sample_files(out))
+    )
     print_table(a, b, verdict)
     from kbisect import report
 

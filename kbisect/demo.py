@@ -10,15 +10,21 @@ commit ids are the same on every machine.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from kbisect import git, progress, runner, tree
+from kbisect import atomic, git, progress, runner, tree
+from kbisect.exceptions import InfraError
 
 BRANCH = "kbisect-demo"
 REGRESSION_SUBJECT = "net/unix: [kbisect demo] SYNTHETIC REGRESSION: busy delay in sendmsg"
 DELAY_US = 150
+
+
+class DemoEditFailed(InfraError):
+    """A demo edit's anchor text is not exactly once in the tree's file."""
 
 
 @dataclass(frozen=True)
@@ -30,35 +36,68 @@ class Edit:
 
 
 def _note(n: int) -> Edit:
-    return Edit("Documentation/admin-guide/kbisect-demo.rst", "",
-                f"Demo note {n}: this line exists so the demo history has harmless commits.\n",
-                f"Documentation: kbisect demo note {n}")
+    return Edit(
+        "Documentation/admin-guide/kbisect-demo.rst",
+        "",
+        f"Demo note {n}: this line exists so the demo history has harmless commits.\n",
+        f"Documentation: kbisect demo note {n}",
+    )
 
 
 def _comment(path: str, n: int) -> Edit:
-    return Edit(path, "", f"/* kbisect demo: harmless comment {n} */\n",
-                f"{path.split('/')[0]}: kbisect demo harmless change {n}")
+    return Edit(
+        path,
+        "",
+        f"/* kbisect demo: harmless comment {n} */\n",
+        f"{path.split('/')[0]}: kbisect demo harmless change {n}",
+    )
 
 
+# The anchor is unix_stream_sendmsg()'s (its last locals, then scm_send): the same
+# scm_send lines also open unix_dgram_sendmsg(), which pgbench never calls.
+_STREAM_SEND = (
+    "\tbool fds_sent = false;\n\tint data_len;\n\n"
+    "\terr = scm_send(sock, msg, &scm, false);\n\tif (err < 0)\n\t\treturn err;\n"
+)
 REGRESSION = Edit(
     "net/unix/af_unix.c",
-    "\terr = scm_send(sock, msg, &scm, false);\n\tif (err < 0)\n\t\treturn err;\n\n"
-    "\twait_for_unix_gc(scm.fp);",
-    f"\t/* kbisect demo: SYNTHETIC REGRESSION, {DELAY_US} us busy wait per send. */\n"
-    f"\tudelay({DELAY_US});\n\n"
-    "\terr = scm_send(sock, msg, &scm, false);\n\tif (err < 0)\n\t\treturn err;\n\n"
-    "\twait_for_unix_gc(scm.fp);",
+    _STREAM_SEND,
+    _STREAM_SEND.replace(
+        "\n\terr = scm_send",
+        f"\n\t/* kbisect demo: SYNTHETIC REGRESSION, {DELAY_US} us busy wait per send. */\n"
+        f"\tudelay({DELAY_US});\n\n\terr = scm_send",
+    ),
     REGRESSION_SUBJECT,
 )
-INCLUDE = Edit("net/unix/af_unix.c", "#include <linux/bpf-cgroup.h>\n",
-               "#include <linux/bpf-cgroup.h>\n#include <linux/delay.h>\n", "")
+INCLUDE = Edit(
+    "net/unix/af_unix.c",
+    "#include <linux/bpf-cgroup.h>\n",
+    "#include <linux/bpf-cgroup.h>\n#include <linux/delay.h>\n",
+    "",
+)
 
 EDITS: list[Edit] = [
-    _note(1), _comment("kernel/sched/core.c", 2), _note(3), _comment("mm/page_alloc.c", 4),
-    _note(5), _comment("fs/read_write.c", 6), _note(7), _comment("kernel/fork.c", 8),
-    _note(9), REGRESSION, _note(11), _comment("kernel/sched/fair.c", 12), _note(13),
-    _comment("mm/memory.c", 14), _note(15), _comment("ipc/sem.c", 16),
+    _note(1),
+    _comment("kernel/sched/core.c", 2),
+    _note(3),
+    _comment("mm/page_alloc.c", 4),
+    _note(5),
+    _comment("fs/read_write.c", 6),
+    _note(7),
+    _comment("kernel/fork.c", 8),
+    _note(9),
+    REGRESSION,
+    _note(11),
+    _comment("kernel/sched/fair.c", 12),
+    _note(13),
+    _comment("mm/memory.c", 14),
+    _note(15),
+    _comment("ipc/sem.c", 16),
 ]
+
+
+# Identifies the edits: a cached history made from other edits is made again.
+EDITS_ID = hashlib.sha256(repr([INCLUDE, *EDITS]).encode()).hexdigest()[:16]
 
 
 def apply(root: Path, edit: Edit) -> None:
@@ -68,9 +107,11 @@ def apply(root: Path, edit: Edit) -> None:
     if not edit.old:
         text += edit.new
     else:
-        if edit.old not in text:
-            raise RuntimeError(f"{edit.path}: demo edit does not apply (tree changed?)")
-        text = text.replace(edit.old, edit.new, 1)
+        count = text.count(edit.old)
+        if count != 1:
+            where = "not found" if count == 0 else f"found {count} times"
+            raise DemoEditFailed(f"{edit.path}: demo edit {where} (tree changed?)")
+        text = text.replace(edit.old, edit.new)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(text)
 
@@ -80,7 +121,8 @@ def create(repo: Path) -> dict[str, str]:
     info = repo / ".git" / "kbisect-demo.json"
     if info.exists() and git.git(repo, "branch", "--list", BRANCH):
         data: dict[str, str] = json.loads(info.read_text())
-        return data
+        if data.get("edits") == EDITS_ID:
+            return data
     progress.step(f"creating the demo history ({len(EDITS)} commits) on {BRANCH}")
     base = git.rev_parse(repo, tree.DEFAULT_TAG)
     from kbisect import worktree
@@ -91,18 +133,26 @@ def create(repo: Path) -> dict[str, str]:
         if edit is REGRESSION:
             apply(where, INCLUDE)
         apply(where, edit)
-        env = {**tree.FIXED_IDENTITY,
-               "GIT_AUTHOR_DATE": f"2025-01-02T00:{i:02d}:00+0000",
-               "GIT_COMMITTER_DATE": f"2025-01-02T00:{i:02d}:00+0000"}
+        env = {
+            **tree.FIXED_IDENTITY,
+            "GIT_AUTHOR_DATE": f"2025-01-02T00:{i:02d}:00+0000",
+            "GIT_COMMITTER_DATE": f"2025-01-02T00:{i:02d}:00+0000",
+        }
         runner.run(["git", "-C", str(where), "add", "-f", "-A", "."], env=env)
-        runner.run(["git", "-C", str(where), "commit", "-q", "--no-verify", "-m", edit.subject],
-                   env=env)
+        commit = ["commit", "-q", "--no-verify", "--no-gpg-sign", "-m", edit.subject]
+        runner.run(["git", "-C", str(where), *commit], env=env)
         if edit is REGRESSION:
             regression = git.rev_parse(where, "HEAD")
     head = git.rev_parse(where, "HEAD")
     git.git(repo, "branch", "-f", BRANCH, head)
-    data = {"base": base, "head": head, "regression": regression, "branch": BRANCH}
-    info.write_text(json.dumps(data, indent=2) + "\n")
+    data = {
+        "base": base,
+        "head": head,
+        "regression": regression,
+        "branch": BRANCH,
+        "edits": EDITS_ID,
+    }
+    atomic.write_json(info, data)
     progress.step(f"demo history: {base[:12]}..{head[:12]}, regression {regression[:12]}")
     return data
 

@@ -85,3 +85,30 @@ def diff(sides: Mapping[str, list[Mapping[str, Any]]]) -> list[Row]:
         varies = tuple(s for s, v in values.items() if len(v) > 1)
         rows.append(Row(name, values, differs, varies))
     return rows
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def _value(row: Row, side: str) -> str:
+    text = _cell(" / ".join(row.values.get(side, ())) or MISSING)
+    text = f"**{text}**" if row.differs else text
+    return text + (" ⚠ varies across boots" if side in row.varies else "")
+
+
+def markdown(rows: list[Row], names: Mapping[str, str]) -> list[str]:
+    """Two summary lines, then the fields side by side, differences in bold with ⚠."""
+    differ = ", ".join(f"**{r.field}**" for r in rows if r.differs) or "none"
+    vary = ", ".join(f"{r.field} ({', '.join(r.varies)})" for r in rows if r.varies) or "none"
+    out = [
+        f"Differences between the sides: {differ}.",
+        f"Varies across boots within a side: {vary}.",
+        "",
+        "| field | " + " | ".join(f"{s}: {_cell(n)}" for s, n in names.items()) + " |",
+        "|---|" + "---|" * len(names),
+    ]
+    for r in rows:
+        field = f"⚠ **{r.field}**" if r.differs else r.field
+        out.append(f"| {field} | " + " | ".join(_value(r, s) for s in names) + " |")
+    return out

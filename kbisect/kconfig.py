@@ -70,7 +70,7 @@ def load(path: Path, name: str) -> Fragment:
     data = path.read_bytes()
     try:
         settings = parse(data.decode("utf-8"))
-    except BadFragment as exc:
+    except (BadFragment, UnicodeDecodeError) as exc:
         raise BadFragment(f"{path}: {exc}") from None
     return Fragment(name, path, hashlib.sha256(data).hexdigest(), settings)
 

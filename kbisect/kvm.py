@@ -33,6 +33,7 @@ NO_KERNEL = "no kernel built yet; run kbisect build"
 # (total, no-output) timeouts in seconds; the KVM boot sector took 5-7 s on a PVM host.
 TIMEOUTS = {"bootsector": (60.0, 30.0), "kvm": (60.0, 30.0), "tcg": (300.0, 120.0)}
 ACCEL_ENV = "KBISECT_ACCEL"
+KVM_DEVICE = Path("/dev/kvm")
 
 
 class BadAccel(UserError):
@@ -86,14 +87,15 @@ def kernel_command(a: arch_mod.Arch, accel: str, image: Path) -> list[str]:
     return [*qemu_base(a.qemu, accel, 512), *machine, *boot]
 
 
-def judge_bootsector(returncode: int, output: str) -> str | None:
+def judge_bootsector(returncode: int | None, output: str) -> str | None:
     """None when the boot sector ran to the end, else why not."""
     if MARKER in output and returncode == EXIT_STATUS:
         return None
     return _failure(returncode, output, "no marker on the serial console")
 
 
-def judge_kernel(returncode: int, output: str) -> str | None:
+def judge_kernel(returncode: int | None, output: str) -> str | None:
+    """None when the kernel got as far as mounting root (or further), else why not."""
     if any(m in output for m in KERNEL_MARKERS):
         return None
     if "Linux version" not in output:
@@ -102,14 +104,28 @@ def judge_kernel(returncode: int, output: str) -> str | None:
     return _failure(returncode, output, f"kernel stopped after: {last[:100]}")
 
 
-def _failure(returncode: int, output: str, default: str) -> str:
-    errors = [ln.strip() for ln in output.splitlines() if ln.startswith("qemu-system")]
+def _failure(returncode: int | None, output: str, default: str) -> str:
+    """The first QEMU error line (or default), and how QEMU ended (None: still running)."""
+    errors = [
+        ln.strip()
+        for ln in output.splitlines()
+        if ln.startswith("qemu-system") and ": warning: " not in ln
+    ]
     what = errors[0] if errors else default
-    return f"{what} (exit {returncode})" if returncode >= 0 else what
+    if returncode is None:
+        return what
+    return (
+        f"{what} (killed by signal {-returncode})"
+        if returncode < 0
+        else f"{what} (exit {returncode})"
+    )
 
 
 def _attempt(
-    cmd: list[str], name: str, limits: tuple[float, float], judge: Callable[[int, str], str | None]
+    cmd: list[str],
+    name: str,
+    limits: tuple[float, float],
+    judge: Callable[[int | None, str], str | None],
 ) -> str | None:
     """Run one probe boot, logged to the cache; None on success, else the reason."""
     log = paths.cache_dir() / "kvm-probe" / f"{name}.log"
@@ -126,7 +142,8 @@ def _attempt(
             on_line=lines.append,
         )
     except CommandTimeout as exc:
-        return f"{judge(-1, chr(10).join(lines))}; {str(exc).split(' (log')[0]}"
+        verdict = judge(None, "\n".join(lines))
+        return verdict and f"{verdict}; {str(exc).split(' (log')[0]}"
     return judge(res.returncode, "\n".join(lines))
 
 
@@ -136,53 +153,46 @@ def newest_image(a: arch_mod.Arch) -> Path | None:
     return max(found, key=lambda p: p.stat().st_mtime, default=None)
 
 
+def _unusable(reason: str, method: str, control_ok: bool | None = True) -> KvmStatus:
+    return KvmStatus(False, reason, method, decided=True, control_ok=control_ok)
+
+
+def _unknown(reason: str, method: str, control_ok: bool) -> KvmStatus:
+    return KvmStatus(False, reason, method, decided=False, control_ok=control_ok)
+
+
 def probe(arch: str = "x86_64", image: Path | None = None) -> KvmStatus:
     """Boot under KVM and decide; `image` (or the newest build) settles a passing stage 1."""
     a = arch_mod.get(arch)
     if not a.is_native():
-        return KvmStatus(
-            False,
-            f"{a.name} guests on an {arch_mod.host_arch()} host always "
-            "run under TCG (KVM cannot run a foreign architecture)",
-            "foreign-arch",
-        )
-    if not Path("/dev/kvm").exists():
-        return KvmStatus(False, "no /dev/kvm", "no-device")
-    if a.name == "x86_64":
-        stage1 = _probe_bootsector(a)
-        if stage1 is not None:
-            return stage1
+        host = arch_mod.host_arch()
+        why = "KVM cannot run a foreign architecture"
+        reason = f"{a.name} guests on an {host} host always run under TCG ({why})"
+        return _unusable(reason, "foreign-arch", None)
+    if not KVM_DEVICE.exists():
+        return _unusable("no /dev/kvm", "no-device", None)
+    if a.name == "x86_64" and (stage1 := _probe_bootsector(a)) is not None:
+        return stage1
     image = image or newest_image(a)
     if image is None:
-        return KvmStatus(False, NO_KERNEL, "bootsector", decided=False, control_ok=True)
+        return _unknown(NO_KERNEL, "bootsector", control_ok=True)
     return _probe_kernel(a, image)
 
 
 def _probe_bootsector(a: arch_mod.Arch) -> KvmStatus | None:
-    """A decided status when the boot sector settles it, else None."""
+    """A status when the boot sector settles it (KVM fails, or QEMU is broken), else None."""
     img = paths.cache_dir() / "kvm-probe" / "bootsector.img"
     img.parent.mkdir(parents=True, exist_ok=True)
     img.write_bytes(boot_sector())
     limits = TIMEOUTS["bootsector"]
     progress.step("KVM probe: booting a boot sector under TCG (control) and KVM")
-    control = _attempt(
-        bootsector_command(a.qemu, "tcg", img), "bootsector-tcg", limits, judge_bootsector
-    )
-    if control is not None:
-        return KvmStatus(
-            False,
-            f"QEMU cannot run a boot sector even under TCG: {control}",
-            "bootsector",
-            decided=False,
-            control_ok=False,
-        )
-    failed = _attempt(
-        bootsector_command(a.qemu, "kvm", img), "bootsector-kvm", limits, judge_bootsector
-    )
-    if failed is not None:
-        return KvmStatus(
-            False, f"boot sector failed under KVM: {failed}", "bootsector", control_ok=True
-        )
+    cmd = bootsector_command(a.qemu, "tcg", img)
+    if (control := _attempt(cmd, "bootsector-tcg", limits, judge_bootsector)) is not None:
+        why = f"QEMU cannot run a boot sector even under TCG: {control}"
+        return _unknown(why, "bootsector", control_ok=False)
+    cmd = bootsector_command(a.qemu, "kvm", img)
+    if (failed := _attempt(cmd, "bootsector-kvm", limits, judge_bootsector)) is not None:
+        return _unusable(f"boot sector failed under KVM: {failed}", "bootsector")
     return None
 
 
@@ -194,19 +204,9 @@ def _probe_kernel(a: arch_mod.Arch, image: Path) -> KvmStatus:
     progress.step(f"KVM probe: {failed}; booting {image.name} under TCG (control)")
     control = _attempt(kernel_command(a, "tcg", image), "kernel-tcg", TIMEOUTS["tcg"], judge_kernel)
     if control is not None:
-        return KvmStatus(
-            False,
-            f"{image} does not boot under TCG either ({control}): cannot tell",
-            "kernel",
-            decided=False,
-            control_ok=False,
-        )
-    return KvmStatus(
-        False,
-        f"a kernel that boots under TCG failed under KVM: {failed}",
-        "kernel",
-        control_ok=True,
-    )
+        why = f"{image} does not boot under TCG either ({control}): cannot tell"
+        return _unknown(why, "kernel", control_ok=False)
+    return _unusable(f"a kernel that boots under TCG failed under KVM: {failed}", "kernel")
 
 
 def qemu_version(qemu: str) -> str:
@@ -248,7 +248,7 @@ def lookup(
 def status(arch: str = "x86_64", image: Path | None = None, recheck: bool = False) -> KvmStatus:
     """The cached answer for this host (probing when there is none, or with recheck)."""
     a = arch_mod.get(arch)
-    if not a.is_native() or not Path("/dev/kvm").exists():
+    if not a.is_native() or not KVM_DEVICE.exists():
         return probe(arch)
     host = host_key(a)
     image = image or newest_image(a)

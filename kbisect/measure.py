@@ -78,24 +78,50 @@ class _Console:
 
 
 def _guest_argv(scen_file: Path, out: Path, templates: Path) -> list[str]:
-    return ["python3", str(paths.harness_dir() / "guest.py"), "--scenario-json", str(scen_file),
-            "--out", str(out), "--template-dir", str(templates)]
+    return [
+        "python3",
+        str(paths.harness_dir() / "guest.py"),
+        "--scenario-json",
+        str(scen_file),
+        "--out",
+        str(out),
+        "--template-dir",
+        str(templates),
+    ]
 
 
-def boot_spec(image: Path, scen: scenario.Scenario, arch: arch_mod.Arch, append: str,
-              out: Path, templates: Path) -> vng.Boot:
+def boot_spec(
+    image: Path,
+    scen: scenario.Scenario,
+    arch: arch_mod.Arch,
+    append: str,
+    out: Path,
+    templates: Path,
+) -> vng.Boot:
     guest = scen.data["guest"]
     extra = shlex.split(guest.get("append", "")) + shlex.split(append)
     return vng.Boot(
-        image=image, arch=arch, cpus=guest["vcpus"], memory_mb=guest["memory_mb"],
-        accel=kvm.accel(arch.name), append=extra, rwdirs=[out, templates],
+        image=image,
+        arch=arch,
+        cpus=guest["vcpus"],
+        memory_mb=guest["memory_mb"],
+        accel=kvm.accel(arch.name),
+        append=extra,
+        rwdirs=[out, templates],
         exec_argv=_guest_argv(out / "scenario.json", out, templates),
     )
 
 
-def sample(image: Path, scen: scenario.Scenario, *, append: str = "", out_dir: Path,
-           label: str | None = None, manifest: dict[str, Any] | None = None,
-           arch: str = "x86_64") -> dict[str, Any]:
+def sample(
+    image: Path,
+    scen: scenario.Scenario,
+    *,
+    append: str = "",
+    out_dir: Path,
+    label: str | None = None,
+    manifest: dict[str, Any] | None = None,
+    arch: str = "x86_64",
+) -> dict[str, Any]:
     """Boot once and return the sample (also written under out_dir/samples/)."""
     a = arch_mod.get(arch)
     boot_dir = out_dir / "boots" / f"{int(time.time() * 1000)}-{label or 'x'}"
@@ -104,17 +130,27 @@ def sample(image: Path, scen: scenario.Scenario, *, append: str = "", out_dir: P
     templates.mkdir(parents=True, exist_ok=True)
     atomic.write_text(boot_dir / "scenario.json", scen.to_json())
     spec = boot_spec(image, scen, a, append, boot_dir, templates)
-    cmd = vng.command(spec)
+    vng_bin = vng.binary()
+    cmd = vng.command(spec, vng_bin)
     log = boot_dir / "console.log"
     log.write_text(progress.log_header())
     t = scen.data["timeouts"]
     console = _Console(float(t["boot_s"]))
-    progress.step(f"booting {image.name} ({spec.accel}, {spec.cpus} vCPUs, {' '.join(spec.append)})")
+    progress.step(
+        f"booting {image.name} ({spec.accel}, {spec.cpus} vCPUs, {' '.join(spec.append)})"
+    )
     start = time.monotonic()
     error: BootError | BenchmarkError | None = None
     try:
-        runner.run(cmd, log=log, timeout=float(t["total_s"]), idle_timeout=float(t["idle_s"]),
-                   on_line=console, check=False)
+        runner.run(
+            cmd,
+            env=vng.env(vng_bin),
+            log=log,
+            timeout=float(t["total_s"]),
+            idle_timeout=float(t["idle_s"]),
+            on_line=console,
+            check=False,
+        )
     except CommandTimeout as exc:
         error = BootError(f"{exc}; console log kept")
     except BootError as exc:
@@ -124,8 +160,11 @@ def sample(image: Path, scen: scenario.Scenario, *, append: str = "", out_dir: P
     if error is None:
         error = _error(data, console, log)
     if error is not None:
-        data.update(status="boot-failed" if isinstance(error, BootError) else "benchmark-failed",
-                    error=str(error), tps=None)
+        data.update(
+            status="boot-failed" if isinstance(error, BootError) else "benchmark-failed",
+            error=str(error),
+            tps=None,
+        )
     results.write_sample(out_dir, data)
     if error is not None:
         raise error
@@ -142,14 +181,22 @@ def _error(data: dict[str, Any], console: _Console, log: Path) -> BootError | Be
     return None
 
 
-def _sample(scen: scenario.Scenario, image: Path, manifest: dict[str, Any] | None, append: str,
-            accel: str, label: str | None, boot_dir: Path, console: _Console,
-            total: float) -> dict[str, Any]:
+def _sample(
+    scen: scenario.Scenario,
+    image: Path,
+    manifest: dict[str, Any] | None,
+    append: str,
+    accel: str,
+    label: str | None,
+    boot_dir: Path,
+    console: _Console,
+    total: float,
+) -> dict[str, Any]:
     result_file = boot_dir / "guest-result.json"
     guest: dict[str, Any] = json.loads(result_file.read_text()) if result_file.exists() else {}
     runs = guest.get("runs", [])
     measured = [r["tps"] for r in runs if not r.get("warmup")]
-    timings = dict(guest.get("timings", {}))
+    timings = {"restore_s": None, "init_s": None, "bench_s": None, **guest.get("timings", {})}
     timings.update(boot_s=round(console.reached or 0.0, 2), total_s=round(total, 2))
     return {
         "version": 1,
@@ -171,7 +218,7 @@ def _sample(scen: scenario.Scenario, image: Path, manifest: dict[str, Any] | Non
         "error": guest.get("error"),
         "tps": sum(measured) / len(measured) if measured and guest.get("status") == "ok" else None,
         "runs": runs,
-        "fingerprint": guest.get("fingerprint", {}),
+        "fingerprint": guest.get("fingerprint"),
         "timings": timings,
         "boot_dir": str(boot_dir),
     }
@@ -181,8 +228,13 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--kernel", required=True, help="kernel image, or a build artifact dir")
     parser.add_argument("--scenario", required=True, help="scenario name or .toml file")
     parser.add_argument("--append", default="", help="kernel command line extras")
-    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
-                        help="override a scenario field, e.g. postgres.settings.huge_pages=on")
+    parser.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="override a scenario field, e.g. postgres.settings.huge_pages=on",
+    )
     parser.add_argument("--runs", type=int, default=1, help="boots (one sample each)")
     parser.add_argument("--arch", default="x86_64")
     parser.add_argument("--out", type=Path, help="results dir (default: a new one in results/)")
@@ -197,12 +249,12 @@ def main(args: argparse.Namespace) -> int:
     tps: list[float] = []
     for i in range(args.runs):
         progress.step(f"boot {i + 1}/{args.runs}")
-        s = sample(image, scen, append=args.append, out_dir=out, manifest=manifest,
-                   arch=args.arch)
+        s = sample(image, scen, append=args.append, out_dir=out, manifest=manifest, arch=args.arch)
         tps.append(s["tps"])
         print(f"boot {i + 1}: {s['tps']:.1f} tps  (preempt={s['fingerprint'].get('preempt')})")
     summary = stats.summarize(tps)
-    print(f"{scen.name}: mean {summary.mean:.1f} tps over {summary.n} boot(s), "
-          f"CV {summary.cv * 100:.1f}%  results: {out}")
+    print(
+        f"{scen.name}: mean {summary.mean:.1f} tps over {summary.n} boot(s), "
+        f"CV {summary.cv * 100:.1f}%  results: {out}"
+    )
     return 0
-

@@ -7,11 +7,12 @@ saved without a version stamp, so the same samples give the same bytes.
 
 from __future__ import annotations
 
-import os
-import tempfile
+import io
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
+
+from kbisect import atomic
 
 SIDE_COLOURS = {"A": "#2f6db5", "B": "#e07b16"}
 OTHER_COLOUR = "#6b6b6b"
@@ -20,26 +21,20 @@ PER_BOOT = "tps-per-boot.png"
 SERIES = "tps-series.png"
 
 
-def _figure(width: float = 8.0, height: float = 4.5) -> Any:
+def _figure(width: float = 8.0, height: float = 4.5, bottom: float = 0.11) -> Any:
     from matplotlib.figure import Figure
 
-    fig = Figure(figsize=(width, height), dpi=110, layout="constrained")
+    # Fixed margins: a layout engine would cost half of the rendering time.
+    fig = Figure(figsize=(width, height), dpi=110)
+    fig.subplots_adjust(left=0.85 / width, right=1 - 0.15 / width, top=0.93, bottom=bottom)
     return fig
 
 
 def _save(fig: Any, path: Path) -> Path:
     """Write the PNG next to its final name, then rename: readers never see half a file."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            fig.savefig(f, format="png", metadata={"Software": None})
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", metadata={"Software": None})
+    atomic.write_bytes(path, buf.getvalue())
     return path
 
 
@@ -86,15 +81,23 @@ def tps_per_boot(
             ax.axhspan(low, high, color=colour, alpha=0.15, linewidth=0)
     failed = [i for i, s in enumerate(samples, 1) if s.get("status") != "ok"]
     if failed:
-        ax.scatter(failed, [0.0] * len(failed), marker="x", s=60, color="#c8302c",
-                   label=f"failed boot ({len(failed)})", zorder=4, clip_on=False)
+        ax.scatter(
+            failed,
+            [0.0] * len(failed),
+            marker="x",
+            s=60,
+            color="#c8302c",
+            label=f"failed boot ({len(failed)})",
+            zorder=4,
+            clip_on=False,
+        )
     ax.set_xlabel("boot (run order)")
     ax.set_ylabel("tps")
     ax.set_title(title + ("; bands: 95% CI of each side's mean" if bands else ""), fontsize=10)
     ax.set_xticks(range(1, len(samples) + 1))
     ax.set_ylim(bottom=0)
     ax.grid(axis="y", alpha=0.3)
-    ax.legend(loc="lower right", fontsize=8)
+    ax.legend(loc="best", fontsize=8)
     return _save(fig, path)
 
 
@@ -107,6 +110,7 @@ def series(
 ) -> Path:
     """The per-second tps of every run: one light line per run, warm-up runs dashed."""
     from matplotlib.lines import Line2D
+    from matplotlib.ticker import MaxNLocator
 
     fig = _figure()
     ax = fig.add_subplot()
@@ -119,10 +123,17 @@ def series(
             for run in s.get("runs") or []:
                 ys = run.get("series") or []
                 warm = bool(run.get("warmup"))
-                ax.plot(range(1, len(ys) + 1), ys, color=colour, linewidth=1.0,
-                        alpha=0.3 if warm else 0.55, linestyle="--" if warm else "-")
+                ax.plot(
+                    range(1, len(ys) + 1),
+                    ys,
+                    color=colour,
+                    linewidth=1.0,
+                    alpha=0.3 if warm else 0.55,
+                    linestyle="--" if warm else "-",
+                )
         handles.append(Line2D([], [], color=colour, label=_name(side, names)))
     handles.append(Line2D([], [], color=OTHER_COLOUR, linestyle="--", label="warm-up run"))
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax.set_xlabel("second of run")
     ax.set_ylabel("tps")
     ax.set_title(title, fontsize=10)
@@ -137,12 +148,14 @@ def tps_along_path(
     path: Path,
     *,
     title: str = "tps along the bisect path",
+    threshold: float | None = None,
 ) -> Path:
     """Samples and mean per tested revision (label, tps samples, verdict), in the given order.
 
-    The verdict picks the colour: good green, bad red, skip grey, anything else blue.
+    The verdict picks the colour: good green, bad red, skip grey, anything else blue. A
+    revision without samples is a cross on the x axis; `threshold` a dotted line.
     """
-    fig = _figure(max(6.0, 1.0 + 0.9 * len(points)), 4.5)
+    fig = _figure(max(6.0, 1.0 + 0.9 * len(points)), 4.5, bottom=0.2)
     ax = fig.add_subplot()
     seen: dict[str, str] = {}
     for x, (_, tps, verdict) in enumerate(points):
@@ -151,16 +164,28 @@ def tps_along_path(
         offsets = [((j % 5) - 2) * 0.06 for j in range(len(tps))]
         label = None if verdict in seen else verdict
         seen[verdict] = colour
-        ax.scatter([x + o for o in offsets], list(tps), s=28, color=colour, alpha=0.8,
-                   label=label, zorder=3)
+        ax.scatter(
+            [x + o for o in offsets],
+            list(tps),
+            s=28,
+            color=colour,
+            alpha=0.8,
+            label=label,
+            zorder=3,
+        )
         if tps:
             ax.hlines(sum(tps) / len(tps), x - 0.3, x + 0.3, color=colour, linewidth=2)
+        else:  # no sample (skipped, failed to build or boot): a mark on the axis
+            ax.scatter([x], [0.0], marker="x", s=60, color=colour, zorder=4, clip_on=False)
+    if threshold is not None:
+        ax.axhline(threshold, color=OTHER_COLOUR, linestyle=":", linewidth=1.2,
+                   label=f"threshold {threshold:,.1f}")  # fmt: skip
     ax.set_xticks(range(len(points)))
     ax.set_xticklabels([p[0] for p in points], rotation=30, ha="right", fontsize=8)
     ax.set_ylabel("tps")
     ax.set_title(title, fontsize=10)
     ax.set_ylim(bottom=0)
     ax.grid(axis="y", alpha=0.3)
-    if seen:
-        ax.legend(loc="lower right", fontsize=8)
+    if seen or threshold is not None:
+        ax.legend(loc="best", fontsize=8)
     return _save(fig, path)

@@ -157,7 +157,7 @@ def measured_from_samples(result: Path, commit: str) -> tuple[str, float]:
             continue
         if (s.get("kernel") or {}).get("commit") == commit and s.get("tps") is not None:
             tps.append(float(s["tps"]))
-            hashes.add(str(s["scenario"]["hash"]))
+            hashes.add(str((s.get("scenario") or {}).get("hash")))
     if not tps or len(hashes) != 1:
         raise RcError(
             f"{result}: no ok samples of {commit[:12]} with one scenario hash; "

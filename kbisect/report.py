@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,6 +20,7 @@ from kbisect import atomic, fingerprint, plots, progress, results, stats
 from kbisect.exceptions import EXIT_OK, UserError
 
 REPORT = "report.md"
+SIDES = ("A", "B")
 METHODS = {stats.METHOD: "delta method on the log ratio, Welch df"}
 TCG_NOTE = (
     "**TCG:** these boots ran under QEMU's software emulation (no KVM). Timings are "
@@ -32,24 +34,72 @@ class NotAReport(UserError):
 
 
 @dataclass(frozen=True)
-class Rendered:
-    path: Path
-    line: str  # the one-line answer
+class Run:
+    """A compare run as the report sees it: the summary, the samples, the recomputed verdict."""
+
+    dir: Path
+    summary: Mapping[str, Any]
+    samples: list[dict[str, Any]]  # in boot order
+    verdict: stats.Verdict
+    min_effect: float
+    confidence: float
+
+    def side(self, name: str) -> list[dict[str, Any]]:
+        return [s for s in self.samples if s.get("label") == name]
+
+    def name(self, side: str) -> str:
+        return str(self.summary["sides"][side].get("label") or side)
+
+    def accels(self, side: str) -> set[str]:
+        return {str(s.get("accel")) for s in self.side(side)}
 
 
 def load(run_dir: Path) -> dict[str, Any]:
-    """The run's summary.json, or NotAReport with one line saying why not."""
+    """The run's summary.json, or NotAReport with one line saying why not.
+
+    A compare summary is validated against schema/summary.json here; other kinds are
+    checked by the module that renders them.
+    """
+    path = run_dir / results.SUMMARY
     if not run_dir.is_dir():
         raise NotAReport(f"{run_dir}: no such directory")
-    if not (run_dir / "summary.json").is_file():
+    if not path.is_file():
         raise NotAReport(f"{run_dir}: no summary.json (not a finished compare or bisect run)")
     try:
-        summary: dict[str, Any] = results.load_summary(run_dir)
-    except (ValueError, KeyError, TypeError) as exc:  # JSONDecodeError is a ValueError
-        raise NotAReport(f"{run_dir}/summary.json: unreadable ({exc})") from exc
-    if not isinstance(summary, dict) or "kind" not in summary:
-        raise NotAReport(f"{run_dir}/summary.json: no 'kind' field")
+        summary = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise NotAReport(f"{path}: unreadable: {exc}") from exc
+    if not isinstance(summary, dict) or not isinstance(summary.get("kind"), str):
+        raise NotAReport(f"{path}: no 'kind' field: not a kbisect summary")
+    if summary["kind"] == "compare":
+        try:
+            results.validate(summary, "summary", where=str(path))
+        except results.InvalidResult as exc:
+            raise NotAReport(str(exc)) from exc
+        if missing := [x for x in SIDES if x not in summary["sides"]]:
+            raise NotAReport(f"{path}: a compare without side {', '.join(missing)}")
     return summary
+
+
+def ok_tps(samples: Sequence[Mapping[str, Any]]) -> list[float]:
+    """The tps of the boots that count: status "ok" only."""
+    return [float(s["tps"]) for s in samples if s.get("status") == "ok" and s.get("tps")]
+
+
+def load_run(run_dir: Path, summary: Mapping[str, Any], min_effect: float | None) -> Run:
+    """The samples and the verdict recomputed from them (min_effect overrides the run's)."""
+    try:
+        samples = results.load_samples(run_dir)
+    except results.InvalidResult as exc:
+        raise NotAReport(str(exc)) from exc
+    effect = float(summary.get("min_effect", 0.02)) if min_effect is None else min_effect
+    confidence = float(summary.get("confidence", 0.95))
+    a, b = (ok_tps([s for s in samples if s.get("label") == x]) for x in SIDES)
+    try:
+        v = stats.verdict(a, b, min_effect=effect, confidence=confidence)
+    except stats.StatsError as exc:
+        raise NotAReport(f"{run_dir}: {exc}") from exc
+    return Run(run_dir, summary, samples, v, effect, confidence)
 
 
 def verdict_line(v: stats.Verdict) -> str:
@@ -67,165 +117,125 @@ def _cell(text: object) -> str:
 def _kernel(k: Mapping[str, Any]) -> str:
     commit, describe, subject = k.get("commit"), k.get("describe"), k.get("subject")
     head = describe or (commit[:12] if commit else Path(str(k.get("image") or "?")).name)
-    parts = [f"`{head}`"]
-    if commit and describe:
-        parts.append(f"({commit[:12]})")
-    if subject:
-        parts.append(subject)
-    return " ".join(parts)
+    extra = [f"({commit[:12]})"] if commit and describe else []
+    return " ".join([f"`{head}`", *extra, *([subject] if subject else [])])
 
 
-def _side_table(summary: Mapping[str, Any], by_side: Mapping[str, list[dict[str, Any]]],
-                v: stats.Verdict) -> list[str]:
+def _sentence(run: Run) -> str:
+    v = run.verdict
+    return (f"{run.summary['scenario']['name']}: B ({run.name('B')}) vs A ({run.name('A')}), "
+            f"{verdict_line(v)} ({v.a.n} + {v.b.n} boots; changes under "
+            f"{run.min_effect * 100:g}% are not called).")  # fmt: skip
+
+
+def _side_table(run: Run) -> list[str]:
     out = ["| side | label | kernel | append | boots ok / failed | mean tps | median | stdev "
-           "| CV | min | max |", "|---|---|---|---|---|---:|---:|---:|---:|---:|---:|"]
-    for name, s in (("A", v.a), ("B", v.b)):
-        info = summary["sides"][name]
-        boots = by_side[name]
-        ok = sum(1 for b in boots if b.get("status") == "ok")
+           "| CV | min | max |", "|---|---|---|---|---|---:|---:|---:|---:|---:|---:|"]  # fmt: skip
+    for side, s in zip(SIDES, (run.verdict.a, run.verdict.b), strict=True):
+        info, boots = run.summary["sides"][side], run.side(side)
+        ok = len(ok_tps(boots))
         out.append(
-            f"| {name} | {_cell(info.get('label', name))} | {_cell(_kernel(info['kernel']))} "
+            f"| {side} | {_cell(run.name(side))} | {_cell(_kernel(info.get('kernel') or {}))} "
             f"| `{_cell(info.get('append') or '')}` | {ok} / {len(boots) - ok} | {s.mean:,.1f} "
             f"| {s.median:,.1f} | {s.stdev:,.1f} | {s.cv * 100:.1f}% | {s.min:,.1f} "
             f"| {s.max:,.1f} |")  # fmt: skip
     return out
 
 
-def _fp_cell(row: fingerprint.Row, side: str) -> str:
-    text = " / ".join(row.values.get(side, ())) or fingerprint.MISSING
-    text = f"**{_cell(text)}**" if row.differs else _cell(text)
-    return text + (" ⚠ varies across boots" if side in row.varies else "")
-
-
-def fingerprint_section(by_side: Mapping[str, list[dict[str, Any]]],
-                        names: Mapping[str, str]) -> list[str]:
-    rows = fingerprint.diff({s: [b.get("fingerprint") or {} for b in bs]
-                             for s, bs in by_side.items()})
-    sides = list(by_side)
-    differ = [r for r in rows if r.differs]
-    vary = [r for r in rows if r.varies]
-    out = ["Differences between the sides: "
-           + (", ".join(f"**{r.field}**" for r in differ) if differ else "none") + ".",
-           "Varies across boots within a side: "
-           + (", ".join(f"{r.field} ({', '.join(r.varies)})" for r in vary) if vary else "none")
-           + ".", "",
-           "| field | " + " | ".join(f"{s}: {_cell(names.get(s, s))}" for s in sides) + " |",
-           "|---|" + "---|" * len(sides)]  # fmt: skip
-    for r in rows:
-        field = f"⚠ **{r.field}**" if r.differs else r.field
-        out.append(f"| {field} | " + " | ".join(_fp_cell(r, s) for s in sides) + " |")
+def _warnings(run: Run) -> list[str]:
+    out = list(run.verdict.warnings)
+    for side in SIDES:
+        boots = run.side(side)
+        failed = len(boots) - len(ok_tps(boots))
+        if failed:
+            out.append(f"side {side}: {failed} failed boot(s), listed below and kept out "
+                       "of the statistics")  # fmt: skip
+        recorded = int((run.summary.get("failed") or {}).get(side, failed))
+        if recorded != failed:
+            out.append(f"side {side}: summary.json counts {recorded} failed boot(s) but "
+                       f"{failed} have a sample file")  # fmt: skip
+    if run.accels("A") != run.accels("B"):
+        seen = "; ".join(f"{s}: {', '.join(sorted(run.accels(s)))}" for s in SIDES)
+        out.append(f"the sides ran with different accelerators ({seen}): the ratio mixes "
+                   "emulation and hardware; rerun both sides on the same one")  # fmt: skip
+    stored = run.summary.get("verdict") or {}
+    kind = stored.get("kind") or stored.get("result")
+    new = run.verdict.kind
+    if kind and kind not in (new, new.replace(" ", "-")) and (kind, new) != (
+            "no-change", stats.NO_DIFFERENCE):  # fmt: skip
+        out.append(f"summary.json says '{kind}'; recomputed from the samples: '{new}'")
     return out
 
 
 def _boot_table(samples: Sequence[Mapping[str, Any]]) -> list[str]:
     out = ["| # | side | tps | status | boot s | error |", "|---:|---|---:|---|---:|---|"]
     for i, s in enumerate(samples, 1):
-        tps = f"{s['tps']:,.1f}" if s.get("status") == "ok" and s.get("tps") else "—"
+        ok = s.get("status") == "ok"
+        tps = f"{s['tps']:,.1f}" if ok and s.get("tps") else "—"
         boot = (s.get("timings") or {}).get("boot_s")
         boot_s = f"{boot:.1f}" if isinstance(boot, int | float) else "—"
-        status = s.get("status") or "unknown"
-        status = status if status == "ok" else f"**{status}**"
+        status = "ok" if ok else f"**{s.get('status') or 'unknown'}**"
         out.append(f"| {i} | {s.get('label')} | {tps} | {status} | {boot_s} "
                    f"| {_cell(s.get('error') or '')} |")  # fmt: skip
     return out
 
 
-def _ok_tps(boots: Sequence[Mapping[str, Any]]) -> list[float]:
-    return [float(b["tps"]) for b in boots if b.get("status") == "ok" and b.get("tps")]
-
-
-def _warnings(summary: Mapping[str, Any], by_side: Mapping[str, list[dict[str, Any]]],
-              v: stats.Verdict, accels: Mapping[str, set[str]]) -> list[str]:
-    out = list(v.warnings)
-    for side, boots in by_side.items():
-        failed = sum(1 for b in boots if b.get("status") != "ok")
-        if failed:
-            out.append(f"side {side}: {failed} failed boot(s), listed below and kept out of "
-                       "the statistics")  # fmt: skip
-        recorded = int((summary.get("failed") or {}).get(side, failed))
-        if recorded != failed:
-            out.append(f"side {side}: summary.json counts {recorded} failed boot(s) but "
-                       f"{failed} have a sample file")  # fmt: skip
-    if len({frozenset(a) for a in accels.values()}) > 1:
-        seen = "; ".join(f"{s}: {', '.join(sorted(a))}" for s, a in accels.items())
-        out.append(f"the sides ran with different accelerators ({seen}): the ratio compares "
-                   "emulation with hardware, rerun both on the same one")  # fmt: skip
-    stored = (summary.get("verdict") or {}).get("kind")
-    if stored and stored != v.kind:
-        out.append(f"summary.json says '{stored}'; recomputed from the samples: '{v.kind}'")
-    return out
-
-
-def _sentence(summary: Mapping[str, Any], v: stats.Verdict, min_effect: float) -> str:
-    sides = summary["sides"]
-    return (f"{summary['scenario']['name']}: B ({sides['B'].get('label', 'B')}) vs "
-            f"A ({sides['A'].get('label', 'A')}), {verdict_line(v)} "
-            f"({v.a.n} + {v.b.n} boots; changes under {min_effect * 100:g}% are not "
-            "called).")  # fmt: skip
-
-
-def _plots(run_dir: Path, samples: list[dict[str, Any]], names: Mapping[str, str],
-           by_side: Mapping[str, list[dict[str, Any]]], confidence: float) -> list[str]:
+def _plots(run: Run) -> list[str]:
+    names = {s: run.name(s) for s in SIDES}
     bands = {}
-    for side, boots in by_side.items():
-        _, low, high = stats.mean_ci(_ok_tps(boots), confidence)
+    for side in SIDES:
+        _, low, high = stats.mean_ci(ok_tps(run.side(side)), run.confidence)
         bands[side] = (low, high)
     try:
-        plots.tps_per_boot(samples, run_dir / plots.PER_BOOT, names=names, bands=bands)
-        plots.series(samples, run_dir / plots.SERIES, names=names)
+        plots.tps_per_boot(run.samples, run.dir / plots.PER_BOOT, names=names, bands=bands)
+        plots.series(run.samples, run.dir / plots.SERIES, names=names)
     except ImportError as exc:
         progress.warn(f"no plots ({exc}): install matplotlib (scripts/setup)")
         return [f"No plots: {exc}."]
     return [f"![tps per boot]({plots.PER_BOOT})", "",
-            f"![tps per second of each run]({plots.SERIES})"]
+            f"![tps per second of each run]({plots.SERIES})"]  # fmt: skip
 
 
-def _compare(run_dir: Path, summary: Mapping[str, Any], min_effect: float | None) -> Rendered:
-    samples = results.load_samples(run_dir)
-    by_side = {s: [b for b in samples if b.get("label") == s] for s in ("A", "B")}
-    effect = float(summary.get("min_effect", 0.02)) if min_effect is None else min_effect
-    confidence = float(summary.get("confidence", 0.95))
-    try:
-        v = stats.verdict(_ok_tps(by_side["A"]), _ok_tps(by_side["B"]), min_effect=effect,
-                          confidence=confidence)
-    except stats.StatsError as exc:
-        raise NotAReport(f"{run_dir}: {exc}") from exc
-    names = {s: str(summary["sides"][s].get("label", s)) for s in by_side}
-    accels = {s: {str(b.get("accel")) for b in bs} for s, bs in by_side.items()}
-    line = verdict_line(v)
-    scen = summary["scenario"]
+def markdown(run: Run, *, override: bool = False) -> str:
+    """The whole report; `override`: the min effect is not the run's own."""
+    v, scen, s = run.verdict, run.summary["scenario"], run.summary
+    rows = fingerprint.diff({x: [b.get("fingerprint") or {} for b in run.side(x)] for x in SIDES})
+    accels = sorted(run.accels("A") | run.accels("B"))
+    note = [f"(--min-effect {run.min_effect:g} given to `kbisect report`; the run used "
+            f"{s.get('min_effect')}.)", ""] if override else []  # fmt: skip
     lines = [
         f"# {scen['name']}: {v.kind} (B/A = {v.ratio.ratio:.3f}x)", "",
-        "Reproduce:", "", "```sh", summary.get("command", "(not recorded)"), "```", "",
-        _sentence(summary, v, effect), "",
-    ]
-    if min_effect is not None:
-        lines += [f"(--min-effect {min_effect:g} given to `kbisect report`; the run used "
-                  f"{summary.get('min_effect')}.)", ""]  # fmt: skip
-    warnings = _warnings(summary, by_side, v, accels)
-    lines += ["## Sides", "", *_side_table(summary, by_side, v), "",
-              "## Warnings", "", *([f"- {w}" for w in warnings] or ["None."]), "",
-              "## Fingerprints", "", *fingerprint_section(by_side, names), "",
-              "## Boots, in run order", "",
-              "Failed boots are listed here and kept out of every statistic above.", "",
-              *_boot_table(samples), "",
-              "## Plots", "", *_plots(run_dir, samples, names, by_side, confidence), "",
-              "## Scenario", "",
-              f"`{scen['name']}`, hash `{scen.get('hash')}`; accelerator: "
-              + ", ".join(sorted(set().union(*accels.values()))) + ".", ""]  # fmt: skip
-    if any("tcg" in a for a in accels.values()):
-        lines += [TCG_NOTE, ""]
-    path = run_dir / REPORT
-    atomic.write_text(path, "\n".join(lines))
-    return Rendered(path, line)
+        "Reproduce:", "", "```sh", s.get("command") or "(not recorded)", "```", "",
+        _sentence(run), "", *note,
+        "## Sides", "", *_side_table(run), "",
+        "## Warnings", "", *([f"- {w}" for w in _warnings(run)] or ["None."]), "",
+        "## Fingerprints", "", *fingerprint.markdown(rows, {x: run.name(x) for x in SIDES}), "",
+        "## Boots, in run order", "",
+        "Failed boots are listed here and kept out of every statistic above.", "",
+        *_boot_table(run.samples), "",
+        "## Plots", "", *_plots(run), "",
+        "## Scenario", "",
+        f"`{scen['name']}`, hash `{scen.get('hash')}`; accelerator: {', '.join(accels)}.", "",
+        *([TCG_NOTE, ""] if "tcg" in accels else []),
+    ]  # fmt: skip
+    return "\n".join(lines)
 
 
 def render_compare(run_dir: Path, *, min_effect: float | None = None) -> Path:
     """Write RUN/report.md and the PNGs from RUN's samples; return the report's path."""
-    return _compare(run_dir, load(run_dir), min_effect).path
+    return _compare(run_dir, load(run_dir), min_effect)[0]
 
 
-def _bisect(run_dir: Path) -> Rendered:
+def _compare(
+    run_dir: Path, summary: Mapping[str, Any], min_effect: float | None
+) -> tuple[Path, str]:
+    run = load_run(run_dir, summary, min_effect)
+    path = run_dir / REPORT
+    atomic.write_text(path, markdown(run, override=min_effect is not None))
+    return path, verdict_line(run.verdict)
+
+
+def _bisect(run_dir: Path) -> Path:
     try:
         module = importlib.import_module("kbisect.bisect_report")
     except ModuleNotFoundError as exc:
@@ -236,26 +246,27 @@ def _bisect(run_dir: Path) -> Rendered:
         raise NotAReport(f"{run_dir}: a bisect run; kbisect.bisect_report cannot re-render "
                          "it (no render())")  # fmt: skip
     path: Path = render(run_dir)
-    return Rendered(path, "bisect report")
+    return path
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("results_dir", type=Path, metavar="RESULTS_DIR",
-                        help="a compare or bisect run directory (has summary.json)")
+                        help="a compare or bisect run directory (has summary.json)")  # fmt: skip
     parser.add_argument("--min-effect", type=float,
                         help="compare: smallest change called a regression/improvement "
                         "(default: the run's)")  # fmt: skip
 
 
 def main(args: argparse.Namespace) -> int:
+    """Print the report's path, then (compare) the verdict line."""
     summary = load(args.results_dir)
     kind = summary["kind"]
     if kind == "compare":
-        out = _compare(args.results_dir, summary, args.min_effect)
+        path, line = _compare(args.results_dir, summary, args.min_effect)
+        print(path)
+        print(line)
     elif kind in ("bisect", "bisect-summary"):
-        out = _bisect(args.results_dir)
+        print(_bisect(args.results_dir))
     else:
         raise NotAReport(f"{args.results_dir}: kind '{kind}' has no report")
-    print(out.path)
-    print(out.line)
     return EXIT_OK

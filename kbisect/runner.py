@@ -37,6 +37,12 @@ def quote(cmd: Sequence[str]) -> str:
     return shlex.join([str(c) for c in cmd])
 
 
+def short(cmd: Sequence[str], limit: int = 160) -> str:
+    """The quoted command on one line, cut to `limit` characters (for error messages)."""
+    text = quote(cmd).replace("\n", " ")
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
 def _reader(stream: IO[bytes], lines: queue.Queue[str | None]) -> None:
     for raw in iter(stream.readline, b""):
         lines.put(raw.decode("utf-8", "replace"))
@@ -109,7 +115,7 @@ def run(
                 last = now
                 kept.append(line)
                 if logf:
-                    logf.write(line)
+                    logf.write(line if line.endswith("\n") else line + "\n")
                     logf.flush()
                 if on_line:
                     on_line(line.rstrip("\n"))
@@ -130,12 +136,17 @@ def run(
             logf.close()
     result = Result(returncode, "".join(kept), log)
     if check and returncode != 0:
-        raise CommandFailed(f"{quote(argv)} exited {returncode}{_where(log)}")
+        raise CommandFailed(f"{short(argv)} exited {returncode}{_where(log)}")
     return result
 
 
-def capture(cmd: Sequence[str | os.PathLike[str]], *, cwd: Path | str | None = None,
-            env: Mapping[str, str] | None = None, check: bool = True) -> str:
+def capture(
+    cmd: Sequence[str | os.PathLike[str]],
+    *,
+    cwd: Path | str | None = None,
+    env: Mapping[str, str] | None = None,
+    check: bool = True,
+) -> str:
     """Run a short command and return its output, stripped (stderr included)."""
     return run(cmd, cwd=cwd, env=env, check=check, capture=True).output.strip()
 

@@ -5,13 +5,15 @@ the good side → "good", wholly on the bad side → "bad", otherwise boot again
 until `runs_max` boots, then "unclear" (bisect maps it to skip, exit 125).
 
 Multiple looks: deciding after boot 3, 4, ..., 10 is up to 8 looks at the data, and
-stopping at the first look whose interval clears the threshold makes a plain 95% interval
-wrong more often than 5%. So the error is split over the looks (Bonferroni): with
-K = runs_max - runs_min + 1 looks, each look uses the one-sided bound at 1 - α/K, where
-α = 1 - confidence (a two-sided interval at 1 - 2α/K: 98.75% for 95% over 8 looks).
-Whatever the true mean, the chance that the step ends with the wrong one of good/bad is
-then at most α, under normal boot-to-boot noise. Simulated error rates and sample counts
-are in docs/statistics.md (scripts/simulate-stats).
+stopping at the first look whose interval clears the threshold makes a plain interval
+wrong far more often than it says. So the error is split over the looks (Bonferroni):
+"good" claims the true mean is above the threshold, a one-sided claim, and with
+K = runs_max - runs_min + 1 looks each look tests it at level α/K, α = 1 - confidence;
+the same for "bad". The interval shown is the two-sided 1 - 2α/K one whose ends are those
+one-sided bounds (98.75% for 95% over 8 looks). Whatever the true mean and whenever the
+step stops, it ends on the wrong one of good/bad with probability at most α (under normal
+boot-to-boot noise). Simulated error rates and sample counts are in docs/statistics.md
+(scripts/simulate-stats).
 """
 
 from __future__ import annotations
@@ -40,8 +42,10 @@ class Decision:
 
     def as_dict(self) -> dict[str, Any]:
         """JSON-ready: non-finite numbers become null."""
-        return {k: v if not isinstance(v, float) or math.isfinite(v) else None
-                for k, v in asdict(self).items()}  # fmt: skip
+        return {
+            k: v if not isinstance(v, float) or math.isfinite(v) else None
+            for k, v in asdict(self).items()
+        }
 
 
 def per_look_level(confidence: float, runs_min: int, runs_max: int) -> float:
@@ -71,7 +75,8 @@ def decide(
     if n < runs_min:
         mean = math.fsum(samples) / n if n else math.nan
         low, high = stats.mean_ci(samples, level)[1:] if n >= 2 else (-math.inf, math.inf)
-        reason = f"{n} of at least {runs_min} samples (mean {mean:.1f} {unit}): more"
+        so_far = f" (mean {mean:.1f} {unit})" if n else ""
+        reason = f"{n} of at least {runs_min} samples{so_far}: more"
         return Decision("more", reason, mean, low, high, n)
     mean, low, high = stats.mean_ci(samples, level)
     above, below = low > threshold, high < threshold
@@ -80,7 +85,10 @@ def decide(
         verdict = "good" if above == higher_is_better else "bad"
     else:
         verdict = "unclear" if n >= runs_max else "more"
-    reason = (f"mean {mean:.1f} {unit}, {level * 100:.4g}% CI [{low:.1f}, {high:.1f}] "
-              f"({confidence * 100:g}% over {runs_max - runs_min + 1} looks) {where} "
-              f"threshold {threshold:.1f} after {n} of at most {runs_max} samples: {verdict}")  # fmt: skip
+    looks = runs_max - runs_min + 1
+    reason = (
+        f"mean {mean:.1f} {unit}, {level * 100:.4g}% CI [{low:.1f}, {high:.1f}] "
+        f"(one-sided {confidence * 100:g}% over {looks} look{'s' * (looks > 1)}) {where} "
+        f"threshold {threshold:.1f} after {n} of at most {runs_max} samples: {verdict}"
+    )
     return Decision(verdict, reason, mean, low, high, n)

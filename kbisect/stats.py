@@ -12,7 +12,7 @@ the reciprocal of B/A. Coverage, false positives and power are simulated in
 docs/statistics.md (scripts/simulate-stats).
 
 Student t quantiles (`t_quantile`): the t tail through the regularized incomplete beta
-function (continued fraction, modified Lentz), inverted by Newton steps kept inside a
+function (continued fraction, modified Lentz), inverted by Halley steps kept inside a
 bracket, started from the Cornish–Fisher expansion; for df > 1e5 the expansion alone.
 """
 
@@ -250,8 +250,8 @@ class Verdict:
     warnings: list[str] = field(default_factory=list)
 
     def as_dict(self) -> dict[str, Any]:
-        return {"kind": self.kind, "ratio": self.ratio.as_dict(), "a": self.a.as_dict(),
-                "b": self.b.as_dict(), "warnings": list(self.warnings)}  # fmt: skip
+        """kind, ratio {ratio, low, high, method, confidence, df}, a, b, warnings."""
+        return asdict(self)
 
 
 def outliers(xs: Sequence[float]) -> list[int]:
@@ -269,11 +269,14 @@ def _side_warnings(name: str, xs: Sequence[float], s: Summary) -> list[str]:
     out = []
     if s.cv > HIGH_CV:
         n = boots_needed(s.cv, REFERENCE_EFFECT)
-        out.append(f"side {name}: CV {s.cv * 100:.1f}% is high: add boots "
-                   f"(--boots {n} detects a 10% regression at 80% power)")  # fmt: skip
+        out.append(
+            f"side {name}: CV {s.cv * 100:.1f}% is high: add boots "
+            f"(--boots {n} detects a {REFERENCE_EFFECT:.0%} regression at 80% power)"
+        )
     for i in outliers(xs):
-        out.append(f"side {name} boot {i + 1} ({xs[i]:.1f} tps) is an outlier: "
-                   "check its fingerprint")  # fmt: skip
+        out.append(
+            f"side {name} boot {i + 1} ({xs[i]:.1f} tps) is an outlier: check its fingerprint"
+        )
     return out
 
 
@@ -294,10 +297,14 @@ def verdict(
         kind = "regression" if (r.ratio < 1.0) == higher_is_better else "improvement"
     warnings = _side_warnings("A", a, sa) + _side_warnings("B", b, sb)
     if min(sa.n, sb.n) < FEW_BOOTS:
-        warnings.append(f"{sa.n} boots on side A and {sb.n} on side B: the interval is wide "
-                        f"below {FEW_BOOTS} per side: use --boots {FEW_BOOTS} or more")  # fmt: skip
+        warnings.append(
+            f"{sa.n} boots on side A and {sb.n} on side B: the interval is wide "
+            f"below {FEW_BOOTS} per side: use --boots {FEW_BOOTS} or more"
+        )
     if significant and kind == NO_DIFFERENCE:
-        warnings.append(f"B/A = {r.ratio:.3f}x is statistically significant but below "
-                        f"--min-effect {min_effect * 100:g}%: reported as no significant "
-                        "difference")  # fmt: skip
+        warnings.append(
+            f"B/A = {r.ratio:.3f}x is statistically significant but below "
+            f"--min-effect {min_effect * 100:g}%: reported as no significant "
+            "difference"
+        )
     return Verdict(kind, r, sa, sb, warnings)

@@ -56,7 +56,9 @@ def import_commands(tarball: Path, dest: Path) -> list[list[str]]:
         [*g, "config", "core.autocrlf", "false"],
         [*g, "config", "gc.auto", "0"],
         [*g, "add", "-f", "-A", "."],
-        [*g, "commit", "-q", "--no-verify", "-m", f"Import {tarball.name} (Debian linux-source)"],
+        # --no-gpg-sign: a user's commit.gpgsign would change (or fail) the fixed commit.
+        [*g, "commit", "-q", "--no-verify", "--no-gpg-sign", "-m",
+         f"Import {tarball.name} (Debian linux-source)"],
         [*g, "tag", DEFAULT_TAG],
     ]
 
@@ -67,7 +69,9 @@ def default_tree(tarball: Path = DEFAULT_TARBALL) -> Path:
     if (dest / ".git").is_dir() and git.git(dest, "tag", "-l", DEFAULT_TAG):
         return dest
     if not tarball.exists():
-        raise MissingTool(f"{tarball}: missing (apt-get install linux-source-6.12, or scripts/setup)")
+        raise MissingTool(
+            f"{tarball}: missing (apt-get install linux-source-6.12, or scripts/setup)"
+        )
     dest.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=".import-", dir=dest.parent))
     log = dest.parent / f"{DEFAULT_NAME}.import.log"

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import os
 import shlex
+import shutil
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -44,9 +47,19 @@ def kernel_args(boot: Boot) -> list[str]:
     return [a for item in cmdline for a in ("--append", item)]
 
 
-def command(boot: Boot) -> list[str]:
+def binary() -> str:
+    """vng from PATH, else the one installed beside this Python (the venv)."""
+    return shutil.which("vng") or str(Path(sys.executable).parent / "vng")
+
+
+def env(vng: str) -> dict[str, str]:
+    """vng runs its helpers (virtme-run) from PATH: put vng's own directory first."""
+    return {"PATH": f"{Path(vng).parent}:{os.environ.get('PATH', '')}"}
+
+
+def command(boot: Boot, vng: str = "vng") -> list[str]:
     """`vng --run IMAGE ... --exec CMD` for one boot."""
-    cmd = ["vng", "--run", str(boot.image), "--verbose", "--force-9p"]
+    cmd = [vng, "--run", str(boot.image), "--verbose", "--force-9p"]
     cmd += accel_args(boot) + arch_args(boot)
     cmd += ["--cpus", str(boot.cpus), "--memory", f"{boot.memory_mb}M"]
     cmd += kernel_args(boot)

@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from kbisect import git, paths, runner
+from kbisect import git, paths, runner, tree
 from kbisect.exceptions import CommandFailed, UserError
 
 
@@ -54,8 +54,9 @@ def checkout(repo: Path, commit: str, slot: str = "build") -> Path:
             git.git(where, "clean", "-q", "-fdx")
             return where
         except CommandFailed:
-            runner.run(["git", "-C", str(repo), "worktree", "remove", "--force", str(where)],
-                       check=False)
+            runner.run(
+                ["git", "-C", str(repo), "worktree", "remove", "--force", str(where)], check=False
+            )
     git.git(repo, "worktree", "prune")
     where.parent.mkdir(parents=True, exist_ok=True)
     runner.capture(add_command(repo, where, commit))
@@ -65,12 +66,16 @@ def checkout(repo: Path, commit: str, slot: str = "build") -> Path:
 def revert_onto(repo: Path, base: str, commit: str) -> str:
     """Create (detached, in a scratch worktree) base + revert of commit; return its id."""
     where = checkout(repo, base, slot="revert")
-    env = {"GIT_AUTHOR_DATE": "2025-01-01T00:00:00+0000",
-           "GIT_COMMITTER_DATE": "2025-01-01T00:00:00+0000"}
-    result = runner.run(["git", "-C", str(where), "revert", "--no-edit", commit],
-                        env=env, check=False, capture=True)
+    # A fixed identity and dates: the same revert on every machine, even one whose git
+    # has no user.email (else the commit fails and would be reported as a conflict).
+    result = runner.run(
+        ["git", "-C", str(where), "revert", "--no-edit", "--no-gpg-sign", commit],
+        env=tree.FIXED_IDENTITY, check=False, capture=True,
+    )
     if result.returncode != 0:
         runner.run(["git", "-C", str(where), "revert", "--abort"], check=False)
-        raise RevertConflict(f"reverting {commit[:12]} on {base[:12]} conflicts; "
-                             "resolve it in a branch and compare against that")
+        raise RevertConflict(
+            f"reverting {commit[:12]} on {base[:12]} conflicts; "
+            "resolve it in a branch and compare against that"
+        )
     return git.rev_parse(where, "HEAD")

@@ -1,11 +1,12 @@
 """Helpers for tests that need a kernel tree: a git repository made from tests/fakelinux.
 
+Example (shas[0] is the initial commit, shas[i] the commit made from commits[i - 1]):
+
     shas = make_fake_kernel_repo(tmp_path / "linux", [
         {"subject": "sched: fast", "tps": 1000},
         {"subject": "sched: slow", "tps": 500, "drop": ["CONFIG_PREEMPT_NONE"]},
         {"subject": "oops", "broken": True, "tag": "v6.13-rc1"},
     ])
-    # shas[0] is the initial commit, shas[i] the commit made from commits[i - 1].
 """
 
 from __future__ import annotations

@@ -90,7 +90,7 @@ def test_compare_two_command_lines_on_one_kernel(kernel: Path, real_cache: Path,
 
 def test_panic_is_a_boot_failure(kernel: Path, real_cache: Path, tmp_path: Path) -> None:
     proc = kbisect("run", "--kernel", str(kernel), "--scenario", "smoke",
-                   "--append", "init=/kbisect/no/such/init", "--out", str(tmp_path / "p"),
+                   "--append", "root=kbisect-no-such-root", "--out", str(tmp_path / "p"),
                    check=False)
     assert proc.returncode == 5, proc.stderr[-2000:]
     assert "panic" in proc.stderr.lower()

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from kbisect import cli, plots, report, stats
+from kbisect import cli, plots, report, results, stats
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 COMMAND = "kbisect compare --kernel /k/bzImage --append-a preempt=none --append-b preempt=full --scenario smoke --boots 4"  # noqa: E501
@@ -18,8 +18,13 @@ SCEN = {"name": "smoke", "hash": "5c0ffee" * 9 + "0"}
 PLAN: list[tuple[str, float | None, str]] = [
     ("A", 1000.0, "ok"), ("B", 512.0, "ok"), ("B", 505.0, "ok"), ("A", 1012.0, "ok"),
     ("A", 994.0, "ok"), ("B", None, "boot-failed"), ("B", 519.0, "ok"), ("A", 1006.0, "ok"),
-    ("B", 5.0, "benchmark-failed"),
+    ("B", None, "benchmark-failed"),
 ]  # fmt: skip
+
+ERRORS = {
+    "boot-failed": "kernel panic or oops: Kernel panic - not syncing: VFS (log: /r/console.log)",
+    "benchmark-failed": "pgbench exited 1: connection to server lost (log: /r/console.log)",
+}
 
 
 def fingerprint(preempt: str, **over: Any) -> dict[str, Any]:
@@ -58,15 +63,15 @@ def sample(label: str, tps: float | None, status: str, accel: str, rng: random.R
         "kernel": {"image": "/k/bzImage", "release": "6.12.48-kbisect", "commit": "ab" * 20,
                    "config_hash": "cd" * 32, "manifest": None},
         "append": f"preempt={preempt}", "accel": accel, "status": status,
-        "error": None if ok else f"{status}: kernel panic - not syncing (log: /x/console.log)",
+        "error": None if ok else ERRORS[status],
         "tps": tps, "runs": runs(tps, rng) if tps else [],
-        "fingerprint": fp if status != "boot-failed" else {},
+        "fingerprint": fp if status != "boot-failed" else None,
         "timings": {"boot_s": 2.5 + rng.uniform(0, 1), "restore_s": 1.0, "init_s": 0.5,
                     "bench_s": 25.0, "total_s": 31.0},
     }  # fmt: skip
 
 
-def make_run(root: Path, *, accel: str = "kvm", vary: bool = False) -> Path:
+def make_run(root: Path, *, accel: str = "kvm", accel_b: str = "", vary: bool = False) -> Path:
     """A compare run dir as compare.py writes it: samples/NNN-X.json and summary.json."""
     run = root / "compare-smoke"
     rng = random.Random(7)
@@ -74,22 +79,35 @@ def make_run(root: Path, *, accel: str = "kvm", vary: bool = False) -> Path:
         fp = fingerprint("none" if label == "A" else "full")
         if vary and label == "A":
             fp["hugepages_free"] = i
-        s = sample(label, tps, status, accel, rng, fp)
+        s = sample(label, tps, status, accel_b if label == "B" and accel_b else accel, rng, fp)
+        results.validate(s, "sample")
         (run / "samples").mkdir(parents=True, exist_ok=True)
         (run / "samples" / f"{i:03d}-{label}.json").write_text(json.dumps(s))
     a, b = ok_tps("A"), ok_tps("B")
     v = stats.verdict(a, b, min_effect=0.02)
-    side = {"kernel": {"commit": "ab" * 20, "describe": "v6.12.48", "subject": "Linux 6.12.48",
-                       "image": "/k/bzImage"}, "overrides": [], "scenario_hash": SCEN["hash"]}
+    side: dict[str, Any] = {
+        "kernel": {
+            "commit": "ab" * 20,
+            "describe": "v6.12.48",
+            "subject": "Linux 6.12.48",
+            "image": "/k/bzImage",
+        },
+        "overrides": [],
+        "scenario_hash": SCEN["hash"],
+    }
     summary = {
         "version": 1, "kind": "compare", "created": "2026-11-22T04:10:00Z", "command": COMMAND,
         "scenario": SCEN,
-        "sides": {"A": {**side, "label": "preempt=none", "append": "preempt=none"},
-                  "B": {**side, "label": "preempt=full", "append": "preempt=full"}},
+        "sides": {s: {**side, "label": f"preempt={p}", "append": f"preempt={p}",
+                      "samples": [f"samples/{i:03d}-{s}.json"
+                                  for i, (x, _, _) in enumerate(PLAN, 1) if x == s]}
+                  for s, p in (("A", "none"), ("B", "full"))},
         "order": [p[0] for p in PLAN], "failed": {"A": 0, "B": 2},
-        "stats": {"A": v.a.as_dict(), "B": v.b.as_dict()}, "verdict": v.as_dict(),
+        "stats": {"A": v.a.as_dict(), "B": v.b.as_dict()},
+        "verdict": {**v.as_dict(), "result": v.kind},
         "min_effect": 0.02, "confidence": 0.95, "duration_s": 600.0,
     }  # fmt: skip
+    results.validate(summary, "summary")
     (run / "summary.json").write_text(json.dumps(summary))
     return run
 
@@ -98,16 +116,29 @@ def ok_tps(label: str) -> list[float]:
     return [t for s, t, st in PLAN if s == label and st == "ok" and t is not None]
 
 
+@pytest.fixture(autouse=True)
+def only_report(monkeypatch: pytest.MonkeyPatch) -> None:
+    """cli.main with only the report subcommand: other modules' parsers are not under test."""
+    monkeypatch.setattr(cli, "COMMANDS", [c for c in cli.COMMANDS if c[0] == "report"])
+
+
+@pytest.fixture(scope="module")
+def shared(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
+    """One rendered run for the tests that only read it (rendering takes ~0.4 s)."""
+    run = make_run(tmp_path_factory.mktemp("shared"))
+    path = report.render_compare(run)
+    assert path == run / "report.md"
+    return run, path.read_text()
+
+
+@pytest.fixture
+def rendered(shared: tuple[Path, str]) -> str:
+    return shared[1]
+
+
 @pytest.fixture
 def run(tmp_path: Path) -> Path:
     return make_run(tmp_path)
-
-
-@pytest.fixture
-def rendered(run: Path) -> str:
-    path = report.render_compare(run)
-    assert path == run / "report.md"
-    return path.read_text()
 
 
 def test_reproduce_command_and_verdict_line(rendered: str) -> None:
@@ -115,13 +146,13 @@ def test_reproduce_command_and_verdict_line(rendered: str) -> None:
     assert v.kind == "regression"
     assert f"Reproduce:\n\n```sh\n{COMMAND}\n```" in rendered
     assert report.verdict_line(v) in rendered
-    assert rendered.startswith("# smoke: regression (B/A = 0.509x)")
+    assert rendered.startswith(f"# smoke: regression (B/A = {v.ratio.ratio:.3f}x)\n")
     assert f"[{v.ratio.low:.3f}, {v.ratio.high:.3f}]" in rendered
 
 
 def test_sections_in_order(rendered: str) -> None:
-    marks = ["Reproduce:", "B/A = ", "## Sides", "## Warnings", "## Fingerprints",
-             "## Boots", "## Plots", "## Scenario"]  # fmt: skip
+    marks = ["# smoke: regression", "Reproduce:", "smoke: B (preempt=full) vs A", "## Sides",
+             "## Warnings", "## Fingerprints", "## Boots", "## Plots", "## Scenario"]  # fmt: skip
     where = [rendered.index(m) for m in marks]
     assert where == sorted(where)
 
@@ -129,11 +160,11 @@ def test_sections_in_order(rendered: str) -> None:
 def test_failed_boots_listed_and_excluded(rendered: str) -> None:
     b = stats.summarize(ok_tps("B"))
     row = next(line for line in rendered.splitlines() if line.startswith("| B | preempt=full"))
-    assert f"| 3 / 2 | {b.mean:,.1f} |" in row  # 5.0 tps from the failed boot is not in it
+    assert f"| 3 / 2 | {b.mean:,.1f} |" in row
     boots = rendered.split("## Boots")[1]
     assert "| 6 | B | — | **boot-failed** |" in boots
     assert "| 9 | B | — | **benchmark-failed** |" in boots
-    assert "kernel panic - not syncing" in boots
+    assert ERRORS["boot-failed"] in boots and ERRORS["benchmark-failed"] in boots
     assert "side B: 2 failed boot(s)" in rendered
 
 
@@ -149,10 +180,11 @@ def test_preempt_difference_highlighted(rendered: str) -> None:
 def test_variation_within_a_side_is_noted(tmp_path: Path) -> None:
     text = report.render_compare(make_run(tmp_path, vary=True)).read_text()
     assert "hugepages_free (A)" in text
-    assert "1 / 4 / 5 / 8 ⚠ varies across boots" in text
+    assert "| ⚠ **hugepages_free** | **1 / 4 / 5 / 8** ⚠ varies across boots | **0** |" in text
 
 
-def test_plots_are_png_and_linked(run: Path, rendered: str) -> None:
+def test_plots_are_png_and_linked(shared: tuple[Path, str]) -> None:
+    run, rendered = shared
     for name in (plots.PER_BOOT, plots.SERIES):
         data = (run / name).read_bytes()
         assert data.startswith(PNG_MAGIC)
@@ -160,10 +192,11 @@ def test_plots_are_png_and_linked(run: Path, rendered: str) -> None:
         assert f"]({name})" in rendered
 
 
-def test_plots_are_deterministic(run: Path, rendered: str) -> None:
-    first = (run / plots.PER_BOOT).read_bytes()
+def test_plots_are_deterministic(shared: tuple[Path, str], tmp_path: Path) -> None:
+    run = make_run(tmp_path)
     report.render_compare(run)
-    assert (run / plots.PER_BOOT).read_bytes() == first
+    for name in (plots.PER_BOOT, plots.SERIES, report.REPORT):
+        assert (run / name).read_bytes() == (shared[0] / name).read_bytes()
 
 
 def test_tcg_note_only_under_tcg(tmp_path: Path, rendered: str) -> None:
@@ -171,6 +204,21 @@ def test_tcg_note_only_under_tcg(tmp_path: Path, rendered: str) -> None:
     text = report.render_compare(make_run(tmp_path / "t", accel="tcg")).read_text()
     assert report.TCG_NOTE in text
     assert "accelerator: tcg." in text
+
+
+def test_mixed_accelerators_warned(tmp_path: Path) -> None:
+    text = report.render_compare(make_run(tmp_path, accel_b="tcg")).read_text()
+    warnings = text.split("## Warnings")[1].split("##")[0]
+    assert "different accelerators (A: kvm; B: tcg)" in warnings
+    assert "accelerator: kvm, tcg." in text and report.TCG_NOTE in text
+
+
+def test_summary_without_side_b(run: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    summary = json.loads((run / "summary.json").read_text())
+    del summary["sides"]["B"]
+    (run / "summary.json").write_text(json.dumps(summary))
+    assert cli.main(["report", str(run)]) == 2
+    assert capsys.readouterr().err.endswith("a compare without side B\n")
 
 
 def test_min_effect_override(run: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -186,7 +234,7 @@ def test_min_effect_override(run: Path, capsys: pytest.CaptureFixture[str]) -> N
 def test_tps_along_path(tmp_path: Path) -> None:
     points = [("0 good", [1000.0, 990.0], "good"), ("1 mid", [510.0, 505.0, 500.0], "bad"),
               ("2 skip", [], "skip"), ("3 bad", [500.0, 498.0], "bad")]  # fmt: skip
-    path = plots.tps_along_path(points, tmp_path / "path.png")
+    path = plots.tps_along_path(points, tmp_path / "path.png", threshold=750.0)
     assert path.read_bytes().startswith(PNG_MAGIC)
 
 

@@ -1,0 +1,68 @@
+"""Per-arch facts from kbisect/arch/*.toml, on an x86_64 and on an arm64 host."""
+
+from __future__ import annotations
+
+import tomllib
+
+import pytest
+
+from kbisect import arch
+
+HOSTS = ["x86_64", "arm64"]
+
+
+def test_names_are_the_data_files() -> None:
+    assert arch.names() == ["arm64", "x86_64"]
+    for name in arch.names():
+        data = tomllib.loads((arch.ARCH_DIR / f"{name}.toml").read_text())
+        assert data["name"] == name
+
+
+@pytest.mark.parametrize(("alias", "name"), [("x86_64", "x86_64"), ("x86", "x86_64"),
+                                             ("amd64", "x86_64"), ("arm64", "arm64"),
+                                             ("aarch64", "arm64")])
+def test_get_by_name_or_alias(alias: str, name: str) -> None:
+    assert arch.get(alias).name == name
+
+
+def test_unknown_arch_is_a_user_error() -> None:
+    with pytest.raises(arch.UnknownArch, match=r"unknown arch 'mips' \(known: arm64, x86_64\)"):
+        arch.get("mips")
+
+
+def test_x86_64_facts_on_an_x86_64_host(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(arch, "host_arch", lambda: "x86_64")
+    a = arch.get("x86_64")
+    assert a.is_native() and a.cross_compile == ""
+    assert a.make_vars() == ["ARCH=x86"] and a.compiler() == "gcc"
+    assert (a.image, a.image_target) == ("arch/x86/boot/bzImage", "bzImage")
+    assert (a.qemu, a.vng_arch, a.console) == ("qemu-system-x86_64", "x86_64", "ttyS0")
+
+
+def test_arm64_is_cross_compiled_on_an_x86_64_host(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(arch, "host_arch", lambda: "x86_64")
+    a = arch.get("arm64")
+    assert not a.is_native()
+    assert a.make_vars() == ["ARCH=arm64", "CROSS_COMPILE=aarch64-linux-gnu-"]
+    assert a.compiler() == "aarch64-linux-gnu-gcc"
+    assert (a.image, a.image_target) == ("arch/arm64/boot/Image", "Image")
+    assert (a.qemu, a.console) == ("qemu-system-aarch64", "ttyAMA0")
+
+
+def test_on_an_arm64_host_arm64_is_native_and_x86_is_foreign(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(arch, "host_arch", lambda: "arm64")
+    native, foreign = arch.get("arm64"), arch.get("x86_64")
+    assert native.make_vars() == ["ARCH=arm64"] and native.compiler() == "gcc"
+    assert foreign.make_vars() == ["ARCH=x86", "CROSS_COMPILE=x86_64-linux-gnu-"]
+    assert foreign.compiler() == "x86_64-linux-gnu-gcc"
+
+
+@pytest.mark.parametrize(("machine", "name"), [("x86_64", "x86_64"), ("amd64", "x86_64"),
+                                               ("aarch64", "arm64"), ("riscv64", "riscv64")])
+def test_host_arch_maps_platform_names(
+    monkeypatch: pytest.MonkeyPatch, machine: str, name: str
+) -> None:
+    monkeypatch.setattr(arch.platform, "machine", lambda: machine)
+    assert arch.host_arch() == name

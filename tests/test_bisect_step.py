@@ -1,0 +1,254 @@
+"""bisect-step and bisect/run: git's exit codes, the sample store, the fake measurement.
+
+Real git, real make on the fake tree (tests/fakelinux); only the boot is replaced, by a
+small script named in $KBISECT_FAKE_MEASURE that reads the scripted tps from the image.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from kbisect import bisect_samples, bisect_step, sequential
+from tests.fakes import git, make_fake_kernel_repo
+
+ROOT = Path(__file__).resolve().parent.parent
+RUN = ROOT / "bisect" / "run"
+
+SCENARIO = """\
+name = "fakebench"
+description = "a scenario for tests: the fake measurement never runs it"
+[postgres]
+major = 15
+[postgres.settings]
+shared_buffers = "128MB"
+huge_pages = "off"
+max_connections = 20
+[pgbench]
+builtin = "select-only"
+scale = 1
+clients = 2
+threads = 1
+duration_s = 5
+runs = 1
+protocol = "prepared"
+[guest]
+vcpus = 1
+memory_mb = 512
+pgdata_size_mb = 128
+"""
+
+# A boot replaced by: the tps line of the fake image times (1 + FAKE_CV·N(0,1)), the
+# noise seeded by FAKE_SEED, the commit and the sample index (awk's rand: deterministic).
+# FAKE_LOG: append "<commit> <index>" per call.  FAKE_BOOT_FAIL: commits that exit 5.
+# FAKE_KILL_AT=N with FAKE_KILL_PID_FILE: at the Nth call, SIGKILL the process group of
+# its parent (git bisect run and the step) and the driver's (pid in the file).
+FAKE_MEASURE = """\
+#!/bin/sh
+image=$1 commit=$2 index=$3
+if [ -n "$FAKE_LOG" ]; then
+    echo "$commit $index" >> "$FAKE_LOG"
+    if [ -n "$FAKE_KILL_AT" ] && [ "$(wc -l < "$FAKE_LOG")" -eq "$FAKE_KILL_AT" ]; then
+        kill -9 "-$(cut -d' ' -f5 "/proc/$PPID/stat")" "-$(cat "$FAKE_KILL_PID_FILE")"
+        exit 1
+    fi
+fi
+case ",$FAKE_BOOT_FAIL," in *",$commit,"*) exit 5 ;; esac
+seed=$(printf '%s-%s-%s' "$FAKE_SEED" "$commit" "$index" | cksum | cut -d' ' -f1)
+awk -v seed="$seed" -v cv="${FAKE_CV:-0.1}" 'NR == 3 {
+    srand(seed); u = rand(); v = rand(); if (u < 1e-12) u = 1e-12
+    printf "%.3f\\n", $0 * (1 + cv * sqrt(-2 * log(u)) * cos(6.283185307179586 * v)); exit
+}' "$image"
+"""
+
+
+def write_scenario(folder: Path) -> Path:
+    path = folder / "fakebench.toml"
+    path.write_text(SCENARIO)
+    return path
+
+
+def write_fake_measure(folder: Path) -> Path:
+    path = folder / "fake-measure"
+    path.write_text(FAKE_MEASURE)
+    path.chmod(0o755)
+    return path
+
+
+def fixed_dates(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Same commit ids on every run, so that the seeded noise is the same too."""
+    for var in ("GIT_AUTHOR_DATE", "GIT_COMMITTER_DATE"):
+        monkeypatch.setenv(var, "2025-01-01T00:00:00+0000")
+
+
+def calls(log: Path) -> list[tuple[str, int]]:
+    if not log.exists():
+        return []
+    return [(c, int(i)) for c, i in (line.split() for line in log.read_text().splitlines())]
+
+
+@pytest.fixture
+def env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, Path]:
+    fixed_dates(monkeypatch)
+    fake = write_fake_measure(tmp_path)
+    monkeypatch.setenv("KBISECT_FAKE_MEASURE", str(fake))
+    monkeypatch.setenv("FAKE_LOG", str(tmp_path / "fake.log"))
+    monkeypatch.setenv("FAKE_CV", "0.02")
+    monkeypatch.setenv("KBISECT_BISECT_STORE", str(tmp_path / "store"))
+    return {"scenario": write_scenario(tmp_path), "log": tmp_path / "fake.log",
+            "store": tmp_path / "store"}  # fmt: skip
+
+
+@pytest.fixture
+def repo(tmp_path: Path, env: dict[str, Path], monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """fake linux, fast (1000), slow (600), broken; cwd is the repo."""
+    shas = make_fake_kernel_repo(tmp_path / "linux", [
+        {"subject": "fast", "tps": 1000},
+        {"subject": "slow", "tps": 600},
+        {"subject": "broken", "broken": True},
+    ])  # fmt: skip
+    monkeypatch.chdir(tmp_path / "linux")
+    return shas
+
+
+def step(scenario: Path, *extra: str, threshold: str = "800") -> int:
+    return bisect_step.entry(["--scenario", str(scenario), "--threshold", threshold, *extra])
+
+
+def at(rev: str) -> None:
+    git(Path.cwd(), "checkout", "-q", "--detach", rev)
+
+
+def test_good_and_bad(repo, env):
+    at(repo[1])
+    assert step(env["scenario"]) == bisect_step.GOOD
+    at(repo[2])
+    assert step(env["scenario"]) == bisect_step.BAD
+    assert [c for c, _ in calls(env["log"])] == [repo[1]] * 3 + [repo[2]] * 3
+    record = json.loads((env["store"] / repo[2] / "step.json").read_text())
+    assert record["verdict"] == "bad" and record["skip"] is None and record["n"] == 3
+
+
+def test_lower_is_better_flips_the_verdict(repo, env):
+    at(repo[1])
+    assert step(env["scenario"], "--lower-is-better") == bisect_step.BAD
+
+
+def test_build_failure_is_a_skip_not_bad(repo, env):
+    at(repo[3])
+    assert step(env["scenario"]) == bisect_step.SKIP
+    record = json.loads((env["store"] / repo[3] / "step.json").read_text())
+    assert record["verdict"] == "skip" and record["skip"] == "build"
+    assert record["reason"].startswith("build failed")
+    assert calls(env["log"]) == []
+
+
+def test_boot_failure_is_a_skip_and_is_not_retried(repo, env, monkeypatch):
+    monkeypatch.setenv("FAKE_BOOT_FAIL", repo[2])
+    at(repo[2])
+    assert step(env["scenario"]) == bisect_step.SKIP
+    assert step(env["scenario"]) == bisect_step.SKIP
+    assert calls(env["log"]) == [(repo[2], 0)]
+    tps, failures = bisect_samples.stored(env["store"] / repo[2])
+    assert tps == [] and "boot" in failures[0]
+
+
+def test_unclear_after_runs_max_is_a_skip(repo, env, monkeypatch):
+    monkeypatch.setenv("FAKE_CV", "0")  # every sample exactly on the threshold
+    at(repo[1])
+    assert step(env["scenario"], "--runs-max", "6", threshold="1000") == bisect_step.SKIP
+    assert len(calls(env["log"])) == 6
+    record = json.loads((env["store"] / repo[1] / "step.json").read_text())
+    assert record["verdict"] == "skip" and record["skip"] == "unclear"
+    assert "contains threshold 1000.0 after 6" in record["reason"]
+
+
+def test_missing_tool_aborts(repo, env, monkeypatch, tmp_path):
+    monkeypatch.setenv("KBISECT_FAKE_MEASURE", str(tmp_path / "no-such-qemu"))
+    at(repo[1])
+    assert step(env["scenario"]) == bisect_step.ABORT
+
+
+def test_bad_setup_aborts(repo, env, tmp_path, monkeypatch, capsys):
+    at(repo[1])
+    assert step(tmp_path / "missing.toml") == bisect_step.ABORT
+    assert bisect_step.entry(["--scenario", str(env["scenario"])]) == bisect_step.ABORT
+    assert "--threshold" in capsys.readouterr().err
+    assert step(env["scenario"], "--runs-min", "1") == bisect_step.ABORT
+    monkeypatch.chdir(tmp_path)
+    assert step(env["scenario"]) == bisect_step.ABORT
+    assert calls(env["log"]) == []
+
+
+def test_a_bug_aborts_rather_than_blames(repo, env, monkeypatch):
+    def boom(*args, **kwargs):
+        raise RuntimeError("bug")
+
+    monkeypatch.setattr(bisect_step, "judge", boom)
+    at(repo[2])
+    assert step(env["scenario"]) == bisect_step.ABORT
+
+
+def test_dead_driver_aborts(repo, env, monkeypatch):
+    proc = subprocess.Popen(["true"])  # a pid that has exited
+    proc.wait()
+    monkeypatch.setenv(bisect_step.DRIVER_ENV, str(proc.pid))
+    at(repo[1])
+    assert step(env["scenario"]) == bisect_step.ABORT
+
+
+def test_revisit_reuses_samples_and_only_adds(repo, env):
+    at(repo[1])
+    assert step(env["scenario"]) == bisect_step.GOOD
+    assert step(env["scenario"]) == bisect_step.GOOD
+    assert calls(env["log"]) == [(repo[1], i) for i in range(3)]
+    # A threshold just under the figure needs more samples: the stored three count.
+    assert step(env["scenario"], threshold="985") in (bisect_step.GOOD, bisect_step.SKIP)
+    indices = [i for _, i in calls(env["log"])]
+    assert indices[:3] == [0, 1, 2] and indices[3:] == list(range(3, len(indices)))
+    assert len(indices) > 3
+
+
+def test_sample_until_stops_at_the_first_clear_verdict():
+    draws = iter([1000.0, 1002.0, 998.0, 1001.0, 999.0])
+    tps: list[float] = []
+    policy = bisect_step.Policy(800.0, True, 3, 10)
+    d = bisect_step.sample_until(tps, lambda: next(draws), policy)
+    assert d.verdict == "good" and d.n == 3 and tps == [1000.0, 1002.0, 998.0]
+
+
+def test_sample_until_gives_up_at_runs_max():
+    values = iter([900.0, 1100.0] * 10)
+    tps: list[float] = []
+    d = bisect_step.sample_until(tps, lambda: next(values), bisect_step.Policy(1000.0, True, 3, 6))
+    assert d.verdict == "unclear" and len(tps) == 6
+    assert bisect_step.EXIT_FOR[d.verdict] == bisect_step.SKIP
+
+
+def test_describe_logs_the_numbers():
+    d = sequential.Decision("bad", "mean 600.0 tps, CI [590.0, 610.0] ...: bad", 600, 590, 610, 3)
+    assert bisect_step.describe("a" * 40, d) == (
+        "step: aaaaaaaaaaaa bad: mean 600.0 tps, CI [590.0, 610.0] ...: bad"
+    )
+
+
+def test_bisect_run_script_under_git(repo, env):
+    """The shell script, run by `git bisect run`: finds the slow commit; usage error: 128."""
+    top = Path.cwd()
+    git(top, "checkout", "-q", repo[2])
+    git(top, "bisect", "start", repo[2], repo[1])
+    result = subprocess.run(
+        ["git", "bisect", "run", str(RUN), "--scenario", str(env["scenario"]),
+         "--threshold", "800"],
+        cwd=top, capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert f"{repo[2]} is the first bad commit" in result.stdout
+    git(top, "bisect", "reset")
+    bad_usage = subprocess.run([str(RUN), "--threshold", "nope"], cwd=top, check=False,
+                               capture_output=True, text=True)  # fmt: skip
+    assert bad_usage.returncode == 128
+    assert "bisect-step:" in bad_usage.stderr

@@ -1,0 +1,215 @@
+"""Scenario files: loading, validation messages, hashing, overrides, the shipped ones."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from kbisect import paths, scenario
+from kbisect.exceptions import EXIT_USER
+from kbisect.scenario import ScenarioError
+
+SHIPPED = ["m8g-7dadeaa6e851", "simple-update-2vcpu", "simple-update-2vcpu-hugepages", "smoke"]
+
+
+def smoke_text() -> str:
+    return (paths.scenarios_dir() / "smoke.toml").read_text()
+
+
+def write(tmp_path: Path, text: str, name: str = "smoke") -> Path:
+    path = tmp_path / f"{name}.toml"
+    path.write_text(text)
+    return path
+
+
+def edited(tmp_path: Path, old: str, new: str, name: str = "smoke") -> Path:
+    text = smoke_text()
+    assert old in text, old
+    return write(tmp_path, text.replace(old, new), name)
+
+
+def error_of(path: Path) -> str:
+    with pytest.raises(ScenarioError) as info:
+        scenario.load(str(path))
+    assert info.value.exit_code == EXIT_USER
+    return str(info.value)
+
+
+def test_every_shipped_scenario_loads():
+    assert scenario.names() == SHIPPED
+    for name in SHIPPED:
+        s = scenario.load(name)
+        assert s.name == name
+        assert re.fullmatch(r"[0-9a-f]{64}", s.hash)
+        assert json.loads(s.to_json()) == s.data
+        assert s.get("timeouts.total_s") > 0
+
+
+def test_smoke_is_the_ci_sized_one():
+    s = scenario.load("smoke")
+    assert s.get("postgres.major") == 15
+    assert (s.get("pgbench.scale"), s.get("pgbench.clients"), s.get("pgbench.threads")) == (1, 4, 2)
+    assert (s.get("pgbench.duration_s"), s.get("pgbench.warmup_runs"), s.get("pgbench.runs")) == (
+        5,
+        1,
+        1,
+    )
+    assert (s.get("guest.vcpus"), s.get("guest.memory_mb")) == (2, 1024)
+    assert (s.get("pgbench.builtin"), s.get("pgbench.protocol")) == ("simple-update", "prepared")
+
+
+def test_lkml_scenario_is_the_reported_configuration():
+    s = scenario.load("m8g-7dadeaa6e851")
+    bench = s.get("pgbench")
+    assert s.get("postgres.major") == 17
+    assert bench["builtin"] == "simple-update" and bench["protocol"] == "prepared"
+    assert (bench["clients"], bench["threads"], bench["scale"], bench["fillfactor"]) == (
+        1024,
+        96,
+        8470,
+        90,
+    )
+    assert (bench["duration_s"], bench["runs"]) == (1200, 3)
+    settings = s.get("postgres.settings")
+    assert settings["huge_pages"] == "off" and settings["shared_buffers"] == "120GB"
+    assert settings["max_connections"] >= 1100
+    assert s.get("guest.vcpus") == 96
+    assert "hardware" in s.data["description"]
+
+
+def test_hugepages_variant_differs_only_in_huge_pages():
+    plain, huge = (
+        scenario.load("simple-update-2vcpu"),
+        scenario.load("simple-update-2vcpu-hugepages"),
+    )
+    assert huge.get("postgres.settings.huge_pages") == "on" and huge.get("guest.hugepages") > 0
+    assert plain.get("pgbench") == huge.get("pgbench")
+    assert plain.hash != huge.hash
+
+
+def test_wrong_type_names_file_and_field(tmp_path):
+    path = edited(tmp_path, "clients = 4", 'clients = "4"')
+    assert error_of(path) == 'smoke.toml: pgbench.clients must be an integer, got "4"'
+
+
+def test_boolean_is_not_an_integer(tmp_path):
+    path = edited(tmp_path, "\nruns = 1", "\nruns = true")
+    assert error_of(path) == "smoke.toml: pgbench.runs must be an integer, got true"
+
+
+def test_missing_field(tmp_path):
+    path = edited(tmp_path, "duration_s = 5\n", "")
+    assert error_of(path) == "smoke.toml: pgbench.duration_s is missing"
+
+
+def test_unknown_field_lists_the_known_ones(tmp_path):
+    path = edited(tmp_path, "clients = 4", "client = 4")
+    message = error_of(path)
+    assert message.startswith("smoke.toml: unknown field pgbench.client (known here: builtin,")
+    assert "clients" in message
+
+
+def test_enum_and_range(tmp_path):
+    assert error_of(edited(tmp_path, 'protocol = "prepared"', 'protocol = "fast"')) == (
+        'smoke.toml: pgbench.protocol must be one of simple, extended, prepared, got "fast"'
+    )
+    assert error_of(edited(tmp_path, "fillfactor = 100", "fillfactor = 5")) == (
+        "smoke.toml: pgbench.fillfactor must be 10 to 100, got 5"
+    )
+
+
+def test_section_must_be_a_table(tmp_path):
+    path = write(tmp_path, "compare = 3\n" + smoke_text().replace("[compare]\nboots = 3\n", ""))
+    assert error_of(path) == "smoke.toml: [compare] must be a table, got 3"
+
+
+def test_cross_field_rules(tmp_path):
+    assert "pgbench.threads (8) exceeds pgbench.clients (4)" in error_of(
+        edited(tmp_path, "threads = 2", "threads = 8")
+    )
+    assert "must be below postgres.settings.max_connections (3)" in error_of(
+        edited(tmp_path, "max_connections = 20", "max_connections = 3")
+    )
+    assert "huge_pages is on but guest.hugepages is 0" in error_of(
+        edited(tmp_path, 'huge_pages = "off"', 'huge_pages = "on"')
+    )
+    both = 'builtin = "simple-update"\nscript = "x.sql"'
+    assert "exactly one of builtin or script" in error_of(
+        edited(tmp_path, 'builtin = "simple-update"', both)
+    )
+
+
+def test_harness_owned_setting_is_refused(tmp_path):
+    path = edited(tmp_path, 'fsync = "on"', 'fsync = "on"\nport = 6000')
+    assert error_of(path) == (
+        "smoke.toml: postgres.settings.port is set by the harness (use postgres.port)"
+    )
+
+
+def test_invalid_toml_and_name_mismatch(tmp_path):
+    assert error_of(write(tmp_path, "name = ")).startswith("smoke.toml: invalid TOML:")
+    other = write(tmp_path, smoke_text(), name="other")
+    assert error_of(other) == 'other.toml: name must match the file name ("other"), got "smoke"'
+
+
+def test_unknown_name_lists_the_available_ones():
+    with pytest.raises(ScenarioError) as info:
+        scenario.load("nope")
+    assert str(info.value) == f'unknown scenario "nope"; available: {", ".join(SHIPPED)}'
+    assert info.value.exit_code == EXIT_USER
+
+
+def test_hash_ignores_description_but_not_defaults_or_settings(tmp_path):
+    base = scenario.load("smoke").hash
+    text = re.sub(r'description = """.*?"""', 'description = "x"', smoke_text(), flags=re.S)
+    assert scenario.load(str(write(tmp_path, text))).hash == base
+    # an omitted field equals its default written out
+    assert scenario.load(str(edited(tmp_path, "fillfactor = 100\n", ""))).hash == base
+    bigger = edited(tmp_path, 'shared_buffers = "32MB"', 'shared_buffers = "33MB"')
+    assert scenario.load(str(bigger)).hash != base
+
+
+def test_script_is_resolved_and_hashed_by_content(tmp_path):
+    (tmp_path / "bench.sql").write_text("SELECT 1;\n")
+    path = edited(tmp_path, 'builtin = "simple-update"', 'script = "bench.sql"')
+    first = scenario.load(str(path))
+    assert first.get("pgbench.script") == str((tmp_path / "bench.sql").resolve())
+    (tmp_path / "bench.sql").write_text("SELECT 2;\n")
+    assert scenario.load(str(path)).hash != first.hash
+    assert "pgbench.script: no such file" in error_of(
+        edited(tmp_path, 'builtin = "simple-update"', 'script = "missing.sql"')
+    )
+
+
+def test_overrides_are_type_checked_and_rehashed():
+    smoke = scenario.load("smoke")
+    changed = smoke.with_overrides(["pgbench.clients=8", "postgres.settings.work_mem=64MB"])
+    assert changed.get("pgbench.clients") == 8
+    assert changed.get("postgres.settings.work_mem") == "64MB"
+    assert changed.hash != smoke.hash
+    assert smoke.get("pgbench.clients") == 4  # the original is untouched
+    assert smoke.with_overrides([]).hash == smoke.hash
+    with pytest.raises(ScenarioError, match=r'pgbench.clients must be an integer, got "abc"'):
+        smoke.with_overrides(["pgbench.clients=abc"])
+    with pytest.raises(ScenarioError, match=r"unknown field pgbench\.nope"):
+        smoke.with_overrides(["pgbench.nope=1"])
+    with pytest.raises(ScenarioError, match=r"override must look like section\.field=value"):
+        smoke.with_overrides(["clients"])
+
+
+def test_override_recomputes_defaulted_total_timeout(tmp_path):
+    path = edited(tmp_path, "total_s = 900\n", "")
+    short = scenario.load(str(path))
+    long = short.with_overrides(["pgbench.duration_s=600"])
+    assert long.get("timeouts.total_s") - short.get("timeouts.total_s") == 2 * (600 - 5)
+
+
+def test_parse_override_value_types():
+    assert scenario.parse_override("a.b=32") == ("a.b", 32)
+    assert scenario.parse_override("a.b=true") == ("a.b", True)
+    assert scenario.parse_override("a.b=on") == ("a.b", "on")
+    assert scenario.parse_override('a.b="4"') == ("a.b", "4")
+    assert scenario.parse_override("a.b = 1GB") == ("a.b", "1GB")
