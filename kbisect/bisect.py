@@ -169,11 +169,21 @@ def configure(parser: argparse.ArgumentParser) -> None:
         help="continue an interrupted bisect (default: the newest unfinished one)")  # fmt: skip
 
 
+def _absolute(path: str | None) -> str | None:
+    """A path made absolute, so that --resume and the reproduce line work from anywhere."""
+    if path is None or path == "default" or not Path(path).exists():
+        return path
+    return str(Path(path).resolve())
+
+
 def options_from_args(args: argparse.Namespace) -> Options:
     missing = [f"--{n}" for n in ("good", "bad", "scenario") if not getattr(args, n)]
     if missing:
         raise UserError(f"missing {', '.join(missing)} (or use --resume)")
-    return Options(args.tree, args.good, args.bad, args.scenario, args.threshold,
+    scen = args.scenario
+    if "/" in scen or scen.endswith(".toml"):  # a file, as scenario.load() reads it
+        scen = _absolute(scen)
+    return Options(_absolute(args.tree), args.good, args.bad, str(scen), args.threshold,
                    not args.lower_is_better, args.append, args.runs_min, args.runs_max,
                    args.recheck_samples, tuple(args.config), args.arch)  # fmt: skip
 
@@ -184,6 +194,8 @@ def main(args: argparse.Namespace) -> int:
     run_dir = Path(args.resume) if args.resume else None
     run_dir = run_dir or bisect_state.newest_unfinished(paths.results_dir())
     data = bisect_state.load(run_dir)
+    if data.get("refused"):
+        raise UserError(f"{run_dir}: this bisect was refused: {data['refused']}")
     if data.get("phase") == "done":
         raise UserError(f"{run_dir}: this bisect has finished (see its report.md)")
     progress.step(f"resuming {run_dir} ({data['phase']}); its saved options apply")

@@ -164,7 +164,7 @@ def main(args: argparse.Namespace) -> int:
         return step(args)
     except KbisectError as exc:
         progress.step(f"step: abort: {exc}")
-        print(f"kbisect: {exc}", flush=True)
+        print(f"kbisect: {exc}", file=sys.stderr, flush=True)
     except KeyboardInterrupt:
         progress.step("step: interrupted; aborting the bisect")
     except Exception:

@@ -167,7 +167,9 @@ def build(req: Request) -> BuildResult:
         progress.step(f"reusing build of {commit[:12]}: {artifact}")
         return BuildResult(artifact, artifact / Path(req.arch.image).name, manifest, True)
     obj = root / "obj"
-    with worktree.locked(root):
+    # The worktree slot is shared by every build of this tree (any arch, any fragments).
+    slot = worktree.path_for(req.tree, "build")
+    with worktree.locked(root), worktree.locked(slot):
         if req.in_place:
             if git.rev_parse(req.tree, "HEAD") != commit:
                 raise UserError(f"--in-place: {req.tree} is not at {req.rev}")

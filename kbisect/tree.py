@@ -50,6 +50,7 @@ def default_path() -> Path:
 def import_commands(tarball: Path, dest: Path) -> list[list[str]]:
     """The commands that turn the tarball into a git repo at dest (pure)."""
     g = ["git", "-C", str(dest)]
+    message = f"Import {tarball.name} (Debian linux-source)"
     return [
         ["tar", "-xJf", str(tarball), "-C", str(dest), "--strip-components=1"],
         [*g, "init", "-q", "-b", "master"],
@@ -57,8 +58,7 @@ def import_commands(tarball: Path, dest: Path) -> list[list[str]]:
         [*g, "config", "gc.auto", "0"],
         [*g, "add", "-f", "-A", "."],
         # --no-gpg-sign: a user's commit.gpgsign would change (or fail) the fixed commit.
-        [*g, "commit", "-q", "--no-verify", "--no-gpg-sign", "-m",
-         f"Import {tarball.name} (Debian linux-source)"],
+        [*g, "commit", "-q", "--no-verify", "--no-gpg-sign", "-m", message],
         [*g, "tag", DEFAULT_TAG],
     ]
 

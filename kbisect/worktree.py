@@ -65,17 +65,20 @@ def checkout(repo: Path, commit: str, slot: str = "build") -> Path:
 
 def revert_onto(repo: Path, base: str, commit: str) -> str:
     """Create (detached, in a scratch worktree) base + revert of commit; return its id."""
-    where = checkout(repo, base, slot="revert")
-    # A fixed identity and dates: the same revert on every machine, even one whose git
-    # has no user.email (else the commit fails and would be reported as a conflict).
-    result = runner.run(
-        ["git", "-C", str(where), "revert", "--no-edit", "--no-gpg-sign", commit],
-        env=tree.FIXED_IDENTITY, check=False, capture=True,
-    )
-    if result.returncode != 0:
-        runner.run(["git", "-C", str(where), "revert", "--abort"], check=False)
-        raise RevertConflict(
-            f"reverting {commit[:12]} on {base[:12]} conflicts; "
-            "resolve it in a branch and compare against that"
+    with locked(path_for(repo, "revert")):
+        where = checkout(repo, base, slot="revert")
+        # A fixed identity and dates: the same revert on every machine, even one whose git
+        # has no user.email (else the commit fails and would be reported as a conflict).
+        result = runner.run(
+            ["git", "-C", str(where), "revert", "--no-edit", "--no-gpg-sign", commit],
+            env=tree.FIXED_IDENTITY,
+            check=False,
+            capture=True,
         )
-    return git.rev_parse(where, "HEAD")
+        if result.returncode != 0:
+            runner.run(["git", "-C", str(where), "revert", "--abort"], check=False)
+            raise RevertConflict(
+                f"reverting {commit[:12]} on {base[:12]} conflicts; "
+                "resolve it in a branch and compare against that"
+            )
+        return git.rev_parse(where, "HEAD")

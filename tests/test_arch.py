@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import platform
 import tomllib
 
 import pytest
@@ -18,9 +19,16 @@ def test_names_are_the_data_files() -> None:
         assert data["name"] == name
 
 
-@pytest.mark.parametrize(("alias", "name"), [("x86_64", "x86_64"), ("x86", "x86_64"),
-                                             ("amd64", "x86_64"), ("arm64", "arm64"),
-                                             ("aarch64", "arm64")])
+@pytest.mark.parametrize(
+    ("alias", "name"),
+    [
+        ("x86_64", "x86_64"),
+        ("x86", "x86_64"),
+        ("amd64", "x86_64"),
+        ("arm64", "arm64"),
+        ("aarch64", "arm64"),
+    ],
+)
 def test_get_by_name_or_alias(alias: str, name: str) -> None:
     assert arch.get(alias).name == name
 
@@ -59,10 +67,12 @@ def test_on_an_arm64_host_arm64_is_native_and_x86_is_foreign(
     assert foreign.compiler() == "x86_64-linux-gnu-gcc"
 
 
-@pytest.mark.parametrize(("machine", "name"), [("x86_64", "x86_64"), ("amd64", "x86_64"),
-                                               ("aarch64", "arm64"), ("riscv64", "riscv64")])
+@pytest.mark.parametrize(
+    ("machine", "name"),
+    [("x86_64", "x86_64"), ("amd64", "x86_64"), ("aarch64", "arm64"), ("riscv64", "riscv64")],
+)
 def test_host_arch_maps_platform_names(
     monkeypatch: pytest.MonkeyPatch, machine: str, name: str
 ) -> None:
-    monkeypatch.setattr(arch.platform, "machine", lambda: machine)
+    monkeypatch.setattr(platform, "machine", lambda: machine)
     assert arch.host_arch() == name

@@ -72,9 +72,7 @@ def test_exception_during_write_leaves_the_old_file(
     assert [p.name for p in d.iterdir()] == ["x.json"]
 
 
-def test_interrupt_during_write_cleans_up_too(
-    d: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_interrupt_during_write_cleans_up_too(d: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     def interrupted(src: str, dst: str) -> None:
         raise KeyboardInterrupt
 

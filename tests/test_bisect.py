@@ -173,6 +173,11 @@ def test_threshold_outside_the_endpoints_is_refused(env, capsys):
     assert kbisect(*args(env, shas[1], shas[-1], "--threshold", "1200")) == 2
     line = one_error_line(capsys.readouterr().err)
     assert "--threshold 1200 is outside the endpoints' range" in line
+    (run,) = run_dirs(env["results"])
+    assert kbisect("--resume", str(run)) == 2
+    assert "was refused: --threshold 1200" in one_error_line(capsys.readouterr().err)
+    assert kbisect("--resume") == 2
+    assert "no unfinished bisect run" in one_error_line(capsys.readouterr().err)
 
 
 def test_equal_endpoints_are_refused_with_the_numbers(env, capsys):
@@ -250,8 +255,8 @@ def test_resume_after_a_kill_gives_the_same_answer(env, monkeypatch, tmp_path):
 
 
 def test_reproduce_line_parses_back():
-    opts = bisect_state.Options("/t", "v1", "v2", "smoke", 812.5, False, "preempt=full", 3, 10, 8,
-                          ("preempt-none",), "arm64")  # fmt: skip
+    opts = bisect_state.Options("/t", "v1", "v2", "smoke", 812.5, False, "preempt=full", 3,
+                                10, 8, ("preempt-none",), "arm64")  # fmt: skip
     ns = cli.build_parser().parse_args(opts.argv())
     assert bisect.options_from_args(ns) == opts
 

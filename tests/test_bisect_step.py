@@ -42,12 +42,12 @@ pgdata_size_mb = 128
 """
 
 # A boot replaced by: the tps line of the fake image times (1 + FAKE_CV·N(0,1)), the
-# noise seeded by FAKE_SEED, the commit and the sample index (awk's rand: deterministic).
+# noise seeded by FAKE_SEED, the commit and the sample index (awk's srand: deterministic;
+# mawk clamps seeds above 2^31, hence the modulo).
 # FAKE_LOG: append "<commit> <index>" per call.  FAKE_BOOT_FAIL: commits that exit 5.
 # FAKE_KILL_AT=N with FAKE_KILL_PID_FILE: at the Nth call, SIGKILL the process group of
 # its parent (git bisect run and the step) and the driver's (pid in the file).
-FAKE_MEASURE = """\
-#!/bin/sh
+FAKE_MEASURE = """#!/bin/sh
 image=$1 commit=$2 index=$3
 if [ -n "$FAKE_LOG" ]; then
     echo "$commit $index" >> "$FAKE_LOG"
@@ -58,7 +58,7 @@ if [ -n "$FAKE_LOG" ]; then
 fi
 case ",$FAKE_BOOT_FAIL," in *",$commit,"*) exit 5 ;; esac
 seed=$(printf '%s-%s-%s' "$FAKE_SEED" "$commit" "$index" | cksum | cut -d' ' -f1)
-awk -v seed="$seed" -v cv="${FAKE_CV:-0.1}" 'NR == 3 {
+awk -v seed="$((seed % 2147483647))" -v cv="${FAKE_CV:-0.1}" 'NR == 3 {
     srand(seed); u = rand(); v = rand(); if (u < 1e-12) u = 1e-12
     printf "%.3f\\n", $0 * (1 + cv * sqrt(-2 * log(u)) * cos(6.283185307179586 * v)); exit
 }' "$image"

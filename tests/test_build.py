@@ -6,12 +6,14 @@ import hashlib
 import json
 import re
 import shutil
+import threading
+import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from kbisect import arch, build, ccache, cli, kconfig, paths, progress, runner
+from kbisect import arch, build, ccache, cli, kconfig, paths, progress, runner, worktree
 from kbisect.exceptions import EXIT_BUILD, EXIT_USER, BuildError
 from kbisect.kconfig import ConfigDropped
 from tests.fakes import git, make_fake_kernel_repo, read_fake_image
@@ -169,8 +171,18 @@ def test_allow_dropped_accepts_with_a_warning_in_the_manifest(
     repo: tuple[Path, list[str]], capsys: pytest.CaptureFixture[str]
 ) -> None:
     tree, shas = repo
-    argv = ["build", "--tree", str(tree), "--rev", shas[4], "--config", "preempt-none",
-            "--allow-dropped", "PREEMPT_NONE", "--json"]
+    argv = [
+        "build",
+        "--tree",
+        str(tree),
+        "--rev",
+        shas[4],
+        "--config",
+        "preempt-none",
+        "--allow-dropped",
+        "PREEMPT_NONE",
+        "--json",
+    ]
     assert cli.main(argv) == 0
     out, err = capsys.readouterr()
     manifest = json.loads(out)
@@ -206,7 +218,9 @@ def no_builds() -> bool:
     ],
 )
 def test_bad_input_exits_2(
-    repo: tuple[Path, list[str]], capsys: pytest.CaptureFixture[str], extra: list[str],
+    repo: tuple[Path, list[str]],
+    capsys: pytest.CaptureFixture[str],
+    extra: list[str],
     message: str,
 ) -> None:
     tree, _ = repo
@@ -232,7 +246,8 @@ def test_non_kernel_tree_exits_2(
 
 
 def test_missing_cross_compiler_exits_2_before_building(
-    repo: tuple[Path, list[str]], monkeypatch: pytest.MonkeyPatch,
+    repo: tuple[Path, list[str]],
+    monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     tree, _ = repo
@@ -254,8 +269,9 @@ def test_missing_cross_compiler_exits_2_before_building(
 def snapshot(repo: Path) -> dict[str, str]:
     return {
         "head": git(repo, "rev-parse", "HEAD"),
-        "branch": runner.capture(["git", "-C", str(repo), "symbolic-ref", "-q", "HEAD"],
-                                 check=False),
+        "branch": runner.capture(
+            ["git", "-C", str(repo), "symbolic-ref", "-q", "HEAD"], check=False
+        ),
         "cached": git(repo, "diff", "--cached"),
         "status": git(repo, "status", "--porcelain"),
         "bisect": git(repo, "bisect", "log"),
@@ -300,7 +316,7 @@ def test_in_place_builds_the_checkout_itself(repo: tuple[Path, list[str]]) -> No
     result = build.build(request(tree, "HEAD", in_place=True))
     assert result.manifest["in_place"] is True and result.manifest["commit"] == shas[2]
     assert f"make -C {tree} " in (result.artifact_dir / "build.log").read_text()
-    assert not (paths.cache_dir() / "worktrees").exists()
+    assert not worktree.path_for(tree, "build").exists()  # nothing checked out
     assert git(tree, "status", "--porcelain") == ""  # O= kept the tree clean
 
 
@@ -314,8 +330,9 @@ def test_in_place_refuses_another_revision(repo: tuple[Path, list[str]]) -> None
 # -- arm64 -----------------------------------------------------------------------------
 
 
-@pytest.mark.skipif(shutil.which("aarch64-linux-gnu-gcc") is None,
-                    reason="aarch64-linux-gnu-gcc not installed")
+@pytest.mark.skipif(
+    shutil.which("aarch64-linux-gnu-gcc") is None, reason="aarch64-linux-gnu-gcc not installed"
+)
 def test_arm64_build_produces_image(
     repo: tuple[Path, list[str]], monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -344,12 +361,13 @@ def test_make_command_is_pure() -> None:
 
 
 def test_ccache_stats_parses_print_stats(monkeypatch: pytest.MonkeyPatch) -> None:
-    out = "autoconf_test\t0\ncache_miss\t17\ndirect_cache_hit\t5\ndirect_cache_miss\t9\n" \
-          "preprocessed_cache_hit\t2\nstats_updated_timestamp\t1700000000\n"
+    out = (
+        "autoconf_test\t0\ncache_miss\t17\ndirect_cache_hit\t5\ndirect_cache_miss\t9\n"
+        "preprocessed_cache_hit\t2\nstats_updated_timestamp\t1700000000\n"
+    )
     monkeypatch.setattr(shutil, "which", lambda name: f"/usr/bin/{name}")
     monkeypatch.setattr(runner, "capture", lambda cmd, **kw: out)
-    assert ccache.stats() == {"cache_miss": 17, "direct_cache_hit": 5,
-                              "preprocessed_cache_hit": 2}
+    assert ccache.stats() == {"cache_miss": 17, "direct_cache_hit": 5, "preprocessed_cache_hit": 2}
     monkeypatch.setattr(shutil, "which", lambda name: None)
     assert ccache.stats() == {}
 
@@ -363,5 +381,35 @@ def test_ccache_delta() -> None:
 
 def test_reproduce_line_and_log_header_quote_arguments() -> None:
     argv = ["build", "--rev", "v6.13-rc1", "--config", "my frag.config"]
-    assert progress.reproduce_line(argv) == "kbisect build --rev v6.13-rc1 --config 'my frag.config'"
+    line = "kbisect build --rev v6.13-rc1 --config 'my frag.config'"
+    assert progress.reproduce_line(argv) == line
     assert progress.log_header(argv) == f"# reproduce: {progress.reproduce_line(argv)}\n"
+
+
+def test_builds_of_one_tree_share_the_worktree_slot_one_at_a_time(
+    repo: tuple[Path, list[str]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Another arch or other fragments (another O= dir) still wait for the worktree."""
+    tree, shas = repo
+    held, release = threading.Event(), threading.Event()
+    checked_out_while_held: list[bool] = []
+    real_checkout = worktree.checkout
+
+    def checkout(*args: Any, **kw: Any) -> Path:
+        checked_out_while_held.append(not release.is_set())
+        return real_checkout(*args, **kw)
+
+    def hold() -> None:
+        with worktree.locked(worktree.path_for(tree, "build")):
+            held.set()
+            release.wait(10)
+            time.sleep(0.05)  # still held just after release is set
+
+    monkeypatch.setattr(worktree, "checkout", checkout)
+    holder = threading.Thread(target=hold)
+    holder.start()
+    held.wait(10)
+    threading.Timer(0.3, release.set).start()
+    build.build(request(tree, shas[1], configs=("perf",)))
+    holder.join()
+    assert checked_out_while_held == [False]

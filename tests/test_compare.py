@@ -21,8 +21,22 @@ def state(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 def compare_argv(image: Path, out: Path, *extra: str) -> list[str]:
-    return ["compare", "--kernel", str(image), "--append-a", "x=1", "--append-b", "x=2",
-            "--scenario", "smoke", "--boots", "3", "--out", str(out), *extra]
+    return [
+        "compare",
+        "--kernel",
+        str(image),
+        "--append-a",
+        "x=1",
+        "--append-b",
+        "x=2",
+        "--scenario",
+        "smoke",
+        "--boots",
+        "3",
+        "--out",
+        str(out),
+        *extra,
+    ]
 
 
 def tps_by_label(out: Path) -> dict[str, list[float]]:
@@ -56,11 +70,18 @@ def test_order_random_is_seeded_pairs() -> None:
 
 @pytest.mark.parametrize(
     ("tps_b", "kind", "code"),
-    [(500, "regression", EXIT_NEGATIVE), (1000, stats.NO_DIFFERENCE, EXIT_OK),
-     (1500, "improvement", EXIT_OK)],
+    [
+        (500, "regression", EXIT_NEGATIVE),
+        (1000, stats.NO_DIFFERENCE, EXIT_OK),
+        (1500, "improvement", EXIT_OK),
+    ],
 )
 def test_compare_end_to_end(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, state: Path, tps_b: int, kind: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    state: Path,
+    tps_b: int,
+    kind: str,
     code: int,
 ) -> None:
     monkeypatch.setenv("FAKEVNG_TPS", json.dumps({"x=1": 1000, "x=2": tps_b}))
@@ -112,8 +133,17 @@ def test_too_many_failed_boots_is_a_boot_failure(
 def test_same_kernel_and_append_on_both_sides_exits_2(
     tmp_path: Path, state: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    argv = ["compare", "--kernel", str(fake_image(tmp_path / "k")), "--append", "x=1",
-            "--scenario", "smoke", "--out", str(tmp_path / "cmp")]
+    argv = [
+        "compare",
+        "--kernel",
+        str(fake_image(tmp_path / "k")),
+        "--append",
+        "x=1",
+        "--scenario",
+        "smoke",
+        "--out",
+        str(tmp_path / "cmp"),
+    ]
     assert cli.main(argv) == EXIT_USER
     assert "nothing to compare" in capsys.readouterr().err
     assert vng_calls(state) == []
@@ -128,19 +158,33 @@ def test_one_boot_exits_2(tmp_path: Path, state: Path) -> None:
 
 def history(tmp_path: Path) -> tuple[Path, list[str]]:
     repo = tmp_path / "linux"
-    return repo, make_fake_kernel_repo(repo, [
-        {"subject": "sched: fast", "tps": 1000},
-        {"subject": "sched: slow", "tps": 500},
-        {"subject": "docs: unrelated", "files": {"Documentation/x.rst": "x\n"}},
-    ])
+    return repo, make_fake_kernel_repo(
+        repo,
+        [
+            {"subject": "sched: fast", "tps": 1000},
+            {"subject": "sched: slow", "tps": 500},
+            {"subject": "docs: unrelated", "files": {"Documentation/x.rst": "x\n"}},
+        ],
+    )
 
 
 def test_revert_of_a_non_ancestor_exits_2(
     tmp_path: Path, state: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     repo, shas = history(tmp_path)
-    argv = ["compare", "--tree", str(repo), "--base", shas[1], "--revert", shas[2],
-            "--scenario", "smoke", "--out", str(tmp_path / "cmp")]
+    argv = [
+        "compare",
+        "--tree",
+        str(repo),
+        "--base",
+        shas[1],
+        "--revert",
+        shas[2],
+        "--scenario",
+        "smoke",
+        "--out",
+        str(tmp_path / "cmp"),
+    ]
     assert cli.main(argv) == EXIT_USER
     assert "is not an ancestor" in capsys.readouterr().err
     assert vng_calls(state) == [] and not (paths.cache_dir() / "builds").exists()
@@ -151,8 +195,21 @@ def test_base_against_base_plus_revert(
 ) -> None:
     repo, shas = history(tmp_path)
     out = tmp_path / "cmp"
-    argv = ["compare", "--tree", str(repo), "--base", shas[3], "--revert", shas[2],
-            "--scenario", "smoke", "--boots", "2", "--out", str(out)]
+    argv = [
+        "compare",
+        "--tree",
+        str(repo),
+        "--base",
+        shas[3],
+        "--revert",
+        shas[2],
+        "--scenario",
+        "smoke",
+        "--boots",
+        "2",
+        "--out",
+        str(out),
+    ]
     assert cli.main(argv) == EXIT_OK  # the revert brings back 1000 tps: an improvement
     summary: dict[str, Any] = results.load_summary(out)
     assert summary["verdict"]["kind"] == "improvement"

@@ -50,7 +50,7 @@ static int unix_stream_sendmsg(struct socket *sock, struct msghdr *msg,
 def function_of(text: str, needle: str) -> str:
     """The name of the function whose body holds `needle`."""
     before = text[: text.index(needle)]
-    return re.findall(r"^static int (\w+)\(", before, re.MULTILINE)[-1]
+    return str(re.findall(r"^static int (\w+)\(", before, re.MULTILINE)[-1])
 
 
 # -- the edits -------------------------------------------------------------------------
@@ -78,8 +78,12 @@ def test_regression_lands_in_unix_stream_sendmsg(tmp_path: Path) -> None:
     assert text.count("udelay(") == 1
     assert function_of(text, "udelay(") == "unix_stream_sendmsg"  # what pgbench calls
     assert "#include <linux/bpf-cgroup.h>\n#include <linux/delay.h>\n" in text
-    assert text.replace(demo.REGRESSION.new, demo.REGRESSION.old).replace(
-        "#include <linux/delay.h>\n", "") == AF_UNIX
+    assert (
+        text.replace(demo.REGRESSION.new, demo.REGRESSION.old).replace(
+            "#include <linux/delay.h>\n", ""
+        )
+        == AF_UNIX
+    )
 
 
 def test_apply_append_creates_then_appends(tmp_path: Path) -> None:
@@ -101,8 +105,9 @@ def test_apply_replace(tmp_path: Path) -> None:
     assert (tmp_path / "f.c").read_text() == "a\nnew\nb\n"
 
 
-@pytest.mark.parametrize(("content", "message"), [("nothing\n", "not found"),
-                                                  ("old old\n", "found 2 times")])
+@pytest.mark.parametrize(
+    ("content", "message"), [("nothing\n", "not found"), ("old old\n", "found 2 times")]
+)
 def test_edit_that_does_not_apply_raises(tmp_path: Path, content: str, message: str) -> None:
     (tmp_path / "f.c").write_text(content)
     with pytest.raises(demo.DemoEditFailed, match=message) as info:
@@ -114,7 +119,7 @@ def test_edit_that_does_not_apply_raises(tmp_path: Path, content: str, message: 
 def test_regression_on_a_tree_without_the_anchor_raises(tmp_path: Path) -> None:
     (tmp_path / "net/unix").mkdir(parents=True)
     (tmp_path / "net/unix/af_unix.c").write_text(AF_UNIX.replace("bool fds_sent", "bool x"))
-    with pytest.raises(demo.DemoEditFailed, match="net/unix/af_unix.c"):
+    with pytest.raises(demo.DemoEditFailed, match=r"net/unix/af_unix\.c"):
         demo.apply(tmp_path, demo.REGRESSION)
 
 
@@ -144,7 +149,8 @@ def test_create_makes_a_reproducible_branch_once(
     assert git(repo, "rev-list", "--count", f"{data['base']}..{data['head']}") == "16"
     assert git(repo, "log", "-1", "--format=%s", data["regression"]) == demo.REGRESSION_SUBJECT
     assert git(repo, "diff", "--name-only", f"{data['regression']}^", data["regression"]) == (
-        "net/unix/af_unix.c")
+        "net/unix/af_unix.c"
+    )
     assert git(repo, "rev-parse", "HEAD") == data["base"]  # the checkout did not move
     assert json.loads((repo / ".git/kbisect-demo.json").read_text()) == data
     assert demo.create(repo) == data  # once

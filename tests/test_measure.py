@@ -18,8 +18,9 @@ FAKEVNG = Path(__file__).resolve().parent / "fakevng"
 SHORT = ["timeouts.boot_s=1", "timeouts.idle_s=1", "timeouts.total_s=20"]
 
 
-def use_fake_vng(monkeypatch: pytest.MonkeyPatch, state: Path, mode: str = "ok",
-                 **env: str) -> Path:
+def use_fake_vng(
+    monkeypatch: pytest.MonkeyPatch, state: Path, mode: str = "ok", **env: str
+) -> Path:
     """Put the fake vng first on PATH, force TCG; return the dir it logs its calls in.
 
     This Python's own directory comes next, so that the fake's `env python3` starts
@@ -62,13 +63,17 @@ def stored(out: Path) -> list[dict[str, Any]]:
 # -- a good boot -----------------------------------------------------------------------
 
 
-def test_sample_is_valid_and_tps_is_the_mean_of_measured_runs(
-    tmp_path: Path, state: Path
-) -> None:
+def test_sample_is_valid_and_tps_is_the_mean_of_measured_runs(tmp_path: Path, state: Path) -> None:
     image, out = fake_image(tmp_path / "k"), tmp_path / "run"
     manifest = {"commit": "a" * 40, "config_hash": "b" * 64}
-    s = measure.sample(image, smoke("pgbench.runs=3"), append="preempt=full", out_dir=out,
-                       label="A", manifest=manifest)
+    s = measure.sample(
+        image,
+        smoke("pgbench.runs=3"),
+        append="preempt=full",
+        out_dir=out,
+        label="A",
+        manifest=manifest,
+    )
     results.validate(s, "sample")
     assert [stored_s["tps"] for stored_s in stored(out)] == [s["tps"]]
     warm = [r["tps"] for r in s["runs"] if r["warmup"]]
@@ -87,12 +92,17 @@ def test_sample_is_valid_and_tps_is_the_mean_of_measured_runs(
 
 def test_the_vng_command_and_the_boot_dir(tmp_path: Path, state: Path) -> None:
     out = tmp_path / "run"
-    s = measure.sample(fake_image(tmp_path / "k"), smoke(), append="preempt=full quiet",
-                       out_dir=out)
+    s = measure.sample(
+        fake_image(tmp_path / "k"), smoke(), append="preempt=full quiet", out_dir=out
+    )
     [call] = vng_calls(state)
     argv = call["argv"]
     assert "--disable-kvm" in argv and call["append"] == [
-        "panic=-1", "oops=panic", "preempt=full", "quiet"]
+        "panic=-1",
+        "oops=panic",
+        "preempt=full",
+        "quiet",
+    ]
     guest = shlex.split(argv[argv.index("--exec") + 1])
     boot_dir = Path(guest[guest.index("--out") + 1])
     assert boot_dir.parent == out / "boots" and s["boot_dir"] == str(boot_dir)
@@ -113,14 +123,25 @@ def test_the_vng_command_and_the_boot_dir(tmp_path: Path, state: Path) -> None:
         ("panic", [], BootError, "boot-failed", "kernel panic or oops: .*Kernel panic"),
         ("noharness", [], BootError, "boot-failed", "never reached the harness"),
         ("hang", SHORT, BootError, "boot-failed", "printed nothing for 1s"),
-        ("spin", ["timeouts.boot_s=1", "timeouts.idle_s=30"], BootError, "boot-failed",
-         "did not reach the harness within 1s"),
+        (
+            "spin",
+            ["timeouts.boot_s=1", "timeouts.idle_s=30"],
+            BootError,
+            "boot-failed",
+            "did not reach the harness within 1s",
+        ),
         ("pgfail", [], BenchmarkError, "benchmark-failed", "initdb failed"),
     ],
 )
 def test_failures_raise_and_store_a_failed_sample(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, state: Path, mode: str,
-    overrides: list[str], error: type[Exception], status: str, message: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    state: Path,
+    mode: str,
+    overrides: list[str],
+    error: type[Exception],
+    status: str,
+    message: str,
 ) -> None:
     monkeypatch.setenv("FAKEVNG_MODE", mode)
     out = tmp_path / "run"
@@ -151,8 +172,19 @@ def test_run_cli_takes_one_sample_per_boot(
     art = tmp_path / "artifact"
     fake_image(art)
     (art / "manifest.json").write_text(json.dumps({"commit": "c" * 40, "config_hash": None}))
-    argv = ["run", "--kernel", str(art), "--scenario", "smoke", "--runs", "2",
-            "--append", "preempt=none", "--out", str(tmp_path / "r")]
+    argv = [
+        "run",
+        "--kernel",
+        str(art),
+        "--scenario",
+        "smoke",
+        "--runs",
+        "2",
+        "--append",
+        "preempt=none",
+        "--out",
+        str(tmp_path / "r"),
+    ]
     assert cli.main(argv) == 0
     samples = stored(tmp_path / "r")
     assert [s["kernel"]["commit"] for s in samples] == ["c" * 40] * 2
@@ -173,8 +205,10 @@ def test_find_kernel(tmp_path: Path) -> None:
         measure.find_kernel(str(tmp_path / "nope"))
 
 
-@pytest.mark.parametrize("argv", [["--runs", "0"], ["--kernel", "/nonexistent/bzImage"],
-                                  ["--scenario", "no-such-scenario"]])
+@pytest.mark.parametrize(
+    "argv",
+    [["--runs", "0"], ["--kernel", "/nonexistent/bzImage"], ["--scenario", "no-such-scenario"]],
+)
 def test_run_bad_input_exits_2(tmp_path: Path, state: Path, argv: list[str]) -> None:
     base = {"--kernel": str(fake_image(tmp_path / "k")), "--scenario": "smoke"}
     base.update(zip(argv[::2], argv[1::2], strict=True))

@@ -72,8 +72,14 @@ def test_tree_check_cli(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> N
 
 def test_import_commands_shape() -> None:
     cmds = tree.import_commands(Path("/t/linux-source-6.12.tar.xz"), Path("/d"))
-    assert cmds[0] == ["tar", "-xJf", "/t/linux-source-6.12.tar.xz", "-C", "/d",
-                       "--strip-components=1"]
+    assert cmds[0] == [
+        "tar",
+        "-xJf",
+        "/t/linux-source-6.12.tar.xz",
+        "-C",
+        "/d",
+        "--strip-components=1",
+    ]
     assert all(c[:3] == ["git", "-C", "/d"] for c in cmds[1:])
     verbs = [c[3] for c in cmds[1:]]
     assert verbs[0] == "init" and verbs.index("add") < verbs.index("commit") < verbs.index("tag")
@@ -96,7 +102,8 @@ def test_default_tree_imports_ignored_files_reproducibly(
         assert set(git.git(dest, "ls-files").splitlines()) == set(FILES)
         assert git.git(dest, "status", "--porcelain", "--ignored") == ""
         assert git.git(dest, "log", "-1", "--format=%an <%ae> %ad %cn", "--date=iso-strict") == (
-            "kbisect <kbisect@localhost> 2025-01-01T00:00:00+00:00 kbisect")
+            "kbisect <kbisect@localhost> 2025-01-01T00:00:00+00:00 kbisect"
+        )
         assert git.git(dest, "ls-files", "-s", "scripts/kconfig/x").startswith("100755")
         ids.append(git.rev_parse(dest, tree.DEFAULT_TAG))
         assert not list(dest.parent.glob(".import-*"))  # the temp dir is gone
@@ -115,7 +122,7 @@ def test_default_tree_is_a_kernel_tree_for_resolve(
 
 
 def test_default_tree_without_tarball_is_missing_tool(tmp_path: Path) -> None:
-    with pytest.raises(MissingTool, match="linux-source-6.12"):
+    with pytest.raises(MissingTool, match=r"linux-source-6\.12"):
         tree.default_tree(tmp_path / "linux-source-6.12.tar.xz")
 
 

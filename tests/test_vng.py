@@ -21,8 +21,12 @@ def x86_host(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def boot(**kw: object) -> vng.Boot:
     fields: dict[str, object] = {
-        "image": Path("/k/bzImage"), "arch": arch.get("x86_64"), "cpus": 2, "memory_mb": 1024,
-        "accel": "tcg", "exec_argv": EXEC,
+        "image": Path("/k/bzImage"),
+        "arch": arch.get("x86_64"),
+        "cpus": 2,
+        "memory_mb": 1024,
+        "accel": "tcg",
+        "exec_argv": EXEC,
     }
     fields.update(kw)
     return vng.Boot(**fields)  # type: ignore[arg-type]
@@ -30,33 +34,55 @@ def boot(**kw: object) -> vng.Boot:
 
 def test_tcg_command_is_exact() -> None:
     assert vng.command(boot()) == [
-        "vng", "--run", "/k/bzImage", "--verbose", "--force-9p", "--disable-kvm",
-        "--cpus", "2", "--memory", "1024M",
-        "--append", "panic=-1", "--append", "oops=panic",
-        "--exec", "python3 /h/guest.py --out '/runs/boot 1' --scenario-json /runs/s.json",
+        "vng",
+        "--run",
+        "/k/bzImage",
+        "--verbose",
+        "--force-9p",
+        "--disable-kvm",
+        "--cpus",
+        "2",
+        "--memory",
+        "1024M",
+        "--append",
+        "panic=-1",
+        "--append",
+        "oops=panic",
+        "--exec",
+        "python3 /h/guest.py --out '/runs/boot 1' --scenario-json /runs/s.json",
     ]
 
 
 def test_kvm_command_is_exact() -> None:
     assert vng.command(boot(accel="kvm", cpus=4, memory_mb=2048), vng="/venv/bin/vng") == [
-        "/venv/bin/vng", "--run", "/k/bzImage", "--verbose", "--force-9p",
-        "--cpus", "4", "--memory", "2048M",
-        "--append", "panic=-1", "--append", "oops=panic",
-        "--exec", "python3 /h/guest.py --out '/runs/boot 1' --scenario-json /runs/s.json",
+        "/venv/bin/vng",
+        "--run",
+        "/k/bzImage",
+        "--verbose",
+        "--force-9p",
+        "--cpus",
+        "4",
+        "--memory",
+        "2048M",
+        "--append",
+        "panic=-1",
+        "--append",
+        "oops=panic",
+        "--exec",
+        "python3 /h/guest.py --out '/runs/boot 1' --scenario-json /runs/s.json",
     ]
 
 
 def test_kernel_args_come_after_the_panic_settings_one_per_append() -> None:
     cmd = vng.command(boot(append=["preempt=full", "hugepages=64", 'dyndbg="file x +p"']))
     pairs = [cmd[i + 1] for i, c in enumerate(cmd) if c == "--append"]
-    assert pairs == ["panic=-1", "oops=panic", "preempt=full", "hugepages=64",
-                     'dyndbg="file x +p"']
+    assert pairs == ["panic=-1", "oops=panic", "preempt=full", "hugepages=64", 'dyndbg="file x +p"']
 
 
 def test_rwdirs_in_order_before_exec() -> None:
     cmd = vng.command(boot(rwdirs=[Path("/runs/boot 1"), Path("/cache/pg-templates")]))
     i = cmd.index("--rwdir")
-    assert cmd[i:i + 4] == ["--rwdir", "/runs/boot 1", "--rwdir", "/cache/pg-templates"]
+    assert cmd[i : i + 4] == ["--rwdir", "/runs/boot 1", "--rwdir", "/cache/pg-templates"]
     assert cmd[-2] == "--exec" and cmd.index("--exec") > i + 3
 
 
@@ -69,8 +95,16 @@ def test_exec_round_trips_through_shell_quoting() -> None:
 def test_foreign_arch_args() -> None:
     a = arch.get("arm64")
     cmd = vng.command(boot(arch=a, image=Path("/k/Image"), root=Path("/roots/arm64")))
-    assert cmd[:8] == ["vng", "--run", "/k/Image", "--verbose", "--force-9p", "--disable-kvm",
-                       "--arch", "arm64"]
+    assert cmd[:8] == [
+        "vng",
+        "--run",
+        "/k/Image",
+        "--verbose",
+        "--force-9p",
+        "--disable-kvm",
+        "--arch",
+        "arm64",
+    ]
     assert cmd[8:10] == ["--root", "/roots/arm64"]
     assert vng.arch_args(boot(arch=a)) == ["--arch", "arm64"]
     assert vng.arch_args(boot(root=Path("/ignored"))) == []  # native: the host's own root

@@ -15,11 +15,14 @@ from tests.fakes import git, make_fake_kernel_repo
 @pytest.fixture
 def repo(tmp_path: Path) -> tuple[Path, list[str]]:
     path = tmp_path / "linux"
-    shas = make_fake_kernel_repo(path, [
-        {"subject": "add the sched knob", "files": {"kernel/knob.c": "int knob = 1;\n"}},
-        {"subject": "touch fair.c", "files": {"kernel/fair.c": "int fair;\n"}},
-        {"subject": "change the knob", "files": {"kernel/knob.c": "int knob = 2;\n"}},
-    ])
+    shas = make_fake_kernel_repo(
+        path,
+        [
+            {"subject": "add the sched knob", "files": {"kernel/knob.c": "int knob = 1;\n"}},
+            {"subject": "touch fair.c", "files": {"kernel/fair.c": "int fair;\n"}},
+            {"subject": "change the knob", "files": {"kernel/knob.c": "int knob = 2;\n"}},
+        ],
+    )
     return path, shas
 
 
@@ -85,8 +88,12 @@ def test_conflicting_revert_raises_and_leaves_no_revert_in_progress(
         worktree.revert_onto(tree, shas[3], shas[1])  # knob.c changed since
     assert info.value.exit_code == EXIT_USER
     where = worktree.path_for(tree, "revert")
-    assert runner.run(["git", "-C", str(where), "rev-parse", "-q", "--verify", "REVERT_HEAD"],
-                      check=False).returncode != 0
+    assert (
+        runner.run(
+            ["git", "-C", str(where), "rev-parse", "-q", "--verify", "REVERT_HEAD"], check=False
+        ).returncode
+        != 0
+    )
     assert git(where, "status", "--porcelain") == ""
     assert git(where, "rev-parse", "HEAD") == shas[3]
     assert git(tree, "status", "--porcelain") == ""
@@ -96,7 +103,16 @@ def test_conflicting_revert_raises_and_leaves_no_revert_in_progress(
 
 def test_add_command_is_pure() -> None:
     assert worktree.add_command(Path("/r"), Path("/w"), "abc") == [
-        "git", "-C", "/r", "worktree", "add", "--detach", "--force", "/w", "abc"]
+        "git",
+        "-C",
+        "/r",
+        "worktree",
+        "add",
+        "--detach",
+        "--force",
+        "/w",
+        "abc",
+    ]
 
 
 def test_locked_creates_the_lock_beside(tmp_path: Path) -> None:
