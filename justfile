@@ -68,6 +68,7 @@ demo-preempt:
 [group('demo')]
 demo-bisect:
     @echo "kbisect demo-bisect: ~5 bisect steps of builds and boots under TCG: 1-2 hours on a 2-core machine"
+    kbisect demo
     kbisect bisect --good v6.12-debian --bad kbisect-demo --scenario simple-update-2vcpu
 
 # measure the next -rc tag against its baseline and record it (env: KBISECT_TREE, ...)

@@ -36,14 +36,17 @@ def target(top: Path, commit: str, opts: Options, out: Path, index_base: int = 0
 def measure_endpoints(ctx: samples.Context, top: Path, store: Path, opts: Options, good: str,
                       bad: str) -> stats.Verdict:  # fmt: skip
     """runs-min samples of each, then one more of each until the difference is
-    significant or runs-max is reached."""
+    significant (at a confidence adjusted for the repeated looks) or runs-max is reached."""
     progress.step(f"measuring the endpoints: good {good[:12]}, bad {bad[:12]}")
     g = target(top, good, opts, samples.commit_dir(store, good))
     b = target(top, bad, opts, samples.commit_dir(store, bad))
     n = opts.runs_min
+    # Looking again after every extra pair inflates the false-alarm rate: split the 5%
+    # over the possible looks (Bonferroni), as sequential.py does for bisect steps.
+    confidence = 1 - 0.05 / (opts.runs_max - opts.runs_min + 1)
     while True:
         tg, tb = samples.interleaved(ctx, g, b, n)
-        v = stats.verdict(tg, tb, higher_is_better=opts.higher_is_better)
+        v = stats.verdict(tg, tb, higher_is_better=opts.higher_is_better, confidence=confidence)
         if v.kind == "regression" or n >= opts.runs_max:
             return v
         n += 1

@@ -54,9 +54,19 @@ def show(value: Any) -> str:
     return json.dumps(value, sort_keys=True)
 
 
+def kernel_cmdline(cmdline: str | None) -> str | None:
+    """The command line without virtme-ng's own per-boot tokens (virtme_*, virtme.exec,
+    init=): they name each boot's directories, so they differ between any two boots."""
+    if cmdline is None:
+        return None
+    own = ("virtme", "init=/")
+    return " ".join(t for t in cmdline.split() if not t.startswith(own))
+
+
 def flatten(fp: Mapping[str, Any]) -> dict[str, str]:
     """The fields of FIELDS plus every PostgreSQL setting, as strings."""
     flat = {name: show(fp.get(name)) for name in FIELDS}
+    flat["cmdline"] = show(kernel_cmdline(fp.get("cmdline")))
     settings = fp.get("pg_settings") or {}
     for key in sorted(settings):
         flat[PG_PREFIX + key] = show(settings[key])

@@ -59,5 +59,11 @@ def git_dir(repo: Path) -> Path:
     return Path(git(repo, "rev-parse", "--absolute-git-dir"))
 
 
+def common_dir(repo: Path) -> Path:
+    """The git dir shared by all worktrees of the repository."""
+    path = Path(git(repo, "rev-parse", "--git-common-dir"))
+    return path if path.is_absolute() else (repo / path).resolve()
+
+
 def bisect_in_progress(repo: Path) -> bool:
     return (git_dir(repo) / "BISECT_LOG").exists()

@@ -93,10 +93,11 @@ def run(
             stderr=subprocess.STDOUT,
             start_new_session=True,
         )
-    except FileNotFoundError as exc:
+    except (FileNotFoundError, PermissionError) as exc:
         if logf:
             logf.close()
-        raise MissingTool(f"{argv[0]}: not installed (run scripts/setup)") from exc
+        what = "not installed" if isinstance(exc, FileNotFoundError) else "not executable"
+        raise MissingTool(f"{argv[0]}: {what} (run scripts/setup)") from exc
     assert proc.stdout is not None
     lines: queue.Queue[str | None] = queue.Queue()
     threading.Thread(target=_reader, args=(proc.stdout, lines), daemon=True).start()

@@ -21,8 +21,9 @@ class RevertConflict(UserError):
 
 
 def repo_id(repo: Path) -> str:
-    """A short stable id for a repository (its git dir's path)."""
-    gd = str(git.git_dir(repo).resolve())
+    """A short stable id for a repository: its common git dir's path, so that a linked
+    worktree (kbisect's own, or the user's) shares builds with the main checkout."""
+    gd = str(git.common_dir(repo).resolve())
     name = Path(gd).parent.name if gd.endswith("/.git") else Path(gd).name
     return f"{name}-{hashlib.sha256(gd.encode()).hexdigest()[:8]}"
 

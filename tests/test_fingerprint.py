@@ -72,3 +72,21 @@ def test_values_render_compactly() -> None:
     assert fingerprint.show(True) == "true"
     assert fingerprint.show(2048) == "2048"
     assert fingerprint.show("full") == "full"
+
+
+def test_kernel_cmdline_drops_virtme_per_boot_tokens() -> None:
+    raw = (
+        "virtme_initmount0=tmp/run/boots/1-A virtme.exec=`cHl0aG9u` console=ttyS0 "
+        "panic=-1 preempt=full init=/venv/virtme-ng-init"
+    )
+    assert fingerprint.kernel_cmdline(raw) == "console=ttyS0 panic=-1 preempt=full"
+    assert fingerprint.kernel_cmdline(None) is None
+
+
+def test_boots_that_differ_only_in_virtme_paths_do_not_vary() -> None:
+    a1 = {"cmdline": "virtme_initmount0=boots/1 preempt=none", "preempt": "none"}
+    a2 = {"cmdline": "virtme_initmount0=boots/2 preempt=none", "preempt": "none"}
+    b1 = {"cmdline": "virtme_initmount0=boots/3 preempt=full", "preempt": "full"}
+    rows = {r.field: r for r in fingerprint.diff({"A": [a1, a2], "B": [b1]})}
+    assert rows["cmdline"].varies == ()
+    assert rows["cmdline"].differs

@@ -36,6 +36,11 @@ def kbisect(*args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
     return proc
 
 
+def run_on(kernel: Path, out: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """`kbisect run` of one boot of `kernel`, results in `out`; returns whatever it exits."""
+    return kbisect("run", "--kernel", str(kernel), *args, "--out", str(out), check=False)
+
+
 @pytest.fixture(scope="module")
 def kernel() -> Path:
     """The minimal x86_64 kernel of the embedded tree, built once (cached)."""
@@ -110,18 +115,8 @@ def test_compare_two_command_lines_on_one_kernel(
 # vng appends its own init= and root flags after ours, so the panic comes from
 # keeping 9p (the root fs) from registering: "VFS: Unable to mount root fs".
 def test_panic_is_a_boot_failure(kernel: Path, real_cache: Path, tmp_path: Path) -> None:
-    proc = kbisect(
-        "run",
-        "--kernel",
-        str(kernel),
-        "--scenario",
-        "smoke",
-        "--append",
-        "initcall_blacklist=init_v9fs",
-        "--out",
-        str(tmp_path / "p"),
-        check=False,
-    )
+    proc = run_on(kernel, tmp_path / "p", "--scenario", "smoke", "--append",
+                  "initcall_blacklist=init_v9fs")  # fmt: skip
     assert proc.returncode == 5, proc.stderr[-2000:]
     assert "panic" in proc.stderr.lower()
     [sample] = results.load_samples(tmp_path / "p")
@@ -136,16 +131,7 @@ def test_pgbench_failure_is_a_benchmark_failure(
     broken = smoke.replace('builtin = "simple-update"', 'script = "bad.sql"')
     assert broken != smoke
     (tmp_path / "broken.toml").write_text(broken.replace('name = "smoke"', 'name = "broken"'))
-    proc = kbisect(
-        "run",
-        "--kernel",
-        str(kernel),
-        "--scenario",
-        str(tmp_path / "broken.toml"),
-        "--out",
-        str(tmp_path / "b"),
-        check=False,
-    )
+    proc = run_on(kernel, tmp_path / "b", "--scenario", str(tmp_path / "broken.toml"))
     assert proc.returncode == 6, proc.stderr[-2000:]
     [sample] = results.load_samples(tmp_path / "b")
     assert sample["status"] == "benchmark-failed" and sample["tps"] is None
@@ -153,20 +139,8 @@ def test_pgbench_failure_is_a_benchmark_failure(
 
 
 def test_hang_is_a_timeout(kernel: Path, real_cache: Path, tmp_path: Path) -> None:
-    proc = kbisect(
-        "run",
-        "--kernel",
-        str(kernel),
-        "--scenario",
-        "smoke",
-        "--set",
-        "pgbench.duration_s=600",
-        "--set",
-        "timeouts.total_s=150",
-        "--out",
-        str(tmp_path / "h"),
-        check=False,
-    )
+    proc = run_on(kernel, tmp_path / "h", "--scenario", "smoke", "--set",
+                  "pgbench.duration_s=600", "--set", "timeouts.total_s=150")  # fmt: skip
     assert proc.returncode == 5, proc.stderr[-2000:]
     assert "longer than" in proc.stderr
     [sample] = results.load_samples(tmp_path / "h")

@@ -135,3 +135,11 @@ def test_missing_executable_is_a_one_line_user_error(tmp_path: Path) -> None:
         runner.run(["kbisect-no-such-tool", "--version"], log=tmp_path / "m.log")
     assert info.value.exit_code == EXIT_USER
     assert str(info.value) == "kbisect-no-such-tool: not installed (run scripts/setup)"
+
+
+def test_non_executable_program_is_a_missing_tool(tmp_path: Path) -> None:
+    script = tmp_path / "tool"
+    script.write_text("#!/bin/sh\necho hi\n")
+    script.chmod(0o644)
+    with pytest.raises(MissingTool, match="not executable"):
+        runner.run([str(script)])
