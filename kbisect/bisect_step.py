@@ -70,7 +70,7 @@ def sample_until(tps: list[float], draw: Callable[[], float], policy: Policy
 def judge(ctx: samples.Context, policy: Policy, target: samples.Target) -> sequential.Decision:
     """The verdict on a built revision; BootError/BenchmarkError (skip it) if a boot failed."""
     tps, failures = samples.stored(target.out)
-    if failures:
+    if failures and not tps:
         raise BootError(f"stored failure, not retried: {failures[-1]}")
     if tps:
         progress.step(f"reusing {len(tps)} stored sample(s) of {target.commit[:12]}")

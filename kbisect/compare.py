@@ -138,27 +138,26 @@ def _build(repo: Path, side: Side, args: argparse.Namespace) -> None:
     side.image, side.manifest = result.image, result.manifest
 
 
-def _measure(sides: dict[str, Side], plan: list[str], out: Path, arch: str) -> None:
+def _measure(sides: dict[str, Side], plan: list[str], out: Path, arch: str,
+             retries: int = 1) -> None:  # fmt: skip
+    """Boot in plan order; a failed boot is recorded, kept out of the statistics and
+    retried in place (up to `retries` times) so both sides keep their boot count."""
     for i, name in enumerate(plan, 1):
         side = sides[name]
-        progress.step(f"boot {i}/{len(plan)}: side {name} ({side.label})")
         assert side.image is not None
-        try:
-            s = measure.sample(
-                side.image,
-                side.scen,
-                append=side.append,
-                out_dir=out,
-                label=name,
-                manifest=side.manifest,
-                arch=arch,
-            )
-        except (BootError, BenchmarkError) as exc:
-            side.failed += 1
-            progress.warn(f"side {name} boot {i} failed, kept out of the statistics: {exc}")
-            continue
-        side.tps.append(float(s["tps"]))
-        progress.step(f"side {name}: {s['tps']:.1f} tps")
+        for attempt in range(retries + 1):
+            again = f", retry {attempt}" if attempt else ""
+            progress.step(f"boot {i}/{len(plan)}: side {name} ({side.label}){again}")
+            try:
+                s = measure.sample(side.image, side.scen, append=side.append, out_dir=out,
+                                   label=name, manifest=side.manifest, arch=arch)  # fmt: skip
+            except (BootError, BenchmarkError) as exc:
+                side.failed += 1
+                progress.warn(f"side {name} boot {i} failed, kept out of the statistics: {exc}")
+                continue
+            side.tps.append(float(s["tps"]))
+            progress.step(f"side {name}: {s['tps']:.1f} tps")
+            break
 
 
 def sample_files(out: Path) -> dict[str, list[str]]:
@@ -252,6 +251,12 @@ def configure(parser: argparse.ArgumentParser) -> None:
     m.add_argument("--scenario", required=True, help="scenario name or .toml file")
     m.add_argument("--boots", type=int, help="boots per side (default: the scenario's)")
     m.add_argument("--order", choices=["abba", "random"], default="abba")
+    m.add_argument(
+        "--retries",
+        type=int,
+        default=1,
+        help="retry a failed boot this many times (default 1); failures are kept",
+    )
     m.add_argument("--seed", type=int, help="seed for --order random")
     m.add_argument(
         "--min-effect",
@@ -275,7 +280,7 @@ def main(args: argparse.Namespace) -> int:
     plan = order(boots, args.order, args.seed)
     out = args.out or results.new_run_dir("compare", base_scen.name)
     progress.step(f"{len(plan)} boots, interleaved ({args.order}); results in {out}")
-    _measure({"A": a, "B": b}, plan, out, args.arch)
+    _measure({"A": a, "B": b}, plan, out, args.arch, args.retries)
     if len(a.tps) < 2 or len(b.tps) < 2:
         raise BootError(f"too many failed boots (A: {a.failed}, B: {b.failed}); see {out}")
     verdict = stats.verdict(a.tps, b.tps, min_effect=args.min_effect)

@@ -252,3 +252,39 @@ def test_bisect_run_script_under_git(repo, env):
                                capture_output=True, text=True)  # fmt: skip
     assert bad_usage.returncode == 128
     assert "bisect-step:" in bad_usage.stderr
+
+
+class FlakyMeasure:
+    """Stands in for kbisect.measure: its boots fail `fails` times, then give 900 tps."""
+
+    def __init__(self, fails: int) -> None:
+        self.fails = fails
+        self.calls = 0
+
+    def sample(self, *args: object, **kwargs: object) -> dict[str, object]:
+        self.calls += 1
+        if self.calls <= self.fails:
+            raise bisect_step.BootError("Oops: int3")
+        return {"tps": 900.0}
+
+
+def _target(tmp_path: Path) -> tuple[bisect_samples.Context, bisect_samples.Target]:
+    from kbisect import scenario
+
+    ctx = bisect_samples.Context(scenario.load("smoke"), "", "x86_64")
+    return ctx, bisect_samples.Target("c0ffee", tmp_path / "img", None, tmp_path / "out")
+
+
+def test_a_one_off_boot_failure_is_retried_once(tmp_path):
+    ctx, target = _target(tmp_path)
+    flaky = FlakyMeasure(fails=1)
+    assert bisect_samples._boot_with_retry(flaky, ctx, target) == {"tps": 900.0}
+    assert flaky.calls == 2
+
+
+def test_a_boot_that_fails_twice_is_a_boot_failure(tmp_path):
+    ctx, target = _target(tmp_path)
+    flaky = FlakyMeasure(fails=2)
+    with pytest.raises(bisect_step.BootError):
+        bisect_samples._boot_with_retry(flaky, ctx, target)
+    assert flaky.calls == 2

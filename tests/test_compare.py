@@ -107,7 +107,8 @@ def test_failed_boot_is_excluded_and_counted(
 ) -> None:
     monkeypatch.setenv("FAKEVNG_SCRIPT", json.dumps(["ok", "ok", "panic"]))  # B's 2nd boot
     out = tmp_path / "cmp"
-    assert cli.main(compare_argv(fake_image(tmp_path / "k"), out)) == EXIT_OK
+    argv = compare_argv(fake_image(tmp_path / "k"), out, "--retries", "0")
+    assert cli.main(argv) == EXIT_OK
     summary = results.load_summary(out)
     assert summary["failed"] == {"A": 0, "B": 1}
     assert (summary["stats"]["A"]["n"], summary["stats"]["B"]["n"]) == (3, 2)
@@ -117,6 +118,21 @@ def test_failed_boot_is_excluded_and_counted(
     assert summary["stats"]["B"]["mean"] == pytest.approx(sum(by["B"]) / 2)
 
 
+def test_failed_boot_is_retried_in_place_by_default(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, state: Path
+) -> None:
+    monkeypatch.setenv("FAKEVNG_SCRIPT", json.dumps(["ok", "ok", "panic", "ok"]))
+    out = tmp_path / "cmp"
+    assert cli.main(compare_argv(fake_image(tmp_path / "k"), out)) == EXIT_OK
+    summary = results.load_summary(out)
+    assert summary["failed"] == {"A": 0, "B": 1}
+    assert (summary["stats"]["A"]["n"], summary["stats"]["B"]["n"]) == (3, 3)
+    statuses = [(s["label"], s["status"]) for s in results.load_samples(out)]
+    # ABBA: the third boot (B) panicked and was retried right away, before A's second.
+    assert statuses[:4] == [("A", "ok"), ("B", "ok"), ("B", "boot-failed"), ("B", "ok")]
+    assert len(statuses) == 7
+
+
 def test_too_many_failed_boots_is_a_boot_failure(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, state: Path
 ) -> None:
@@ -124,7 +140,7 @@ def test_too_many_failed_boots_is_a_boot_failure(
     out = tmp_path / "cmp"
     assert cli.main(compare_argv(fake_image(tmp_path / "k"), out)) == EXIT_BOOT
     assert not (out / "summary.json").exists()
-    assert len(results.load_samples(out)) == 6
+    assert len(results.load_samples(out)) == 12  # 6 boots, each retried once
 
 
 # -- bad input -------------------------------------------------------------------------
