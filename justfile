@@ -52,7 +52,7 @@ fmt:
 # the main job: revert-check the demo history's synthetic regression (~30 min on 2 cores)
 [group('demo')]
 demo:
-    @echo "kbisect demo: build 2 kernels + 10 interleaved boots under TCG: about 30 minutes on a 2-core machine"
+    @echo "kbisect demo: 2 kernel builds + 10 interleaved boots of ~2.5 min under TCG: ~25 min on 2 cores, ~40 min from cold (first kernel build)"
     kbisect compare --base "$(kbisect demo --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["head"])')" \
         --revert "$(kbisect demo --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["regression"])')" \
         --scenario simple-update-2vcpu
@@ -60,7 +60,7 @@ demo:
 # preempt=none vs preempt=full on one 6.12 kernel, huge pages off (the mechanism behind 7dadeaa6e851)
 [group('demo')]
 demo-preempt:
-    @echo "kbisect demo-preempt: 1 kernel + 10 interleaved boots under TCG: about 25 minutes on a 2-core machine"
+    @echo "kbisect demo-preempt: 1 kernel + 10 interleaved boots of ~2.5 min under TCG: ~25 min on 2 cores"
     kbisect compare --base v6.12-debian --append-a preempt=none --append-b preempt=full \
         --label-a "preempt=none" --label-b "preempt=full" --scenario simple-update-2vcpu
 

@@ -12,6 +12,7 @@ import sys
 from types import FrameType, ModuleType
 from typing import NoReturn
 
+import kbisect
 from kbisect import __version__
 from kbisect.exceptions import EXIT_INTERRUPTED, EXIT_USER, KbisectError
 
@@ -45,7 +46,7 @@ def _module(path: str) -> ModuleType | None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="kbisect", description=__doc__.splitlines()[0] if __doc__ else None)
+    parser = _Parser(prog="kbisect", description=kbisect.__doc__)
     parser.add_argument("--version", action="version", version=f"kbisect {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     sub.required = True
