@@ -38,7 +38,7 @@ test: lint
 unit:
     pytest -q -m 'not e2e and not real'
 
-# slow real-kernel tests: arm64 cross build, full scenarios
+# slow real-kernel tests: the arm64 cross build (and its boot to the root-fs mount)
 [group('check')]
 e2e:
     pytest -q -m e2e

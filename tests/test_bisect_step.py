@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from kbisect import bisect_samples, bisect_step, sequential
+from kbisect.exceptions import BootError
 from tests.fakes import git, make_fake_kernel_repo
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -264,7 +265,7 @@ class FlakyMeasure:
     def sample(self, *args: object, **kwargs: object) -> dict[str, object]:
         self.calls += 1
         if self.calls <= self.fails:
-            raise bisect_step.BootError("Oops: int3")
+            raise BootError("Oops: int3")
         return {"tps": 900.0}
 
 
@@ -285,6 +286,6 @@ def test_a_one_off_boot_failure_is_retried_once(tmp_path):
 def test_a_boot_that_fails_twice_is_a_boot_failure(tmp_path):
     ctx, target = _target(tmp_path)
     flaky = FlakyMeasure(fails=2)
-    with pytest.raises(bisect_step.BootError):
+    with pytest.raises(BootError):
         bisect_samples._boot_with_retry(flaky, ctx, target)
     assert flaky.calls == 2
