@@ -56,29 +56,25 @@ def order(boots: int, scheme: str = "abba", seed: int | None = None) -> list[str
     return [x for pair in pairs for x in pair]
 
 
+def _side(name: str, args: argparse.Namespace, base_scen: scenario.Scenario) -> Side:
+    """Side A or B from the shared options plus that side's own (`--append-a`, ...)."""
+    x = name.lower()
+    own_sets: list[str] = getattr(args, f"set_{x}")
+    side = Side(
+        name,
+        getattr(args, f"label_{x}") or name,
+        " ".join(filter(None, [args.append, getattr(args, f"append_{x}")])),
+        own_sets,
+        base_scen.with_overrides(args.set + own_sets),
+    )
+    kernel = getattr(args, f"kernel_{x}") or args.kernel
+    if kernel:
+        side.image, side.manifest = measure.find_kernel(kernel)
+    return side
+
+
 def _sides(args: argparse.Namespace, base_scen: scenario.Scenario) -> tuple[Side, Side]:
-    a = Side(
-        "A",
-        args.label_a or "A",
-        " ".join(filter(None, [args.append, args.append_a])),
-        args.set_a,
-        base_scen.with_overrides(args.set + args.set_a),
-    )
-    b = Side(
-        "B",
-        args.label_b or "B",
-        " ".join(filter(None, [args.append, args.append_b])),
-        args.set_b,
-        base_scen.with_overrides(args.set + args.set_b),
-    )
-    if args.kernel:
-        a.image, a.manifest = measure.find_kernel(args.kernel)
-        b.image, b.manifest = a.image, a.manifest
-    if args.kernel_a:
-        a.image, a.manifest = measure.find_kernel(args.kernel_a)
-    if args.kernel_b:
-        b.image, b.manifest = measure.find_kernel(args.kernel_b)
-    return a, b
+    return _side("A", args, base_scen), _side("B", args, base_scen)
 
 
 def _resolve_revisions(args: argparse.Namespace, a: Side, b: Side) -> Path | None:
