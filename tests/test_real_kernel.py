@@ -101,10 +101,17 @@ def test_compare_two_command_lines_on_one_kernel(
     assert summary["verdict"]["kind"] in ("regression", "improvement", "no significant difference")
     assert (out / "report.md").exists()
     samples = results.load_samples(out)
-    assert len(samples) == 4
     for s in samples:
         results.validate(s, "sample")
-        assert s["status"] == "ok" and s["tps"] > 0
+    # A boot that dies under TCG (seen: an early "Oops: int3") is stored as boot-failed
+    # and retried, so the run may hold extra failed samples; the ok ones are 2 per side.
+    failed = [s for s in samples if s["status"] != "ok"]
+    assert all(s["status"] == "boot-failed" and s["tps"] is None for s in failed)
+    assert summary["failed"] == {side: sum(s["label"] == side for s in failed) for side in "AB"}
+    ok = [s for s in samples if s["status"] == "ok"]
+    assert sorted(s["label"] for s in ok) == ["A", "A", "B", "B"]
+    for s in ok:
+        assert s["tps"] > 0
         want = "none" if s["label"] == "A" else "full"
         assert s["fingerprint"]["preempt"] == want, s["fingerprint"]
         assert f"preempt={want}" in s["fingerprint"]["cmdline"]
