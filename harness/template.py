@@ -21,6 +21,7 @@ from harness.proc import Account, HarnessError
 
 FORMAT = 1  # bump when what goes into a template changes
 SUFFIXES = (".tar.zst", ".tar.gz")
+TOOL_PATH = "/usr/bin:/bin"
 
 
 def key(major: int, scale: int, fillfactor: int, initdb_args: list[str], machine: str) -> str:
@@ -67,7 +68,7 @@ def _write(pgdata: Path, tmp: Path, zstd: str | None) -> None:
 
 def save(pgdata: Path, template_dir: Path, name: str) -> Path:
     """Archive a cleanly shut down PGDATA as the template `name`; returns its path."""
-    zstd = shutil.which("zstd", path="/usr/bin:/bin")
+    zstd = shutil.which("zstd", path=TOOL_PATH)
     final = template_dir / f"{name}{SUFFIXES[0] if zstd else SUFFIXES[1]}"
     try:
         template_dir.mkdir(parents=True, exist_ok=True)
@@ -98,6 +99,12 @@ def _extract(tar: tarfile.TarFile, dest: Path) -> None:
 
 
 def chown_tree(root: Path, account: Account) -> None:
+    chown = shutil.which("chown", path=TOOL_PATH)
+    if chown is not None:  # one process: a Python walk is slow under TCG
+        done = proc.run([chown, "-R", f"{account.uid}:{account.gid}", str(root)], timeout=600)
+        if done.returncode != 0:
+            raise HarnessError(f"chown -R {root} exited {done.returncode}: {done.output.strip()}")
+        return
     os.chown(root, account.uid, account.gid)
     for parent, dirs, files in os.walk(root):
         for entry in (*dirs, *files):
@@ -105,24 +112,44 @@ def chown_tree(root: Path, account: Account) -> None:
 
 
 def restore(archive: Path, pgdata: Path, account: Account | None) -> None:
-    """Unpack the template into an empty `pgdata`, owned by the PostgreSQL account."""
+    """Unpack the template into an empty `pgdata`, owned by the PostgreSQL account.
+
+    GNU tar when the guest has it (Python's tarfile took 9 of the 10 s of a scale-1
+    restore under TCG); Python's tarfile otherwise."""
     pgdata.mkdir(mode=0o700)
+    zst = archive.name.endswith(".tar.zst")
+    if zst and shutil.which("zstd", path=TOOL_PATH) is None:
+        raise HarnessError(f"template {archive.name} needs zstd, which is not installed")
+    tar = shutil.which("tar", path=TOOL_PATH)
     try:
-        if archive.name.endswith(".tar.gz"):
-            with tarfile.open(archive, "r:gz") as tar:
-                _extract(tar, pgdata)
-        else:
+        if tar is not None:
+            _restore_tar(tar, archive, pgdata, zst)
+        elif zst:
             _restore_zstd(archive, pgdata)
+        else:
+            with tarfile.open(archive, "r:gz") as tarball:
+                _extract(tarball, pgdata)
     except (OSError, tarfile.TarError, EOFError) as exc:
         raise HarnessError(f"cannot restore template {archive.name}: {exc}") from exc
     if account is not None:
         chown_tree(pgdata, account)
 
 
+def extract_cmd(tar: str, archive: Path, pgdata: Path, zst: bool) -> list[str]:
+    return [tar, "--zstd" if zst else "--gzip", "-x", "--no-same-owner", "-f", str(archive),
+            "-C", str(pgdata)]  # fmt: skip
+
+
+def _restore_tar(tar: str, archive: Path, pgdata: Path, zst: bool) -> None:
+    done = proc.run(extract_cmd(tar, archive, pgdata, zst), timeout=600)
+    if done.returncode != 0:
+        why = done.output.strip().splitlines()[-1:] or ["no output"]
+        raise HarnessError(f"tar exited {done.returncode} reading {archive.name}: {why[0]}")
+
+
 def _restore_zstd(archive: Path, pgdata: Path) -> None:
-    zstd = shutil.which("zstd", path="/usr/bin:/bin")
-    if zstd is None:
-        raise HarnessError(f"template {archive.name} needs zstd, which is not installed")
+    zstd = shutil.which("zstd", path=TOOL_PATH)
+    assert zstd is not None  # checked by restore()
     with archive.open("rb") as src:
         filt = proc.pipe([zstd, "-q", "-d", "-c"], stdin=src, stdout=subprocess.PIPE)
         assert filt.stdout is not None

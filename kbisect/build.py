@@ -150,6 +150,14 @@ def _tail(log: Path, n: int = 15) -> str:
     return "\n".join(lines[-n:])
 
 
+def obj_dir(root: Path, src: Path) -> Path:
+    """The O= dir for one source checkout: kbuild records the source path in every
+    object's command, so one O= dir shared by two checkouts (kbisect's build worktree
+    and a bisect's) would be rebuilt from scratch at every switch between them."""
+    where = str(src.resolve())
+    return root / f"obj-{src.name}-{hashlib.sha256(where.encode()).hexdigest()[:8]}"
+
+
 def build(req: Request) -> BuildResult:
     """Build (or reuse) the artifact for req; raise BuildError when the kernel fails."""
     commit = git.rev_parse(req.tree, req.rev)
@@ -166,9 +174,9 @@ def build(req: Request) -> BuildResult:
         manifest = json.loads((artifact / "manifest.json").read_text())
         progress.step(f"reusing build of {commit[:12]}: {artifact}")
         return BuildResult(artifact, artifact / Path(req.arch.image).name, manifest, True)
-    obj = root / "obj"
     # The worktree slot is shared by every build of this tree (any arch, any fragments).
     slot = worktree.path_for(req.tree, "build")
+    obj = obj_dir(root, req.tree if req.in_place else slot)
     with worktree.locked(root), worktree.locked(slot):
         if req.in_place:
             if git.rev_parse(req.tree, "HEAD") != commit:

@@ -137,7 +137,7 @@ def sample(
     t = scen.data["timeouts"]
     console = _Console(float(t["boot_s"]))
     progress.step(
-        f"booting {image.name} ({spec.accel}, {spec.cpus} vCPUs, {' '.join(spec.append)})"
+        f"booting {image.name} ({', '.join([spec.accel, f'{spec.cpus} vCPUs', *spec.append])})"
     )
     start = time.monotonic()
     error: BootError | BenchmarkError | None = None

@@ -109,12 +109,26 @@ def test_other_commit_reuses_the_o_dir(repo: tuple[Path, list[str]]) -> None:
     two = build.build(request(tree, shas[2]))
     assert one.artifact_dir.parent == two.artifact_dir.parent
     assert one.artifact_dir != two.artifact_dir
-    obj = one.artifact_dir.parent / "obj"
+    obj = build.obj_dir(one.artifact_dir.parent, worktree.path_for(tree, "build"))
     for r in (one, two):
         assert f"O={obj} " in (r.artifact_dir / "build.log").read_text()
     assert two.manifest["kernelrelease"] == "6.12.1-fake"
     assert read_fake_image(two.image).tps == 500.0
     assert read_fake_image(one.image).tps == 1000.0  # the first artifact was not overwritten
+
+
+def test_each_checkout_keeps_its_own_o_dir(repo: tuple[Path, list[str]]) -> None:
+    """The scratch worktree and an in-place checkout (a bisect's) never share an O= dir:
+    kbuild would rebuild everything at each switch, as their source paths differ."""
+    tree, shas = repo
+    scratch = build.build(request(tree, shas[1]))
+    git(tree, "checkout", "-q", shas[2])
+    here = build.build(request(tree, "HEAD", in_place=True))
+    assert scratch.artifact_dir.parent == here.artifact_dir.parent  # same config inputs
+    logs = [(r.artifact_dir / "build.log").read_text() for r in (scratch, here)]
+    dirs = [re.search(r"O=(\S+)", log).group(1) for log in logs]  # type: ignore[union-attr]
+    assert dirs[0] != dirs[1]
+    assert dirs[1] == str(build.obj_dir(here.artifact_dir.parent, tree))
 
 
 def test_other_fragments_get_another_o_dir(repo: tuple[Path, list[str]]) -> None:

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from harness import fingerprint, guest, pgbench, postgres, system, template
+from harness import fingerprint, guest, pgbench, postgres, proc, system, template
 from harness.proc import Account, HarnessError
 from kbisect import paths, results, runner, scenario
 
@@ -145,11 +145,13 @@ def test_template_key_names_what_it_depends_on():
 
 
 @pytest.mark.parametrize("zstd", [True, False])
-def test_template_save_and_restore(tmp_path, monkeypatch, zstd):
+@pytest.mark.parametrize("gnu_tar", [True, False])
+def test_template_save_and_restore(tmp_path, monkeypatch, zstd, gnu_tar):
     if zstd and shutil.which("zstd") is None:
         pytest.skip("zstd not installed")
-    if not zstd:
-        monkeypatch.setattr(shutil, "which", lambda *a, **k: None)
+    real_which = shutil.which
+    hidden = set() if zstd else {"zstd"}
+    monkeypatch.setattr(shutil, "which", lambda n, **k: None if n in hidden else real_which(n, **k))
     pgdata = tmp_path / "pgdata"
     (pgdata / "base" / "1").mkdir(parents=True)
     (pgdata / "base" / "1" / "1259").write_bytes(os.urandom(5000))
@@ -159,12 +161,44 @@ def test_template_save_and_restore(tmp_path, monkeypatch, zstd):
     assert saved.name == ("k.tar.zst" if zstd else "k.tar.gz")
     assert template.find(tmp_path / "tpl", "k") == saved
     assert [p.name for p in (tmp_path / "tpl").iterdir()] == [saved.name]  # no temp left
+    if not gnu_tar:
+        hidden.add("tar")
+    ran: list[list[str]] = []
+    real_run = proc.run
+
+    def recording_run(cmd: list[str], **kwargs: Any) -> proc.Done:
+        ran.append(cmd)
+        return real_run(cmd, **kwargs)
+
+    monkeypatch.setattr(proc, "run", recording_run)
     restored = tmp_path / "restored"
     template.restore(saved, restored, None)
     assert (restored / "base" / "1" / "1259").read_bytes() == (
         pgdata / "base" / "1" / "1259"
     ).read_bytes()
     assert (restored.stat().st_mode & 0o777) == 0o700
+    assert [Path(c[0]).name for c in ran] == (["tar"] if gnu_tar else [])
+
+
+def test_template_restore_reports_a_corrupt_archive(tmp_path):
+    bad = tmp_path / "k.tar.gz"
+    bad.write_bytes(b"not a tarball")
+    with pytest.raises(HarnessError, match=r"k\.tar\.gz"):
+        template.restore(bad, tmp_path / "restored", None)
+
+
+def test_template_restore_chowns_to_the_account(tmp_path):
+    if os.geteuid() != 0:
+        pytest.skip("needs root to chown")
+    pgdata = tmp_path / "pgdata"
+    (pgdata / "base").mkdir(parents=True)
+    (pgdata / "base" / "f").write_text("x")
+    saved = template.save(pgdata, tmp_path / "tpl", "k")
+    restored = tmp_path / "restored"
+    template.restore(saved, restored, Account(name="nobody", uid=65534, gid=65534))
+    assert {p.stat().st_uid for p in (restored, restored / "base", restored / "base" / "f")} == {
+        65534
+    }
 
 
 def test_fingerprint_parsers():
