@@ -46,7 +46,8 @@ def measure_endpoints(ctx: samples.Context, top: Path, store: Path, opts: Option
     confidence = 1 - 0.05 / (opts.runs_max - opts.runs_min + 1)
     while True:
         tg, tb = samples.interleaved(ctx, g, b, n)
-        v = stats.verdict(tg, tb, higher_is_better=opts.higher_is_better, confidence=confidence)
+        v = stats.verdict(tg, tb, higher_is_better=opts.higher_is_better, confidence=confidence,
+                          boots_flag="--runs-max")  # fmt: skip
         if v.kind == "regression" or n >= opts.runs_max:
             return v
         n += 1
@@ -99,7 +100,8 @@ def recheck(ctx: samples.Context, top: Path, run_dir: Path, opts: Options, outco
         tp, tc = samples.interleaved(ctx, p, c, opts.recheck_samples)
     except (BootError, BenchmarkError) as exc:
         return {**result, "confirmed": False, "error": str(exc)}
-    v = stats.verdict(tp, tc, higher_is_better=opts.higher_is_better)
+    v = stats.verdict(tp, tc, higher_is_better=opts.higher_is_better,
+                      boots_flag="--recheck-samples")  # fmt: skip
     r = v.ratio
     return {**result, "parent_tps": tp, "culprit_tps": tc, "kind": v.kind, "ratio": r.ratio,
             "low": r.low, "high": r.high, "method": r.method, "warnings": list(v.warnings),

@@ -194,4 +194,8 @@ def entry(argv: list[str]) -> int:
     except UserError as exc:
         print(f"kbisect: {exc}", file=sys.stderr, flush=True)
         return ABORT
-    return main(args)
+    progress.set_command(["kbisect", "bisect-step", *argv])  # what the logs say
+    try:
+        return main(args)
+    finally:
+        progress.set_command([])

@@ -7,6 +7,7 @@ import sys
 import time
 
 _START = time.monotonic()
+_COMMAND: list[str] = []  # set when sys.argv is not the kbisect command line
 
 
 def elapsed() -> str:
@@ -23,8 +24,16 @@ def warn(message: str) -> None:
     print(f"kbisect: warning: {message}", file=sys.stderr, flush=True)
 
 
+def set_command(words: list[str]) -> None:
+    """The command line that reproduces this process, when sys.argv is not it (bisect/run
+    runs `python -c`: it reproduces as `kbisect bisect-step ARGS`); [] to unset."""
+    _COMMAND[:] = words
+
+
 def reproduce_line(argv: list[str] | None = None) -> str:
     """The kbisect command line that reproduces this invocation."""
+    if argv is None and _COMMAND:
+        return shlex.join(_COMMAND)
     args = sys.argv[1:] if argv is None else argv
     return shlex.join(["kbisect", *args])
 

@@ -265,13 +265,13 @@ def outliers(xs: Sequence[float]) -> list[int]:
     return [i for i, x in enumerate(xs) if 0.6745 * abs(x - med) / mad > OUTLIER_Z]
 
 
-def _side_warnings(name: str, xs: Sequence[float], s: Summary) -> list[str]:
+def _side_warnings(name: str, xs: Sequence[float], s: Summary, flag: str) -> list[str]:
     out = []
     if s.cv > HIGH_CV:
         n = boots_needed(s.cv, REFERENCE_EFFECT)
         out.append(
             f"side {name}: CV {s.cv * 100:.1f}% is high: add boots "
-            f"(--boots {n} detects a {REFERENCE_EFFECT:.0%} regression at 80% power)"
+            f"({flag} {n} detects a {REFERENCE_EFFECT:.0%} regression at 80% power)"
         )
     for i in outliers(xs):
         out.append(
@@ -287,19 +287,21 @@ def verdict(
     min_effect: float = 0.02,
     confidence: float = 0.95,
     higher_is_better: bool = True,
+    boots_flag: str = "--boots",
 ) -> Verdict:
-    """Regression, improvement, or no significant difference, for B against A."""
+    """Regression, improvement, or no significant difference, for B against A.
+    `boots_flag` is the option the warnings tell the user to raise for more boots."""
     sa, sb = _checked(a, "side A"), _checked(b, "side B")
     r = _ratio(sa, sb, confidence)
     significant = r.low > 1.0 or r.high < 1.0
     kind = NO_DIFFERENCE
     if significant and abs(r.ratio - 1.0) >= min_effect:
         kind = "regression" if (r.ratio < 1.0) == higher_is_better else "improvement"
-    warnings = _side_warnings("A", a, sa) + _side_warnings("B", b, sb)
+    warnings = _side_warnings("A", a, sa, boots_flag) + _side_warnings("B", b, sb, boots_flag)
     if min(sa.n, sb.n) < FEW_BOOTS:
         warnings.append(
             f"{sa.n} boots on side A and {sb.n} on side B: the interval is wide "
-            f"below {FEW_BOOTS} per side: use --boots {FEW_BOOTS} or more"
+            f"below {FEW_BOOTS} per side: use {boots_flag} {FEW_BOOTS} or more"
         )
     if significant and kind == NO_DIFFERENCE:
         warnings.append(

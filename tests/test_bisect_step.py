@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from kbisect import bisect_samples, bisect_step, sequential
+from kbisect import bisect_samples, bisect_step, paths, progress, sequential
 from kbisect.exceptions import BootError
 from tests.fakes import git, make_fake_kernel_repo
 
@@ -121,6 +121,15 @@ def step(scenario: Path, *extra: str, threshold: str = "800") -> int:
 
 def at(rev: str) -> None:
     git(Path.cwd(), "checkout", "-q", "--detach", rev)
+
+
+def test_logs_name_the_command_that_reproduces_a_step(repo, env):
+    at(repo[1])
+    assert step(env["scenario"]) == bisect_step.GOOD
+    [log] = list(paths.cache_dir().glob(f"builds/*/*/{repo[1]}/build.log"))
+    first = log.read_text().splitlines()[0]
+    assert first.startswith("# reproduce: kbisect bisect-step --scenario "), first
+    assert progress.reproduce_line(["x"]) == "kbisect x"  # restored for what runs next
 
 
 def test_good_and_bad(repo, env):
