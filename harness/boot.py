@@ -23,7 +23,7 @@ from harness.postgres import (
     settings_sql,
     version_error,
 )
-from harness.proc import Account, HarnessError, echo, say
+from harness.proc import Account, HarnessError, echo, last_error_line, say
 
 GUEST_WORKDIR = Path("/tmp/kbisect-pg")
 
@@ -35,12 +35,6 @@ def get(data: dict[str, Any], dotted: str) -> Any:
             raise HarnessError(f"scenario JSON lacks {dotted}")
         node = node[part]
     return node
-
-
-def last_error_line(output: str) -> str:
-    lines = [ln.strip() for ln in output.splitlines() if ln.strip()]
-    errors = [ln for ln in lines if "error" in ln.lower() or "fatal" in ln.lower()]
-    return " ".join((errors or lines or ["no output"])[-1].split())
 
 
 class Boot:

@@ -61,6 +61,13 @@ class Done:
     output: str
 
 
+def last_error_line(output: str) -> str:
+    """The line of a failed command's output worth quoting: its last error, else its last."""
+    lines = [ln.strip() for ln in output.splitlines() if ln.strip()]
+    errors = [ln for ln in lines if "error" in ln.lower() or "fatal" in ln.lower()]
+    return " ".join((errors or lines or ["no output"])[-1].split())
+
+
 def clean_env(home: str) -> dict[str, str]:
     """A fixed environment: no PG* variables from whoever started us."""
     return {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "LANG": "C", "LC_ALL": "C", "HOME": home}

@@ -103,7 +103,8 @@ def chown_tree(root: Path, account: Account) -> None:
     if chown is not None:  # one process: a Python walk is slow under TCG
         done = proc.run([chown, "-R", f"{account.uid}:{account.gid}", str(root)], timeout=600)
         if done.returncode != 0:
-            raise HarnessError(f"chown -R {root} exited {done.returncode}: {done.output.strip()}")
+            why = proc.last_error_line(done.output)
+            raise HarnessError(f"chown -R {root} exited {done.returncode}: {why}")
         return
     os.chown(root, account.uid, account.gid)
     for parent, dirs, files in os.walk(root):
@@ -118,14 +119,15 @@ def restore(archive: Path, pgdata: Path, account: Account | None) -> None:
     restore under TCG); Python's tarfile otherwise."""
     pgdata.mkdir(mode=0o700)
     zst = archive.name.endswith(".tar.zst")
-    if zst and shutil.which("zstd", path=TOOL_PATH) is None:
+    zstd = shutil.which("zstd", path=TOOL_PATH) if zst else None
+    if zst and zstd is None:
         raise HarnessError(f"template {archive.name} needs zstd, which is not installed")
     tar = shutil.which("tar", path=TOOL_PATH)
     try:
         if tar is not None:
             _restore_tar(tar, archive, pgdata, zst)
-        elif zst:
-            _restore_zstd(archive, pgdata)
+        elif zstd is not None:
+            _restore_zstd(zstd, archive, pgdata)
         else:
             with tarfile.open(archive, "r:gz") as tarball:
                 _extract(tarball, pgdata)
@@ -143,13 +145,11 @@ def extract_cmd(tar: str, archive: Path, pgdata: Path, zst: bool) -> list[str]:
 def _restore_tar(tar: str, archive: Path, pgdata: Path, zst: bool) -> None:
     done = proc.run(extract_cmd(tar, archive, pgdata, zst), timeout=600)
     if done.returncode != 0:
-        why = done.output.strip().splitlines()[-1:] or ["no output"]
-        raise HarnessError(f"tar exited {done.returncode} reading {archive.name}: {why[0]}")
+        why = proc.last_error_line(done.output)
+        raise HarnessError(f"tar exited {done.returncode} reading {archive.name}: {why}")
 
 
-def _restore_zstd(archive: Path, pgdata: Path) -> None:
-    zstd = shutil.which("zstd", path=TOOL_PATH)
-    assert zstd is not None  # checked by restore()
+def _restore_zstd(zstd: str, archive: Path, pgdata: Path) -> None:
     with archive.open("rb") as src:
         filt = proc.pipe([zstd, "-q", "-d", "-c"], stdin=src, stdout=subprocess.PIPE)
         assert filt.stdout is not None
