@@ -164,7 +164,7 @@ def build(req: Request) -> BuildResult:
     check_compiler(req.arch)
     if req.in_place and git.is_dirty(req.tree):
         raise UserError(f"--in-place: {req.tree} has uncommitted changes; commit or stash them")
-    fragments = kconfig.resolve(list(req.configs), req.arch.name)
+    fragments = kconfig.resolve(list(req.configs), req.arch.name, base=req.base)
     key = inputs_key(req, fragments)
     root = paths.cache_dir() / "builds" / worktree.repo_id(req.tree) / f"{req.arch.name}-{key}"
     artifact = root / commit

@@ -81,8 +81,17 @@ def available(configs_dir: Path | None = None) -> list[str]:
     return sorted(p.name.removesuffix(SUFFIX) for p in root.glob(f"*{SUFFIX}"))
 
 
-def resolve(names: list[str], arch: str, configs_dir: Path | None = None) -> list[Fragment]:
-    """All of base/*.config (sorted), then arch/<arch>.config, then each name in order.
+# Bases that start from nothing: only on these do the trim/ fragments apply (turning
+# off what EXPERT off and the base fragments bring in by default). A bigger base was
+# chosen with what it has, and may select a symbol trim/ turns off.
+MINIMAL_BASES = ("tinyconfig", "allnoconfig")
+
+
+def resolve(
+    names: list[str], arch: str, configs_dir: Path | None = None, base: str = "tinyconfig"
+) -> list[Fragment]:
+    """All of base/*.config (sorted), then arch/<arch>.config, then on a minimal base
+    trim/common.config and trim/<arch>.config, then each name in order.
 
     A name is `<name>.config` in `configs_dir` (the `.config` may be given) or the
     path of an existing file.
@@ -96,6 +105,11 @@ def resolve(names: list[str], arch: str, configs_dir: Path | None = None) -> lis
             f"no fragment for arch {arch!r} in {root}/arch (have: {', '.join(known)})"
         )
     frags.append(load(arch_path, f"arch/{arch_path.name}"))
+    if base in MINIMAL_BASES:
+        for stem in ("common", arch):
+            trim = root / "trim" / f"{stem}{SUFFIX}"
+            if trim.is_file():
+                frags.append(load(trim, f"trim/{trim.name}"))
     frags.extend(_named(name, root) for name in names)
     return frags
 

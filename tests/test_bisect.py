@@ -70,6 +70,7 @@ def summary(results: Path) -> dict[str, Any]:
 def test_finds_the_culprit_at_cv_10(env, monkeypatch, capsys, seed):
     monkeypatch.setenv("FAKE_CV", "0.10")
     monkeypatch.setenv("FAKE_SEED", str(seed))
+    monkeypatch.setenv("FAKE_REPO", str(env["repo"]))  # noise by subject, not by sha
     rng = random.Random(seed)
     n = rng.randint(16, 32)
     culprit = rng.randint(2, n)

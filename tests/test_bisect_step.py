@@ -44,7 +44,8 @@ pgdata_size_mb = 128
 
 # A boot replaced by: the tps line of the fake image times (1 + FAKE_CV·N(0,1)), the
 # noise seeded by FAKE_SEED, the commit and the sample index (awk's srand: deterministic;
-# mawk clamps seeds above 2^31, hence the modulo).
+# mawk clamps seeds above 2^31, hence the modulo). With FAKE_REPO the commit counts by
+# its subject: the shas change whenever tests/fakelinux does, the subjects do not.
 # FAKE_LOG: append "<commit> <index>" per call.  FAKE_BOOT_FAIL: commits that exit 5.
 # FAKE_KILL_AT=N with FAKE_KILL_PID_FILE: at the Nth call, SIGKILL the process group of
 # its parent (git bisect run and the step) and the driver's (pid in the file).
@@ -58,7 +59,9 @@ if [ -n "$FAKE_LOG" ]; then
     fi
 fi
 case ",$FAKE_BOOT_FAIL," in *",$commit,"*) exit 5 ;; esac
-seed=$(printf '%s-%s-%s' "$FAKE_SEED" "$commit" "$index" | cksum | cut -d' ' -f1)
+key=$commit
+[ -n "$FAKE_REPO" ] && key=$(git -C "$FAKE_REPO" log -1 --format=%s "$commit")
+seed=$(printf '%s-%s-%s' "$FAKE_SEED" "$key" "$index" | cksum | cut -d' ' -f1)
 awk -v seed="$((seed % 2147483647))" -v cv="${FAKE_CV:-0.1}" 'NR == 3 {
     srand(seed); u = rand(); v = rand(); if (u < 1e-12) u = 1e-12
     printf "%.3f\\n", $0 * (1 + cv * sqrt(-2 * log(u)) * cos(6.283185307179586 * v)); exit

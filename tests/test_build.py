@@ -73,8 +73,13 @@ def test_build_writes_artifact_and_manifest(repo: tuple[Path, list[str]]) -> Non
     assert m["subject"] == "sched: fast"
     assert m["arch"] == "x86_64" and m["base"] == "tinyconfig"
     names = [f["name"] for f in m["fragments"]]
-    assert names[-2:] == ["arch/x86_64.config", "preempt-none.config"]
-    assert names[0].startswith("base/") and len(names) == 7
+    assert names[-4:] == [
+        "arch/x86_64.config",
+        "trim/common.config",
+        "trim/x86_64.config",
+        "preempt-none.config",
+    ]
+    assert names[0].startswith("base/") and len(names) == 9
     none = paths.configs_dir() / "preempt-none.config"
     assert m["fragments"][-1]["sha256"] == sha256(none)
     assert m["compiler"].startswith("gcc")
@@ -357,7 +362,7 @@ def test_arm64_build_produces_image(
     assert read_fake_image(result.image).tps == 1000.0
     m = result.manifest
     assert m["arch"] == "arm64" and m["compiler"].startswith("aarch64-linux-gnu-gcc")
-    assert m["fragments"][-1]["name"] == "arch/arm64.config"
+    assert [f["name"] for f in m["fragments"]][-2:] == ["arch/arm64.config", "trim/common.config"]
     assert "CONFIG_ARM64_4K_PAGES=y" in (result.artifact_dir / "config").read_text()
     log = (result.artifact_dir / "build.log").read_text()
     assert "ARCH=arm64 CROSS_COMPILE=aarch64-linux-gnu-" in log

@@ -4,6 +4,7 @@ the cross-built Image is a working arm64 kernel without needing an arm64 root fs
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import subprocess
@@ -27,7 +28,12 @@ def test_arm64_cross_build_boots(real_cache: Path, tmp_path: Path) -> None:
     manifest = json.loads(proc.stdout)
     assert manifest["arch"] == "arm64"
     assert manifest["compiler"].startswith("aarch64-linux-gnu-gcc")
-    [image] = sorted(real_cache.glob(f"builds/*/arm64-*/{manifest['commit']}/Image"))
+    # Older builds of this commit with other fragments sit beside it: pick ours by hash.
+    [image] = [
+        p
+        for p in real_cache.glob(f"builds/*/arm64-*/{manifest['commit']}/Image")
+        if hashlib.sha256(p.read_bytes()).hexdigest() == manifest["image_sha256"]
+    ]
     # The arm64 Image header carries the magic "ARM\x64" at offset 56.
     assert image.read_bytes()[56:60] == b"ARM\x64"
     cmd = ["qemu-system-aarch64", "-machine", "virt", "-cpu", "max", "-m", "512",

@@ -91,6 +91,35 @@ def test_resolve_order_is_base_sorted_then_arch_then_names(configs: Path) -> Non
     assert frags[3].path == configs / "perf.config"
 
 
+@pytest.mark.parametrize("base", ["tinyconfig", "allnoconfig"])
+def test_resolve_trims_a_minimal_base_after_arch_before_names(configs: Path, base: str) -> None:
+    (configs / "trim").mkdir()
+    (configs / "trim" / "common.config").write_text("# CONFIG_IPV6 is not set\n")
+    (configs / "trim" / "x86_64.config").write_text("# CONFIG_INTEL_MEI is not set\n")
+    x86 = [f.name for f in resolve(["perf"], "x86_64", configs, base=base)]
+    trims = ["trim/common.config", "trim/x86_64.config"]
+    assert x86[2:] == ["arch/x86_64.config", *trims, "perf.config"]
+    # no trim/arm64.config: only the common part
+    arm = [f.name for f in resolve([], "arm64", configs, base=base)]
+    assert arm[2:] == ["arch/arm64.config", "trim/common.config"]
+
+
+@pytest.mark.parametrize("base", ["defconfig", "/some/distro.config"])
+def test_resolve_leaves_a_bigger_base_untrimmed(configs: Path, base: str) -> None:
+    (configs / "trim").mkdir()
+    (configs / "trim" / "common.config").write_text("# CONFIG_IPV6 is not set\n")
+    names = [f.name for f in resolve([], "x86_64", configs, base=base)]
+    assert names == ["base/a.config", "base/b.config", "arch/x86_64.config"]
+
+
+def test_resolve_does_not_offer_trim_fragments_by_name(configs: Path) -> None:
+    (configs / "trim").mkdir()
+    (configs / "trim" / "common.config").write_text("# CONFIG_IPV6 is not set\n")
+    assert "common" not in kconfig.available(configs)
+    with pytest.raises(UnknownFragment):
+        resolve(["trim/common"], "x86_64", configs)
+
+
 def test_resolve_accepts_a_file_path(configs: Path, tmp_path: Path) -> None:
     mine = tmp_path / "mine.cfg"
     mine.write_text("CONFIG_MINE=y\n")
