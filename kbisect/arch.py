@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import platform
+import sys
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
@@ -74,3 +75,23 @@ def get(name: str) -> Arch:
         if name == arch.name or name in aliases:
             return arch
     raise UnknownArch(f"unknown arch {name!r} (known: {', '.join(names())})")
+
+
+def main(argv: list[str]) -> int:
+    """`python -m kbisect.arch NAME`, for the scripts/ that run make themselves: the
+    compiler on the first line, the make variables (space-separated) on the second."""
+    if len(argv) != 1:
+        print("usage: python -m kbisect.arch NAME", file=sys.stderr)
+        return UnknownArch.exit_code
+    try:
+        a = get(argv[0])
+    except UnknownArch as exc:
+        print(f"kbisect: {exc}", file=sys.stderr)
+        return exc.exit_code
+    print(a.compiler())
+    print(" ".join(a.make_vars()))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -76,3 +76,21 @@ def test_host_arch_maps_platform_names(
 ) -> None:
     monkeypatch.setattr(platform, "machine", lambda: machine)
     assert arch.host_arch() == name
+
+
+def test_main_prints_compiler_and_make_vars_for_scripts(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(platform, "machine", lambda: "x86_64")
+    assert arch.main(["aarch64"]) == 0
+    cc, make_vars = capsys.readouterr().out.splitlines()
+    assert cc == arch.get("arm64").compiler() and cc.endswith("gcc")
+    assert make_vars.split() == arch.get("arm64").make_vars()
+    assert make_vars.startswith("ARCH=arm64 CROSS_COMPILE=")
+
+
+def test_main_unknown_arch_is_one_line_and_exit_2(capsys: pytest.CaptureFixture[str]) -> None:
+    assert arch.main(["mips"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("kbisect: unknown arch 'mips'") and err.count("\n") == 1
+    assert arch.main([]) == 2
