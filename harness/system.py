@@ -60,7 +60,15 @@ def _mount(args: list[str]) -> None:
 
 
 def mount_tmpfs(point: Path, size_mb: int) -> None:
-    point.mkdir(parents=True, exist_ok=True)
+    try:
+        point.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        # virtme-ng overlays /tmp (and /etc, /var) with overlayfs when it runs as root:
+        # a kernel without CONFIG_OVERLAY_FS leaves the host's read-only /tmp in place.
+        raise HarnessError(
+            f"cannot create {point}: {exc.strerror or exc} in the guest "
+            f"({point.parent} should be a writable overlay: is CONFIG_OVERLAY_FS in the kernel?)"
+        ) from None
     _mount(["-t", "tmpfs", "-o", f"size={size_mb}m,mode=0755", "kbisect-pgdata", str(point)])
 
 

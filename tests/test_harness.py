@@ -248,6 +248,19 @@ def test_pgdata_must_be_tmpfs_or_a_block_device():
     assert "on 9p (host)" in (system.pgdata_fs_error(Path("/data/shared dir/x"), table) or "")
 
 
+def test_read_only_tmp_names_the_missing_overlay(tmp_path, monkeypatch):
+    # A kernel without overlayfs leaves the guest's /tmp read-only (vng's overlay fails).
+    def read_only(self, *args, **kwargs):
+        raise OSError(30, "Read-only file system", str(self))
+
+    monkeypatch.setattr(Path, "mkdir", read_only)
+    with pytest.raises(HarnessError) as err:
+        system.mount_tmpfs(tmp_path / "kbisect-pg", 64)
+    message = str(err.value)
+    assert "Read-only file system" in message and "CONFIG_OVERLAY_FS" in message
+    assert "\n" not in message
+
+
 def test_harness_uses_only_the_standard_library():
     allowed = set(sys.stdlib_module_names) | {"harness", "__future__"}
     for path in paths.harness_dir().glob("*.py"):
