@@ -27,6 +27,7 @@ class Arch:
     qemu: str
     vng_arch: str
     console: str
+    debian_arch: str
 
     def is_native(self) -> bool:
         return host_arch() == self.name
@@ -59,6 +60,7 @@ def _load(path: Path) -> tuple[Arch, list[str]]:
         qemu=data["qemu"],
         vng_arch=data["vng_arch"],
         console=data["console"],
+        debian_arch=data["debian_arch"],
     )
     if not native and not arch.cross_compile:
         arch = Arch(**{**arch.__dict__, "cross_compile": data["cross_compile_foreign"]})

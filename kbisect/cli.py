@@ -21,6 +21,7 @@ COMMANDS: list[tuple[str, str, str]] = [
     ("doctor", "kbisect.doctor", "check this host and whether KVM is usable"),
     ("tree", "kbisect.tree", "manage kernel trees (import the embedded default)"),
     ("build", "kbisect.build", "build a kernel revision from Kconfig fragments"),
+    ("image", "kbisect.image", "make the root fs for foreign-arch guests (arm64 on x86_64)"),
     ("run", "kbisect.measure", "boot a kernel and run a pgbench scenario inside"),
     ("compare", "kbisect.compare", "A/B compare two kernels or command lines"),
     ("report", "kbisect.report", "re-render a report from stored results"),

@@ -17,7 +17,7 @@ from glob import glob
 from pathlib import Path
 
 from kbisect import arch as arch_mod
-from kbisect import kvm, paths, runner, tree
+from kbisect import image, kvm, paths, runner, tree
 from kbisect.exceptions import EXIT_NEGATIVE, EXIT_OK, KbisectError
 
 OK, WARN, FAIL = "OK", "WARN", "FAIL"
@@ -136,6 +136,17 @@ def check_cross(host: Host, a: arch_mod.Arch, needed: bool) -> Check:
     fix = f"apt-get install gcc-{a.cross_compile.rstrip('-').replace('_', '-')}"
     why = f"{a.name} builds unavailable"
     return check_tool(host, a.compiler(), FAIL if needed else WARN, why, fix)
+
+
+def check_image(host: Host, a: arch_mod.Arch, needed: bool) -> Check:
+    """A foreign-arch guest runs the harness on a root fs of its own arch."""
+    root = image.root_for(a)
+    if host.exists(root.parent / image.MANIFEST):
+        return Check(f"{a.name} root fs", OK, str(root))
+    why = f"missing: {a.name} guests cannot run the benchmark on this host"
+    return Check(
+        f"{a.name} root fs", WARN if not needed else FAIL, why, f"kbisect image --arch {a.name}"
+    )
 
 
 def check_virtiofsd(host: Host) -> Check:
@@ -286,6 +297,7 @@ def checks(host: Host, arches: list[str], recheck: bool = False) -> list[Check]:
     out += [check_qemu(host, a, a.name in arches) for a in known]
     out += [check_tool(host, *tool) for tool in TOOLS]
     out += [check_cross(host, a, a.name in arches) for a in known if not a.is_native()]
+    out += [check_image(host, a, a.name in arches) for a in known if not a.is_native()]
     out += [check_headers(host, *header) for header in HEADERS]
     out += [check_virtiofsd(host), check_busybox(host), *check_postgres(host)]
     out += [check_tree(host), check_disk(host), *check_machine(host)]

@@ -18,6 +18,7 @@ from typing import Any
 
 from kbisect import arch as arch_mod
 from kbisect import atomic, kvm, paths, progress, results, runner, scenario, stats, vng
+from kbisect import image as rootfs
 from kbisect.exceptions import (
     BenchmarkError,
     BootError,
@@ -77,10 +78,10 @@ class _Console:
             progress.step(f"guest: running, {value} tps")
 
 
-def _guest_argv(scen_file: Path, out: Path, templates: Path) -> list[str]:
+def _guest_argv(harness: Path, scen_file: Path, out: Path, templates: Path) -> list[str]:
     return [
         "python3",
-        str(paths.harness_dir() / "guest.py"),
+        str(harness / "guest.py"),
         "--scenario-json",
         str(scen_file),
         "--out",
@@ -100,6 +101,23 @@ def boot_spec(
 ) -> vng.Boot:
     guest = scen.data["guest"]
     extra = shlex.split(guest.get("append", "")) + shlex.split(append)
+    if arch.is_native():  # the guest sees the host's root: same paths inside
+        root = None
+        shares = [vng.Share(out), vng.Share(templates)]
+        argv = _guest_argv(paths.harness_dir(), out / "scenario.json", out, templates)
+    else:  # a root fs of the guest's arch, the host's dirs under rootfs.GUEST_DIR
+        root = rootfs.find(arch)
+        shares = [
+            vng.Share(paths.harness_dir(), rootfs.GUEST_HARNESS, writable=False),
+            vng.Share(out, rootfs.GUEST_OUT),
+            vng.Share(templates, rootfs.GUEST_TEMPLATES),
+        ]
+        argv = _guest_argv(
+            rootfs.GUEST_HARNESS,
+            rootfs.GUEST_OUT / "scenario.json",
+            rootfs.GUEST_OUT,
+            rootfs.GUEST_TEMPLATES,
+        )
     return vng.Boot(
         image=image,
         arch=arch,
@@ -107,8 +125,9 @@ def boot_spec(
         memory_mb=guest["memory_mb"],
         accel=kvm.accel(arch.name),
         append=extra,
-        rwdirs=[out, templates],
-        exec_argv=_guest_argv(out / "scenario.json", out, templates),
+        shares=shares,
+        exec_argv=argv,
+        root=root,
     )
 
 
@@ -124,6 +143,8 @@ def sample(
 ) -> dict[str, Any]:
     """Boot once and return the sample (also written under out_dir/samples/)."""
     a = arch_mod.get(arch)
+    if not a.is_native():
+        rootfs.find(a)  # a missing root fs is a user error before anything is made
     boot_dir = out_dir / "boots" / f"{int(time.time() * 1000)}-{label or 'x'}"
     templates = paths.cache_dir() / "pg-templates"
     boot_dir.mkdir(parents=True)

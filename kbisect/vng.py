@@ -13,6 +13,20 @@ from kbisect.arch import Arch
 
 
 @dataclass(frozen=True)
+class Share:
+    """A host directory shared with the guest, at the same path unless `guest` is set
+    (a foreign root fs does not have the host's paths)."""
+
+    host: Path
+    guest: Path | None = None
+    writable: bool = True
+
+    def args(self) -> list[str]:
+        spec = str(self.host) if self.guest is None else f"{self.guest}={self.host}"
+        return ["--rwdir" if self.writable else "--rodir", spec]
+
+
+@dataclass(frozen=True)
 class Boot:
     image: Path
     arch: Arch
@@ -21,7 +35,7 @@ class Boot:
     accel: str  # "kvm" or "tcg"
     exec_argv: list[str]
     append: list[str] = field(default_factory=list)
-    rwdirs: list[Path] = field(default_factory=list)
+    shares: list[Share] = field(default_factory=list)
     root: Path | None = None  # a root fs for foreign arches (else the host's own)
 
 
@@ -63,7 +77,7 @@ def command(boot: Boot, vng: str = "vng") -> list[str]:
     cmd += accel_args(boot) + arch_args(boot)
     cmd += ["--cpus", str(boot.cpus), "--memory", f"{boot.memory_mb}M"]
     cmd += kernel_args(boot)
-    for d in boot.rwdirs:
-        cmd += ["--rwdir", str(d)]
+    for share in boot.shares:
+        cmd += share.args()
     cmd += ["--exec", shlex.join(boot.exec_argv)]
     return cmd

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from kbisect import arch, cli, doctor, kvm, tree
+from kbisect import arch, cli, doctor, image, kvm, tree
 from kbisect.exceptions import MissingTool
 
 GIB = 1 << 30
@@ -21,6 +21,10 @@ USABLE = kvm.KvmStatus(True, "a kernel booted under KVM (bzImage)", "kernel")
 PVM = kvm.KvmStatus(False, "boot sector failed under KVM: MSR (killed by signal 6)", "bootsector",
                     control_ok=True)  # fmt: skip
 UNKNOWN = kvm.KvmStatus(False, kvm.NO_KERNEL, "bootsector", decided=False, control_ok=True)
+
+
+def arm64_image() -> str:
+    return str(image.root_for(arch.get("arm64")).parent / image.MANIFEST)
 
 
 class FakeHost(doctor.Host):
@@ -33,7 +37,7 @@ class FakeHost(doctor.Host):
         self.path_tools = set(self.tools)
         self.files = {"/dev/kvm", "/usr/include/libelf.h", "/usr/include/openssl/opensslv.h",
                       "/usr/lib/postgresql/15/bin/postgres", "/usr/lib/postgresql/15/bin/pgbench",
-                      str(tree.DEFAULT_TARBALL)}  # fmt: skip
+                      str(tree.DEFAULT_TARBALL), arm64_image()}  # fmt: skip
         self.free = 100 * GIB
         self.ncpus = 8
         self.static = True
@@ -232,6 +236,17 @@ def test_missing_cross_compiler_warns_unless_arm64_is_asked_for() -> None:
     assert row.fix == "apt-get install gcc-aarch64-linux-gnu"
     code, checks = run(host, "--arch", "arm64")
     assert (code, checks["aarch64-linux-gnu-gcc"].status) == (1, "FAIL")
+
+
+def test_missing_arm64_root_fs_warns_unless_arm64_is_asked_for() -> None:
+    host = FakeHost()
+    host.files.remove(arm64_image())
+    code, checks = run(host)
+    row = checks["arm64 root fs"]
+    assert (code, row.status, row.fix) == (0, "WARN", "kbisect image --arch arm64")
+    assert row.detail == "missing: arm64 guests cannot run the benchmark on this host"
+    code, checks = run(host, "--arch", "arm64")
+    assert (code, checks["arm64 root fs"].status) == (1, "FAIL")
 
 
 def test_missing_aarch64_qemu_matters_only_for_arm64() -> None:

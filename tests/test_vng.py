@@ -79,11 +79,19 @@ def test_kernel_args_come_after_the_panic_settings_one_per_append() -> None:
     assert pairs == ["panic=-1", "oops=panic", "preempt=full", "hugepages=64", 'dyndbg="file x +p"']
 
 
-def test_rwdirs_in_order_before_exec() -> None:
-    cmd = vng.command(boot(rwdirs=[Path("/runs/boot 1"), Path("/cache/pg-templates")]))
+def test_shares_in_order_before_exec() -> None:
+    shares = [vng.Share(Path("/runs/boot 1")), vng.Share(Path("/cache/pg-templates"))]
+    cmd = vng.command(boot(shares=shares))
     i = cmd.index("--rwdir")
     assert cmd[i : i + 4] == ["--rwdir", "/runs/boot 1", "--rwdir", "/cache/pg-templates"]
     assert cmd[-2] == "--exec" and cmd.index("--exec") > i + 3
+
+
+def test_a_share_at_another_guest_path_and_read_only() -> None:
+    harness = vng.Share(Path("/src/harness"), Path("/kbisect/harness"), writable=False)
+    out = vng.Share(Path("/runs/b"), Path("/kbisect/out"))
+    assert harness.args() == ["--rodir", "/kbisect/harness=/src/harness"]
+    assert out.args() == ["--rwdir", "/kbisect/out=/runs/b"]
 
 
 def test_exec_round_trips_through_shell_quoting() -> None:
