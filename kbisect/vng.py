@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from kbisect.arch import Arch
+from kbisect.exceptions import UserError
 
 
 @dataclass(frozen=True)
@@ -20,6 +21,11 @@ class Share:
     host: Path
     guest: Path | None = None
     writable: bool = True
+
+    def __post_init__(self) -> None:
+        for path in (self.host, self.guest):
+            if path is not None and "=" in str(path):  # vng reads GUEST=HOST at the first =
+                raise UserError(f"{path}: virtme-ng cannot share a path that contains '='")
 
     def args(self) -> list[str]:
         spec = str(self.host) if self.guest is None else f"{self.guest}={self.host}"

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from kbisect import arch, vng
+from kbisect.exceptions import UserError
 
 FAKEVNG = Path(__file__).resolve().parent / "fakevng"
 EXEC = ["python3", "/h/guest.py", "--out", "/runs/boot 1", "--scenario-json", "/runs/s.json"]
@@ -92,6 +93,11 @@ def test_a_share_at_another_guest_path_and_read_only() -> None:
     out = vng.Share(Path("/runs/b"), Path("/kbisect/out"))
     assert harness.args() == ["--rodir", "/kbisect/harness=/src/harness"]
     assert out.args() == ["--rwdir", "/kbisect/out=/runs/b"]
+
+
+def test_a_path_with_an_equals_sign_cannot_be_shared() -> None:
+    with pytest.raises(UserError, match="cannot share a path that contains '='"):
+        vng.Share(Path("/runs/a=b"))
 
 
 def test_exec_round_trips_through_shell_quoting() -> None:
