@@ -145,7 +145,7 @@ def check_image(host: Host, a: arch_mod.Arch, needed: bool) -> Check:
         return Check(f"{a.name} root fs", OK, str(root))
     why = f"missing: {a.name} guests cannot run the benchmark on this host"
     return Check(
-        f"{a.name} root fs", WARN if not needed else FAIL, why, f"kbisect image --arch {a.name}"
+        f"{a.name} root fs", FAIL if needed else WARN, why, f"kbisect image --arch {a.name}"
     )
 
 

@@ -102,7 +102,8 @@ def finish(root: Path) -> None:
     if not poweroff.exists() and busybox.exists():
         poweroff.parent.mkdir(parents=True, exist_ok=True)
         poweroff.symlink_to("/bin/busybox")
-    # The root is shared read-only: every mount point must exist beforehand.
+    # The root is shared read-only: every mount point must exist beforehand (the last
+    # is the harness's PGDATA tmpfs, harness/boot.py GUEST_WORKDIR).
     for d in (GUEST_HARNESS, GUEST_OUT, GUEST_TEMPLATES, Path("/tmp/kbisect-pg")):
         (root / d.relative_to("/")).mkdir(parents=True, exist_ok=True)
     (root / "tmp").chmod(0o1777)

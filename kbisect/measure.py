@@ -98,15 +98,15 @@ def boot_spec(
     append: str,
     out: Path,
     templates: Path,
+    root: Path | None = None,
 ) -> vng.Boot:
+    """`root`: a foreign arch's root fs (rootfs.find), None for a native guest."""
     guest = scen.data["guest"]
     extra = shlex.split(guest.get("append", "")) + shlex.split(append)
-    if arch.is_native():  # the guest sees the host's root: same paths inside
-        root = None
+    if root is None:  # the guest sees the host's root: same paths inside
         shares = [vng.Share(out), vng.Share(templates)]
         argv = _guest_argv(paths.harness_dir(), out / "scenario.json", out, templates)
     else:  # a root fs of the guest's arch, the host's dirs under rootfs.GUEST_DIR
-        root = rootfs.find(arch)
         shares = [
             vng.Share(paths.harness_dir(), rootfs.GUEST_HARNESS, writable=False),
             vng.Share(out, rootfs.GUEST_OUT),
@@ -143,14 +143,14 @@ def sample(
 ) -> dict[str, Any]:
     """Boot once and return the sample (also written under out_dir/samples/)."""
     a = arch_mod.get(arch)
-    if not a.is_native():
-        rootfs.find(a)  # a missing root fs is a user error before anything is made
+    # A missing root fs for a foreign arch is a user error before anything is made.
+    root = None if a.is_native() else rootfs.find(a)
     boot_dir = out_dir / "boots" / f"{int(time.time() * 1000)}-{label or 'x'}"
     templates = paths.cache_dir() / "pg-templates"
     boot_dir.mkdir(parents=True)
     templates.mkdir(parents=True, exist_ok=True)
     atomic.write_text(boot_dir / "scenario.json", scen.to_json())
-    spec = boot_spec(image, scen, a, append, boot_dir, templates)
+    spec = boot_spec(image, scen, a, append, boot_dir, templates, root)
     vng_bin = vng.binary()
     cmd = vng.command(spec, vng_bin)
     log = boot_dir / "console.log"
