@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from kbisect import arch as arch_mod
-from kbisect import atomic, ccache, git, kconfig, paths, progress, runner, tree, worktree
+from kbisect import atomic, ccache, git, kconfig, paths, proc, progress, tree, worktree
 from kbisect.exceptions import BuildError, CommandFailed, CommandTimeout, MissingTool, UserError
 
 BASES = ("tinyconfig", "allnoconfig", "defconfig")
@@ -84,16 +84,16 @@ def _configure(
     progress.step(f"configuring ({req.base} + {len(fragments)} fragments)")
     obj.mkdir(parents=True, exist_ok=True)
     if req.base in BASES:
-        runner.run(make_command(src, obj, req.arch, req.base), log=log, env=build_env())
+        proc.run(make_command(src, obj, req.arch, req.base), log=log, env=build_env())
     else:
         shutil.copyfile(req.base, obj / ".config")
-    runner.run(
+    proc.run(
         kconfig.merge_command(src, obj, [f.path for f in fragments]),
         log=log,
         cwd=obj,
         env={**build_env(), **_arch_env(req.arch)},
     )
-    runner.run(make_command(src, obj, req.arch, "olddefconfig"), log=log, env=build_env())
+    proc.run(make_command(src, obj, req.arch, "olddefconfig"), log=log, env=build_env())
     warnings = kconfig.verify((obj / ".config").read_text(), fragments, set(req.allow_dropped))
     for w in warnings:
         progress.warn(w)
@@ -135,7 +135,7 @@ def _compile(req: Request, src: Path, obj: Path, log: Path) -> None:
         cc = f"ccache {cc}"
     jobs = req.jobs or os.cpu_count() or 1
     progress.step(f"compiling {req.arch.image_target} with {cc}, {jobs} jobs")
-    runner.run(
+    proc.run(
         make_command(src, obj, req.arch, req.arch.image_target, jobs=jobs, cc=cc),
         log=log,
         env=build_env(),
@@ -234,7 +234,7 @@ def _manifest(
     cache: dict[str, float],
 ) -> dict[str, Any]:
     config_text = (obj / ".config").read_text()
-    release = runner.capture(
+    release = proc.capture(
         make_command(src, obj, req.arch, "-s", "kernelrelease"), check=False
     ).splitlines()
     return {
@@ -249,7 +249,7 @@ def _manifest(
         "base": req.base,
         "fragments": [{"name": f.name, "sha256": f.sha256} for f in fragments],
         "allowed_drops": warnings,
-        "compiler": runner.capture([req.arch.compiler(), "--version"]).splitlines()[0],
+        "compiler": proc.capture([req.arch.compiler(), "--version"]).splitlines()[0],
         "duration_s": round(duration, 1),
         "ccache": cache,
         "config_hash": kconfig.config_hash(config_text),

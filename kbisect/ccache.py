@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import shutil
 
-from kbisect import runner
+from kbisect import proc
 
 KEYS = ("direct_cache_hit", "preprocessed_cache_hit", "cache_miss")
 
@@ -13,7 +13,7 @@ def stats() -> dict[str, int]:
     """Current counters from `ccache --print-stats` (empty without ccache)."""
     if shutil.which("ccache") is None:
         return {}
-    out = runner.capture(["ccache", "--print-stats"], check=False)
+    out = proc.capture(["ccache", "--print-stats"], check=False)
     counters: dict[str, int] = {}
     for line in out.splitlines():
         key, _, value = line.partition("\t")

@@ -25,8 +25,8 @@ COMMANDS: list[tuple[str, str, str]] = [
     ("run", "kbisect.measure", "boot a kernel and run a pgbench scenario inside"),
     ("compare", "kbisect.compare", "A/B compare two kernels or command lines"),
     ("report", "kbisect.report", "re-render a report from stored results"),
-    ("bisect", "kbisect.bisect", "bisect a tps regression between two revisions"),
-    ("bisect-step", "kbisect.bisect_step", "one `git bisect run` step (used by bisect/run)"),
+    ("bisect", "kbisect.bisect.driver", "bisect a tps regression between two revisions"),
+    ("bisect-step", "kbisect.bisect.step", "one `git bisect run` step (used by bisect/run)"),
     ("rc", "kbisect.rc", "pick the next -rc tag to measure and its baseline"),
     ("demo", "kbisect.demo", "create the demo history on the embedded default tree"),
 ]

@@ -15,7 +15,7 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from kbisect import atomic, git, progress, runner, tree
+from kbisect import atomic, git, proc, progress, tree
 from kbisect.exceptions import InfraError
 
 BRANCH = "kbisect-demo"
@@ -138,9 +138,9 @@ def create(repo: Path) -> dict[str, str]:
             "GIT_AUTHOR_DATE": f"2025-01-02T00:{i:02d}:00+0000",
             "GIT_COMMITTER_DATE": f"2025-01-02T00:{i:02d}:00+0000",
         }
-        runner.run(["git", "-C", str(where), "add", "-f", "-A", "."], env=env)
+        proc.run(["git", "-C", str(where), "add", "-f", "-A", "."], env=env)
         commit = ["commit", "-q", "--no-verify", "--no-gpg-sign", "-m", edit.subject]
-        runner.run(["git", "-C", str(where), *commit], env=env)
+        proc.run(["git", "-C", str(where), *commit], env=env)
         if edit is REGRESSION:
             regression = git.rev_parse(where, "HEAD")
     head = git.rev_parse(where, "HEAD")

@@ -17,7 +17,7 @@ from glob import glob
 from pathlib import Path
 
 from kbisect import arch as arch_mod
-from kbisect import image, kvm, paths, runner, tree
+from kbisect import image, kvm, paths, proc, tree
 from kbisect.exceptions import EXIT_NEGATIVE, EXIT_OK, KbisectError
 
 OK, WARN, FAIL = "OK", "WARN", "FAIL"
@@ -47,7 +47,7 @@ class Host:
     def version(self, cmd: list[str]) -> str:
         """First output line of a version command ('' when it prints nothing or fails)."""
         try:
-            out = runner.capture(cmd, check=False)
+            out = proc.capture(cmd, check=False)
         except KbisectError:
             return ""
         return out.splitlines()[0].strip() if out else ""
@@ -60,7 +60,7 @@ class Host:
 
     def pkg_config(self, name: str) -> bool:
         try:
-            return runner.run(["pkg-config", "--exists", name], check=False).returncode == 0
+            return proc.run(["pkg-config", "--exists", name], check=False).returncode == 0
         except KbisectError:
             return False
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from kbisect import runner
+from kbisect import proc
 from kbisect.exceptions import CommandFailed, UserError
 
 
@@ -17,7 +17,7 @@ class UnknownRevision(UserError):
 
 
 def git(repo: Path, *args: str, check: bool = True) -> str:
-    return runner.capture(["git", "-C", str(repo), *args], check=check)
+    return proc.capture(["git", "-C", str(repo), *args], check=check)
 
 
 def toplevel(path: Path) -> Path:
@@ -43,7 +43,7 @@ def describe(repo: Path, rev: str) -> str:
 
 
 def is_ancestor(repo: Path, ancestor: str, descendant: str) -> bool:
-    result = runner.run(
+    result = proc.run(
         ["git", "-C", str(repo), "merge-base", "--is-ancestor", ancestor, descendant],
         check=False,
         capture=True,

@@ -21,7 +21,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from kbisect import arch as arch_mod
-from kbisect import atomic, paths, progress, runner
+from kbisect import atomic, paths, proc, progress
 from kbisect.exceptions import MissingTool, UserError
 
 SUITE = "bookworm"
@@ -136,7 +136,7 @@ def build(a: arch_mod.Arch, pg_major: int = PG_MAJOR, mirror: str | None = None)
     log.write_text(progress.log_header())
     command = mmdebstrap_command(a, scratch, pg_major, mirror)
     progress.step(f"unpacking Debian {SUITE} {a.debian_arch} into {scratch} (log: {log})")
-    runner.run(command, log=log, timeout=3600, idle_timeout=900)
+    proc.run(command, log=log, timeout=3600, idle_timeout=900)
     finish(scratch)
     (root.parent / MANIFEST).unlink(missing_ok=True)
     shutil.rmtree(root, ignore_errors=True)

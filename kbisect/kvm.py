@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from kbisect import arch as arch_mod
-from kbisect import atomic, paths, progress, runner
+from kbisect import atomic, paths, proc, progress
 from kbisect.exceptions import CommandTimeout, UserError
 
 MARKER = "KBISECT-KVM-PROBE-OK"
@@ -133,7 +133,7 @@ def _attempt(
     log.write_text(progress.log_header(["doctor", "--recheck"]))
     lines: list[str] = []
     try:
-        res = runner.run(
+        res = proc.run(
             cmd,
             log=log,
             timeout=limits[0],
@@ -211,7 +211,7 @@ def _probe_kernel(a: arch_mod.Arch, image: Path) -> KvmStatus:
 
 def qemu_version(qemu: str) -> str:
     """'7.2.22' from `qemu-system-x86_64 --version`."""
-    words = runner.capture([qemu, "--version"]).split()
+    words = proc.capture([qemu, "--version"]).split()
     return words[3] if words[:3] == ["QEMU", "emulator", "version"] and len(words) > 3 else "?"
 
 

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from kbisect import arch as arch_mod
-from kbisect import atomic, kvm, paths, progress, results, runner, scenario, stats, vng
+from kbisect import atomic, kvm, paths, proc, progress, results, scenario, stats, vng
 from kbisect import image as rootfs
 from kbisect.exceptions import (
     BenchmarkError,
@@ -163,7 +163,7 @@ def sample(
     start = time.monotonic()
     error: BootError | BenchmarkError | None = None
     try:
-        runner.run(
+        proc.run(
             cmd,
             env=vng.env(vng_bin),
             log=log,

@@ -9,7 +9,6 @@ can paste, then the numbers behind it, the fingerprints, every boot, and the plo
 from __future__ import annotations
 
 import argparse
-import importlib
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -17,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from kbisect import atomic, fingerprint, plots, progress, results, stats
+from kbisect.bisect import report as bisect_report
 from kbisect.exceptions import EXIT_OK, UserError
 
 REPORT = "report.md"
@@ -235,20 +235,6 @@ def _compare(
     return path, verdict_line(run.verdict)
 
 
-def _bisect(run_dir: Path) -> Path:
-    try:
-        module = importlib.import_module("kbisect.bisect_report")
-    except ModuleNotFoundError as exc:
-        raise NotAReport(f"{run_dir}: a bisect run, and this kbisect has no bisect "
-                         "report module") from exc  # fmt: skip
-    render = getattr(module, "render", None)
-    if render is None:
-        raise NotAReport(f"{run_dir}: a bisect run; kbisect.bisect_report cannot re-render "
-                         "it (no render())")  # fmt: skip
-    path: Path = render(run_dir)
-    return path
-
-
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("results_dir", type=Path, metavar="RESULTS_DIR",
                         help="a compare or bisect run directory (has summary.json)")  # fmt: skip
@@ -266,7 +252,7 @@ def main(args: argparse.Namespace) -> int:
         print(path)
         print(line)
     elif kind in ("bisect", "bisect-summary"):
-        print(_bisect(args.results_dir))
+        print(bisect_report.render(args.results_dir))
     else:
         raise NotAReport(f"{args.results_dir}: kind '{kind}' has no report")
     return EXIT_OK

@@ -13,7 +13,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from kbisect import git, paths, progress, runner
+from kbisect import git, paths, proc, progress
 from kbisect.exceptions import MissingTool, UserError
 
 DEFAULT_TARBALL = Path("/usr/src/linux-source-6.12.tar.xz")
@@ -79,7 +79,7 @@ def default_tree(tarball: Path = DEFAULT_TARBALL) -> Path:
     progress.step(f"importing {tarball} into {dest} (once; a few minutes)")
     try:
         for cmd in import_commands(tarball, tmp):
-            runner.run(cmd, log=log, env=FIXED_IDENTITY)
+            proc.run(cmd, log=log, env=FIXED_IDENTITY)
         shutil.rmtree(dest, ignore_errors=True)
         tmp.rename(dest)
     finally:

@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from kbisect import git, paths, runner, tree
+from kbisect import git, paths, proc, tree
 from kbisect.exceptions import CommandFailed, UserError
 
 
@@ -55,12 +55,12 @@ def checkout(repo: Path, commit: str, slot: str = "build") -> Path:
             git.git(where, "clean", "-q", "-fdx")
             return where
         except CommandFailed:
-            runner.run(
+            proc.run(
                 ["git", "-C", str(repo), "worktree", "remove", "--force", str(where)], check=False
             )
     git.git(repo, "worktree", "prune")
     where.parent.mkdir(parents=True, exist_ok=True)
-    runner.capture(add_command(repo, where, commit))
+    proc.capture(add_command(repo, where, commit))
     return where
 
 
@@ -70,14 +70,14 @@ def revert_onto(repo: Path, base: str, commit: str) -> str:
         where = checkout(repo, base, slot="revert")
         # A fixed identity and dates: the same revert on every machine, even one whose git
         # has no user.email (else the commit fails and would be reported as a conflict).
-        result = runner.run(
+        result = proc.run(
             ["git", "-C", str(where), "revert", "--no-edit", "--no-gpg-sign", commit],
             env=tree.FIXED_IDENTITY,
             check=False,
             capture=True,
         )
         if result.returncode != 0:
-            runner.run(["git", "-C", str(where), "revert", "--abort"], check=False)
+            proc.run(["git", "-C", str(where), "revert", "--abort"], check=False)
             raise RevertConflict(
                 f"reverting {commit[:12]} on {base[:12]} conflicts; "
                 "resolve it in a branch and compare against that"

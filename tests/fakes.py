@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from kbisect import runner
+from kbisect import proc
 
 FAKELINUX = Path(__file__).resolve().parent / "fakelinux"
 COMMIT_KEYS = {"subject", "tps", "broken", "drop", "add", "files", "version", "tag"}
@@ -25,8 +25,8 @@ _OUTPUT = shutil.ignore_patterns(".config*", "System.map", "vmlinux", "arch", "i
 
 
 def git(repo: Path, *args: str) -> str:
-    """Run git in `repo` through kbisect.runner; return its output, stripped."""
-    return runner.capture(["git", "-C", str(repo), *args])
+    """Run git in `repo` through kbisect.proc; return its output, stripped."""
+    return proc.capture(["git", "-C", str(repo), *args])
 
 
 def make_fake_kernel_repo(path: Path, commits: list[dict[str, Any]] | None = None) -> list[str]:

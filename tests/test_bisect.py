@@ -16,7 +16,11 @@ from typing import Any
 
 import pytest
 
-from kbisect import bisect, bisect_git, bisect_state, bisect_step, cli
+from kbisect import cli
+from kbisect.bisect import driver as bisect
+from kbisect.bisect import gitbisect as bisect_git
+from kbisect.bisect import state as bisect_state
+from kbisect.bisect import step as bisect_step
 from tests.fakes import git, make_fake_kernel_repo
 from tests.test_bisect_step import calls, fixed_dates, write_fake_measure, write_scenario
 

@@ -12,7 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from kbisect import bisect_samples, bisect_step, paths, progress, sequential
+from kbisect import paths, progress, sequential
+from kbisect.bisect import samples as bisect_samples
+from kbisect.bisect import step as bisect_step
 from kbisect.exceptions import BootError
 from tests.fakes import git, make_fake_kernel_repo
 

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from kbisect import arch, build, ccache, cli, kconfig, paths, progress, runner, worktree
+from kbisect import arch, build, ccache, cli, kconfig, paths, proc, progress, worktree
 from kbisect.exceptions import EXIT_BUILD, EXIT_USER, BuildError
 from kbisect.kconfig import ConfigDropped
 from tests.fakes import git, make_fake_kernel_repo, read_fake_image
@@ -38,15 +38,15 @@ def request(tree: Path, rev: str, **kw: Any) -> build.Request:
 
 
 def record_commands(monkeypatch: pytest.MonkeyPatch) -> list[list[str]]:
-    """Every command runner.run starts from now on (they still run)."""
+    """Every command proc.run starts from now on (they still run)."""
     seen: list[list[str]] = []
-    real = runner.run
+    real = proc.run
 
-    def spy(cmd: Any, **kw: Any) -> runner.Result:
+    def spy(cmd: Any, **kw: Any) -> proc.Result:
         seen.append([str(c) for c in cmd])
         return real(cmd, **kw)
 
-    monkeypatch.setattr(runner, "run", spy)
+    monkeypatch.setattr(proc, "run", spy)
     return seen
 
 
@@ -288,9 +288,7 @@ def test_missing_cross_compiler_exits_2_before_building(
 def snapshot(repo: Path) -> dict[str, str]:
     return {
         "head": git(repo, "rev-parse", "HEAD"),
-        "branch": runner.capture(
-            ["git", "-C", str(repo), "symbolic-ref", "-q", "HEAD"], check=False
-        ),
+        "branch": proc.capture(["git", "-C", str(repo), "symbolic-ref", "-q", "HEAD"], check=False),
         "cached": git(repo, "diff", "--cached"),
         "status": git(repo, "status", "--porcelain"),
         "bisect": git(repo, "bisect", "log"),
@@ -385,7 +383,7 @@ def test_ccache_stats_parses_print_stats(monkeypatch: pytest.MonkeyPatch) -> Non
         "preprocessed_cache_hit\t2\nstats_updated_timestamp\t1700000000\n"
     )
     monkeypatch.setattr(shutil, "which", lambda name: f"/usr/bin/{name}")
-    monkeypatch.setattr(runner, "capture", lambda cmd, **kw: out)
+    monkeypatch.setattr(proc, "capture", lambda cmd, **kw: out)
     assert ccache.stats() == {"cache_miss": 17, "direct_cache_hit": 5, "preprocessed_cache_hit": 2}
     monkeypatch.setattr(shutil, "which", lambda name: None)
     assert ccache.stats() == {}

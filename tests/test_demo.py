@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from kbisect import demo, runner, tree
+from kbisect import demo, proc, tree
 from kbisect.exceptions import InfraError
 from tests.fakes import git
 
@@ -134,7 +134,7 @@ def tiny_default_tree(path: Path) -> Path:
         (path / name).parent.mkdir(parents=True, exist_ok=True)
         (path / name).write_text("/* x */\n")
     for cmd in tree.import_commands(Path("x.tar.xz"), path)[1:]:
-        runner.run(cmd, env=tree.FIXED_IDENTITY)
+        proc.run(cmd, env=tree.FIXED_IDENTITY)
     return path
 
 

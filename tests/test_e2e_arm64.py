@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from kbisect import results, runner
+from kbisect import proc, results
 
 pytestmark = pytest.mark.e2e
 
@@ -49,7 +49,7 @@ def test_arm64_cross_build_boots(real_cache: Path, tmp_path: Path) -> None:
     cmd = ["qemu-system-aarch64", "-machine", "virt", "-cpu", "max", "-m", "512",
            "-nographic", "-no-reboot", "-kernel", str(image),
            "-append", "console=ttyAMA0 panic=-1"]  # fmt: skip
-    result = runner.run(cmd, log=tmp_path / "arm64-boot.log", timeout=600, check=False)
+    result = proc.run(cmd, log=tmp_path / "arm64-boot.log", timeout=600, check=False)
     assert "Unable to mount root fs" in result.output, result.output[-2000:]
 
 

@@ -9,14 +9,14 @@ from pathlib import Path
 
 import pytest
 
-from kbisect import runner
+from kbisect import proc
 from tests.fakes import FAKELINUX, git, make_fake_kernel_repo, read_fake_image
 
 MERGE = Path("scripts/kconfig/merge_config.sh")
 
 
-def make(tree: Path, *args: str) -> runner.Result:
-    return runner.run(["make", "-C", str(tree), *args], check=False, capture=True)
+def make(tree: Path, *args: str) -> proc.Result:
+    return proc.run(["make", "-C", str(tree), *args], check=False, capture=True)
 
 
 @pytest.fixture
@@ -173,8 +173,8 @@ def test_build_without_O_stays_out_of_git_status(tmp_path: Path) -> None:
     assert git(repo, "status", "--porcelain") == ""
 
 
-def run_merge(tree: Path, *args: str | Path) -> runner.Result:
-    return runner.run([tree / MERGE, *args], check=False, capture=True)
+def run_merge(tree: Path, *args: str | Path) -> proc.Result:
+    return proc.run([tree / MERGE, *args], check=False, capture=True)
 
 
 def test_merge_config_later_fragments_win(tree: Path, tmp_path: Path) -> None:
@@ -225,7 +225,7 @@ def test_fake_repo_commits_follow_the_specs(tmp_path: Path) -> None:
     ]
 
     def show(sha: str, path: str) -> str:
-        return runner.run(
+        return proc.run(
             ["git", "-C", str(repo), "show", f"{sha}:{path}"], check=False, capture=True
         ).output
 

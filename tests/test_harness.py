@@ -17,7 +17,8 @@ import pytest
 
 from harness import fingerprint, guest, pgbench, postgres, proc, system, template
 from harness.proc import Account, HarnessError
-from kbisect import paths, results, runner, scenario
+from kbisect import paths, results, scenario
+from kbisect import proc as host_proc
 
 DATA = Path(__file__).parent / "data" / "pgbench"
 PG15 = Path("/usr/lib/postgresql/15/bin/postgres")
@@ -323,7 +324,7 @@ def run_guest(
     ]
     cmd += ["--out", str(top / name), "--template-dir", str(top / templates)]
     cmd += ["--host-test", "--workdir", str(top / "work")]
-    done = runner.run(cmd, capture=True, check=False, timeout=120)
+    done = host_proc.run(cmd, capture=True, check=False, timeout=120)
     result = json.loads((top / name / "guest-result.json").read_text())
     return done.returncode, done.output.splitlines(), result
 

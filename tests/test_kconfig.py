@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from kbisect import kconfig, paths, runner
+from kbisect import kconfig, paths, proc
 from kbisect.exceptions import EXIT_BUILD, EXIT_USER, BuildError
 from kbisect.kconfig import (
     BadFragment,
@@ -177,9 +177,9 @@ def test_merge_command() -> None:
 def build_config(tree: Path, out: Path, frags: list[Fragment]) -> str:
     """tinyconfig, merge the fragments, olddefconfig: what kbisect build does."""
     make = ["make", "-C", str(tree), f"O={out}"]
-    runner.run([*make, "tinyconfig"])
-    runner.run(merge_command(tree, out, [f.path for f in frags]), cwd=out)
-    runner.run([*make, "olddefconfig"])
+    proc.run([*make, "tinyconfig"])
+    proc.run(merge_command(tree, out, [f.path for f in frags]), cwd=out)
+    proc.run([*make, "olddefconfig"])
     return (out / ".config").read_text()
 
 

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from kbisect import arch, kvm, paths, runner
+from kbisect import arch, kvm, paths, proc
 from kbisect.exceptions import CommandTimeout, UserError
 from tests.conftest import REAL_CACHE
 
@@ -96,14 +96,14 @@ Outcome = tuple[int, str] | str  # (returncode, output), or "timeout"
 
 
 class FakeQemu:
-    """Stands in for runner.run; answers by (kind, accel) and records what it ran."""
+    """Stands in for proc.run; answers by (kind, accel) and records what it ran."""
 
     def __init__(self, outcomes: dict[tuple[str, str], Outcome]) -> None:
         self.outcomes = outcomes
         self.ran: list[tuple[str, str]] = []
         self.cmds: list[list[str]] = []
 
-    def __call__(self, cmd: list[str], **kw: Any) -> runner.Result:
+    def __call__(self, cmd: list[str], **kw: Any) -> proc.Result:
         kind = "kernel" if "-kernel" in cmd else "bootsector"
         key = (kind, cmd[cmd.index("-accel") + 1])
         self.ran.append(key)
@@ -118,7 +118,7 @@ class FakeQemu:
         code, text = outcome
         for line in text.splitlines():
             on_line(line)
-        return runner.Result(code, "", kw["log"])
+        return proc.Result(code, "", kw["log"])
 
 
 BS_OK = (33, kvm.MARKER)
@@ -135,7 +135,7 @@ def host(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Callable[..., FakeQ
 
     def install(outcomes: dict[tuple[str, str], Outcome]) -> FakeQemu:
         fake = FakeQemu(outcomes)
-        monkeypatch.setattr(runner, "run", fake)
+        monkeypatch.setattr(proc, "run", fake)
         return fake
 
     return install
@@ -301,9 +301,9 @@ def test_corrupt_cache_is_ignored(counted: list[Path | None]) -> None:
 
 def test_qemu_version_parses_the_banner(monkeypatch: pytest.MonkeyPatch) -> None:
     banner = "QEMU emulator version 7.2.22 (Debian 1:7.2+dfsg-7)\nCopyright (c) 2003-2022"
-    monkeypatch.setattr(runner, "capture", lambda cmd: banner)
+    monkeypatch.setattr(proc, "capture", lambda cmd: banner)
     assert kvm.qemu_version("qemu-system-x86_64") == "7.2.22"
-    monkeypatch.setattr(runner, "capture", lambda cmd: "something else")
+    monkeypatch.setattr(proc, "capture", lambda cmd: "something else")
     assert kvm.qemu_version("qemu-system-x86_64") == "?"
 
 

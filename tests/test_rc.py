@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from kbisect import cli, rc, runner
+from kbisect import cli, proc, rc
 from kbisect.exceptions import KbisectError, UserError
 
 IDENTITY = {
@@ -28,7 +28,7 @@ NEXT = ["next-20260330", "next-20260331"]
 
 
 def _git(repo: Path, *args: str) -> str:
-    return runner.capture(["git", "-C", str(repo), *args], env=IDENTITY)
+    return proc.capture(["git", "-C", str(repo), *args], env=IDENTITY)
 
 
 @pytest.fixture(scope="module")

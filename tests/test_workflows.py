@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 import yaml
 
-from kbisect import cli, runner
+from kbisect import cli, proc
 
 CHECKOUT = Path(__file__).resolve().parent.parent
 WORKFLOWS = sorted((CHECKOUT / ".github" / "workflows").glob("*.yml"))
@@ -377,10 +377,10 @@ def stub(tmp_path: Path) -> dict[str, str]:
     (bin_dir / "kbisect").write_text(STUB)
     (bin_dir / "kbisect").chmod(0o755)
     upstream, tree = tmp_path / "upstream", tmp_path / "tree"
-    runner.run(["git", "init", "-q", str(upstream)])
-    runner.run(["git", "-C", str(upstream), "commit", "-q", "--allow-empty", "-m", "x"])
-    runner.run(["git", "-C", str(upstream), "tag", "v6.13-rc1"])
-    runner.run(["git", "clone", "-q", str(upstream), str(tree)])
+    proc.run(["git", "init", "-q", str(upstream)])
+    proc.run(["git", "-C", str(upstream), "commit", "-q", "--allow-empty", "-m", "x"])
+    proc.run(["git", "-C", str(upstream), "tag", "v6.13-rc1"])
+    proc.run(["git", "clone", "-q", str(upstream), str(tree)])
     return {
         "PATH": f"{bin_dir}:{__import__('os').environ['PATH']}",
         "STUB_LOG": str(tmp_path / "calls"),
@@ -397,7 +397,7 @@ def stub(tmp_path: Path) -> dict[str, str]:
 
 def script(name: str, env: dict[str, str]) -> tuple[int, dict[str, str], list[str]]:
     """Exit code, GITHUB_OUTPUT as a dict, and the stub's calls."""
-    result = runner.run([str(CHECKOUT / "workflows" / name)], env=env, check=False, cwd=CHECKOUT)
+    result = proc.run([str(CHECKOUT / "workflows" / name)], env=env, check=False, cwd=CHECKOUT)
     out = Path(env["GITHUB_OUTPUT"])
     outputs = (
         dict(line.split("=", 1) for line in out.read_text().splitlines()) if out.exists() else {}
@@ -488,7 +488,7 @@ def test_revert_check_clones_and_compares(stub: dict[str, str], tmp_path: Path) 
     ],
 )
 def test_sync_tree_rejects_option_like_input(args: list[str], tmp_path: Path) -> None:
-    result = runner.run(
+    result = proc.run(
         [str(CHECKOUT / "workflows" / "sync-tree"), str(tmp_path / "t"), *args], check=False
     )
     assert result.returncode == 2 and not (tmp_path / "t").exists()
@@ -496,6 +496,6 @@ def test_sync_tree_rejects_option_like_input(args: list[str], tmp_path: Path) ->
 
 def test_provision_runner_validates_before_changing_anything() -> None:
     path = str(CHECKOUT / "workflows" / "provision-runner")
-    assert runner.run([path, "--help"], check=False).returncode == 0
+    assert proc.run([path, "--help"], check=False).returncode == 0
     for bad in (["--hugepages", "lots"], ["--thp-defrag", "x; reboot"], ["--bogus"]):
-        assert runner.run([path, *bad], check=False).returncode == 2
+        assert proc.run([path, *bad], check=False).returncode == 2

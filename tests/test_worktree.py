@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from kbisect import git as gitmod
-from kbisect import paths, runner, worktree
+from kbisect import paths, proc, worktree
 from kbisect.exceptions import EXIT_USER
 from tests.fakes import git, make_fake_kernel_repo
 
@@ -42,7 +42,7 @@ def test_checkout_is_a_detached_worktree_in_the_cache(repo: tuple[Path, list[str
 def test_checkout_recreates_a_deleted_worktree(repo: tuple[Path, list[str]]) -> None:
     tree, shas = repo
     where = worktree.checkout(tree, shas[1])
-    runner.run(["rm", "-rf", str(where)])
+    proc.run(["rm", "-rf", str(where)])
     assert worktree.checkout(tree, shas[2]) == where
     assert git(where, "rev-parse", "HEAD") == shas[2]
 
@@ -89,7 +89,7 @@ def test_conflicting_revert_raises_and_leaves_no_revert_in_progress(
     assert info.value.exit_code == EXIT_USER
     where = worktree.path_for(tree, "revert")
     assert (
-        runner.run(
+        proc.run(
             ["git", "-C", str(where), "rev-parse", "-q", "--verify", "REVERT_HEAD"], check=False
         ).returncode
         != 0

@@ -1,14 +1,14 @@
 """`kbisect bisect`: find the commit that made a scenario slower, through `git bisect run`.
 
-Phases, each saved in the run's state.json (bisect_state.py), so that `--resume`
+Phases, each saved in the run's state.json (state.py), so that `--resume`
 continues after Ctrl-C, a kill or a reboot:
 
 1. endpoints: check the tree and revisions; measure both endpoints and refuse unless good
-   is significantly better than bad; pick the threshold (bisect_check.py);
+   is significantly better than bad; pick the threshold (check.py);
 2. bisecting: `git bisect start B G` and `git bisect run bisect/run ...` in a scratch
-   worktree, never the user's checkout (bisect_git.py);
+   worktree, never the user's checkout (gitbisect.py);
 3. recheck: the first bad commit against its parent with fresh samples;
-4. done: report.md, summary.json and bisect.png (bisect_report.py).
+4. done: report.md, summary.json and bisect.png (report.py).
 
 Exit 0 when the re-check confirms the culprit, 1 when it does not (the report says the
 answer is suspect), 2 for bad input (one line), 3 when a step aborted the bisect.
@@ -24,21 +24,9 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from kbisect import (
-    bisect_check,
-    bisect_git,
-    bisect_report,
-    bisect_state,
-    git,
-    paths,
-    progress,
-    results,
-    scenario,
-    tree,
-    worktree,
-)
-from kbisect import bisect_samples as samples
-from kbisect.bisect_state import Options, Outcome
+from kbisect import git, paths, progress, results, scenario, tree, worktree
+from kbisect.bisect import check, gitbisect, report, samples, state
+from kbisect.bisect.state import Options, Outcome
 from kbisect.exceptions import EXIT_NEGATIVE, EXIT_OK, UserError
 
 
@@ -61,13 +49,13 @@ def validate(opts: Options) -> tuple[Path, str, str]:
         problem = f"--good {opts.good} is not an ancestor of --bad {opts.bad}"
     else:
         return top, good, bad
-    raise bisect_check.BadEndpoints(problem)
+    raise check.BadEndpoints(problem)
 
 
 @contextmanager
 def _exclusive(top: Path) -> Iterator[None]:
     """One driver per repository: they would share the scratch worktree."""
-    lock = worktree.path_for(top, bisect_git.SLOT).with_suffix(".driver.lock")
+    lock = worktree.path_for(top, gitbisect.SLOT).with_suffix(".driver.lock")
     lock.parent.mkdir(parents=True, exist_ok=True)
     with lock.open("w") as f:
         try:
@@ -88,8 +76,8 @@ def drive(opts: Options, run_dir: Path | None = None, data: dict[str, Any] | Non
             store = samples.store_for(None, top, ctx, opts.configs)
             run_dir = results.new_run_dir("bisect", ctx.scen.name)
             scen = {"name": ctx.scen.name, "hash": ctx.scen.hash}
-            data = bisect_state.new(opts, scen, top, good, bad, store)
-            bisect_state.save(run_dir, data)
+            data = state.new(opts, scen, top, good, bad, store)
+            state.save(run_dir, data)
         progress.step(f"bisect run dir: {run_dir}")
         try:
             return _phases(ctx, top, run_dir, data, opts)
@@ -101,14 +89,14 @@ def drive(opts: Options, run_dir: Path | None = None, data: dict[str, Any] | Non
 def _endpoints(ctx: samples.Context, top: Path, run_dir: Path, data: dict[str, Any],
                opts: Options) -> None:  # fmt: skip
     store = Path(data["store"])
-    v = bisect_check.measure_endpoints(ctx, top, store, opts, data["good"], data["bad"])
+    v = check.measure_endpoints(ctx, top, store, opts, data["good"], data["bad"])
     data["endpoints"] = v.as_dict()
     try:
-        bisect_check.check_endpoints(v)
-        data["threshold"], data["threshold_source"] = bisect_check.pick_threshold(
+        check.check_endpoints(v)
+        data["threshold"], data["threshold_source"] = check.pick_threshold(
             opts.threshold, v.a.mean, v.b.mean)  # fmt: skip
-    except bisect_check.BadEndpoints as exc:
-        bisect_state.save(run_dir, {**data, "phase": "done", "refused": str(exc)})
+    except check.BadEndpoints as exc:
+        state.save(run_dir, {**data, "phase": "done", "refused": str(exc)})
         raise
     progress.step(f"threshold {data['threshold']:.1f} tps ({data['threshold_source']})")
 
@@ -118,34 +106,34 @@ def _phases(ctx: samples.Context, top: Path, run_dir: Path, data: dict[str, Any]
     if data["phase"] == "endpoints":
         _endpoints(ctx, top, run_dir, data, opts)
         data["phase"] = "bisecting"
-        bisect_state.save(run_dir, data)
+        state.save(run_dir, data)
     if data["phase"] == "bisecting":
-        bisect_git.run(top, run_dir, data, opts)
+        gitbisect.run(top, run_dir, data, opts)
         data["phase"] = "recheck"
-        bisect_state.save(run_dir, data)
-    outcome = bisect_state.parse_log(data["bisect_log"])
+        state.save(run_dir, data)
+    outcome = state.parse_log(data["bisect_log"])
     if data["phase"] == "recheck":
-        data["recheck"] = bisect_check.recheck(ctx, top, run_dir, opts, outcome)
+        data["recheck"] = check.recheck(ctx, top, run_dir, opts, outcome)
         data["phase"] = "done"
     data["exit"] = EXIT_OK if data["recheck"]["confirmed"] else EXIT_NEGATIVE
-    bisect_state.save(run_dir, data)
-    summary = bisect_report.summary(top, data, outcome, opts.argv())
-    _print_answer(top, outcome, data["recheck"], bisect_report.write(run_dir, summary))
+    state.save(run_dir, data)
+    summary = report.summary(top, data, outcome, opts.argv())
+    _print_answer(top, outcome, data["recheck"], report.write(run_dir, summary))
     return int(data["exit"])
 
 
-def _print_answer(top: Path, outcome: Outcome, rc: dict[str, Any], report: Path) -> None:
+def _print_answer(top: Path, outcome: Outcome, rc: dict[str, Any], written: Path) -> None:
     if outcome.first_bad:
         print(f"first bad commit: {outcome.first_bad} {git.subject(top, outcome.first_bad)}")
     else:
         print(f"first bad commit: one of {len(outcome.candidates)} (skipped commits hide it):")
         for c in outcome.candidates:
             print(f"  {c} {git.subject(top, c)}")
-    print(bisect_check.recheck_line(rc))
+    print(check.recheck_line(rc))
     if not rc["confirmed"]:
         progress.warn("the re-check does NOT confirm this culprit: treat it as suspect "
                       "(noise, a flaky boot, or a threshold too close to one side)")  # fmt: skip
-    print(f"report: {report}")
+    print(f"report: {written}")
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -192,8 +180,8 @@ def main(args: argparse.Namespace) -> int:
     if args.resume is None:
         return drive(options_from_args(args))
     run_dir = Path(args.resume) if args.resume else None
-    run_dir = run_dir or bisect_state.newest_unfinished(paths.results_dir())
-    data = bisect_state.load(run_dir)
+    run_dir = run_dir or state.newest_unfinished(paths.results_dir())
+    data = state.load(run_dir)
     if data.get("refused"):
         raise UserError(f"{run_dir}: this bisect was refused: {data['refused']}")
     if data.get("phase") == "done":

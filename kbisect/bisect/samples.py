@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from kbisect import git, paths, progress, results, runner, scenario
+from kbisect import git, paths, proc, progress, results, scenario
 from kbisect.exceptions import EXIT_BENCHMARK, EXIT_BOOT, BenchmarkError, BootError, CommandFailed
 
 STORE_ENV = "KBISECT_BISECT_STORE"
@@ -134,7 +134,7 @@ def fake_command(fake: str, image: Path, commit: str, index: int) -> list[str]:
 
 
 def _fake_sample(fake: str, ctx: Context, target: Target, index: int) -> dict[str, Any]:
-    res = runner.run(fake_command(fake, target.image, target.commit, index), capture=True,
+    res = proc.run(fake_command(fake, target.image, target.commit, index), capture=True,
                      check=False)  # fmt: skip
     status, error, tps = "ok", None, None
     if res.returncode == EXIT_BOOT:

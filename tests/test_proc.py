@@ -1,4 +1,4 @@
-"""runner.run: the log, the tail, failures, timeouts that kill the whole group, capture."""
+"""proc.run: the log, the tail, failures, timeouts that kill the whole group, capture."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from kbisect import runner
+from kbisect import proc
 from kbisect.exceptions import EXIT_USER, CommandFailed, CommandTimeout, MissingTool
 
 PY = sys.executable
@@ -39,55 +39,55 @@ def wait_gone(pid: int, within: float = 5.0) -> bool:
 def test_log_starts_with_the_quoted_command_and_holds_all_output(tmp_path: Path) -> None:
     log = tmp_path / "logs" / "x.log"
     cmd = [*lines_cmd(100), "it's quoted"]
-    res = runner.run(cmd, log=log, cwd=tmp_path)
+    res = proc.run(cmd, log=log, cwd=tmp_path)
     text = log.read_text().splitlines()
-    assert text[0] == f"$ {runner.quote(cmd)}  (in {tmp_path})"
+    assert text[0] == f"$ {proc.quote(cmd)}  (in {tmp_path})"
     assert "'\"'\"'" in text[0]  # the apostrophe survived shell quoting
     assert text[1:] == [f"line {i}" for i in range(100)]
     assert res.returncode == 0
     assert res.log == log
-    assert res.output.splitlines() == [f"line {i}" for i in range(100 - runner.TAIL_LINES, 100)]
+    assert res.output.splitlines() == [f"line {i}" for i in range(100 - proc.TAIL_LINES, 100)]
 
 
 def test_log_is_appended_after_a_header(tmp_path: Path) -> None:
     log = tmp_path / "x.log"
     log.write_text("# reproduce: kbisect run\n")
-    runner.run(lines_cmd(1), log=log)
+    proc.run(lines_cmd(1), log=log)
     assert log.read_text().splitlines()[0] == "# reproduce: kbisect run"
     assert log.read_text().splitlines()[-1] == "line 0"
 
 
 def test_on_line_sees_each_line_without_newline() -> None:
     seen: list[str] = []
-    runner.run(lines_cmd(3), on_line=seen.append)
+    proc.run(lines_cmd(3), on_line=seen.append)
     assert seen == ["line 0", "line 1", "line 2"]
 
 
 def test_nonzero_exit_raises_naming_the_log(tmp_path: Path) -> None:
     log = tmp_path / "fail.log"
     with pytest.raises(CommandFailed) as info:
-        runner.run(lines_cmd(2, code=7), log=log)
+        proc.run(lines_cmd(2, code=7), log=log)
     assert str(info.value).endswith(f"exited 7 (log: {log})")
     assert "\n" not in str(info.value)
-    res = runner.run(lines_cmd(2, code=7), check=False)
+    res = proc.run(lines_cmd(2, code=7), check=False)
     assert (res.returncode, res.output) == (7, "line 0\nline 1\n")
 
 
 def test_stderr_goes_to_the_same_stream() -> None:
-    out = runner.capture([PY, "-c", "import sys; print('out'); sys.stderr.write('err\\n')"])
+    out = proc.capture([PY, "-c", "import sys; print('out'); sys.stderr.write('err\\n')"])
     assert out.splitlines() == ["out", "err"]
 
 
 def test_env_is_added_to_the_environment() -> None:
-    out = runner.capture([PY, "-c", "import os; print(os.environ['KB_X'], 'PATH' in os.environ)"],
+    out = proc.capture([PY, "-c", "import os; print(os.environ['KB_X'], 'PATH' in os.environ)"],
                          env={"KB_X": "42"})  # fmt: skip
     assert out == "42 True"
 
 
 def test_capture_returns_the_whole_output() -> None:
-    res = runner.run(lines_cmd(100), capture=True)
+    res = proc.run(lines_cmd(100), capture=True)
     assert res.output.splitlines() == [f"line {i}" for i in range(100)]
-    assert runner.capture(lines_cmd(100)).endswith("line 99")
+    assert proc.capture(lines_cmd(100)).endswith("line 99")
 
 
 def _spawner(pidfile: Path, chatty: bool) -> list[str]:
@@ -100,7 +100,7 @@ def test_total_timeout_kills_the_process_group(tmp_path: Path) -> None:
     pidfile = tmp_path / "pid"
     start = time.monotonic()
     with pytest.raises(CommandTimeout, match="ran longer than 1s"):
-        runner.run(_spawner(pidfile, chatty=True), timeout=1, idle_timeout=30)
+        proc.run(_spawner(pidfile, chatty=True), timeout=1, idle_timeout=30)
     assert time.monotonic() - start < 10
     assert wait_gone(int(pidfile.read_text()))
 
@@ -109,7 +109,7 @@ def test_idle_timeout_kills_the_process_group(tmp_path: Path) -> None:
     pidfile = tmp_path / "pid"
     log = tmp_path / "idle.log"
     with pytest.raises(CommandTimeout) as info:
-        runner.run(_spawner(pidfile, chatty=False), idle_timeout=1, log=log)
+        proc.run(_spawner(pidfile, chatty=False), idle_timeout=1, log=log)
     assert str(info.value) == f"sh printed nothing for 1s (log: {log})"
     assert wait_gone(int(pidfile.read_text()))
     assert log.read_text().splitlines()[-1] == "started"
@@ -122,7 +122,7 @@ def test_on_line_exception_kills_the_group_too(tmp_path: Path) -> None:
         raise KeyboardInterrupt
 
     with pytest.raises(KeyboardInterrupt):
-        runner.run(_spawner(pidfile, chatty=True), on_line=stop)
+        proc.run(_spawner(pidfile, chatty=True), on_line=stop)
     for _ in range(50):  # the pid file may be written just after the first line
         if pidfile.exists() and pidfile.read_text().strip():
             break
@@ -132,7 +132,7 @@ def test_on_line_exception_kills_the_group_too(tmp_path: Path) -> None:
 
 def test_missing_executable_is_a_one_line_user_error(tmp_path: Path) -> None:
     with pytest.raises(MissingTool) as info:
-        runner.run(["kbisect-no-such-tool", "--version"], log=tmp_path / "m.log")
+        proc.run(["kbisect-no-such-tool", "--version"], log=tmp_path / "m.log")
     assert info.value.exit_code == EXIT_USER
     assert str(info.value) == "kbisect-no-such-tool: not installed (run scripts/setup)"
 
@@ -142,4 +142,4 @@ def test_non_executable_program_is_a_missing_tool(tmp_path: Path) -> None:
     script.write_text("#!/bin/sh\necho hi\n")
     script.chmod(0o644)
     with pytest.raises(MissingTool, match="not executable"):
-        runner.run([str(script)])
+        proc.run([str(script)])

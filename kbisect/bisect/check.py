@@ -12,10 +12,10 @@ import math
 from pathlib import Path
 from typing import Any
 
-from kbisect import bisect_samples as samples
-from kbisect import bisect_step, git, progress, stats, worktree
-from kbisect.bisect_git import SLOT
-from kbisect.bisect_state import Options, Outcome
+from kbisect import git, progress, stats, worktree
+from kbisect.bisect import samples, step
+from kbisect.bisect.gitbisect import SLOT
+from kbisect.bisect.state import Options, Outcome
 from kbisect.exceptions import BenchmarkError, BootError, UserError
 
 RECHECK_INDEX = 1000  # fake measure only: the re-check draws fresh samples
@@ -29,7 +29,7 @@ def target(top: Path, commit: str, opts: Options, out: Path, index_base: int = 0
            ) -> samples.Target:  # fmt: skip
     """Build commit in the driver's worktree (in place, cached per commit)."""
     wt = worktree.checkout(top, commit, SLOT)
-    built = bisect_step.build_here(wt, opts.arch, opts.configs)
+    built = step.build_here(wt, opts.arch, opts.configs)
     return samples.Target(commit, built.image, built.manifest, out, index_base)
 
 

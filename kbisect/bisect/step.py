@@ -10,7 +10,7 @@ step builds the checked-out revision in place, then boots and measures it until
 
 A build or boot failure is never "bad". `main()` returns these codes itself (they are
 git's protocol, not kbisect's exit codes) and never raises. Samples are stored per
-commit (bisect_samples.py); a revisited revision reuses them and only adds if needed.
+commit (samples.py); a revisited revision reuses them and only adds if needed.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from typing import NoReturn
 
 from kbisect import arch as arch_mod
 from kbisect import atomic, build, git, progress, scenario, sequential, tree
-from kbisect import bisect_samples as samples
+from kbisect.bisect import samples
 from kbisect.exceptions import BenchmarkError, BootError, BuildError, KbisectError, UserError
 
 GOOD, BAD, SKIP, ABORT = 0, 1, 125, 128

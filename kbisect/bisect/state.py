@@ -13,7 +13,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from kbisect import atomic, bisect_samples, results
+from kbisect import atomic, results
+from kbisect.bisect import samples
 from kbisect.exceptions import UserError
 
 STATE_FILE = "state.json"
@@ -140,7 +141,7 @@ def unclear_skips(store: Path, outcome: Outcome) -> list[str]:
         return []
     found = []
     for commit in outcome.candidates:
-        record = bisect_samples.commit_dir(store, commit) / "step.json"
+        record = samples.commit_dir(store, commit) / "step.json"
         if record.exists() and json.loads(record.read_text()).get("skip") == "unclear":
             found.append(commit)
     return found

@@ -12,8 +12,9 @@ import os
 from pathlib import Path
 from typing import Any
 
-from kbisect import bisect_state, bisect_step, git, paths, progress, runner, worktree
-from kbisect.bisect_state import Options, Outcome, parse_log
+from kbisect import git, paths, proc, progress, worktree
+from kbisect.bisect import state, step
+from kbisect.bisect.state import Options, Outcome, parse_log
 from kbisect.exceptions import InfraError
 
 SLOT = "bisect"
@@ -64,7 +65,7 @@ def bisect_log(wt: Path) -> str:
 def reset(wt: Path) -> None:
     """End a bisect left in the worktree, if any (harmless without one)."""
     if (wt / ".git").exists():
-        runner.run(reset_command(wt), check=False, capture=True)
+        proc.run(reset_command(wt), check=False, capture=True)
 
 
 class _Watch:
@@ -76,7 +77,7 @@ class _Watch:
     def __call__(self, line: str) -> None:
         if line.startswith("running "):
             self.data["bisect_log"] = bisect_log(self.wt)
-            bisect_state.save(self.run_dir, self.data)
+            state.save(self.run_dir, self.data)
         elif line.startswith("Bisecting:") or "is the first bad commit" in line:
             progress.step(line)
         elif "] step: " in line:
@@ -95,12 +96,12 @@ def _begin(wt: Path, run_dir: Path, data: dict[str, Any]) -> None:
     """`git bisect start`, or replay the saved log of an interrupted run."""
     reset(wt)
     if not data.get("bisect_log"):
-        runner.run(start_command(wt, data["bad"], data["good"]), capture=True)
+        proc.run(start_command(wt, data["bad"], data["good"]), capture=True)
         return
     replay = run_dir / "bisect-replay.log"
     replay.write_text(data["bisect_log"])
     progress.step(f"replaying the saved bisect log ({replay})")
-    runner.run(replay_command(wt, replay), capture=True)
+    proc.run(replay_command(wt, replay), capture=True)
 
 
 def one_pass(top: Path, run_dir: Path, data: dict[str, Any], opts: Options, runs_max: int
@@ -114,11 +115,11 @@ def one_pass(top: Path, run_dir: Path, data: dict[str, Any], opts: Options, runs
             log.write_text(progress.log_header(opts.argv()))
         progress.step(f"git bisect run in {wt}, up to {runs_max} samples a revision ({log})")
         args = step_args(opts, data["threshold"], Path(data["store"]), runs_max)
-        runner.run(run_command(wt, RUN_SCRIPT, args), cwd=wt, log=log, check=False,
-                   env={bisect_step.DRIVER_ENV: str(os.getpid())},
+        proc.run(run_command(wt, RUN_SCRIPT, args), cwd=wt, log=log, check=False,
+                   env={step.DRIVER_ENV: str(os.getpid())},
                    on_line=_Watch(wt, run_dir, data))  # fmt: skip
         data["bisect_log"] = bisect_log(wt)
-        bisect_state.save(run_dir, data)
+        state.save(run_dir, data)
         if not parse_log(data["bisect_log"]).finished:
             raise BisectStopped(f"git bisect run stopped: {_stop_reason(log)} (log: {log}); "
                                 f"fix it, then: kbisect bisect --resume {run_dir}")  # fmt: skip
@@ -132,12 +133,12 @@ def run(top: Path, run_dir: Path, data: dict[str, Any], opts: Options) -> Outcom
     unclear (not broken), a second pass un-skips them with twice --runs-max samples."""
     second = bool(data.get("escalated"))
     outcome = one_pass(top, run_dir, data, opts, opts.runs_max * (2 if second else 1))
-    unclear = bisect_state.unclear_skips(Path(data["store"]), outcome)
+    unclear = state.unclear_skips(Path(data["store"]), outcome)
     if second or not unclear:
         return outcome
     progress.step(f"{len(unclear)} unclear revision(s) hide the answer: measuring them "
                   f"again with up to {2 * opts.runs_max} samples")  # fmt: skip
     data.update(escalated=True, first_pass_log=data["bisect_log"],
-                bisect_log=bisect_state.without_skips(data["bisect_log"], unclear))  # fmt: skip
-    bisect_state.save(run_dir, data)
+                bisect_log=state.without_skips(data["bisect_log"], unclear))  # fmt: skip
+    state.save(run_dir, data)
     return one_pass(top, run_dir, data, opts, 2 * opts.runs_max)

@@ -12,8 +12,8 @@ from pathlib import Path
 from typing import Any
 
 from kbisect import atomic, git, plots, progress, results
-from kbisect import bisect_samples as samples
-from kbisect.bisect_state import Mark, Outcome
+from kbisect.bisect import samples
+from kbisect.bisect.state import Mark, Outcome
 
 PLOT = "bisect.png"
 REPORT = "report.md"
