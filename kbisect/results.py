@@ -210,6 +210,7 @@ def write_sample(run_dir: Path, sample: dict[str, Any]) -> Path:
             path = folder / f"{_next_number(folder):03d}-{label}.json"
             try:
                 os.link(tmp, path)
+                atomic.fsync_dir(folder)
                 return path
             except FileExistsError:
                 continue

@@ -13,6 +13,7 @@ import pytest
 from kbisect import results
 from kbisect.exceptions import EXIT_INFRA, EXIT_USER
 from kbisect.results import InvalidResult, NoResults
+from tests.test_atomic import fsync_spy, ident
 
 SHA = "a" * 64
 
@@ -245,3 +246,12 @@ def test_summary_roundtrip_and_validation(tmp_path):
 
 def test_utc_now_fits_the_created_field():
     results.validate(sample() | {"created": results.utc_now()}, "sample")
+
+
+def test_write_sample_fsyncs_the_samples_directory_after_the_link(tmp_path, monkeypatch):
+    seen = fsync_spy(monkeypatch)
+    run = tmp_path / "run"
+    path = results.write_sample(run, sample("A", 100.0))
+    assert seen[-1] == ident(run / "samples")
+    assert ident(path) in [(d, i, False) for d, i, _ in seen]  # the file's data first
+    assert results.load_samples(run)[0]["tps"] == 100.0
