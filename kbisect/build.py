@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from kbisect import arch as arch_mod
-from kbisect import atomic, ccache, git, kconfig, paths, proc, progress, tree, worktree
+from kbisect import atomic, ccache, git, kconfig, paths, proc, progress, scratch, tree, worktree
 from kbisect.exceptions import BuildError, CommandFailed, CommandTimeout, MissingTool, UserError
 
 BASES = ("tinyconfig", "allnoconfig", "defconfig")
@@ -160,7 +160,7 @@ def obj_dir(root: Path, src: Path) -> Path:
 
 def build(req: Request) -> BuildResult:
     """Build (or reuse) the artifact for req; raise BuildError when the kernel fails."""
-    commit = git.rev_parse(req.tree, req.rev)
+    commit = scratch.rev_parse(req.tree, req.rev)
     check_compiler(req.arch)
     if req.in_place and git.is_dirty(req.tree):
         raise UserError(f"--in-place: {req.tree} has uncommitted changes; commit or stash them")
@@ -243,8 +243,8 @@ def _manifest(
         "created": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
         "tree": str(req.tree),
         "commit": commit,
-        "describe": git.describe(req.tree, commit),
-        "subject": git.subject(req.tree, commit),
+        "describe": git.describe(scratch.reader(req.tree, commit), commit),
+        "subject": git.subject(scratch.reader(req.tree, commit), commit),
         "arch": req.arch.name,
         "base": req.base,
         "fragments": [{"name": f.name, "sha256": f.sha256} for f in fragments],
