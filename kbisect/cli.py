@@ -66,7 +66,8 @@ def _sigterm(signum: int, frame: FrameType | None) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    signal.signal(signal.SIGTERM, _sigterm)
+    for sig in (signal.SIGTERM, signal.SIGHUP):  # a closed terminal stops like Ctrl-C
+        signal.signal(sig, _sigterm)
     args = build_parser().parse_args(argv)
     try:
         code: int = args._main(args)

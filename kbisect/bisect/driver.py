@@ -18,13 +18,14 @@ from __future__ import annotations
 
 import argparse
 import fcntl
+import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from kbisect import git, paths, progress, results, scenario, tree, worktree
+from kbisect import git, paths, progress, results, scenario, stale, tree, worktree
 from kbisect.bisect import check, gitbisect, report, samples, state
 from kbisect.bisect.state import Options, Outcome
 from kbisect.exceptions import EXIT_NEGATIVE, EXIT_OK, UserError
@@ -54,14 +55,24 @@ def validate(opts: Options) -> tuple[Path, str, str]:
 
 @contextmanager
 def _exclusive(top: Path) -> Iterator[None]:
-    """One driver per repository: they would share the scratch worktree."""
-    lock = worktree.path_for(top, gitbisect.SLOT).with_suffix(".driver.lock")
+    """One driver per repository: they would share the scratch worktree. Nor may one
+    start while a process of an earlier one (a step, git, QEMU) still works in it."""
+    wt = worktree.path_for(top, gitbisect.SLOT)
+    lock = wt.with_suffix(".driver.lock")
     lock.parent.mkdir(parents=True, exist_ok=True)
-    with lock.open("w") as f:
+    with lock.open("a+") as f:
         try:
             fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            raise UserError(f"another kbisect bisect is running on {top}") from None
+            f.seek(0)
+            pid = f.read().strip() or "?"
+            raise UserError(f"another kbisect bisect (pid {pid}) is running on {top}") from None
+        if left := stale.wait_gone(wt):
+            raise UserError(f"a process of an earlier bisect still runs in {wt}: pid {left[0]} "
+                            f"({left[1][:80]}); wait for it to end or kill it")  # fmt: skip
+        f.truncate(0)
+        f.write(f"{os.getpid()}\n")
+        f.flush()
         yield
 
 

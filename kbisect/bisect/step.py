@@ -89,14 +89,25 @@ def describe(commit: str, d: sequential.Decision) -> str:
 
 
 def _check_driver() -> None:
+    """UserError (abort) unless the `kbisect bisect` that started git is still alive: it
+    must be an ancestor of this step (a dead driver's pid may be some other process's)."""
     pid = os.environ.get(DRIVER_ENV)
-    if not pid:
-        return
-    try:
-        os.kill(int(pid), 0)
-    except ProcessLookupError:
+    if pid and pid.isdigit() and not _is_ancestor(int(pid)):
         raise UserError(f"the kbisect bisect driver (pid {pid}) is gone; "
-                        "continue with `kbisect bisect --resume`") from None  # fmt: skip
+                        "continue with `kbisect bisect --resume`")  # fmt: skip
+
+
+def _is_ancestor(pid: int) -> bool:
+    here = os.getppid()
+    while here > 1:
+        if here == pid:
+            return True
+        try:  # the parent's pid is the 2nd field after the command name "(...)"
+            stat = Path(f"/proc/{here}/stat").read_text()
+        except OSError:
+            return False
+        here = int(stat.rsplit(")", 1)[1].split()[1])
+    return False
 
 
 def _record(out: Path, commit: str, verdict: str, reason: str, threshold: float,
@@ -161,7 +172,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
 def main(args: argparse.Namespace) -> int:
     """One step; returns git bisect's exit code, never raises."""
     try:
-        return step(args)
+        code = step(args)
+        _check_driver()  # no verdict for a driver that died meanwhile
+        return code
     except KbisectError as exc:
         progress.step(f"step: abort: {exc}")
         print(f"kbisect: {exc}", file=sys.stderr, flush=True)
@@ -185,8 +198,20 @@ def _sigterm(signum: int, frame: FrameType | None) -> None:
 
 
 def entry(argv: list[str]) -> int:
-    """bisect/run's way in: parse argv, run one step; only ever 0, 1, 125 or 128."""
-    signal.signal(signal.SIGTERM, _sigterm)
+    """bisect/run's way in: parse argv, run one step; only ever 0, 1, 125 or 128. A step
+    whose output reader is gone (EPIPE: the driver died) aborts, and stays quiet."""
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, _sigterm)
+    try:
+        return _entry(argv)
+    except BrokenPipeError:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        for fd in (1, 2):  # nothing left to flush at exit can fail again
+            os.dup2(devnull, fd)
+        return ABORT
+
+
+def _entry(argv: list[str]) -> int:
     parser = _Parser(prog="bisect/run", description="one `git bisect run` step")
     configure(parser)
     try:
