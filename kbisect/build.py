@@ -286,11 +286,17 @@ def configure(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="build the tree's checkout itself (for `git bisect run`)",
     )
-    parser.add_argument("-j", "--jobs", type=int, default=0)
+    parser.add_argument("-j", "--jobs", type=int, default=0,
+                        help="make jobs (default 0: one per CPU)")  # fmt: skip
     parser.add_argument("--json", action="store_true", help="print the manifest as JSON")
 
 
+MAX_JOBS = 1024
+
+
 def request_from_args(args: argparse.Namespace) -> Request:
+    if not 0 <= args.jobs <= MAX_JOBS:
+        raise UserError(f"-j {args.jobs}: must be 0 (one job per CPU) to {MAX_JOBS}")
     if args.base not in BASES and not Path(args.base).is_file():
         raise UserError(f"--base {args.base}: not one of {', '.join(BASES)} nor a file")
     allow = kconfig.allowed_symbols(args.allow_dropped)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -43,6 +44,7 @@ class Run:
     verdict: stats.Verdict
     min_effect: float
     confidence: float
+    copies: tuple[str, ...] = ()  # sample files that repeat a boot, left out
 
     def side(self, name: str) -> list[dict[str, Any]]:
         return [s for s in self.samples if s.get("label") == name]
@@ -89,9 +91,11 @@ def ok_tps(samples: Sequence[Mapping[str, Any]]) -> list[float]:
 def load_run(run_dir: Path, summary: Mapping[str, Any], min_effect: float | None) -> Run:
     """The samples and the verdict recomputed from them (min_effect overrides the run's)."""
     try:
-        samples = results.load_samples(run_dir)
+        samples, copies = results.without_copies(run_dir)
     except results.InvalidResult as exc:
         raise NotAReport(str(exc)) from exc
+    for line in copies:
+        progress.warn(line)
     effect = float(summary.get("min_effect", 0.02)) if min_effect is None else min_effect
     confidence = float(summary.get("confidence", 0.95))
     a, b = (ok_tps([s for s in samples if s.get("label") == x]) for x in SIDES)
@@ -99,7 +103,7 @@ def load_run(run_dir: Path, summary: Mapping[str, Any], min_effect: float | None
         v = stats.verdict(a, b, min_effect=effect, confidence=confidence)
     except stats.StatsError as exc:
         raise NotAReport(f"{run_dir}: {exc}") from exc
-    return Run(run_dir, summary, samples, v, effect, confidence)
+    return Run(run_dir, summary, samples, v, effect, confidence, tuple(copies))
 
 
 def verdict_line(v: stats.Verdict) -> str:
@@ -143,7 +147,7 @@ def _side_table(run: Run) -> list[str]:
 
 
 def _warnings(run: Run) -> list[str]:
-    out = list(run.verdict.warnings)
+    out = [*run.verdict.warnings, *run.copies]
     for side in SIDES:
         boots = run.side(side)
         failed = len(boots) - len(ok_tps(boots))
@@ -235,10 +239,22 @@ def _compare(
     return path, verdict_line(run.verdict)
 
 
+def min_effect_type(text: str) -> float:
+    """argparse type of --min-effect: a fraction, 0 <= x < 1 (0.02 is 2%)."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not 0 <= value < 1:  # also refuses nan and inf
+        raise argparse.ArgumentTypeError(f"{text}: must be a fraction from 0 to below 1 "
+                                         "(0.02 is 2%)")  # fmt: skip
+    return value
+
+
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("results_dir", type=Path, metavar="RESULTS_DIR",
                         help="a compare or bisect run directory (has summary.json)")  # fmt: skip
-    parser.add_argument("--min-effect", type=float,
+    parser.add_argument("--min-effect", type=min_effect_type,
                         help="compare: smallest change called a regression/improvement "
                         "(default: the run's)")  # fmt: skip
 

@@ -240,6 +240,25 @@ def load_samples(run_dir: Path) -> list[dict[str, Any]]:
     return [_read(p, "sample") for p in sample_paths(run_dir)]
 
 
+def without_copies(run_dir: Path) -> tuple[list[dict[str, Any]], list[str]]:
+    """The run's samples (as load_samples), but a file that repeats an earlier sample's
+    boot (its boot_dir; a sample without one, its whole content), such as a sample copied
+    under another number, is left out, with one line saying which."""
+    kept: list[dict[str, Any]] = []
+    seen: dict[str, Path] = {}
+    copies: list[str] = []
+    for path in sample_paths(run_dir):
+        sample = _read(path, "sample")
+        key = str(sample.get("boot_dir") or json.dumps(sample, sort_keys=True))
+        if key in seen:
+            copies.append(f"{path.name} repeats the boot of {seen[key].name}: left out of "
+                          "the statistics (a copied sample? remove it)")  # fmt: skip
+            continue
+        seen[key] = path
+        kept.append(sample)
+    return kept, copies
+
+
 def write_summary(run_dir: Path, summary: dict[str, Any]) -> Path:
     validate(summary, "summary")
     path = run_dir / SUMMARY
