@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from kbisect import cli
+from kbisect import cli, stale, worktree
 from kbisect.bisect import driver as bisect
 from kbisect.bisect import gitbisect as bisect_git
 from kbisect.bisect import state as bisect_state
@@ -244,6 +244,7 @@ def test_resume_after_a_kill_gives_the_same_answer(env, monkeypatch, tmp_path):
     )  # fmt: skip
     pid_file.write_text(str(driver.pid))
     assert driver.wait(timeout=120) == -signal.SIGKILL
+    assert stale.wait_gone(worktree.path_for(env["repo"], bisect_git.SLOT)) is None  # reaped
     (run,) = run_dirs(env["results"])
     state = bisect_state.load(run)
     assert state["phase"] == "bisecting" and "git bisect start" in state["bisect_log"]

@@ -49,14 +49,16 @@ pgdata_size_mb = 128
 # mawk clamps seeds above 2^31, hence the modulo). With FAKE_REPO the commit counts by
 # its subject: the shas change whenever tests/fakelinux does, the subjects do not.
 # FAKE_LOG: append "<commit> <index>" per call.  FAKE_BOOT_FAIL: commits that exit 5.
-# FAKE_KILL_AT=N with FAKE_KILL_PID_FILE: at the Nth call, SIGKILL the process group of
-# its parent (git bisect run and the step) and the driver's (pid in the file).
+# FAKE_KILL_AT=N with FAKE_KILL_PID_FILE: at the Nth call, SIGKILL the driver (pid in the
+# file) and nothing else: its reaper must kill git bisect run and the step. (Killing them
+# here too, in a second kill(2), raced: preempted between the two, the fake left the
+# driver alive long enough to see git die and exit 3 on its own.)
 FAKE_MEASURE = """#!/bin/sh
 image=$1 commit=$2 index=$3
 if [ -n "$FAKE_LOG" ]; then
     echo "$commit $index" >> "$FAKE_LOG"
     if [ -n "$FAKE_KILL_AT" ] && [ "$(wc -l < "$FAKE_LOG")" -eq "$FAKE_KILL_AT" ]; then
-        kill -9 "-$(cut -d' ' -f5 "/proc/$PPID/stat")" "-$(cat "$FAKE_KILL_PID_FILE")"
+        kill -9 "$(cat "$FAKE_KILL_PID_FILE")"
         exit 1
     fi
 fi
