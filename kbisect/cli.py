@@ -22,7 +22,7 @@ COMMANDS: list[tuple[str, str, str]] = [
     ("tree", "kbisect.tree", "manage kernel trees (import the embedded default)"),
     ("build", "kbisect.build", "build a kernel revision from Kconfig fragments"),
     ("image", "kbisect.image", "make the root fs for foreign-arch guests (arm64 on x86_64)"),
-    ("run", "kbisect.measure", "boot a kernel and run a pgbench scenario inside"),
+    ("run", "kbisect.run", "boot a kernel and run a pgbench scenario inside"),
     ("compare", "kbisect.compare", "A/B compare two kernels or command lines"),
     ("report", "kbisect.report", "re-render a report from stored results"),
     ("bisect", "kbisect.bisect.driver", "bisect a tps regression between two revisions"),
