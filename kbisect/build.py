@@ -291,13 +291,20 @@ def configure(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="build the tree's checkout itself (for `git bisect run`)",
     )
-    parser.add_argument("-j", "--jobs", type=int, default=0)
+    parser.add_argument(
+        "-j", "--jobs", type=options.count(0, 4096), default=0, help="make jobs (0: one per CPU)"
+    )
     parser.add_argument("--json", action="store_true", help="print the manifest as JSON")
 
 
+def check_base(base: str, option: str = "--base-config") -> None:
+    """A base config kbisect knows, or a config file: one line and exit 2 otherwise."""
+    if base not in BASES and not Path(base).is_file():
+        raise UserError(f"{option} {base}: not one of {', '.join(BASES)} nor a file")
+
+
 def request_from_args(args: argparse.Namespace) -> Request:
-    if args.base not in BASES and not Path(args.base).is_file():
-        raise UserError(f"--base {args.base}: not one of {', '.join(BASES)} nor a file")
+    check_base(args.base, "--base")
     allow = kconfig.allowed_symbols(args.allow_dropped)
     return Request(
         tree=tree.resolve(args.tree),

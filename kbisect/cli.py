@@ -12,8 +12,9 @@ from types import FrameType, ModuleType
 from typing import NoReturn
 
 import kbisect
-from kbisect import __version__, build, compare, demo, doctor, image, rc, report, run, tree
+from kbisect import __version__, build, demo, doctor, image, rc, report, run, tree
 from kbisect.bisect import driver, step
+from kbisect.compare import command as compare
 from kbisect.exceptions import EXIT_INTERRUPTED, EXIT_USER, KbisectError
 
 # (name, module, one-line help); each module has configure(parser) and main(args)
@@ -55,7 +56,10 @@ def _sigterm(signum: int, frame: FrameType | None) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGTERM, _sigterm)
-    args = build_parser().parse_args(argv)
+    try:
+        args = build_parser().parse_args(argv)
+    except SystemExit as exc:  # a usage error (one line, exit 2), --help or --version
+        return exc.code if isinstance(exc.code, int) else EXIT_USER
     try:
         code: int = args._main(args)
         return code

@@ -17,6 +17,8 @@ from typing import Any
 
 from kbisect import atomic, fingerprint, plots, progress, results, stats
 from kbisect.bisect import report as bisect_report
+from kbisect.compare import schedule
+from kbisect.compare import summary as compare_summary
 from kbisect.exceptions import EXIT_OK, UserError
 
 REPORT = "report.md"
@@ -26,6 +28,12 @@ TCG_NOTE = (
     "**TCG:** these boots ran under QEMU's software emulation (no KVM). Timings are "
     "emulated, so compare only ratios between sides measured the same way, never "
     "absolute tps."
+)
+
+
+PARTIAL_NOTE = (
+    "the figures below are from the boots taken so far (`kbisect compare --resume RUN_DIR` "
+    "takes the rest)"
 )
 
 
@@ -64,6 +72,8 @@ def load(run_dir: Path) -> dict[str, Any]:
     path = run_dir / results.SUMMARY
     if not run_dir.is_dir():
         raise NotAReport(f"{run_dir}: no such directory")
+    if not path.is_file() and (run_dir / schedule.PLAN).is_file():
+        return compare_summary.partial(run_dir)  # an interrupted compare: marked partial
     if not path.is_file():
         raise NotAReport(f"{run_dir}: no summary.json (not a finished compare or bisect run)")
     try:
@@ -181,7 +191,8 @@ def _warnings(run: Run) -> list[str]:
     kind = stored.get("kind") or stored.get("result")
     new = run.verdict.kind
     if (
-        kind
+        not run.summary.get("partial")
+        and kind
         and kind not in (new, new.replace(" ", "-"))
         and (kind, new) != ("no-change", stats.NO_DIFFERENCE)
     ):
@@ -237,9 +248,15 @@ def markdown(run: Run, *, override: bool = False) -> str:
         if override
         else []
     )
+    partial = (
+        [f"**PARTIAL:** this compare was interrupted; {PARTIAL_NOTE}", ""]
+        if s.get("partial")
+        else []
+    )
     lines = [
-        f"# {scen['name']}: {v.kind} (B/A = {v.ratio.ratio:.3f}x)",
+        f"# {scen['name']}: {'PARTIAL, ' if partial else ''}{v.kind} (B/A = {v.ratio.ratio:.3f}x)",
         "",
+        *partial,
         "Reproduce:",
         "",
         "```sh",

@@ -40,6 +40,10 @@ class InvalidResult(InfraError):
     """A sample or summary does not match its schema."""
 
 
+class BadOutDir(UserError):
+    """--out cannot hold a new run."""
+
+
 class NoResults(UserError):
     """The results directory (or its summary) the user named does not exist."""
 
@@ -162,6 +166,25 @@ def validate(obj: Any, schema_name: str, where: str | None = None) -> None:
     problem = _check(obj, sch, sch, "$")
     if problem:
         raise InvalidResult(f"{where or schema_name}: not a valid {schema_name}: {problem}")
+
+
+def out_dir(given: Path | None, kind: str, name: str, *, fresh: bool = True) -> Path:
+    """--out if given (created; with `fresh`, it must not hold samples already), else a
+    new run dir."""
+    if given is None:
+        return new_run_dir(kind, name)
+    try:
+        (given / SAMPLES).mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise BadOutDir(f"--out {given}: cannot create it: {exc.strerror}") from None
+    if not os.access(given, os.W_OK):
+        raise BadOutDir(f"--out {given}: not writable")
+    if fresh and any((given / SAMPLES).glob("[0-9]*-*.json")):
+        raise BadOutDir(
+            f"--out {given}: already holds samples; use a new directory"
+            f"{' or --resume' if kind == 'compare' else ''}"
+        )
+    return given
 
 
 def new_run_dir(kind: str, name: str) -> Path:

@@ -141,7 +141,9 @@ def test_second_pass_remeasures_unclear_neighbours(env, monkeypatch, capsys, tmp
 
 
 def one_error_line(err: str) -> str:
-    errors = [line for line in err.splitlines() if line.startswith("kbisect: ")]
+    errors = [
+        line for line in err.splitlines() if line.startswith(("kbisect: ", "kbisect bisect: error"))
+    ]
     assert len(errors) == 1, err
     return errors[0]
 
@@ -327,3 +329,34 @@ def test_parse_log():
     assert ranged.first_bad is None and ranged.candidates == ["ffff", "eeee"]
     unfinished = bisect_state.parse_log(LOG_FOUND.rsplit("#", 1)[0])
     assert not unfinished.finished
+
+
+@pytest.mark.parametrize(
+    ("extra", "words"),
+    [
+        (["--arch", "sparc"], "unknown arch 'sparc'"),
+        (["--config", "nosuch"], "nosuch"),
+        (["--threshold", "inf"], "--threshold: inf is not a finite number"),
+        (["--recheck-samples", "2"], "--recheck-samples: 2 is not in 3..1000"),
+        (["--target", "nowhere"], "unknown target 'nowhere'"),
+    ],
+)
+def test_bad_options_leave_no_run_to_resume(env, capsys, extra, words):
+    shas = history(env["repo"], 4, 3)
+    assert kbisect(*args(env, shas[1], shas[-1]), *extra) == 2
+    assert words in one_error_line(capsys.readouterr().err)
+    assert run_dirs(env["results"]) == [] and calls(env["log"]) == []
+
+
+def test_a_truncated_state_is_one_line_and_does_not_break_bare_resume(env, capsys):
+    broken = env["results"] / "20260101T000000Z-bisect-x"
+    broken.mkdir(parents=True)
+    (broken / "state.json").write_text('{"version": 1, "kind": "bisect-sta')
+    assert kbisect("--resume", str(broken)) == 2
+    assert "unreadable" in one_error_line(capsys.readouterr().err)
+    (broken / "state.json").write_text('{"version": 1, "kind": "bisect-state"}')
+    assert kbisect("--resume", str(broken)) == 2
+    assert "incomplete (no options" in one_error_line(capsys.readouterr().err)
+    assert kbisect("--resume") == 2  # skipped with a warning, then: nothing to resume
+    err = capsys.readouterr().err
+    assert f"skipping {broken}" in err and "no unfinished bisect run" in err

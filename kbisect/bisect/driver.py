@@ -24,7 +24,18 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from kbisect import git, paths, progress, results, scenario, targets, tree, worktree
+from kbisect import (
+    git,
+    kconfig,
+    options,
+    paths,
+    progress,
+    results,
+    scenario,
+    targets,
+    tree,
+    worktree,
+)
 from kbisect.bisect import check, gitbisect, report, samples, state, step
 from kbisect.bisect.state import Options, Outcome
 from kbisect.exceptions import EXIT_NEGATIVE, EXIT_OK, UserError
@@ -150,13 +161,13 @@ def configure(parser: argparse.ArgumentParser) -> None:
     step.add_measured(parser, required=False)
     add(
         "--threshold",
-        type=float,
+        type=options.positive,
         metavar="TPS",
         help="good above, bad below (default: geometric mean of the endpoint means)",
     )
     add(
         "--recheck-samples",
-        type=int,
+        type=options.count(3, 1000),
         default=8,
         help="fresh samples of the culprit and its parent (default 8)",
     )
@@ -189,6 +200,7 @@ def options_from_args(args: argparse.Namespace) -> Options:
         raise UserError(f"missing {', '.join(missing)} (or use --resume)")
     where = _file_or_name(args.target)
     arch = targets.get(where, args.arch).arch.name  # resolved once, then passed on
+    kconfig.resolve(list(args.config), arch)  # an unknown fragment: exit 2 before any run dir
     return Options(
         _absolute(args.tree),
         args.good,

@@ -186,15 +186,25 @@ def add_measured(parser: argparse.ArgumentParser, required: bool = True) -> None
     options.add_configs(parser)
     add = parser.add_argument
     add("--lower-is-better", action="store_true", help="the figure is better when lower")
-    add("--runs-min", type=int, default=3, help="samples before deciding (default 3)")
-    add("--runs-max", type=int, default=10, help="skip a revision after this (default 10)")
+    add(
+        "--runs-min",
+        type=options.count(2, 100),
+        default=3,
+        help="samples before deciding (default 3)",
+    )
+    add(
+        "--runs-max",
+        type=options.count(2, 1000),
+        default=10,
+        help="skip a revision after this (default 10)",
+    )
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
     add_measured(parser)
     parser.add_argument(
         "--threshold",
-        type=float,
+        type=options.positive,
         required=True,
         metavar="TPS",
         help="good above it (below it with --lower-is-better)",
@@ -229,6 +239,15 @@ def _sigterm(signum: int, frame: FrameType | None) -> None:
     raise KeyboardInterrupt
 
 
+def bisecting(where: Path) -> bool:
+    """Is a `git bisect` in progress in the checkout at `where`?"""
+    try:
+        start = git.git(where, "rev-parse", "--path-format=absolute", "--git-path", "BISECT_START")
+    except KbisectError:
+        return False
+    return Path(start).is_file()
+
+
 def entry(argv: list[str]) -> int:
     """bisect/run's way in: parse argv, run one step; only ever 0, 1, 125 or 128."""
     signal.signal(signal.SIGTERM, _sigterm)
@@ -238,6 +257,14 @@ def entry(argv: list[str]) -> int:
         args = parser.parse_args(argv)
     except UserError as exc:
         print(f"kbisect: {exc}", file=sys.stderr, flush=True)
+        return ABORT
+    if not bisecting(Path.cwd()):
+        print(
+            "kbisect: bisect/run: no `git bisect` in progress here; it runs under "
+            "`git bisect run` (for one measurement: kbisect bisect-step)",
+            file=sys.stderr,
+            flush=True,
+        )
         return ABORT
     progress.set_command(["kbisect", "bisect-step", *argv])  # what the logs say
     try:
