@@ -193,8 +193,8 @@ def test_outside_a_bisect_bisect_run_aborts_without_measuring(repo, env, capsys)
                                    ("--runs-max", "-1"), ("--runs-min", "1")])  # fmt: skip
 def test_bad_numbers_abort_without_measuring(repo, env, extra):
     at(repo[1])
-    assert bisect_step.entry(["--scenario", str(env["scenario"]), "--threshold", "800",
-                              "--target", str(env["log"]), *extra]) == bisect_step.ABORT  # fmt: skip
+    argv = ["--scenario", str(env["scenario"]), "--threshold", "800", "--target", str(env["log"])]
+    assert bisect_step.entry([*argv, *extra]) == bisect_step.ABORT
     assert calls(env["log"]) == []
 
 
