@@ -27,8 +27,22 @@ def target(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 def argv(image: Path, target: Path, *extra: str) -> list[str]:
-    return ["compare", "--kernel", str(image), "--append-a", "x=1", "--append-b", "x=2",
-            "--scenario", "smoke", "--boots", "3", "--target", str(target), *extra]  # fmt: skip
+    return [
+        "compare",
+        "--kernel",
+        str(image),
+        "--append-a",
+        "x=1",
+        "--append-b",
+        "x=2",
+        "--scenario",
+        "smoke",
+        "--boots",
+        "3",
+        "--target",
+        str(target),
+        *extra,
+    ]
 
 
 def one_line(err: str) -> str:
@@ -52,9 +66,12 @@ def one_line(err: str) -> str:
     ],
 )
 def test_bad_options_are_one_line_and_exit_2_before_any_boot(
-    tmp_path: Path, target: Path, capsys: pytest.CaptureFixture[str], extra: list[str],
+    tmp_path: Path,
+    target: Path,
+    capsys: pytest.CaptureFixture[str],
+    extra: list[str],
     words: str,
-) -> None:  # fmt: skip
+) -> None:
     assert cli.main(argv(fake_image(tmp_path / "k"), target, *extra)) == EXIT_USER
     assert words in one_line(capsys.readouterr().err)
     assert fake_calls(target) == []
@@ -75,12 +92,26 @@ def test_out_that_is_a_file_or_already_holds_samples_is_refused(
     assert "already holds samples" in one_line(capsys.readouterr().err)
 
 
-def test_rev_b_with_revert_is_refused(tmp_path: Path, target: Path,
-                                      capsys: pytest.CaptureFixture[str]) -> None:  # fmt: skip
+def test_rev_b_with_revert_is_refused(
+    tmp_path: Path, target: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     repo = tmp_path / "linux"
     shas = make_fake_kernel_repo(repo, [{"subject": "a"}, {"subject": "b"}])
-    args = ["compare", "--tree", str(repo), "--base", shas[2], "--rev-b", shas[1], "--revert",
-            shas[1], "--scenario", "smoke", "--target", str(target)]  # fmt: skip
+    args = [
+        "compare",
+        "--tree",
+        str(repo),
+        "--base",
+        shas[2],
+        "--rev-b",
+        shas[1],
+        "--revert",
+        shas[1],
+        "--scenario",
+        "smoke",
+        "--target",
+        str(target),
+    ]
     assert cli.main(args) == EXIT_USER
     assert "--rev-b and --revert both say" in one_line(capsys.readouterr().err)
     assert not (paths.cache_dir() / "builds").exists()
@@ -89,12 +120,21 @@ def test_rev_b_with_revert_is_refused(tmp_path: Path, target: Path,
 def run_killed_at(call: int, tmp_path: Path, target: Path, out: Path, image: Path) -> None:
     """A real `kbisect compare` process, SIGKILLed by the fake target at boot `call`."""
     pid_file = tmp_path / "driver.pid"
-    fake_target(tmp_path, append_tps={"x=1": 1000, "x=2": 800}, cv=0.02, kill_at=call,
-                kill_pid_file=str(pid_file))  # fmt: skip
-    driver = subprocess.Popen([sys.executable, "-m", "kbisect", *argv(image, target, "--out",
-                               str(out))], cwd=ROOT, env=os.environ.copy(),
-                              start_new_session=True, stdout=subprocess.DEVNULL,
-                              stderr=subprocess.DEVNULL)  # fmt: skip
+    fake_target(
+        tmp_path,
+        append_tps={"x=1": 1000, "x=2": 800},
+        cv=0.02,
+        kill_at=call,
+        kill_pid_file=str(pid_file),
+    )
+    driver = subprocess.Popen(
+        [sys.executable, "-m", "kbisect", *argv(image, target, "--out", str(out))],
+        cwd=ROOT,
+        env=os.environ.copy(),
+        start_new_session=True,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     pid_file.write_text(str(driver.pid))
     assert driver.wait(timeout=120) == -signal.SIGKILL
     fake_target(tmp_path, append_tps={"x=1": 1000, "x=2": 800}, cv=0.02)
@@ -122,8 +162,9 @@ def test_a_killed_compare_resumes_without_losing_or_repeating_a_sample(
     assert "has finished" in capsys.readouterr().err
 
 
-def test_a_partial_run_reports_marked_partial(tmp_path: Path, target: Path,
-                                              capsys: pytest.CaptureFixture[str]) -> None:  # fmt: skip
+def test_a_partial_run_reports_marked_partial(
+    tmp_path: Path, target: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     image, out = fake_image(tmp_path / "k"), tmp_path / "cmp"
     run_killed_at(6, tmp_path, target, out, image)  # A B B A A done
     assert cli.main(["report", str(out)]) == EXIT_OK
@@ -147,12 +188,16 @@ def test_a_plan_the_samples_do_not_follow_is_refused(tmp_path: Path) -> None:
     stored = [{"label": "B", "status": "ok", "tps": 1.0}]
     with pytest.raises(schedule.NotResumable, match="does not follow the plan"):
         schedule.standing(["A", "B"], 1, stored)
-    st = schedule.standing(["A", "B", "B", "A"], 1, [
-        {"label": "A", "status": "ok", "tps": 5.0},
-        {"label": "B", "status": "boot-failed"},
-        {"label": "B", "status": "boot-failed"},  # retries used up: on to the next B
-        {"label": "B", "status": "boot-failed"},
-    ])  # fmt: skip
+    st = schedule.standing(
+        ["A", "B", "B", "A"],
+        1,
+        [
+            {"label": "A", "status": "ok", "tps": 5.0},
+            {"label": "B", "status": "boot-failed"},
+            {"label": "B", "status": "boot-failed"},  # retries used up: on to the next B
+            {"label": "B", "status": "boot-failed"},
+        ],
+    )
     assert (st.slot, st.attempts, st.failed, st.tps["A"]) == (2, 1, {"A": 0, "B": 3}, [5.0])
     (tmp_path / "plan.json").write_text(json.dumps({"kind": "compare-plan"}))
     with pytest.raises(schedule.NotResumable, match="not a compare plan"):
