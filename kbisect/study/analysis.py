@@ -26,9 +26,10 @@ from typing import Any
 
 from kbisect import fingerprint, stats
 from kbisect.study import store
+from kbisect.study.inference import CONFIDENCE, combine, holm, log_terms
+from kbisect.study.interactions import Interaction, interactions
 
 ALPHA = 0.05
-CONFIDENCE = 0.95
 Unit = tuple[int, int]  # (kernel, cell)
 
 
@@ -67,21 +68,6 @@ class Step:
 
 
 @dataclass(frozen=True)
-class Interaction:
-    kernel: int
-    x: str  # axis names
-    y: str
-    x_levels: tuple[str, str]
-    y_levels: tuple[str, str]
-    fixed: tuple[tuple[str, str], ...]  # the other axes' levels
-    effect_y1: float  # mean(x2) / mean(x1) at y1
-    effect_y2: float
-    ratio: float  # effect_y2 / effect_y1
-    low: float
-    high: float
-
-
-@dataclass(frozen=True)
 class Analysis:
     definition: Mapping[str, Any]
     points: dict[Unit, Point]
@@ -114,34 +100,6 @@ class Analysis:
 
     def significant(self) -> list[Step]:
         return [s for s in self.steps if s.kind != stats.NO_DIFFERENCE]
-
-
-def _log_terms(s: stats.Summary) -> tuple[float, int]:
-    """(variance of log mean, n): cv^2 / n by the delta method."""
-    return s.cv**2 / s.n, s.n
-
-
-def _combine(terms: Sequence[tuple[float, int]], log_ratio: float) -> tuple[float, float, float]:
-    """(p of "no change", low, high) for a log ratio with these variance terms."""
-    var = sum(v for v, _ in terms)
-    if var == 0:
-        p = 1.0 if log_ratio == 0 else 0.0
-        return p, math.exp(log_ratio), math.exp(log_ratio)
-    df = var**2 / sum(v**2 / (n - 1) for v, n in terms if v > 0)
-    se = math.sqrt(var)
-    p = min(1.0, 2 * stats.t_sf(abs(log_ratio) / se, df))
-    half = stats.t_quantile(0.5 + CONFIDENCE / 2, df) * se
-    return p, math.exp(log_ratio - half), math.exp(log_ratio + half)
-
-
-def holm(ps: Sequence[float]) -> list[float]:
-    """Holm-adjusted p values, in the input order."""
-    order = sorted(range(len(ps)), key=lambda i: ps[i])
-    adjusted, running = [1.0] * len(ps), 0.0
-    for rank, i in enumerate(order):
-        running = max(running, min(1.0, (len(ps) - rank) * ps[i]))
-        adjusted[i] = running
-    return adjusted
 
 
 def points(
@@ -210,7 +168,7 @@ def _ratio(pa: Point, pb: Point) -> tuple[stats.RatioCI, float] | None:
     if sa is None or sb is None or sa.n < 2 or sb.n < 2:
         return None
     r = stats.ratio_ci(pa.tps, pb.tps, CONFIDENCE)
-    p, _, _ = _combine([_log_terms(sa), _log_terms(sb)], math.log(r.ratio))
+    p, _, _ = combine([log_terms(sa), log_terms(sb)], math.log(r.ratio))
     return r, p
 
 
@@ -232,68 +190,6 @@ def steps(d: Mapping[str, Any], pts: Mapping[Unit, Point]) -> tuple[list[Step], 
             Step(c, a, a + 1, r, p, p_adj, kind, line, _differences(pts[(a, c)], pts[(a + 1, c)]))
         )
     return out, len(raw)
-
-
-def _labels(axis: Mapping[str, Any]) -> tuple[str, ...]:
-    return tuple(lv["label"] for lv in axis["levels"])
-
-
-def squares(d: Mapping[str, Any]) -> list[tuple[int, int, dict[int, str], list[int]]]:
-    """Every 2x2 of cells: (axis x, axis y, the other axes' levels, the cells x1y1, x2y1,
-    x1y2, x2y2), for each pair of two-level axes and each setting of the others."""
-    axes = d["axes"]
-    index = {tuple(c["values"][a["name"]] for a in axes): i for i, c in enumerate(d["cells"])}
-    out = []
-    for i, j in itertools.combinations(range(len(axes)), 2):
-        xs, ys = _labels(axes[i]), _labels(axes[j])
-        if len(xs) != 2 or len(ys) != 2:
-            continue
-        others = [k for k in range(len(axes)) if k not in (i, j)]
-        for rest in itertools.product(*(_labels(axes[k]) for k in others)):
-            fixed = dict(zip(others, rest, strict=True))
-            four = []
-            for y in ys:
-                for x in xs:
-                    values = {**fixed, i: x, j: y}
-                    four.append(index[tuple(values[k] for k in range(len(axes)))])
-            out.append((i, j, fixed, four))
-    return out
-
-
-def _interaction(
-    d: Mapping[str, Any], k: int, square: Any, four: list[stats.Summary]
-) -> Interaction:
-    i, j, fixed, _ = square
-    axes = d["axes"]
-    s11, s21, s12, s22 = four
-    e1, e2 = s21.mean / s11.mean, s22.mean / s12.mean
-    _, low, high = _combine([_log_terms(s) for s in four], math.log(e2 / e1))
-    named = tuple((axes[o]["name"], v) for o, v in fixed.items())
-    xs, ys = _labels(axes[i]), _labels(axes[j])
-    return Interaction(
-        k,
-        axes[i]["name"],
-        axes[j]["name"],
-        (xs[0], xs[1]),
-        (ys[0], ys[1]),
-        named,
-        e1,
-        e2,
-        e2 / e1,
-        low,
-        high,
-    )
-
-
-def interactions(d: Mapping[str, Any], pts: Mapping[Unit, Point]) -> list[Interaction]:
-    out = []
-    for square in squares(d):
-        for k in range(len(d["kernels"])):
-            four = [pts[(k, c)].summary for c in square[3]]
-            good = [s for s in four if s is not None and s.n >= 2 and s.mean > 0]
-            if len(good) == 4:
-                out.append(_interaction(d, k, square, good))
-    return out
 
 
 def _warnings(d: Mapping[str, Any], pts: Mapping[Unit, Point]) -> list[str]:

@@ -109,11 +109,21 @@ def ok_counts(run_dir: Path) -> dict[tuple[int, int], int]:
     return counts
 
 
+def planned(run_dir: Path) -> dict[tuple[int, int], int]:
+    """Samples the schedule plans per (kernel, cell)."""
+    counts: dict[tuple[int, int], int] = {}
+    for s in load_schedule(run_dir)["slots"]:
+        unit = (int(s["kernel"]), int(s["cell"]))
+        counts[unit] = counts.get(unit, 0) + 1
+    return counts
+
+
 def unfinished() -> Path:
-    """The newest study run without a summary (for `--resume` with no directory)."""
+    """The newest study run with samples still to take (`--resume` with no directory)."""
     root = paths.results_dir()
     runs = sorted(root.glob("*-study-*/" + SCHEDULE)) if root.is_dir() else []
     for schedule in reversed(runs):
-        if not (schedule.parent / results.SUMMARY).exists():
+        done = ok_counts(schedule.parent)
+        if any(n > done.get(unit, 0) for unit, n in planned(schedule.parent).items()):
             return schedule.parent
     raise NotAStudy(f"no unfinished study in {root}: name its directory")
