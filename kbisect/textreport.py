@@ -100,21 +100,24 @@ def machine(samples: Sequence[Mapping[str, Any]]) -> list[str]:
     fp: Mapping[str, Any] = next((x["fingerprint"] for x in samples if x.get("fingerprint")), {})
     t = s.get("target") or {"kind": "vng", "accel": s.get("accel")}
     accels = sorted({str((x.get("target") or {}).get("accel") or x.get("accel")) for x in samples})
-    mem, arch = fp.get("mem_total_kb"), t.get("arch") or fp.get("machine") or "?"
+    mem, arch = fp.get("mem_total_kb"), t.get("arch") or fp.get("machine")
+    where = " ".join(str(x) for x in (t.get("kind"), t.get("name")) if x)
+    pg = str(fp.get("pg_version") or "?")
     return [
-        f"  target: {t.get('kind')} {t.get('name') or ''} ({arch}), "
-        f"accelerator {', '.join(accels)}",
+        f"  target: {where}{f' ({arch})' if arch else ''}, accelerator {', '.join(accels)}",
         f"  guest: {fp.get('nproc', '?')} CPUs, "
         f"{round(mem / 1024) if isinstance(mem, int) else '?'} MB, clocksource "
         f"{fp.get('clocksource', '?')}, THP {fp.get('thp', '?')}",
         f"  kernel {fp.get('uname_r', '?')}, preempt {fp.get('preempt', '?')}",
-        f"  {fp.get('pg_version') or 'PostgreSQL ?'}",
+        f"  {pg if pg.startswith('PostgreSQL') else 'PostgreSQL ' + pg}",
     ]
 
 
 def scenario_lines(settings: Mapping[str, Any], name: str, digest: str) -> list[str]:
     b = settings.get("pgbench") or {}
     pg = (settings.get("postgres") or {}).get("settings") or {}
+    if not b:
+        return para(f"{name} (sha256 {digest[:12]})", "  ")
     return para(
         f"{name} (sha256 {digest[:12]}): pgbench {b.get('builtin') or 'script'}, "
         f"-M {b.get('protocol')}, {b.get('clients')} clients, {b.get('threads')} threads, "

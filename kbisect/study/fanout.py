@@ -69,11 +69,10 @@ def _check_shares(defs: Sequence[tuple[Path, dict[str, Any]]]) -> None:
     first_dir, first = defs[0]
     seen: dict[str, Path] = {}
     for run_dir, d in defs:
-        if d.get("study_id") != first.get("study_id"):
+        if (mine := store.identity(d)) != (theirs := store.identity(first)):
             raise ShareError(
-                f"{run_dir} is a share of another study ({d.get('name')} "
-                f"{d.get('study_id')}) than {first_dir} ({first.get('name')} "
-                f"{first.get('study_id')}): not merged"
+                f"{run_dir} is a share of another study ({d.get('name')} {mine}) than "
+                f"{first_dir} ({first.get('name')} {theirs}): not merged"
             )
         if diff := machine.differences(first.get("machine") or {}, d.get("machine") or {}):
             raise ShareError(
