@@ -62,7 +62,7 @@ def run_dir(results_root: Path) -> Path:
     return found
 
 
-def ok_units(run: Path) -> Counter[tuple[int, int]]:
+def ok_units(run: Path) -> Counter[tuple[int, int] | None]:
     return Counter(store.unit_of(s["label"]) for s in store.samples(run) if s["status"] == "ok")
 
 
