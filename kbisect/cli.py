@@ -16,6 +16,7 @@ from kbisect import __version__, build, demo, doctor, image, rc, report, run, tr
 from kbisect.bisect import driver, step
 from kbisect.compare import command as compare
 from kbisect.exceptions import EXIT_INTERRUPTED, EXIT_USER, KbisectError
+from kbisect.study import command as study
 
 # (name, module, one-line help); each module has configure(parser) and main(args)
 COMMANDS: list[tuple[str, ModuleType, str]] = [
@@ -30,6 +31,7 @@ COMMANDS: list[tuple[str, ModuleType, str]] = [
     ("bisect-step", step, "one `git bisect run` step (used by bisect/run)"),
     ("rc", rc, "pick the next -rc tag to measure and its baseline"),
     ("demo", demo, "create the demo history on the embedded default tree"),
+    ("study", study, "kernels x workload settings: steps, bisect lines"),
 ]
 
 

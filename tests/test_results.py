@@ -245,3 +245,12 @@ def test_summary_roundtrip_and_validation(tmp_path):
 
 def test_utc_now_fits_the_created_field():
     results.validate(sample() | {"created": clock.utc_now()}, "sample")
+
+
+def test_version_2_samples_name_their_target_instead_of_accel() -> None:
+    """sample.take (kbisect/sample.py) writes version 2: `target` replaces `accel`."""
+    s = {**sample(), "version": 2}
+    del s["accel"]
+    with pytest.raises(results.InvalidResult, match=r"\$.target: is missing"):
+        results.validate(s, "sample")
+    results.validate({**s, "target": {"kind": "fake", "name": "fake", "arch": "x86_64"}}, "sample")
