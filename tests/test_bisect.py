@@ -260,14 +260,16 @@ def test_resume_after_a_kill_gives_the_same_answer(env, monkeypatch, tmp_path):
 
 def test_reproduce_line_parses_back():
     opts = bisect_state.Options("/t", "v1", "v2", "smoke", 812.5, False, "preempt=full", 3,
-                                10, 8, ("preempt-none",), "arm64")  # fmt: skip
+                                10, 8, ("preempt-none",), "arm64", "vng",
+                                ("pgbench.clients=4", "guest.vcpus=1"), "defconfig")  # fmt: skip
     ns = cli.build_parser().parse_args(opts.argv())
     assert bisect.options_from_args(ns) == opts
 
 
 def test_step_args_pass_every_option_to_the_step():
     opts = bisect_state.Options(
-        None, "g", "b", "smoke", None, False, "a b", 4, 9, 8, ("x",), "arm64", "/t/m.toml"
+        None, "g", "b", "smoke", None, False, "a b", 4, 9, 8, ("x",), "arm64", "/t/m.toml",
+        ("pgbench.clients=4",), "allnoconfig",
     )
     step_args = opts.step_argv(812.25, Path("/s"), 18)
     cmd = bisect_git.run_command(Path("/wt"), Path("/k/bisect/run"), step_args)
@@ -279,7 +281,8 @@ def test_step_args_pass_every_option_to_the_step():
     assert step_args[step_args.index("--runs-min") + 1] == "4"
     ns = bisect_step_parser().parse_args(step_args)
     assert (ns.threshold, ns.append, ns.config, ns.arch) == (812.25, "a b", ["x"], "arm64")
-    assert ns.target == "/t/m.toml"
+    assert ns.target == "/t/m.toml" and ns.set == ["pgbench.clients=4"]
+    assert ns.base_config == "allnoconfig"
 
 
 def bisect_step_parser() -> argparse.ArgumentParser:

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from kbisect import (
+    build,
     git,
     kconfig,
     options,
@@ -83,12 +84,13 @@ def drive(opts: Options, run_dir: Path | None = None, data: dict[str, Any] | Non
     top, good, bad = validate(checked)
     with targets.get(opts.target, opts.arch) as target, _exclusive(top):
         target.preflight()
-        ctx = samples.Context(scenario.load(opts.scenario), opts.append, target)
+        scen = scenario.load(opts.scenario).with_overrides(list(opts.sets))
+        ctx = samples.Context(scen, opts.append, target)
         if run_dir is None or data is None:
-            store = samples.store_for(None, top, ctx, opts.configs)
+            store = samples.store_for(None, top, ctx, opts.configs, opts.base_config)
             run_dir = results.new_run_dir("bisect", ctx.scen.name)
-            scen = {"name": ctx.scen.name, "hash": ctx.scen.hash}
-            data = state.new(opts, scen, top, good, bad, store)
+            ident = {"name": ctx.scen.name, "hash": ctx.scen.hash}
+            data = state.new(opts, ident, top, good, bad, store)
             state.save(run_dir, data)
         progress.step(f"bisect run dir: {run_dir}")
         try:
@@ -201,6 +203,7 @@ def options_from_args(args: argparse.Namespace) -> Options:
     where = _file_or_name(args.target)
     arch = targets.get(where, args.arch).arch.name  # resolved once, then passed on
     kconfig.resolve(list(args.config), arch)  # an unknown fragment: exit 2 before any run dir
+    build.check_base(args.base_config)
     return Options(
         _absolute(args.tree),
         args.good,
@@ -215,6 +218,10 @@ def options_from_args(args: argparse.Namespace) -> Options:
         tuple(args.config),
         arch,
         where,
+        tuple(args.set),
+        _file_or_name(args.base_config)
+        if args.base_config not in build.BASES
+        else args.base_config,
     )
 
 

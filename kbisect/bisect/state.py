@@ -39,6 +39,8 @@ class Options:
     configs: tuple[str, ...] = ()
     arch: str = field(default_factory=host_arch)  # resolved: targets.get(target, --arch)
     target: str = "vng"
+    sets: tuple[str, ...] = ()  # scenario overrides (--set)
+    base_config: str = "tinyconfig"
 
     def measured_argv(self) -> list[str]:
         """What is measured and where: the options the driver and every step share."""
@@ -49,6 +51,10 @@ class Options:
             out += ["--append", self.append]
         for c in self.configs:
             out += ["--config", c]
+        for s in self.sets:
+            out += ["--set", s]
+        if self.base_config != "tinyconfig":
+            out += ["--base-config", self.base_config]
         return out
 
     def argv(self) -> list[str]:
@@ -81,12 +87,14 @@ class Options:
         return out + self.measured_argv()
 
     def as_dict(self) -> dict[str, Any]:
-        return {**asdict(self), "configs": list(self.configs)}
+        return {**asdict(self), "configs": list(self.configs), "sets": list(self.sets)}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Options:
         """Options saved by this or an earlier kbisect (which had no --target: vng)."""
-        return cls(**{**data, "configs": tuple(data["configs"])})
+        return cls(
+            **{**data, "configs": tuple(data["configs"]), "sets": tuple(data.get("sets", ()))}
+        )
 
 
 def new(

@@ -87,9 +87,11 @@ def judge(ctx: samples.Context, policy: Policy, rev: samples.Revision) -> sequen
     return sample_until(tps, lambda: samples.draw(ctx, rev), policy)
 
 
-def build_here(top: Path, arch: Arch, configs: tuple[str, ...]) -> build.BuildResult:
+def build_here(
+    top: Path, arch: Arch, configs: tuple[str, ...], base: str = "tinyconfig"
+) -> build.BuildResult:
     """Build the checkout at top as it is (in place; cached per commit)."""
-    req = build.Request(top, "HEAD", arch=arch, configs=configs, in_place=True)
+    req = build.Request(top, "HEAD", arch=arch, configs=configs, base=base, in_place=True)
     return build.build(req)
 
 
@@ -150,14 +152,15 @@ def step(args: argparse.Namespace) -> int:
     policy.check()
     top = tree.check_kernel_tree(Path.cwd())
     with options.target(args) as target:
-        ctx = samples.Context(scenario.load(args.scenario), args.append, target)
-        store = samples.store_for(args.store, top, ctx, tuple(args.config))
+        scen = scenario.load(args.scenario).with_overrides(args.set)
+        ctx = samples.Context(scen, args.append, target)
+        store = samples.store_for(args.store, top, ctx, tuple(args.config), args.base_config)
         commit = git.rev_parse(top, "HEAD")
         out = samples.commit_dir(store, commit)
         progress.step(f"step: {commit[:12]} {git.subject(top, commit)}")
         try:
             target.preflight()
-            built = build_here(top, target.arch, tuple(args.config))
+            built = build_here(top, target.arch, tuple(args.config), args.base_config)
             rev = samples.Revision(commit, Kernel(built.image, built.manifest), out)
             d = judge(ctx, policy, rev)
         except (BuildError, BootError, BenchmarkError) as exc:
@@ -183,8 +186,10 @@ def add_measured(parser: argparse.ArgumentParser, required: bool = True) -> None
     options.add_scenario(parser, required)
     options.add_where(parser)
     options.add_append(parser)
+    options.add_set(parser)
     options.add_configs(parser)
     add = parser.add_argument
+    add("--base-config", default="tinyconfig", help="base config for builds")
     add("--lower-is-better", action="store_true", help="the figure is better when lower")
     add(
         "--runs-min",
