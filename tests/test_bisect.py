@@ -268,8 +268,21 @@ def test_reproduce_line_parses_back():
 
 def test_step_args_pass_every_option_to_the_step():
     opts = bisect_state.Options(
-        None, "g", "b", "smoke", None, False, "a b", 4, 9, 8, ("x",), "arm64", "/t/m.toml",
-        ("pgbench.clients=4",), "allnoconfig",
+        None,
+        "g",
+        "b",
+        "smoke",
+        None,
+        False,
+        "a b",
+        4,
+        9,
+        8,
+        ("x",),
+        "arm64",
+        "/t/m.toml",
+        ("pgbench.clients=4",),
+        "allnoconfig",
     )
     step_args = opts.step_argv(812.25, Path("/s"), 18)
     cmd = bisect_git.run_command(Path("/wt"), Path("/k/bisect/run"), step_args)
