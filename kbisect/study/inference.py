@@ -7,7 +7,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-from kbisect import stats
+from kbisect import stats, student
 
 CONFIDENCE = 0.95
 
@@ -25,8 +25,8 @@ def combine(terms: Sequence[tuple[float, int]], log_ratio: float) -> tuple[float
         return p, math.exp(log_ratio), math.exp(log_ratio)
     df = var**2 / sum(v**2 / (n - 1) for v, n in terms if v > 0)
     se = math.sqrt(var)
-    p = min(1.0, 2 * stats.t_sf(abs(log_ratio) / se, df))
-    half = stats.t_quantile(0.5 + CONFIDENCE / 2, df) * se
+    p = min(1.0, 2 * student.t_sf(abs(log_ratio) / se, df))
+    half = student.t_quantile(0.5 + CONFIDENCE / 2, df) * se
     return p, math.exp(log_ratio - half), math.exp(log_ratio + half)
 
 
