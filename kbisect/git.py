@@ -48,15 +48,19 @@ def subject(repo: Path, rev: str) -> str:
 
 def describe(repo: Path, rev: str) -> str:
     """The nearest tag and distance, else the abbreviated id (never git's error text)."""
-    result = proc.run(command(repo, "describe", "--tags", "--always", "--abbrev=12", rev),
-                      check=False, capture=True)  # fmt: skip
+    result = proc.run(
+        command(repo, "describe", "--tags", "--always", "--abbrev=12", rev),
+        check=False,
+        capture=True,
+    )
     return result.output.strip() if result.returncode == 0 else rev[:12]
 
 
 def has_commit(repo: Path, commit: str) -> bool:
     """Does the repository hold this commit (its own objects or borrowed ones)?"""
-    result = proc.run(command(repo, "cat-file", "-e", f"{commit}^{{commit}}"),
-                      check=False, capture=True)  # fmt: skip
+    result = proc.run(
+        command(repo, "cat-file", "-e", f"{commit}^{{commit}}"), check=False, capture=True
+    )
     return result.returncode == 0
 
 

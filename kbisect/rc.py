@@ -17,12 +17,11 @@ import math
 import os
 import re
 import sys
-import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from kbisect import atomic, git, paths
+from kbisect import atomic, clock, git, paths
 from kbisect.exceptions import UserError
 
 HISTORY_FILE = "history.json"
@@ -253,8 +252,10 @@ def check_commit(commit: str) -> None:
     if not re.fullmatch(r"[0-9a-f]+", commit):
         raise RcError(f"--commit {commit!r}: expected a hexadecimal commit id")
     if len(commit) not in (40, 64):
-        raise RcError(f"--commit {commit!r}: {len(commit)} hexadecimal digits; give the full "
-                      "commit id (40 digits, 64 for SHA-256)")  # fmt: skip
+        raise RcError(
+            f"--commit {commit!r}: {len(commit)} hexadecimal digits; give the full "
+            "commit id (40 digits, 64 for SHA-256)"
+        )
 
 
 def check_tps(tps: float | None) -> None:
@@ -278,7 +279,7 @@ def _record(args: argparse.Namespace) -> int:
         "result_dir": str(args.result.resolve()),
         "scenario_hash": scen_hash,
         "tps_mean": round(tps, 3),
-        "recorded": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "recorded": clock.utc_now(),
     }
     path = save_history(directory, add_entry(load_history(directory), entry))
     print(f"recorded {args.tag} ({tps:.1f} tps) in {path}")

@@ -121,8 +121,10 @@ def cross_check(data: dict[str, Any]) -> str | None:
             "(reserve some, or put hugepages= in guest.append)"
         )
     if guest["hugepages"] * HUGEPAGE_MB >= guest["memory_mb"]:
-        return (f"guest.hugepages ({guest['hugepages']} x {HUGEPAGE_MB} MB) must fit in "
-                f"guest.memory_mb ({guest['memory_mb']})")  # fmt: skip
+        return (
+            f"guest.hugepages ({guest['hugepages']} x {HUGEPAGE_MB} MB) must fit in "
+            f"guest.memory_mb ({guest['memory_mb']})"
+        )
     return _check_total(data)
 
 
@@ -132,8 +134,10 @@ def _check_total(data: dict[str, Any]) -> str | None:
     runtime = (bench["warmup_runs"] + bench["runs"]) * bench["duration_s"]
     if total is None or total > runtime:
         return None
-    return (f"timeouts.total_s ({total}) must exceed the runs' own length, (pgbench.warmup_runs "
-            f"+ pgbench.runs) x pgbench.duration_s = {runtime} s")  # fmt: skip
+    return (
+        f"timeouts.total_s ({total}) must exceed the runs' own length, (pgbench.warmup_runs "
+        f"+ pgbench.runs) x pgbench.duration_s = {runtime} s"
+    )
 
 
 def _default_total_s(data: dict[str, Any]) -> int:

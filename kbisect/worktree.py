@@ -128,8 +128,9 @@ def _adopt(own: Path, where: Path, old_admin: Path) -> None:
     tmp = where.with_name(f".{where.name}.adopt")
     shutil.rmtree(tmp, ignore_errors=True)
     try:
-        proc.capture(git.command(own, "worktree", "add", "-q", "--no-checkout", "--detach",
-                                 str(tmp), head))  # fmt: skip
+        proc.capture(
+            git.command(own, "worktree", "add", "-q", "--no-checkout", "--detach", str(tmp), head)
+        )
         admin = _linked_to(tmp)
         assert admin is not None
         if (old_admin / "index").is_file():
@@ -148,8 +149,9 @@ def _adopt(own: Path, where: Path, old_admin: Path) -> None:
 def _refresh(where: Path) -> bool:
     """Update the index's stat data from the files (reads those whose stat differs);
     False if the index is unusable. Files that differ are left to checkout()."""
-    result = proc.run(git.command(where, "update-index", "-q", "--refresh"), check=False,
-                      capture=True)  # fmt: skip
+    result = proc.run(
+        git.command(where, "update-index", "-q", "--refresh"), check=False, capture=True
+    )
     return result.returncode in (0, 1)
 
 

@@ -72,8 +72,13 @@ def tag() -> Iterator[str]:
 
 def start(code: str, tag: str) -> subprocess.Popen[bytes]:
     env = {**os.environ, MARKER: tag, "PYTHONPATH": str(ROOT)}
-    return subprocess.Popen([sys.executable, "-c", code], env=env, start_new_session=True,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
+    return subprocess.Popen(
+        [sys.executable, "-c", code],
+        env=env,
+        start_new_session=True,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
 
 
 def test_kill_9_of_the_parent_leaves_no_process(tag: str) -> None:
@@ -88,9 +93,11 @@ def test_kill_9_of_the_parent_leaves_no_process(tag: str) -> None:
 @pytest.mark.parametrize("sig", [signal.SIGHUP, signal.SIGTERM])
 def test_sighup_and_sigterm_stop_kbisect_like_ctrl_c(sig: signal.Signals, tag: str) -> None:
     """A closed terminal (SIGHUP) ends a command with 130, its children killed."""
-    code = ("import sys; from kbisect import cli, doctor, proc\n"
-            "doctor.main = lambda args: proc.run(['sleep', '300']).returncode\n"
-            "sys.exit(cli.main(['doctor']))")  # fmt: skip
+    code = (
+        "import sys; from kbisect import cli, doctor, proc\n"
+        "doctor.main = lambda args: proc.run(['sleep', '300']).returncode\n"
+        "sys.exit(cli.main(['doctor']))"
+    )
     child = start(code, tag)
     assert wait_for(lambda: len(marked(tag)) == 3, 20), marked(tag)  # kbisect, sleep, reaper
     child.send_signal(sig)
@@ -131,9 +138,11 @@ def test_a_dead_reaper_is_replaced_and_told_every_group() -> None:
 
 
 def run_step(scenario: Path, stdout: int, **env: str) -> int:
-    argv = [str(RUN), "--scenario", str(scenario), "--threshold", "800"]
-    return subprocess.run(argv, stdout=stdout, stderr=stdout, env={**os.environ, **env},
-                          check=False).returncode  # fmt: skip
+    target = scenario.parent / "fake.toml"  # the fake target of the `env` fixture
+    argv = [str(RUN), "--scenario", str(scenario), "--threshold", "800", "--target", str(target)]
+    return subprocess.run(
+        argv, stdout=stdout, stderr=stdout, env={**os.environ, **env}, check=False
+    ).returncode
 
 
 def test_a_step_whose_output_reader_is_gone_aborts(repo, env) -> None:
@@ -153,8 +162,9 @@ def test_a_step_whose_driver_pid_lives_on_in_another_process_aborts(repo, env) -
     at(repo[1])
     other = subprocess.Popen(["sleep", "300"])
     try:
-        code = run_step(env["scenario"], subprocess.DEVNULL,
-                        **{bisect_step.DRIVER_ENV: str(other.pid)})  # fmt: skip
+        code = run_step(
+            env["scenario"], subprocess.DEVNULL, **{bisect_step.DRIVER_ENV: str(other.pid)}
+        )
     finally:
         other.kill()
         other.wait()
@@ -163,8 +173,9 @@ def test_a_step_whose_driver_pid_lives_on_in_another_process_aborts(repo, env) -
 
 def test_a_step_under_its_driver_answers(repo, env) -> None:
     at(repo[1])
-    code = run_step(env["scenario"], subprocess.DEVNULL,
-                    **{bisect_step.DRIVER_ENV: str(os.getpid())})  # fmt: skip
+    code = run_step(
+        env["scenario"], subprocess.DEVNULL, **{bisect_step.DRIVER_ENV: str(os.getpid())}
+    )
     assert code == bisect_step.GOOD
 
 

@@ -1,5 +1,5 @@
 """The user's repository is only ever read. `kbisect build`, `compare --revert` and
-`bisect` (on the fake tree, with the fake vng and the fake measurement) leave every file
+`bisect` (on the fake tree, with the fake target) leave every file
 of it as it was: refs, packed-refs, the index and its mtime, the worktree list with a
 linked worktree whose directory is away, the user's own bisect, config, objects."""
 
@@ -10,9 +10,8 @@ from pathlib import Path
 import pytest
 
 from kbisect import cli, scratch
-from tests.fakes import git, make_fake_kernel_repo, repo_snapshot
-from tests.test_bisect_step import fixed_dates, write_fake_measure, write_scenario
-from tests.test_measure import use_fake_vng, vng_calls
+from tests.fakes import fake_calls, git, make_fake_kernel_repo, repo_snapshot
+from tests.test_bisect_step import fake, fixed_dates, write_scenario
 
 
 @pytest.fixture
@@ -48,29 +47,60 @@ def test_build(repo: tuple[Path, list[str]], tmp_path: Path) -> None:
     back_again(tmp_path)
 
 
-def test_compare_with_a_revert(repo: tuple[Path, list[str]], tmp_path: Path,
-                               monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
+def test_compare_with_a_revert(
+    repo: tuple[Path, list[str]], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     path, shas = repo
-    state = use_fake_vng(monkeypatch, tmp_path / "fakevng")
+    target = fake(tmp_path)
     before = repo_snapshot(path)
-    argv = ["compare", "--tree", str(path), "--base", shas[-1], "--revert", shas[5],
-            "--scenario", "smoke", "--boots", "2", "--out", str(tmp_path / "cmp")]  # fmt: skip
+    argv = [
+        "compare",
+        "--tree",
+        str(path),
+        "--base",
+        shas[-1],
+        "--revert",
+        shas[5],
+        "--scenario",
+        "smoke",
+        "--boots",
+        "2",
+        "--target",
+        str(target),
+        "--out",
+        str(tmp_path / "cmp"),
+    ]
     assert cli.main(argv) == 0
-    assert len(vng_calls(state)) == 4
+    assert len(fake_calls(target)) == 4
     assert repo_snapshot(path) == before
     assert (scratch.path_for(path) / "worktrees" / "revert").is_dir()
     back_again(tmp_path)
 
 
-def test_bisect(repo: tuple[Path, list[str]], tmp_path: Path,
-                monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
-                ) -> None:  # fmt: skip
+def test_bisect(
+    repo: tuple[Path, list[str]],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
     path, shas = repo
-    monkeypatch.setenv("KBISECT_FAKE_MEASURE", str(write_fake_measure(tmp_path)))
-    monkeypatch.setenv("FAKE_CV", "0.05")
+    target = fake(tmp_path, cv=0.05)
     before = repo_snapshot(path)
-    argv = ["bisect", "--tree", str(path), "--good", shas[1], "--bad", shas[-1],
-            "--scenario", str(write_scenario(tmp_path)), "--recheck-samples", "3"]  # fmt: skip
+    argv = [
+        "bisect",
+        "--tree",
+        str(path),
+        "--good",
+        shas[1],
+        "--bad",
+        shas[-1],
+        "--scenario",
+        str(write_scenario(tmp_path)),
+        "--target",
+        str(target),
+        "--recheck-samples",
+        "3",
+    ]
     assert cli.main(argv) == 0
     assert f"first bad commit: {shas[5]}" in capsys.readouterr().out
     assert repo_snapshot(path) == before

@@ -204,7 +204,10 @@ def test_old_worktrees_in_the_users_repository_are_moved_over(
     stamp = knob.stat().st_mtime_ns
     users = repo_snapshot(tree / ".git/worktrees/linked")
     assert sorted(p.name for p in (tree / ".git/worktrees").iterdir()) == [
-        "build", "linked", "revert"]  # fmt: skip
+        "build",
+        "linked",
+        "revert",
+    ]
     assert worktree.checkout(tree, shas[2], "build") == build
     assert [p.name for p in (tree / ".git/worktrees").iterdir()] == ["linked"]
     assert _gitfile(build).parent == scratch.path_for(tree) / "worktrees"

@@ -1,0 +1,157 @@
+"""Where a built kernel runs the harness: the `Target` seam.
+
+A target boots one kernel for each sample, runs the harness (harness/guest.py) there with
+the sample's scenario, and leaves the harness's `guest-result.json` in the sample's boot
+directory. Everything common to all targets (the boot directory, console watching,
+deadlines, failure classes, the one sample record) lives in kbisect/sample.py; a target
+only knows how to get the harness run, what it is (`describe()`, stored in every sample)
+and what it needs (`preflight()`, `checks()`).
+"""
+
+from __future__ import annotations
+
+import json
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from types import TracebackType
+from typing import Any, ClassVar
+
+from kbisect.arch import Arch
+from kbisect.checks import Check
+from kbisect.exceptions import UserError
+from kbisect.scenario import Scenario
+
+IMAGE_NAMES = ("bzImage", "Image")
+
+
+class KernelNotFound(UserError):
+    """--kernel names nothing that exists."""
+
+
+class WrongArch(UserError):
+    """The kernel was built for another arch than the target runs."""
+
+
+@dataclass(frozen=True)
+class Kernel:
+    """A kernel image, and its build manifest when it comes from `kbisect build`."""
+
+    image: Path
+    manifest: Mapping[str, Any] | None = None
+
+    @classmethod
+    def find(cls, spec: str | Path) -> Kernel:
+        """An image file, or a build directory holding bzImage or Image."""
+        path = Path(spec).expanduser()
+        if path.is_dir():
+            images = [path / n for n in IMAGE_NAMES if (path / n).is_file()]
+            if not images:
+                raise KernelNotFound(f"{path}: no bzImage or Image in this directory")
+            path = images[0]
+        if not path.is_file():
+            raise KernelNotFound(f"{spec}: no such kernel image")
+        manifest_file = path.parent / "manifest.json"
+        manifest = json.loads(manifest_file.read_text()) if manifest_file.is_file() else None
+        return cls(path.resolve(), manifest)
+
+    @property
+    def arch(self) -> str | None:
+        """The arch its build manifest names (None for an image from elsewhere)."""
+        return (self.manifest or {}).get("arch")
+
+    def describe(self, release: str | None) -> dict[str, Any]:
+        m = self.manifest or {}
+        return {
+            "image": str(self.image),
+            "release": release,
+            "commit": m.get("commit"),
+            "config_hash": m.get("config_hash"),
+            "manifest": dict(m) if m else None,
+        }
+
+
+@dataclass(frozen=True)
+class Job:
+    """One boot = one sample, as a target sees it. The target feeds every line the
+    machine prints (console, harness) to `console`, and must stop by `timeout_s`
+    (everything) and `idle_s` (no output at all)."""
+
+    kernel: Kernel
+    scen: Scenario
+    append: tuple[str, ...]  # kernel command-line extras: the scenario's, then the user's
+    boot_dir: Path  # on this host: scenario.json is here; guest-result.json must land here
+    templates: Path  # on this host: the PostgreSQL template cache
+    console: Callable[[str], None]
+    log: Path  # console.log in boot_dir: every line, starting with the reproduce line
+    timeout_s: float
+    idle_s: float
+
+    @property
+    def scenario_file(self) -> Path:
+        return self.boot_dir / "scenario.json"
+
+    @property
+    def result_file(self) -> Path:
+        return self.boot_dir / "guest-result.json"
+
+
+class Target(ABC):
+    """A place where a built kernel runs the harness. Use as a context manager: `close()`
+    runs at the end of a command, also on Ctrl-C (a machine goes back to its own kernel)."""
+
+    kind: ClassVar[str]
+
+    def __init__(self, name: str, arch: Arch) -> None:
+        self.name = name
+        self.arch = arch
+
+    @classmethod
+    def from_settings(cls, name: str, arch: Arch, settings: Mapping[str, Any]) -> Target:
+        """The target a TOML file (or a built-in name) describes; UserError if it is wrong."""
+        return cls(name, arch)
+
+    @abstractmethod
+    def describe(self) -> dict[str, Any]:
+        """What a sample records about where it ran: kind, name, arch, accel, ..."""
+
+    def headline(self, job: Job) -> str:
+        """A few words for the progress line of a boot (accelerator, size)."""
+        return self.kind
+
+    def preflight(self) -> None:
+        """Before any build or boot: UserError naming what is missing."""
+        return None
+
+    def checks(self) -> list[Check]:
+        """Rows for `kbisect doctor --target NAME`."""
+        return []
+
+    def validate(self, kernel: Kernel) -> None:
+        """Before booting `kernel`: UserError if this target cannot run it."""
+        if kernel.arch is not None and kernel.arch != self.arch.name:
+            raise WrongArch(
+                f"{kernel.image}: built for {kernel.arch}, but target "
+                f"{self.name} runs {self.arch.name}"
+            )
+
+    @abstractmethod
+    def boot(self, job: Job) -> None:
+        """Boot job.kernel and run the harness; raise BootError or CommandTimeout when
+        the kernel never got there. Leave the harness's result in job.result_file."""
+
+    def close(self) -> None:
+        """End of the command: leave the place as it was found."""
+        return None
+
+    def __enter__(self) -> Target:
+        return self
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()

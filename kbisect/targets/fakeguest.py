@@ -1,0 +1,183 @@
+"""The machine of the fake target (kbisect/targets/fake.py): prints what a booting kernel
+and the harness would, and writes guest-result.json, as scripted. Standard library only.
+
+    python3 kbisect/targets/fakeguest.py --settings FILE --image IMG --boot-dir DIR
+        [--commit SHA] [--subject TEXT] [--append ITEM]...
+"""
+
+from __future__ import annotations
+
+import argparse
+import fcntl
+import json
+import os
+import random
+import signal
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+GUEST = "kbisect-guest: "
+
+
+def parse(argv: list[str]) -> argparse.Namespace:
+    p = argparse.ArgumentParser(prog="fakeguest")
+    for name in ("--settings", "--image", "--boot-dir"):
+        p.add_argument(name, required=True)
+    p.add_argument("--commit", default="")
+    p.add_argument("--subject", default="")
+    p.add_argument("--append", action="append", default=[])
+    return p.parse_args(argv)
+
+
+def log_call(state: Path, key: str, entry: dict[str, Any]) -> tuple[int, int]:
+    """Append this call to state/calls.jsonl; (its number, earlier calls with this key)."""
+    state.mkdir(parents=True, exist_ok=True)
+    with (state / "calls.jsonl").open("a+") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        f.seek(0)
+        earlier = [json.loads(line) for line in f if line.strip()]
+        same = sum(1 for e in earlier if e.get("key") == key)
+        f.write(json.dumps({**entry, "key": key, "index": len(earlier), "nth": same}) + "\n")
+    return len(earlier), same
+
+
+def image_tps(image: Path) -> float | None:
+    """The TPS line of a fake kernel image (tests/fakelinux/README), if any."""
+    lines = image.read_text(errors="replace").split("\n") if image.is_file() else []
+    if len(lines) > 2 and lines[0] == "fake-kernel" and lines[2].strip():
+        return float(lines[2])
+    return None
+
+
+def base_tps(s: dict[str, Any], args: argparse.Namespace) -> float:
+    for item in args.append:
+        if item in s["append_tps"]:
+            return float(s["append_tps"][item])
+    found = image_tps(Path(args.image))
+    return float(s["tps"]) if found is None else found
+
+
+def noisy(base: float, s: dict[str, Any], key: str, nth: int) -> float:
+    z = random.Random(f"{s['seed']}-{key}-{nth}").gauss(0.0, 1.0)
+    return max(base * (1 + float(s["cv"]) * z), 0.001)
+
+
+def mode_of(s: dict[str, Any], index: int, args: argparse.Namespace) -> str:
+    if index < len(s["script"]):
+        return str(s["script"][index])
+    failing = s["boot_fail"]
+    if any(c and (args.commit.startswith(c) or c == args.subject) for c in failing):
+        return "panic"
+    return str(s["mode"])
+
+
+def run_entry(index: int, warmup: bool, tps: float) -> dict[str, Any]:
+    return {
+        "index": index,
+        "warmup": warmup,
+        "tps": round(tps, 3),
+        "latency_avg_ms": 4.0,
+        "latency_stddev_ms": 0.5,
+        "failed_transactions": 0,
+        "transactions": int(tps),
+        "series": [round(tps, 3)] * 2,
+    }
+
+
+def fingerprint(args: argparse.Namespace) -> dict[str, Any]:
+    return {
+        "uname_r": "6.12.0-fake",
+        "cmdline": " ".join(args.append),
+        "preempt": "none",
+        "hugepages_total": 0,
+        "hugepages_free": 0,
+        "hugepage_size_kb": 2048,
+        "thp": "madvise",
+        "nproc": 2,
+        "mem_total_kb": 1000000,
+        "clocksource": "tsc",
+        "pg_version": "15.0",
+        "pg_settings": {"shared_buffers": "32MB"},
+        "huge_pages_used": False,
+    }
+
+
+def result(mode: str, tps: float, scen: dict[str, Any], args: argparse.Namespace) -> dict[str, Any]:
+    timings = {"restore_s": 0.1, "init_s": None, "bench_s": 1.0}
+    if mode == "pgfail":
+        return {
+            "version": 1,
+            "status": "benchmark-failed",
+            "error": "postgres: initdb failed",
+            "runs": [],
+            "fingerprint": fingerprint(args),
+            "timings": timings,
+        }
+    bench = scen["pgbench"]
+    runs = [run_entry(i, True, tps / 2) for i in range(bench["warmup_runs"])]
+    runs += [run_entry(len(runs) + i, False, tps) for i in range(bench["runs"])]
+    return {
+        "version": 1,
+        "status": "ok",
+        "error": None,
+        "runs": runs,
+        "fingerprint": fingerprint(args),
+        "timings": timings,
+    }
+
+
+def say(line: str) -> None:
+    print(line, flush=True)
+
+
+def kill(s: dict[str, Any]) -> None:
+    """Fault injection: SIGKILL the pid file's process group (a driver: its reaper then
+    kills what it started, git bisect run and the steps), else our caller's. One kill(2):
+    a second one, to the caller's group, raced: preempted between the two, this process
+    could leave the driver alive long enough to see git die and exit on its own."""
+    pid = int(Path(s["kill_pid_file"]).read_text().strip()) if s["kill_pid_file"] else 0
+    os.killpg(os.getpgid(pid or os.getppid()), signal.SIGKILL)
+
+
+def play(mode: str, s: dict[str, Any], args: argparse.Namespace, tps: float) -> int:
+    boot_dir = Path(args.boot_dir)
+    say(f"[    0.000000] Linux version 6.12.0-fake ({' '.join(args.append)})")
+    time.sleep(s["delay_s"])
+    if mode == "panic":
+        say("[    0.500000] Kernel panic - not syncing: VFS: Unable to mount root fs")
+        return 0
+    if mode == "hang":
+        time.sleep(3600)
+    while mode == "spin":
+        say("[    1.000000] random: crng init done")
+        time.sleep(0.2)
+    if mode == "noharness":
+        return 0
+    scen = json.loads((boot_dir / "scenario.json").read_text())
+    say(f"{GUEST}phase init")
+    data = result(mode, tps, scen, args)
+    if data["status"] == "ok":
+        say(f"{GUEST}phase run")
+        say(f"{GUEST}tps {tps:.1f}")
+    (boot_dir / "guest-result.json").write_text(json.dumps(data, indent=2))
+    say(f"{GUEST}phase done")
+    return 0 if data["status"] == "ok" else 3
+
+
+def main(argv: list[str]) -> int:
+    args = parse(argv)
+    s = json.loads(Path(args.settings).read_text())
+    key = {"commit": args.commit, "subject": args.subject, "image": args.image}.get(
+        s["noise_key"], args.commit
+    ) or args.image
+    index, nth = log_call(Path(s["state"]), key, {"commit": args.commit, "append": args.append})
+    if s["kill_at"] and index + 1 == s["kill_at"]:
+        kill(s)
+    mode = mode_of(s, index, args)
+    return play(mode, s, args, noisy(base_tps(s, args), s, key, nth))
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
