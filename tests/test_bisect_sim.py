@@ -4,28 +4,21 @@ many seeds at a CV of 10% and a 25% regression, in milliseconds each.
 
 from __future__ import annotations
 
-import importlib.machinery
-import importlib.util
 import random
 import subprocess
 import sys
-from pathlib import Path
 from types import ModuleType
 
 import pytest
 
-SCRIPT = Path(__file__).resolve().parent.parent / "scripts" / "simulate-bisect"
+from tests import scripts
+
+SCRIPT = scripts.SCRIPTS / "simulate-bisect"
 
 
 @pytest.fixture(scope="module")
 def sim() -> ModuleType:
-    loader = importlib.machinery.SourceFileLoader("simulate_bisect", str(SCRIPT))
-    spec = importlib.util.spec_from_loader("simulate_bisect", loader)
-    assert spec is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["simulate_bisect"] = module  # dataclasses look their module up
-    loader.exec_module(module)
-    return module
+    return scripts.load("simulate-bisect")
 
 
 def options(sim: ModuleType, *argv: str):

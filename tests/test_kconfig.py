@@ -348,3 +348,35 @@ def test_fake_tree_knows_every_symbol_the_fragments_set() -> None:
     known = set((FAKELINUX / "Kconfig.known").read_text().split())
     missing = {s for p in ALL_FRAGMENTS for s in kconfig.load(p, p.name).settings} - known
     assert not missing, f"add to tests/fakelinux/Kconfig.known: {sorted(missing)}"
+
+
+# Options that make the kernel rewrite its own text (text_poke_bp: an int3 on each site,
+# then the new bytes) after the other CPUs are up. Under QEMU's multi-threaded TCG a vCPU
+# can still run the int3 once the patch is done: "Oops: int3" (docs/benchmarks.md).
+RUNTIME_TEXT_PATCHERS = [
+    "CONFIG_JUMP_LABEL",
+    "CONFIG_FUNCTION_TRACER",
+    "CONFIG_DYNAMIC_FTRACE",
+    "CONFIG_KPROBES",
+    "CONFIG_BPF_JIT",
+    "CONFIG_LIVEPATCH",
+]
+
+
+def test_x86_64_minimal_config_turns_static_keys_off() -> None:
+    merged: dict[str, str] = {}
+    for f in resolve([], "x86_64"):
+        merged.update(f.settings)
+    assert merged["CONFIG_JUMP_LABEL"] == "n"
+    assert merged["CONFIG_PREEMPT_DYNAMIC"] == "y"  # patched by static calls before SMP only
+
+
+@pytest.mark.parametrize(
+    "path",
+    [p for p in ALL_FRAGMENTS if p.name != "arm64.config"],
+    ids=lambda p: str(p.relative_to(CONFIGS)),
+)
+def test_no_x86_64_fragment_turns_on_a_runtime_text_patcher(path: Path) -> None:
+    settings = kconfig.load(path, path.name).settings
+    on = [s for s in RUNTIME_TEXT_PATCHERS if settings.get(s) in ("y", "m")]
+    assert not on, f"{path.name}: {on} patch kernel text at run time (TCG int3 Oops)"
