@@ -36,10 +36,11 @@ class Model:
     outlier: float = 0.05
     outlier_scale: float = 8.0
     trend: bool = False
+    drift_sd: float = 0.2  # prior sd of the slope: this change over the samples' time span
 
     def as_dict(self) -> dict[str, float | bool]:
         return {"outlier": self.outlier, "outlier_scale": self.outlier_scale,
-                "trend": self.trend}  # fmt: skip
+                "trend": self.trend, "drift_sd": self.drift_sd}  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -49,7 +50,7 @@ class Fit:
     log_evidence: float
     coef: tuple[float, ...]  # mu_good, mu_bad[, slope per time unit]
     log_sigma: float
-    loglik: float
+    loglik: float  # log likelihood + the slope's log prior: what EM maximises
     t_mean: float = 0.0  # the time the slope is centred on
 
     def level(self, bad: bool, t: float) -> float:
@@ -127,11 +128,21 @@ class _Mixture:
 class _Data:
     """The samples of one split: log tps, group (0 good, 1 bad), centred time or None."""
 
-    def __init__(self, x: Sequence[float], z: Sequence[bool], t: Sequence[float] | None) -> None:
+    def __init__(self, x: Sequence[float], z: Sequence[bool], t: Sequence[float] | None,
+                 drift_sd: float = 0.2) -> None:  # fmt: skip
         self.x = list(x)
         self.z = [1 if b else 0 for b in z]
         self.t_mean = 0.0 if t is None else math.fsum(t) / len(t)
         self.t = None if t is None else [u - self.t_mean for u in t]
+        span = 0.0 if t is None else max(t) - min(t)
+        # the slope's prior precision: drift_sd over the span is one standard deviation
+        self.precision = (span / drift_sd) ** 2 if span > 0 else 1e12
+
+    def log_prior(self, coef: Sequence[float]) -> float:
+        """The slope's normal prior (0 without a trend: the flat priors cancel)."""
+        if self.t is None:
+            return 0.0
+        return 0.5 * math.log(self.precision) - 0.5 * LOG_2PI - 0.5 * self.precision * coef[2] ** 2
 
     def residuals(self, coef: Sequence[float]) -> list[float]:
         if self.t is None:
@@ -139,8 +150,9 @@ class _Data:
         slope = coef[2]
         return [x - coef[g] - slope * u for x, g, u in zip(self.x, self.z, self.t, strict=True)]
 
-    def wls(self, w: Sequence[float]) -> list[float]:
-        """Weighted least squares: the two levels [and the slope]."""
+    def wls(self, w: Sequence[float], s2: float = 1.0) -> list[float]:
+        """Weighted least squares: the two levels [and the slope, shrunk by its prior at
+        the noise variance s2]."""
         sw, sx = [0.0, 0.0], [0.0, 0.0]
         st, stt, stx = [0.0, 0.0], 0.0, 0.0
         tt = self.t if self.t is not None else [0.0] * len(self.x)
@@ -152,7 +164,7 @@ class _Data:
             stx += wi * u * x
         if self.t is None:
             return [sx[0] / sw[0], sx[1] / sw[1]]
-        a = [[sw[0], 0.0, st[0]], [0.0, sw[1], st[1]], [st[0], st[1], stt]]
+        a = [[sw[0], 0.0, st[0]], [0.0, sw[1], st[1]], [st[0], st[1], stt + s2 * self.precision]]
         return _solve(a, [sx[0], sx[1], stx])
 
     def information(self, e: Sequence[float], resp: Sequence[float], sigma: float, k2: float
@@ -182,6 +194,7 @@ class _Data:
             q_ast += as_ * u
         if self.t is None:
             return [[q_aa[0], 0.0, q_as[0]], [0.0, q_aa[1], q_as[1]], [q_as[0], q_as[1], q_ss]]
+        q_aatt += self.precision  # the slope's prior
         return [[q_aa[0], 0.0, q_aat[0], q_as[0]], [0.0, q_aa[1], q_aat[1], q_as[1]],
                 [q_aat[0], q_aat[1], q_aatt, q_ast], [q_as[0], q_as[1], q_ast, q_ss]]  # fmt: skip
 
@@ -199,7 +212,7 @@ def fit(x: Sequence[float], z: Sequence[bool], model: Model, t: Sequence[float] 
     one more sample than parameters. The mixture's likelihood can have more than one
     maximum (a boot counted as an outlier or not), so EM runs from the least-squares start
     and, if given, from `start` (the last fit of a similar split); the higher one wins."""
-    data = _Data(x, z, t if model.trend else None)
+    data = _Data(x, z, t if model.trend else None, model.drift_sd)
     mix = _Mixture(model)
     fits = [_em(data, mix, *_start(data))]
     if start is not None and len(start.coef) == len(fits[0].coef):
@@ -213,16 +226,18 @@ def _em(data: _Data, mix: _Mixture, coef: list[float], s: float, tol: float = 1e
     n = len(data.x)
     for _ in range(iterations):
         resp, ll = mix.weights(data.residuals(coef), math.exp(s))
+        ll += data.log_prior(coef)
         if ll - last < tol:
             break
         last = ll
         w = [r + (1.0 - r) / mix.k2 for r in resp]
-        coef = data.wls(w)
+        coef = data.wls(w, math.exp(2 * s))
         e = data.residuals(coef)
         s = 0.5 * math.log(max(math.fsum(wi * v * v for wi, v in zip(w, e, strict=True)) / n,
                                1e-300))  # fmt: skip
     e = data.residuals(coef)
     resp, ll = mix.weights(e, math.exp(s))
+    ll += data.log_prior(coef)
     d = len(coef) + 1
     logdet = _logdet(data.information(e, resp, math.exp(s), mix.k2))
     if math.isnan(logdet):  # not a maximum in every direction: the core part's information

@@ -53,7 +53,8 @@ def cells(mode: str) -> list[Cell]:
              for shape in ("linear", "merges")
              for n in ("16:32", "300", "3000") if (shape, n) != ("linear", "16:32")]  # fmt: skip
     return [*grid, *sizes, Cell("broken 10%", broken=0.10), Cell("drift +20%", drift=0.20),
-            Cell("drift -20%", drift=-0.20), Cell("two culprits 15%", regression=0.15,
+            Cell("drift -20%", drift=-0.20), Cell("drift -20% merges 300", "merges", "300",
+            drift=-0.20), Cell("two culprits 15%", regression=0.15,
             culprits=2), Cell("heavy tails", heavy=True)]  # fmt: skip
 
 
