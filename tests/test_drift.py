@@ -82,3 +82,11 @@ def test_schedule_interleaves_one_reference_per_every_test_boots():
         s.took(ref or "c5")
     assert boots == ["test", "test", "good", "test", "test", "bad", "test", "test", "good"]
     assert s.cost == 0.5
+
+
+def test_threshold_is_the_geometric_mean_brought_back_along_the_drift():
+    refs = [Timed("g", 0.0, 1000.0), Timed("b", 1.0, 640.0), Timed("g", 10.0, 1100.0)]
+    assert drift.threshold(refs, "g", "b", 0.0) == pytest.approx(math.sqrt(1050 * 640))
+    slope = math.log(1.1) / 10
+    assert drift.threshold(refs, "g", "b", slope) == pytest.approx(
+        math.sqrt(1000 * 640 / 1.1 ** 0.1), rel=1e-9)  # fmt: skip

@@ -52,7 +52,7 @@ def test_descendants_are_the_transpose_of_ancestors():
     rng = random.Random(5)
     parents = histories.merges(200, rng)
     g = Graph.from_parents(parents, next(reversed(parents)), ["good"])
-    desc = g.descendants()
+    desc = g.desc
     for _ in range(300):
         i, j = rng.randrange(g.n), rng.randrange(g.n)
         assert bool(g.anc[i] >> j & 1) == bool(desc[j] >> i & 1)

@@ -124,6 +124,18 @@ def detrended(samples: Sequence[Timed], slope: float) -> list[float]:
     return [s.tps * math.exp(-slope * s.t) for s in samples]
 
 
+def threshold(refs: Sequence[Timed], good: str, bad: str, slope: float) -> float:
+    """The sequential rule's threshold at time 0: the geometric mean of the good and bad
+    references' means, each sample brought back along the drift first (slope 0: today's
+    geometric mean of the endpoint means)."""
+
+    def mean(revision: str) -> float:
+        xs = [r for r in refs if r.revision == revision]
+        return math.fsum(detrended(xs, slope)) / len(xs)
+
+    return math.sqrt(mean(good) * mean(bad))
+
+
 def warning(tr: Trend | None, span: str, action: str) -> str | None:
     """One line when the references moved significantly and noticeably, else None.
     span: how the time span reads ("95 min", "40 boots"); action: what was done."""

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -72,7 +73,8 @@ class Graph:
             mask ^= low
         return out
 
-    def descendants(self) -> list[int]:
+    @cached_property
+    def desc(self) -> list[int]:
         """For each commit, the bitset of range commits it is an ancestor-or-self of."""
         desc = [1 << i for i in range(self.n)]
         for i in reversed(range(self.n)):

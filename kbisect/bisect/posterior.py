@@ -25,7 +25,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from kbisect.bisect import likelihood
+from kbisect.bisect import choice, likelihood
 from kbisect.bisect.graph import Graph
 from kbisect.bisect.likelihood import Fit, Model
 from kbisect.exceptions import UserError
@@ -209,8 +209,6 @@ class Posterior:
     def next(self, cost: Cost | None = None) -> str | None:
         """The revision whose next sample brings the most expected information about the
         culprit per unit of cost (see choice.py); None when no test can split the rest."""
-        from kbisect.bisect import choice
-
         return choice.best(self, cost or Cost())
 
     def groups(self) -> list[tuple[list[int], float]]:
@@ -221,7 +219,7 @@ class Posterior:
             if commit not in self.untestable:
                 testable |= 1 << i
         by_key: dict[int, list[int]] = {}
-        for i, d in enumerate(self.graph.descendants()):
+        for i, d in enumerate(self.graph.desc):
             by_key.setdefault(d & testable, []).append(i)
         out = [(members, math.fsum(probs[i] for i in members)) for members in by_key.values()]
         return sorted(out, key=lambda g: -g[1])

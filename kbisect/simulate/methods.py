@@ -18,7 +18,6 @@ check.measure_endpoints does) or runs_max: refused.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 
 from kbisect import sequential as seq_rule
@@ -100,13 +99,6 @@ class Sequential:
         self.schedule = drift.Schedule(GOOD, bad, s.every) if refs else None
         self.store: dict[str, list[drift.Timed]] = {}
 
-    def _threshold(self, slope: float) -> tuple[float, float]:
-        def mean(rev: str) -> float:
-            xs = [x for x in self.refs if x.revision == rev]
-            return math.fsum(drift.detrended(xs, slope)) / len(xs)
-
-        return math.sqrt(mean(GOOD) * mean(self.world.history.graph.bad)), slope
-
     def _slope(self) -> float:
         return drift.correction(self.refs) if self.schedule is not None else 0.0
 
@@ -116,7 +108,8 @@ class Sequential:
                 return "skip"
             samples = self.store.setdefault(commit, [])
             while True:
-                threshold, slope = self._threshold(self._slope())
+                slope = self._slope()
+                threshold = drift.threshold(self.refs, GOOD, self.world.history.graph.bad, slope)
                 d = seq_rule.decide(drift.detrended(samples, slope), threshold,
                                     runs_min=self.s.runs_min, runs_max=most)  # fmt: skip
                 if d.verdict in ("good", "bad"):
