@@ -11,8 +11,9 @@ sample far from both levels is then explained by the wide part under either hypo
 and moves the odds little; under a plain normal it would decide them.
 
 The levels, the noise scale and (with drift) the slope are not plugged in: the evidence
-of a split is the likelihood *integrated* over them, with flat priors on the levels and
-the slope and on log sigma (the scale-invariant prior). The integral is done by Laplace's
+of a split is the likelihood *integrated* over them, with flat priors on the levels and on
+log sigma (the scale-invariant prior) and a normal prior on the slope (sd: a change of
+`drift_sd` over the samples' time span). The integral is done by Laplace's
 method at the maximum, found by EM: log m = l(theta^) + (d/2)·log 2pi - ½·log det I(theta^),
 with I the observed information (Louis' identity for the mixture). For a plain normal
 likelihood this is exact: m ∝ (n_good·n_bad)^(-1/2)·S^(-(n-2)/2), S the residual sum of
