@@ -89,3 +89,73 @@ def test_script_prints_a_markdown_table():
     assert lines[0].startswith("20 histories of 16:32 commits, CV 10%")
     assert lines[2].startswith("| strategy | boots per bisection")
     assert [line.split("|")[1].strip() for line in lines[4:]] == ["sequential", "fixed-5"]
+
+
+# --- issue 18/19: kbisect/simulate and --matrix ------------------------------------------
+
+
+def test_every_method_bisects_the_same_histories_and_endpoint_samples():
+    from kbisect.simulate import matrix, methods
+    from kbisect.simulate.world import Noise, World
+
+    class Recording(World):
+        def boot(self, commit: str) -> tuple[float, float]:
+            out = super().boot(commit)
+            seen.append((commit, out[1]))
+            return out
+
+    cell = matrix.Cell("design")
+    h = cell.history(random.Random("1-design-0"))
+    assert h == cell.history(random.Random("1-design-0"))
+    firsts = []
+    for method in matrix.METHODS:
+        seen: list[tuple[str, float]] = []
+        world = Recording(h, Noise(), random.Random("1-design-0-noise"))
+        matrix.run_one(method, world, methods.Settings())
+        firsts.append(seen[:6])
+        assert len(seen) == world.boots > 6
+    assert all(f == firsts[0] for f in firsts)
+    assert {c for c, _ in firsts[0]} == {"good", h.graph.bad}
+
+
+def test_posterior_needs_fewer_boots_than_sequential_and_names_the_culprit():
+    from kbisect.simulate import matrix, methods
+
+    tallies = matrix.simulate(matrix.Cell("design"), 12, 5, ["sequential", "posterior"],
+                              methods.Settings())  # fmt: skip
+    seq, post = tallies["sequential"], tallies["posterior"]
+    assert seq.runs == post.runs == 12
+    assert post.wrong == seq.wrong == 0
+    assert post.boots_bisect < seq.boots_bisect / 2
+    assert sum(a for a, _ in post.bins.values()) == post.answered - post.ranges
+
+
+def test_merge_history_and_broken_commits_keep_the_answer_honest():
+    from kbisect.simulate import matrix, methods
+
+    cell = matrix.Cell("merges", "merges", "60", broken=0.1)
+    tallies = matrix.simulate(cell, 6, 2, ["sequential", "posterior"], methods.Settings())
+    for t in tallies.values():
+        assert t.wrong == 0 and t.answered == 6
+
+
+def test_fixed_threshold_suffers_from_drift_and_references_repair_it():
+    from kbisect.simulate import matrix, methods
+
+    cell = matrix.Cell("drift", drift=-0.20)
+    tallies = matrix.simulate(cell, 12, 3, ["sequential", "sequential+refs"], methods.Settings())
+    assert tallies["sequential"].wrong >= 3
+    assert tallies["sequential+refs"].wrong <= 1
+
+
+def test_matrix_quick_prints_the_tables():
+    result = subprocess.run(
+        [sys.executable, str(SCRIPT), "--matrix", "quick", "--bisections", "1",
+         "--methods", "sequential", "posterior"],
+        capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    out = result.stdout
+    assert out.startswith("--matrix quick: 1 bisections per setting")
+    rows = [line for line in out.splitlines() if line.startswith("| design |")]
+    assert [r.split("|")[2].strip() for r in rows] == ["sequential", "posterior"]
+    assert "reliability, posterior, final answers" in out
