@@ -30,7 +30,7 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from kbisect import stats
+from kbisect import stats, student
 
 ALPHA = 0.01  # the trend test's level for a warning
 NOTICEABLE = 0.03  # and the least change over the run worth one
@@ -88,8 +88,8 @@ def trend(samples: Sequence[Timed], confidence: float = 0.95) -> Trend | None:
     start, end = min(s.t for s in samples), max(s.t for s in samples)
     if se == 0:
         return Trend(slope, slope, slope, 0.0 if slope else 1.0, 0.0, start, end, len(samples))
-    half = stats.t_quantile(0.5 + confidence / 2, df) * se
-    p = 2 * stats.t_sf(abs(slope) / se, df)
+    half = student.t_quantile(0.5 + confidence / 2, df) * se
+    p = 2 * student.t_sf(abs(slope) / se, df)
     return Trend(slope, slope - half, slope + half, p, se, start, end, len(samples))
 
 
