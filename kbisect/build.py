@@ -162,10 +162,22 @@ def _tail(log: Path, n: int = 15) -> str:
     return "\n".join(lines[-n:])
 
 
+OBJ_PREFIX = ".kbisect-o-"  # O= dirs inside kbisect's own checkouts (worktree.checkout keeps them)
+
+
 def obj_dir(root: Path, src: Path) -> Path:
-    """The O= dir for one source checkout: kbuild records the source path in every
-    object's command, so one O= dir shared by two checkouts (kbisect's build worktree
-    and a bisect's) would be rebuilt from scratch at every switch between them."""
+    """The O= dir for one source checkout and one set of build inputs (root).
+
+    In a checkout of kbisect's own (a scratch worktree in the cache) it is a direct
+    subdirectory of the checkout: kbuild then names every source file relative to it
+    (`srctree := ..`), so the compile commands are the same in every checkout and ccache
+    hits across them (a bisect's first build after a compare's is warm). Elsewhere (a
+    user's tree built --in-place, never written into) it lives in the cache, one per
+    checkout: kbuild records the absolute source path there, and one O= dir shared by two
+    checkouts would be rebuilt from scratch at every switch between them."""
+    cache = paths.cache_dir().resolve()
+    if src.resolve().is_relative_to(cache):
+        return src / f"{OBJ_PREFIX}{root.name}"
     where = str(src.resolve())
     return root / f"obj-{src.name}-{hashlib.sha256(where.encode()).hexdigest()[:8]}"
 

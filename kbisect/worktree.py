@@ -95,7 +95,8 @@ def checkout(repo: Path, commit: str, slot: str = "build") -> Path:
     if _is_ours(where, repo):
         try:
             git.git(where, "checkout", "-q", "--detach", "--force", commit)
-            git.git(where, "clean", "-q", "-fdx")
+            # keep the O= dirs kbisect builds in (build.OBJ_PREFIX), drop everything else
+            git.git(where, "clean", "-q", "-fdx", "-e", "/.kbisect-o-*")
             return where
         except CommandFailed:
             pass

@@ -136,6 +136,24 @@ def test_each_checkout_keeps_its_own_o_dir(repo: tuple[Path, list[str]]) -> None
     assert dirs[1] == str(build.obj_dir(here.artifact_dir.parent, tree))
 
 
+def test_kbisect_checkouts_build_in_a_subdirectory_that_survives_a_checkout(
+    repo: tuple[Path, list[str]],
+) -> None:
+    """In kbisect's own checkouts the O= dir is a direct child of the checkout, so kbuild
+    names sources relative to it (`srctree := ..`) and ccache hits from any checkout's
+    path; checking out another commit there keeps it; a user's tree is never written."""
+    tree, shas = repo
+    one = build.build(request(tree, shas[1]))
+    slot = worktree.path_for(tree, "build")
+    obj = build.obj_dir(one.artifact_dir.parent, slot)
+    assert obj.parent == slot and obj.name.startswith(build.OBJ_PREFIX)
+    assert (obj / ".config").is_file()
+    build.build(request(tree, shas[2]))  # worktree.checkout cleans, but not the O= dir
+    assert (obj / ".config").is_file()
+    assert build.obj_dir(one.artifact_dir.parent, tree).parent == one.artifact_dir.parent
+    assert not any(p.name.startswith(build.OBJ_PREFIX) for p in tree.iterdir())
+
+
 def test_other_fragments_get_another_o_dir(repo: tuple[Path, list[str]]) -> None:
     tree, shas = repo
     one = build.build(request(tree, shas[1]))
