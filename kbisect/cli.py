@@ -29,6 +29,7 @@ COMMANDS: list[tuple[str, str, str]] = [
     ("bisect-step", "kbisect.bisect.step", "one `git bisect run` step (used by bisect/run)"),
     ("rc", "kbisect.rc", "pick the next -rc tag to measure and its baseline"),
     ("demo", "kbisect.demo", "create the demo history on the embedded default tree"),
+    ("emu", "kbisect.emu.command", "the emulated machine: an ssh target for tests and demos"),
 ]
 
 

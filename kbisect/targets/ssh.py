@@ -1,0 +1,309 @@
+"""A real machine reached over ssh (`kind = "ssh"` in a target file, machine.py): each
+sample kexecs the machine into the kernel, verifies it, runs the harness there over ssh
+and copies the result back; at the end (and on Ctrl-C) the machine is brought back to
+its known-good kernel, verified. A hang, a panic or a silent harness power-cycles it
+and records a boot failure. The emulated machine (kbisect/emu/) is one of these.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import re
+import shlex
+import tarfile
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from kbisect import atomic, kexec, kimage, machine, paths, progress, scenario
+from kbisect.arch import Arch
+from kbisect.checks import FAIL, OK, WARN, Check
+from kbisect.exceptions import BootError, CommandTimeout, InfraError, UserError
+from kbisect.remote import ConsoleFeed, Session, Unreachable
+from kbisect.targets import sshcheck
+from kbisect.targets.base import Job, Kernel, Target, WrongArch
+
+PANIC = re.compile(r"Kernel panic|Oops:|BUG: |general protection fault|Unable to mount root")
+
+
+class MachineNotReady(UserError):
+    """The machine is unreachable or lacks something kbisect needs."""
+
+
+def harness_tar(dest: Path) -> Path:
+    """The harness (no caches) as one tar file to copy over."""
+    with tarfile.open(dest, "w") as tar:
+        tar.add(paths.harness_dir(), "harness", filter=_no_cache)
+    return dest
+
+
+def _no_cache(info: tarfile.TarInfo) -> tarfile.TarInfo | None:
+    return None if "__pycache__" in info.name else info
+
+
+def harness_command(m: machine.Machine, run_dir: str, major: int) -> str:
+    """Unpack the harness in the boot's dir on the machine and run it there."""
+    args = [
+        "python3", "-u", f"{run_dir}/harness/guest.py",
+        "--scenario-json", f"{run_dir}/scenario.json",
+        "--out", f"{run_dir}/out",
+        "--template-dir", f"{m.workdir}/pg-templates",
+        "--workdir", m.pgdata,
+    ]  # fmt: skip
+    if m.pg_bindir != machine.PG_BINDIR:
+        args += ["--pg-bindir", m.pg_bindir.format(major=major)]
+    unpack = f"tar -xf {shlex.quote(run_dir)}/harness.tar -C {shlex.quote(run_dir)}"
+    return f"{unpack} && exec {m.sudo}{shlex.join(args)}"
+
+
+class SshTarget(Target):
+    kind = "ssh"
+
+    def __init__(self, name: str, arch: Arch, m: machine.Machine) -> None:
+        super().__init__(name, arch)
+        self.m = m
+        self.session = Session(m)
+        self.facts: dict[str, str] | None = None
+        self.known: sshcheck.KnownGood | None = None
+        self.switched = False
+        self.majors_ok: set[int] = set()
+
+    @classmethod
+    def from_settings(cls, name: str, arch: Arch, settings: Mapping[str, Any]) -> Target:
+        m = machine.load(name, settings)
+        if arch.name != m.arch:
+            raise UserError(f"--arch {arch.name}: target {name} runs {m.arch}")
+        return cls(name, arch, m)
+
+    @property
+    def known_file(self) -> Path:
+        return machine.state_dir(self.name) / "known-good.json"
+
+    def describe(self) -> dict[str, Any]:
+        known = self.known or self._stored_known()
+        return {
+            "kind": self.kind,
+            "name": self.name,
+            "arch": self.arch.name,
+            "accel": None,
+            "host": f"{self.m.host}:{self.m.port}",
+            "switch": self.m.switch,
+            "known_good": dataclasses.asdict(known) if known else None,
+        }
+
+    def headline(self, job: Job) -> str:
+        return f"{self.m.switch} on {self.m.host}:{self.m.port}"
+
+    # -- preflight ------------------------------------------------------------------------
+    def _facts(self, majors: list[int]) -> dict[str, str]:
+        script = sshcheck.facts_script(self.m, majors)
+        try:
+            out = self.session.run(script, timeout=60, shared=False).output
+        except (Unreachable, CommandTimeout) as exc:
+            raise MachineNotReady(f"target {self.name}: cannot ssh to {exc}") from None
+        return sshcheck.parse(out)
+
+    def preflight(self, scen: scenario.Scenario | None = None) -> None:
+        """Reachable, root, the arch, kexec, python3, (the scenario's PostgreSQL), lockdown
+        off, LOAD_KEXEC off, no PostgreSQL running: else one line, before any install.
+        Records the known-good kernel (bringing the machine back to it first if an
+        earlier run left it on a kernel kbisect switched to)."""
+        majors = [int(scen.data["postgres"]["major"])] if scen else []
+        facts = self._facts(majors)
+        stored = self._stored_known()
+        if kexec.nonce_of(facts.get("cmdline", "")) and stored is not None:
+            progress.step(f"{self.name} still runs a kernel kbisect switched to: restoring")
+            self.known = stored
+            self._restore(stored)
+            facts = self._facts(majors)
+        if kexec.nonce_of(facts.get("cmdline", "")):
+            raise MachineNotReady(
+                f"target {self.name} runs a kernel kbisect switched to ({facts.get('release')}) "
+                "and no known-good kernel is recorded: reboot it into its own kernel"
+            )
+        problem = sshcheck.failures(sshcheck.rows(self.m, facts, majors))
+        if problem:
+            raise MachineNotReady(f"target {self.name} is not ready: {problem}")
+        self.facts, self.majors_ok = facts, set(majors)
+        self.known = sshcheck.known_good(facts)
+        atomic.write_json(self.known_file, dataclasses.asdict(self.known))
+
+    def _stored_known(self) -> sshcheck.KnownGood | None:
+        try:
+            return sshcheck.KnownGood(**json.loads(self.known_file.read_text()))
+        except (OSError, ValueError, TypeError):
+            return None
+
+    def checks(self) -> list[Check]:
+        majors = sorted({int(scenario.load(n).data["postgres"]["major"]) for n in scenario.names()})
+        try:
+            facts = self._facts(majors)
+        except MachineNotReady as exc:
+            return [Check("ssh", FAIL, str(exc), "check host, port, user and key")]
+        rows = [Check("ssh", OK, self.m.login_name)]
+        for row in sshcheck.rows(self.m, facts, majors):
+            pg = row.name.startswith("PostgreSQL") and row.status == FAIL
+            rows.append(dataclasses.replace(row, status=WARN) if pg else row)
+        known = sshcheck.known_good(facts)
+        rows.append(Check("known-good kernel", OK, f"{known.release} ({known.build_id})"))
+        return rows
+
+    def validate(self, kernel: Kernel) -> None:
+        super().validate(kernel)
+        found = kimage.arch(kernel.image.read_bytes()[:4096])
+        if found is not None and found != self.arch.name:
+            raise WrongArch(
+                f"{kernel.image}: a {found} kernel, but {self.name} runs {self.arch.name}"
+            )
+
+    def _ready(self, scen: scenario.Scenario) -> None:
+        """Preflight once per command; the scenario's PostgreSQL checked before installing."""
+        major = int(scen.data["postgres"]["major"])
+        if self.facts is None or major not in self.majors_ok:
+            self.preflight(scen)
+
+    # -- one boot -------------------------------------------------------------------------
+    def boot(self, job: Job) -> None:
+        self._ready(job.scen)
+        assert self.known is not None and self.facts is not None
+        want = expected(job.kernel)
+        nonce = kexec.new_nonce()
+        cmdline = kexec.command_line(
+            self.known.cmdline, job.append, nonce, self.facts.get("root_dev") or None
+        )
+        self.session.log = job.log
+        feed = ConsoleFeed(self.m.console, job.console, job.boot_dir / "machine-console.log",
+                           lambda line: bool(PANIC.search(line)))  # fmt: skip
+        with feed:
+            image = self._install(job.kernel.image)
+            ramdisk = initrd(job.kernel)
+            on_machine = self._install(ramdisk) if ramdisk else None
+            try:
+                self._switch(image, cmdline, on_machine)
+                self._await(nonce, feed)
+                self._verify(want)
+                self._measure(job, nonce)
+            except (BootError, CommandTimeout, Unreachable) as exc:
+                reason = f"kernel panic: {feed.panic[:160]}" if feed.panic else str(exc)
+                progress.step(f"{self.name}: {reason}; power-cycling")
+                self._restore(self.known, power=True)
+                raise BootError(
+                    f"{reason} (machine power-cycled, back on its known-good kernel)"
+                ) from None
+
+    def _install(self, image: Path) -> str:
+        """A file in kbisect's dir on the machine, checksummed; its path there."""
+        digest = hashlib.sha256(image.read_bytes()).hexdigest()
+        where = f"{self.m.workdir}/kernels/{digest[:16]}"
+        path = f"{where}/{image.name}"
+        have = self.session.run(f"{self.m.sudo}sha256sum {shlex.quote(path)} 2>/dev/null").output
+        if have.split()[:1] == [digest]:
+            return path
+        progress.step(f"copying {image.name} to {self.name}:{where}")
+        self.session.check(f"{self.m.sudo}mkdir -p {shlex.quote(where)}")
+        self.session.put([image], f"{path}.part")
+        got = self.session.check(f"sha256sum {shlex.quote(path)}.part").split()[:1]
+        if got != [digest]:
+            raise InfraError(f"{self.name}: {path} arrived corrupted ({got} != {digest})")
+        self.session.check(f"mv {shlex.quote(path)}.part {shlex.quote(path)}")
+        return path
+
+    def _switch(self, image: str, cmdline: str, ramdisk: str | None) -> None:
+        progress.step(f"{self.name}: kexec into {image.rsplit('/', 1)[-1]} ({cmdline})")
+        script = kexec.switch_script(image, cmdline, ramdisk)
+        done = self.session.run(f"{self.m.sudo}sh -c {shlex.quote(script)}")
+        if done.returncode != 0:
+            raise BootError(f"kexec refused the kernel: {done.output.strip()[-200:]}")
+        self.switched = True
+        self.session.drop_master()
+
+    def _await(self, nonce: str, feed: ConsoleFeed) -> None:
+        start = time.monotonic()
+        self.session.poll(
+            "cat /proc/cmdline",
+            lambda out: kexec.has_nonce(out, nonce),
+            start + self.m.boot_timeout_s,
+            lambda: f"kernel panic: {feed.panic[:160]}" if feed.panic else None,
+        )
+        progress.step(f"{self.name}: up with the nonce after {time.monotonic() - start:.0f}s")
+
+    def _verify(self, want: dict[str, str | None]) -> None:
+        facts = self._facts([])
+        got = {"release": facts.get("release"), "build_id": sshcheck.build_id(facts)}
+        wrong = kexec.mismatch(want, got)
+        if wrong:
+            raise BootError(f"the machine runs another kernel than the one booted: {wrong}")
+
+    def _measure(self, job: Job, nonce: str) -> None:
+        run_dir = f"{self.m.workdir}/boots/{nonce}"
+        self.session.check(f"{self.m.sudo}mkdir -p {shlex.quote(run_dir)}/out")
+        self.session.put([harness_tar(job.boot_dir / "harness.tar"), job.scenario_file], run_dir)
+        major = int(job.scen.data["postgres"]["major"])
+        done = self.session.run(
+            harness_command(self.m, run_dir, major),
+            timeout=job.timeout_s,
+            idle_timeout=job.idle_s,
+            on_line=job.console,
+            capture=False,
+        )
+        progress.step(f"{self.name}: harness exited {done.returncode}")
+        self.session.get(f"{run_dir}/out", job.boot_dir / "machine")
+        result = job.boot_dir / "machine" / job.result_file.name
+        if result.is_file():
+            atomic.write_bytes(job.result_file, result.read_bytes())
+
+    # -- back to the known-good kernel ----------------------------------------------------
+    def _restore(self, known: sshcheck.KnownGood, power: bool = False) -> None:
+        """Reboot (or power-cycle) into the known-good kernel and verify it; InfraError if
+        the machine does not come back to it even after a power cycle."""
+        for cycle in [True] if power else [False, True]:
+            try:
+                if cycle:
+                    self.session.power_cycle()
+                else:
+                    self.session.run(f"{self.m.sudo}sh -c 'kexec -u; systemctl --no-block reboot'")
+            except Unreachable:
+                pass  # it went down under us, or was already down
+            self.session.drop_master()
+            try:
+                self._await_known(known)
+                return
+            except CommandTimeout:
+                progress.step(f"{self.name}: not back on its known-good kernel in time")
+        raise InfraError(f"{self.name} did not come back to its known-good kernel {known.release}")
+
+    def _await_known(self, known: sshcheck.KnownGood) -> None:
+        start = time.monotonic()
+        self.session.poll(
+            sshcheck.facts_script(self.m, []),
+            lambda out: known.matches(sshcheck.parse(out)) is None,
+            start + self.m.boot_timeout_s,
+            lambda: None,
+        )
+        self.switched = False
+        progress.step(
+            f"{self.name}: back on {known.release} (verified) after {time.monotonic() - start:.0f}s"
+        )
+
+    def close(self) -> None:
+        if self.switched and self.known is not None:
+            progress.step(f"{self.name}: back to its known-good kernel")
+            self._restore(self.known)
+
+
+def initrd(kernel: Kernel) -> Path | None:
+    """An initramfs next to the image (`initrd.img`): a distro kernel needs its own; the
+    kernels kbisect builds have their drivers built in and none."""
+    path = kernel.image.parent / "initrd.img"
+    return path if path.is_file() else None
+
+
+def expected(kernel: Kernel) -> dict[str, str | None]:
+    """What the machine must run after switching to `kernel`: its release and build id."""
+    release = (kernel.manifest or {}).get("kernelrelease") or kimage.release(
+        kernel.image.read_bytes()[:65536]
+    )
+    return {"release": release, "build_id": kimage.build_id(kernel.image)}
