@@ -19,6 +19,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import kbisect.machineconfig as machineconfig  # --base target:NAME
 from kbisect import arch as arch_mod
 from kbisect import atomic, ccache, git, kconfig, paths, proc, progress, tree, worktree
 from kbisect.exceptions import BuildError, CommandFailed, CommandTimeout, MissingTool, UserError
@@ -72,7 +73,9 @@ def build_env() -> dict[str, str]:
 
 def inputs_key(req: Request, fragments: list[kconfig.Fragment]) -> str:
     base = req.base
-    if base not in BASES:
+    if (machine_name := machineconfig.target_name(base)) is not None:
+        base = machineconfig.inputs_hash(machine_name)
+    elif base not in BASES:
         base = hashlib.sha256(Path(base).read_bytes()).hexdigest()
     text = "\n".join([req.arch.name, base, kconfig.fragments_hash(fragments)])
     return hashlib.sha256(text.encode()).hexdigest()[:12]
@@ -85,6 +88,8 @@ def _configure(
     obj.mkdir(parents=True, exist_ok=True)
     if req.base in BASES:
         proc.run(make_command(src, obj, req.arch, req.base), log=log, env=build_env())
+    elif (machine_name := machineconfig.target_name(req.base)) is not None:
+        machineconfig.configure(machine_name, src, obj, log)
     else:
         shutil.copyfile(req.base, obj / ".config")
     proc.run(
@@ -272,7 +277,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--base",
         default="tinyconfig",
-        help="tinyconfig (default), allnoconfig, defconfig, or a config FILE",
+        help="tinyconfig (default), allnoconfig, defconfig, a config FILE, or target:NAME "
+        "(a machine's running config, its loaded drivers built in: docs/machines.md)",
     )
     parser.add_argument(
         "--allow-dropped",
@@ -291,8 +297,12 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def request_from_args(args: argparse.Namespace) -> Request:
-    if args.base not in BASES and not Path(args.base).is_file():
-        raise UserError(f"--base {args.base}: not one of {', '.join(BASES)} nor a file")
+    if (machine_name := machineconfig.target_name(args.base)) is not None:
+        machineconfig.fetch(machine_name)  # a bad machine: exit 2 before building
+    elif args.base not in BASES and not Path(args.base).is_file():
+        raise UserError(
+            f"--base {args.base}: not one of {', '.join(BASES)}, a file nor target:NAME"
+        )
     allow = kconfig.allowed_symbols(args.allow_dropped)
     return Request(
         tree=tree.resolve(args.tree),

@@ -30,6 +30,7 @@ COMMANDS: list[tuple[str, str, str]] = [
     ("rc", "kbisect.rc", "pick the next -rc tag to measure and its baseline"),
     ("demo", "kbisect.demo", "create the demo history on the embedded default tree"),
     ("emu", "kbisect.emu.command", "the emulated machine: an ssh target for tests and demos"),
+    ("ktest-config", "kbisect.ktest", "write a ktest.pl config whose TEST is a kbisect step"),
 ]
 
 

@@ -69,7 +69,7 @@ def test_qemu_command_forwards_ssh_on_loopback_only():
         "-accel", "tcg", "-cpu", "max",
         "-m", "2048", "-smp", "2",
         "-kernel", "/c/emu/image/vmlinuz", "-initrd", "/c/emu/image/initrd.img",
-        "-append", "root=/dev/vda rw console=ttyS0,115200",
+        "-append", "root=/dev/vda rw console=ttyS0,115200 nowatchdog",
         "-drive", "file=/c/emu/emu/disk.qcow2,if=virtio,format=qcow2",
         "-nic", "user,model=virtio-net-pci,hostfwd=tcp:127.0.0.1:40022-:22",
         "-display", "none", "-vga", "none",

@@ -27,7 +27,7 @@ from types import FrameType
 from typing import NoReturn
 
 from kbisect import arch as arch_mod
-from kbisect import atomic, build, git, progress, scenario, sequential, tree
+from kbisect import atomic, build, git, ktest, progress, scenario, sequential, tree
 from kbisect.bisect import samples
 from kbisect.exceptions import BenchmarkError, BootError, BuildError, KbisectError, UserError
 
@@ -117,6 +117,8 @@ def _skip_kind(exc: Exception) -> str:
 
 
 def step(args: argparse.Namespace) -> int:
+    if args.booted:  # ktest.pl's TEST: the kernel ktest booted on a machine (ktest.py)
+        return ktest.booted_step(args)
     _check_driver()
     policy = Policy(args.threshold, not args.lower_is_better, args.runs_min, args.runs_max)
     policy.check()
@@ -156,6 +158,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     add("--arch", default="x86_64", help="x86_64 or arm64")
     where = f"${samples.STORE_ENV}, else one in the results dir"
     add("--store", type=Path, help=f"sample store (default {where})")
+    ktest.add_booted_options(add)
 
 
 def main(args: argparse.Namespace) -> int:

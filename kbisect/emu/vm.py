@@ -19,7 +19,10 @@ from typing import Any
 from kbisect import atomic, emu, kvm, proc, progress, qmp, targets
 from kbisect.exceptions import InfraError, UserError
 
-CMDLINE = "root=/dev/vda rw console=ttyS0,115200"
+# nowatchdog: under TCG on a loaded host a vCPU can stall for many seconds; the soft
+# lockup detector then prints "BUG: soft lockup", which kbisect rightly takes for a
+# kernel failure. Kernels switched to inherit the machine's command line.
+CMDLINE = "root=/dev/vda rw console=ttyS0,115200 nowatchdog"
 LOOPBACK = "127.0.0.1"
 
 

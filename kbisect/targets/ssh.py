@@ -7,10 +7,10 @@ and records a boot failure. The emulated machine (kbisect/emu/) is one of these.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import hashlib
 import json
-import re
 import shlex
 import tarfile
 import time
@@ -26,7 +26,7 @@ from kbisect.remote import ConsoleFeed, Session, Unreachable
 from kbisect.targets import sshcheck
 from kbisect.targets.base import Job, Kernel, Target, WrongArch
 
-PANIC = re.compile(r"Kernel panic|Oops:|BUG: |general protection fault|Unable to mount root")
+REBOOT_AGAIN_S = 60.0
 
 
 class MachineNotReady(UserError):
@@ -69,6 +69,7 @@ class SshTarget(Target):
         self.facts: dict[str, str] | None = None
         self.known: sshcheck.KnownGood | None = None
         self.switched = False
+        self.rebooted = 0.0
         self.majors_ok: set[int] = set()
 
     @classmethod
@@ -176,7 +177,7 @@ class SshTarget(Target):
         )
         self.session.log = job.log
         feed = ConsoleFeed(self.m.console, job.console, job.boot_dir / "machine-console.log",
-                           lambda line: bool(PANIC.search(line)))  # fmt: skip
+                           is_panic)  # fmt: skip
         with feed:
             image = self._install(job.kernel.image)
             ramdisk = initrd(job.kernel)
@@ -257,41 +258,63 @@ class SshTarget(Target):
 
     # -- back to the known-good kernel ----------------------------------------------------
     def _restore(self, known: sshcheck.KnownGood, power: bool = False) -> None:
-        """Reboot (or power-cycle) into the known-good kernel and verify it; InfraError if
-        the machine does not come back to it even after a power cycle."""
+        """Reboot (or power-cycle) into the known-good kernel and verify it; a power cycle
+        when a reboot does not get there in time; InfraError when nothing does."""
         for cycle in [True] if power else [False, True]:
+            if cycle:
+                self.session.power_cycle()
+            else:
+                self._reboot()
             try:
-                if cycle:
-                    self.session.power_cycle()
-                else:
-                    self.session.run(f"{self.m.sudo}sh -c 'kexec -u; systemctl --no-block reboot'")
-            except Unreachable:
-                pass  # it went down under us, or was already down
-            self.session.drop_master()
-            try:
-                self._await_known(known)
+                self._await_known(known, reboot=not cycle)
                 return
             except CommandTimeout:
                 progress.step(f"{self.name}: not back on its known-good kernel in time")
         raise InfraError(f"{self.name} did not come back to its known-good kernel {known.release}")
 
-    def _await_known(self, known: sshcheck.KnownGood) -> None:
+    def _reboot(self) -> None:
+        """A clean reboot into the machine's own default kernel (nothing left loaded)."""
+        self.session.drop_master()
+        with contextlib.suppress(Unreachable, CommandTimeout):  # down already, or going
+            self.session.run(
+                f"{self.m.sudo}sh -c 'kexec -u; systemctl --no-block reboot'", shared=False
+            )
+        self.rebooted = time.monotonic()
+
+    def _await_known(self, known: sshcheck.KnownGood, reboot: bool) -> None:
+        """Poll until the known-good kernel answers. With `reboot`, a kernel kbisect
+        switched to that answers meanwhile (it was still booting when the reboot was
+        asked for) is asked again."""
         start = time.monotonic()
+
+        def back(out: str) -> bool:
+            facts = sshcheck.parse(out)
+            if known.matches(facts) is None:
+                return True
+            late = time.monotonic() - self.rebooted > REBOOT_AGAIN_S
+            if reboot and late and kexec.nonce_of(facts.get("cmdline", "")):
+                self._reboot()
+            return False
+
         self.session.poll(
-            sshcheck.facts_script(self.m, []),
-            lambda out: known.matches(sshcheck.parse(out)) is None,
-            start + self.m.boot_timeout_s,
-            lambda: None,
+            sshcheck.facts_script(self.m, []), back, start + self.m.boot_timeout_s, lambda: None
         )
         self.switched = False
-        progress.step(
-            f"{self.name}: back on {known.release} (verified) after {time.monotonic() - start:.0f}s"
-        )
+        took = time.monotonic() - start
+        progress.step(f"{self.name}: back on {known.release} (verified) after {took:.0f}s")
 
     def close(self) -> None:
         if self.switched and self.known is not None:
             progress.step(f"{self.name}: back to its known-good kernel")
             self._restore(self.known)
+
+
+def is_panic(line: str) -> bool:
+    """The console line means the kernel failed (sample.PANIC: one rule for all targets;
+    imported here because kbisect.sample imports the targets package)."""
+    from kbisect.sample import PANIC
+
+    return bool(PANIC.search(line))
 
 
 def initrd(kernel: Kernel) -> Path | None:

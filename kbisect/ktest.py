@@ -1,0 +1,213 @@
+"""The ktest.pl bridge: `kbisect ktest-config` writes a ktest.pl config for a machine
+target, whose TEST is `kbisect bisect-step --booted`: kbisect measures the kernel ktest
+has just built, installed and booted (verified: its release and build id), with its own
+sequential sampling inside (ktest's BISECT_TRIES would call a commit bad on its first
+failure), and answers in ktest's return codes (BISECT_RET_GOOD/SKIP/ABORT = git's
+0/125/128; anything else non-zero is bad). docs/ktest.md has both ways round.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+import sys
+import time
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from kbisect import atomic, paths, progress, sample, scenario, ssh, targets, tree
+from kbisect.exceptions import BenchmarkError, BootError, UserError
+from kbisect.targets.base import Job, Kernel
+from kbisect.targets.ssh import SshTarget
+
+TARGET_IMAGE = "ktest/vmlinuz-test"  # under the machine's workdir
+RETURN_CODES = {"BISECT_RET_GOOD": 0, "BISECT_RET_SKIP": 125, "BISECT_RET_ABORT": 128}
+
+
+def shell(cmd: list[str]) -> str:
+    return shlex.join(cmd)
+
+
+def ssh_exec(t: SshTarget) -> str:
+    """ktest's SSH_EXEC: ssh with kbisect's options; $SSH_COMMAND is ktest's."""
+    cmd = ssh.ssh_command(t.m.remote(), "X")[:-1]
+    return f"{shell(cmd)} $SSH_COMMAND"
+
+
+def scp_to_target(t: SshTarget) -> str:
+    r = t.m.remote()
+    opts = shell(["scp", "-q", *ssh.options(r), "-P", str(r.port)])
+    return f"{opts} $SRC_FILE {r.login}:$DST_FILE"
+
+
+def on_machine(t: SshTarget, script: str) -> str:
+    """A local command running `script` on the machine as root."""
+    return shell([*ssh.ssh_command(t.m.remote(), f"{t.m.sudo}sh -c {shlex.quote(script)}")])
+
+
+def kbisect_command(*args: str) -> str:
+    """This checkout's kbisect, runnable from anywhere (ktest runs it from its own dir)."""
+    return f"env PYTHONPATH={shlex.quote(str(paths.CHECKOUT))} " + shell(
+        [sys.executable, "-m", "kbisect", *args]
+    )
+
+
+def power_cycle(t: SshTarget) -> str:
+    how = t.m.power_cycle or "echo 'power-cycle the machine by hand'; false"
+    if how.startswith("qmp:"):
+        return kbisect_command("emu", "reset", "--name", t.name)
+    return how
+
+
+def settings(t: SshTarget, cmdline: str, opts: argparse.Namespace) -> dict[str, str]:
+    """ktest.pl's keys for this machine (the docs/ktest.md table explains each)."""
+    image = f"{t.m.workdir}/{TARGET_IMAGE}"
+    load = f"kexec -s -l {image} --append={shlex.quote(cmdline)} || kexec -l {image} " \
+           f"--append={shlex.quote(cmdline)}"  # fmt: skip
+    kexec_or_reboot = (
+        'if [ "$(cat /sys/kernel/kexec_loaded)" = 1 ]; then systemctl --no-block kexec; '
+        "else systemctl --no-block reboot; fi"
+    )
+    test = ["bisect-step", "--booted", "--target", t.name, "--scenario", opts.scenario,
+            "--kernel", f"{opts.output_dir}/{t.arch.image}"]  # fmt: skip
+    # No --threshold: good = the scenario ran at all (tps above 1).
+    test += ["--threshold", str(opts.threshold if opts.threshold is not None else 1)]
+    out = {
+        "MACHINE": t.name,
+        "SSH_USER": t.m.user,
+        "BUILD_DIR": str(opts.tree),
+        "OUTPUT_DIR": str(opts.output_dir),
+        "BUILD_TARGET": t.arch.image,
+        "TARGET_IMAGE": image,
+        "LOCALVERSION": "-ktest",
+        "MIN_CONFIG": str(opts.min_config),
+        "BUILD_OPTIONS": f"-j{opts.jobs}",
+        "MAKE_CMD": "make CC='ccache gcc'",
+        "SSH_EXEC": ssh_exec(t),
+        "SCP_TO_TARGET": scp_to_target(t),
+        "POWER_CYCLE": power_cycle(t),
+        "CONSOLE": t.m.console or "echo no console configured; sleep infinity",
+        "REBOOT_TYPE": "script",
+        "REBOOT_SCRIPT": on_machine(t, f"mkdir -p $(dirname {image}); {load}"),
+        "REBOOT": on_machine(t, kexec_or_reboot) + "; true",
+        "SWITCH_TO_GOOD": on_machine(t, "kexec -u") + "; true",
+        "SUCCESS_LINE": "login:",
+        "REBOOT_SUCCESS_LINE": "login:",
+        "TIMEOUT": str(t.m.boot_timeout_s),
+        "BOOTED_TIMEOUT": "5",
+        "LOG_FILE": str(opts.output_dir / "ktest.log"),
+        "CLEAR_LOG": "1",
+        "TEST_TYPE": opts.test_type,
+        "TEST": kbisect_command(*test),
+        **{k: str(v) for k, v in RETURN_CODES.items()},
+    }
+    if opts.test_type == "bisect":
+        out.update(BISECT_TYPE="test", BISECT_GOOD=opts.good, BISECT_BAD=opts.bad,
+                   BISECT_SKIP="1", BISECT_TRIES="1")  # fmt: skip
+    return out
+
+
+def render(keys: Mapping[str, str], header: str) -> str:
+    """ktest.pl's format: `KEY = value` lines; one TEST_START section."""
+    lines = [f"# {line}" for line in header.splitlines()]
+    lines += ["", "TEST_START"]
+    lines += [f"{k} = {v}" for k, v in keys.items()]
+    return "\n".join(lines) + "\n"
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    add = parser.add_argument
+    add("--target", required=True, metavar="NAME", help='a machine target (kind = "ssh")')
+    add("--scenario", required=True, help="scenario name or .toml file")
+    add("--threshold", type=float, metavar="TPS", help="good above it (TEST_TYPE bisect)")
+    add("--min-config", type=Path, required=True,
+        help="the config ktest starts every build from: a kbisect build's `config` "
+             "(e.g. of `kbisect build --base target:NAME`)")  # fmt: skip
+    add("--tree", default=None, help="kernel tree ktest builds (BUILD_DIR; default embedded)")
+    add("--test-type", choices=("test", "bisect"), default="bisect")
+    add("--good", help="BISECT_GOOD (TEST_TYPE bisect)")
+    add("--bad", help="BISECT_BAD (TEST_TYPE bisect)")
+    add("--output-dir", type=Path, help="ktest's OUTPUT_DIR (default: in the cache)")
+    add("-j", "--jobs", type=int, default=2)
+    add("--out", type=Path, help="config file to write (default: print it)")
+
+
+def main(args: argparse.Namespace) -> int:
+    if args.test_type == "bisect" and not (args.good and args.bad and args.threshold):
+        raise UserError("--test-type bisect needs --good, --bad and --threshold")
+    if not args.min_config.is_file():
+        raise UserError(f"--min-config {args.min_config}: no such file")
+    t = targets.get(args.target)
+    if not isinstance(t, SshTarget):
+        raise UserError(f'--target {args.target}: ktest drives machines (kind = "ssh")')
+    scen = scenario.load(args.scenario)
+    t.preflight(scen)
+    assert t.known is not None
+    args.tree = tree.resolve(args.tree)
+    args.output_dir = (args.output_dir or paths.cache_dir() / "ktest" / t.name).resolve()
+    args.output_dir.mkdir(parents=True, exist_ok=True)
+    text = render(settings(t, t.known.cmdline, args), progress.log_header())
+    if args.out:
+        atomic.write_text(args.out, text)
+        print(args.out)
+    else:
+        print(text, end="")
+    return 0
+
+
+# -- `kbisect bisect-step --booted`: measure the kernel ktest booted ---------------------
+class BootedTarget(SshTarget):
+    """The machine as ktest left it: no switch, no restore (ktest owns its kernels); each
+    sample verifies the kernel that runs, then runs the harness."""
+
+    def boot(self, job: Job) -> None:
+        self._ready(job.scen)
+        self._verify(expected_of(job.kernel))
+        self._measure(job, f"ktest-{int(time.time() * 1000)}")
+
+    def close(self) -> None:
+        return None
+
+
+def expected_of(kernel: Kernel) -> dict[str, str | None]:
+    from kbisect.targets.ssh import expected
+
+    return expected(kernel)
+
+
+def add_booted_options(add: Callable[..., Any]) -> None:
+    add("--booted", action="store_true",
+        help="measure the kernel already booted on --target (ktest.pl's TEST)")  # fmt: skip
+    add("--target", help="with --booted: the machine")
+    add("--kernel", type=Path, help="with --booted: the image that was booted (verified)")
+
+
+def booted_step(args: argparse.Namespace) -> int:
+    """Samples of the booted kernel until step.py's sequential rule answers; git's (and
+    ktest's) exit codes: 0 good, 1 bad, 125 skip."""
+    from kbisect.bisect import step  # step.py calls this module
+
+    if not args.target or not args.kernel:
+        raise UserError("--booted needs --target and --kernel")
+    policy = step.Policy(args.threshold, not args.lower_is_better, args.runs_min, args.runs_max)
+    policy.check()
+    t = targets.get(args.target)
+    if not isinstance(t, SshTarget):
+        raise UserError(f'--target {args.target}: --booted needs a machine (kind = "ssh")')
+    booted = BootedTarget(t.name, t.arch, t.m)
+    kernel = Kernel.find(args.kernel)
+    scen = scenario.load(args.scenario)
+    out = paths.results_dir() / f"{time.strftime('%Y%m%dT%H%M%S')}-ktest-{t.name}"
+
+    def draw() -> float:
+        taken = sample.take(booted, kernel, scen, append="", out_dir=out, label="ktest")
+        return float(taken["tps"])
+
+    try:
+        d = step.sample_until([], draw, policy)
+    except (BootError, BenchmarkError) as exc:
+        progress.step(f"step: booted {kernel.image.name}: skip: {exc}")
+        return step.SKIP
+    progress.step(f"step: booted {kernel.image.name}: {d.verdict}: {d.reason} (samples in {out})")
+    return step.EXIT_FOR[d.verdict]

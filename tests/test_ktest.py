@@ -1,0 +1,99 @@
+"""The ktest.pl config kbisect writes for a machine, and the --booted step's options."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+import pytest
+
+from kbisect import ktest, targets
+from kbisect.bisect import step
+from kbisect.exceptions import UserError
+from kbisect.targets.ssh import SshTarget
+
+
+@pytest.fixture
+def emu(tmp_path) -> SshTarget:
+    path = targets.config_dir() / "emu.toml"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(
+        'kind = "ssh"\nhost = "127.0.0.1"\nport = 40022\narch = "x86_64"\n'
+        'console = "tail -n0 -F /c/serial.log"\npower_cycle = "qmp:/c/qmp.sock"\n'
+    )
+    t = targets.get("emu")
+    assert isinstance(t, SshTarget)
+    return t
+
+
+def opts(tmp_path: Path, **kw) -> argparse.Namespace:
+    base = dict(scenario="smoke", threshold=400.0, tree=tmp_path / "linux",
+                output_dir=tmp_path / "out", min_config=tmp_path / "config", jobs=2,
+                test_type="bisect", good="v6.12", bad="HEAD")  # fmt: skip
+    return argparse.Namespace(**{**base, **kw})
+
+
+def test_settings_for_a_bisect(tmp_path, emu):
+    keys = ktest.settings(emu, "root=/dev/vda rw console=ttyS0", opts(tmp_path))
+    assert keys["MACHINE"] == "emu" and keys["SSH_USER"] == "root"
+    assert keys["BUILD_TARGET"] == "arch/x86/boot/bzImage"
+    assert keys["TARGET_IMAGE"] == "/var/lib/kbisect/ktest/vmlinuz-test"
+    assert keys["MIN_CONFIG"] == str(tmp_path / "config")
+    assert keys["SSH_EXEC"].startswith("ssh -o BatchMode=yes")
+    assert keys["SSH_EXEC"].endswith("-p 40022 root@127.0.0.1 -- $SSH_COMMAND")
+    assert keys["SCP_TO_TARGET"].endswith("-P 40022 $SRC_FILE root@127.0.0.1:$DST_FILE")
+    assert "emu reset --name emu" in keys["POWER_CYCLE"]
+    assert keys["CONSOLE"] == "tail -n0 -F /c/serial.log"
+    assert keys["REBOOT_TYPE"] == "script"
+    assert "kexec -s -l /var/lib/kbisect/ktest/vmlinuz-test" in keys["REBOOT_SCRIPT"]
+    assert "root=/dev/vda rw console=ttyS0" in keys["REBOOT_SCRIPT"]
+    assert "systemctl --no-block kexec" in keys["REBOOT"] and keys["REBOOT"].endswith("; true")
+    assert "kexec -u" in keys["SWITCH_TO_GOOD"]
+    assert (keys["TEST_TYPE"], keys["BISECT_TYPE"]) == ("bisect", "test")
+    assert (keys["BISECT_GOOD"], keys["BISECT_BAD"]) == ("v6.12", "HEAD")
+    assert (keys["BISECT_SKIP"], keys["BISECT_TRIES"]) == ("1", "1")
+    assert (keys["BISECT_RET_GOOD"], keys["BISECT_RET_SKIP"], keys["BISECT_RET_ABORT"]) == (
+        "0", "125", "128",
+    )  # fmt: skip
+    assert "BISECT_RET_BAD" not in keys  # ktest 6.12 compares it with the skip value
+    test = keys["TEST"]
+    assert "-m kbisect bisect-step --booted --target emu --scenario smoke" in test
+    assert f"--kernel {tmp_path}/out/arch/x86/boot/bzImage --threshold 400.0" in test
+    assert test.startswith("env PYTHONPATH=")
+
+
+def test_settings_for_one_test_round_without_threshold(tmp_path, emu):
+    keys = ktest.settings(emu, "root=/dev/vda", opts(tmp_path, test_type="test",
+                                                     threshold=None))  # fmt: skip
+    assert keys["TEST_TYPE"] == "test" and "BISECT_TYPE" not in keys
+    assert keys["TEST"].endswith("--threshold 1")
+
+
+def test_render_is_ktest_format():
+    text = ktest.render({"MACHINE": "emu", "TEST": "x y"}, "# reproduce: kbisect ...\n")
+    assert text.splitlines() == ["# # reproduce: kbisect ...", "", "TEST_START",
+                                 "MACHINE = emu", "TEST = x y"]  # fmt: skip
+
+
+def test_ktest_config_needs_good_bad_threshold_for_a_bisect(tmp_path):
+    ns = opts(tmp_path, target="emu", good=None, out=None)
+    with pytest.raises(UserError, match="needs --good, --bad and --threshold"):
+        ktest.main(ns)
+
+
+def test_bisect_step_parser_knows_booted():
+    parser = argparse.ArgumentParser()
+    step.configure(parser)
+    args = parser.parse_args(["--scenario", "smoke", "--threshold", "5", "--booted",
+                              "--target", "emu", "--kernel", "/k/bzImage"])  # fmt: skip
+    assert args.booted and args.target == "emu" and args.kernel == Path("/k/bzImage")
+
+
+def test_booted_step_refuses_a_non_machine(tmp_path):
+    parser = argparse.ArgumentParser()
+    step.configure(parser)
+    args = parser.parse_args(["--scenario", "smoke", "--threshold", "5", "--booted",
+                              "--target", "fake", "--kernel", "/k/bzImage"])  # fmt: skip
+    with pytest.raises(UserError, match="needs a machine"):
+        ktest.booted_step(args)
+    assert step.main(args) == step.ABORT  # git's/ktest's abort, never "bad"
