@@ -48,5 +48,5 @@ def test_the_build_key_follows_the_machine_config_and_modules(tmp_path):
 
 
 def test_a_base_that_is_not_a_machine_is_one_line(tmp_path):
-    with pytest.raises(UserError, match="no such file|unknown target"):
+    with pytest.raises(UserError, match=r"unknown target"):
         machineconfig.fetch("nosuch")
