@@ -15,13 +15,24 @@ import os
 import shutil
 import time
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import kbisect.machineconfig as machineconfig  # --base target:NAME
 from kbisect import arch as arch_mod
-from kbisect import atomic, ccache, git, kconfig, paths, proc, progress, tree, worktree
+from kbisect import (
+    atomic,
+    ccache,
+    clock,
+    git,
+    kconfig,
+    options,
+    paths,
+    proc,
+    progress,
+    tree,
+    worktree,
+)
 from kbisect.exceptions import BuildError, CommandFailed, CommandTimeout, MissingTool, UserError
 
 BASES = ("tinyconfig", "allnoconfig", "defconfig")
@@ -245,7 +256,7 @@ def _manifest(
     return {
         "version": MANIFEST_VERSION,
         "command": progress.reproduce_line(),
-        "created": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "created": clock.utc_now(),
         "tree": str(req.tree),
         "commit": commit,
         "describe": git.describe(req.tree, commit),
@@ -266,14 +277,8 @@ def _manifest(
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--tree", help="kernel git tree (default: the embedded 6.12 tree)")
     parser.add_argument("--rev", default="HEAD", help="revision to build (default HEAD)")
-    parser.add_argument("--arch", default="x86_64", help="x86_64 or arm64")
-    parser.add_argument(
-        "--config",
-        action="append",
-        default=[],
-        metavar="NAME",
-        help="extra fragment from kernel-configs/ (repeatable)",
-    )
+    options.add_where(parser)
+    options.add_configs(parser)
     parser.add_argument(
         "--base",
         default="tinyconfig",
@@ -307,7 +312,7 @@ def request_from_args(args: argparse.Namespace) -> Request:
     return Request(
         tree=tree.resolve(args.tree),
         rev=args.rev,
-        arch=arch_mod.get(args.arch),
+        arch=options.target(args).arch,
         configs=tuple(args.config),
         base=args.base,
         allow_dropped=frozenset(allow),

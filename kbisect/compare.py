@@ -16,9 +16,22 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kbisect import arch as arch_mod
-from kbisect import build, git, measure, progress, results, scenario, stats, tree, worktree
+from kbisect import (
+    build,
+    clock,
+    git,
+    options,
+    progress,
+    report,
+    results,
+    sample,
+    scenario,
+    stats,
+    tree,
+    worktree,
+)
 from kbisect.exceptions import EXIT_NEGATIVE, EXIT_OK, BenchmarkError, BootError, UserError
+from kbisect.targets import Kernel, Target
 
 
 @dataclass
@@ -28,16 +41,15 @@ class Side:
     append: str
     overrides: list[str]
     scen: scenario.Scenario
-    image: Path | None = None
-    manifest: dict[str, Any] | None = None
+    kernel: Kernel | None = None
     rev: str | None = None  # a revision to build
     tps: list[float] = field(default_factory=list)
     failed: int = 0
 
     def describe(self) -> dict[str, Any]:
-        m = self.manifest or {}
+        m = (self.kernel.manifest if self.kernel else None) or {}
         kernel = {k: m.get(k) for k in ("commit", "describe", "subject", "config_hash")}
-        kernel["image"] = str(self.image) if self.image else None
+        kernel["image"] = str(self.kernel.image) if self.kernel else None
         return {
             "label": self.label,
             "kernel": kernel,
@@ -67,9 +79,9 @@ def _side(name: str, args: argparse.Namespace, base_scen: scenario.Scenario) -> 
         own_sets,
         base_scen.with_overrides(args.set + own_sets),
     )
-    kernel = getattr(args, f"kernel_{x}") or args.kernel
-    if kernel:
-        side.image, side.manifest = measure.find_kernel(kernel)
+    image = getattr(args, f"kernel_{x}") or args.kernel
+    if image:
+        side.kernel = Kernel.find(image)
     return side
 
 
@@ -81,7 +93,7 @@ def _resolve_revisions(args: argparse.Namespace, a: Side, b: Side) -> Path | Non
     if not (args.base or args.rev_b or args.revert):
         return None
     repo = tree.resolve(args.tree)
-    if args.base and a.image is None:
+    if args.base and a.kernel is None:
         a.rev = git.rev_parse(repo, args.base)
         a.label = args.label_a or f"base {git.describe(repo, a.rev)}"
     if args.revert:
@@ -96,7 +108,7 @@ def _resolve_revisions(args: argparse.Namespace, a: Side, b: Side) -> Path | Non
     elif args.rev_b:
         b.rev = git.rev_parse(repo, args.rev_b)
         b.label = args.label_b or git.describe(repo, b.rev)
-    elif a.rev and b.image is None:
+    elif a.rev and b.kernel is None:
         b.rev = a.rev
     return repo
 
@@ -107,46 +119,48 @@ def validate(a: Side, b: Side, boots: int) -> None:
             f"--boots {boots}: need at least 2 boots per side for a confidence interval"
         )
     same_kernel = (a.rev is not None and a.rev == b.rev) or (
-        a.rev is None and b.rev is None and a.image == b.image
+        a.rev is None and b.rev is None and a.kernel == b.kernel
     )
     if same_kernel and a.append == b.append and a.scen.hash == b.scen.hash:
         raise UserError(
             "both sides are the same kernel, command line and scenario: nothing to compare"
         )
-    if (a.image is None and a.rev is None) or (b.image is None and b.rev is None):
+    if (a.kernel is None and a.rev is None) or (b.kernel is None and b.rev is None):
         raise UserError("each side needs a kernel: --kernel/--kernel-a/--kernel-b or --base")
     if a.scen.name != b.scen.name:
         raise UserError(f"mismatched scenarios: {a.scen.name} vs {b.scen.name}")
 
 
-def _build(repo: Path, side: Side, args: argparse.Namespace) -> None:
-    if side.image is not None or side.rev is None:
+def _build(repo: Path, side: Side, target: Target, args: argparse.Namespace) -> None:
+    if side.kernel is not None or side.rev is None:
         return
     progress.step(f"side {side.name}: building {side.rev[:12]} ({side.label})")
     req = build.Request(
         tree=repo,
         rev=side.rev,
-        arch=arch_mod.get(args.arch),
+        arch=target.arch,
         configs=tuple(args.config),
         base=args.base_config,
     )
     result = build.build(req)
-    side.image, side.manifest = result.image, result.manifest
+    side.kernel = Kernel(result.image, result.manifest)
 
 
-def _measure(sides: dict[str, Side], plan: list[str], out: Path, arch: str,
-             retries: int = 1) -> None:  # fmt: skip
+def _measure(
+    target: Target, sides: dict[str, Side], plan: list[str], out: Path, retries: int = 1
+) -> None:
     """Boot in plan order; a failed boot is recorded, kept out of the statistics and
     retried in place (up to `retries` times) so both sides keep their boot count."""
     for i, name in enumerate(plan, 1):
         side = sides[name]
-        assert side.image is not None
+        assert side.kernel is not None
         for attempt in range(retries + 1):
             again = f", retry {attempt}" if attempt else ""
             progress.step(f"boot {i}/{len(plan)}: side {name} ({side.label}){again}")
             try:
-                s = measure.sample(side.image, side.scen, append=side.append, out_dir=out,
-                                   label=name, manifest=side.manifest, arch=arch)  # fmt: skip
+                s = sample.take(
+                    target, side.kernel, side.scen, append=side.append, out_dir=out, label=name
+                )
             except (BootError, BenchmarkError) as exc:
                 side.failed += 1
                 progress.warn(f"side {name} boot {i} failed, kept out of the statistics: {exc}")
@@ -178,7 +192,7 @@ def summary(
         "version": 1,
         "kind": "compare",
         "command": progress.reproduce_line(),
-        "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "created": clock.utc_now(),
         "scenario": {"name": a.scen.name, "hash": a.scen.hash},
         "sides": {
             "A": {**a.describe(), "samples": files.get("A", [])},
@@ -219,32 +233,20 @@ def configure(parser: argparse.ArgumentParser) -> None:
     k.add_argument("--kernel", help="one prebuilt image (or build dir) for both sides")
     k.add_argument("--kernel-a", help="prebuilt image for side A")
     k.add_argument("--kernel-b", help="prebuilt image for side B")
-    k.add_argument(
-        "--config",
-        action="append",
-        default=[],
-        metavar="NAME",
-        help="extra Kconfig fragment for both builds",
-    )
+    options.add_configs(k, " for both builds")
     k.add_argument("--base-config", default="tinyconfig", help="base config for builds")
-    k.add_argument("--arch", default="x86_64")
+    options.add_where(k)
     s = parser.add_argument_group("sides")
-    s.add_argument("--append", default="", help="kernel command line extras, both sides")
-    s.add_argument("--append-a", default="", help="kernel command line extras, side A")
-    s.add_argument("--append-b", default="", help="kernel command line extras, side B")
-    s.add_argument(
-        "--set",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="scenario override, both sides",
-    )
-    s.add_argument("--set-a", action="append", default=[], metavar="KEY=VALUE")
-    s.add_argument("--set-b", action="append", default=[], metavar="KEY=VALUE")
+    options.add_append(s, what=", both sides")
+    options.add_append(s, "-a", ", side A")
+    options.add_append(s, "-b", ", side B")
+    options.add_set(s, what=" (both sides)")
+    options.add_set(s, "-a", " (side A)")
+    options.add_set(s, "-b", " (side B)")
     s.add_argument("--label-a", help="name for side A in the report")
     s.add_argument("--label-b", help="name for side B in the report")
     m = parser.add_argument_group("measurement")
-    m.add_argument("--scenario", required=True, help="scenario name or .toml file")
+    options.add_scenario(m)
     m.add_argument("--boots", type=int, help="boots per side (default: the scenario's)")
     m.add_argument("--order", choices=["abba", "random"], default="abba")
     m.add_argument(
@@ -269,22 +271,25 @@ def main(args: argparse.Namespace) -> int:
     repo = _resolve_revisions(args, a, b)
     boots = args.boots or int(base_scen.data.get("compare", {}).get("boots", 3))
     validate(a, b, boots)
-    start = time.monotonic()
-    if repo is not None:
-        _build(repo, a, args)
-        _build(repo, b, args)
-    plan = order(boots, args.order, args.seed)
-    out = args.out or results.new_run_dir("compare", base_scen.name)
-    progress.step(f"{len(plan)} boots, interleaved ({args.order}); results in {out}")
-    _measure({"A": a, "B": b}, plan, out, args.arch, args.retries)
+    with options.target(args) as target:
+        target.preflight()
+        for side in (a, b):
+            if side.kernel is not None:
+                target.validate(side.kernel)
+        start = time.monotonic()
+        if repo is not None:
+            _build(repo, a, target, args)
+            _build(repo, b, target, args)
+        plan = order(boots, args.order, args.seed)
+        out = args.out or results.new_run_dir("compare", base_scen.name)
+        progress.step(f"{len(plan)} boots, interleaved ({args.order}); results in {out}")
+        _measure(target, {"A": a, "B": b}, plan, out, args.retries)
+        where = target.describe()
     if len(a.tps) < 2 or len(b.tps) < 2:
         raise BootError(f"too many failed boots (A: {a.failed}, B: {b.failed}); see {out}")
     verdict = stats.verdict(a.tps, b.tps, min_effect=args.min_effect)
-    results.write_summary(
-        out, summary(a, b, plan, verdict, args, time.monotonic() - start, sample_files(out))
-    )
+    data = summary(a, b, plan, verdict, args, time.monotonic() - start, sample_files(out))
+    results.write_summary(out, {**data, "target": where})
     print_table(a, b, verdict)
-    from kbisect import report
-
     print(f"report: {report.render_compare(out)}")
     return EXIT_NEGATIVE if verdict.kind == "regression" else EXIT_OK

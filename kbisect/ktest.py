@@ -179,7 +179,6 @@ def expected_of(kernel: Kernel) -> dict[str, str | None]:
 def add_booted_options(add: Callable[..., Any]) -> None:
     add("--booted", action="store_true",
         help="measure the kernel already booted on --target (ktest.pl's TEST)")  # fmt: skip
-    add("--target", help="with --booted: the machine")
     add("--kernel", type=Path, help="with --booted: the image that was booted (verified)")
 
 
@@ -188,8 +187,8 @@ def booted_step(args: argparse.Namespace) -> int:
     ktest's) exit codes: 0 good, 1 bad, 125 skip."""
     from kbisect.bisect import step  # step.py calls this module
 
-    if not args.target or not args.kernel:
-        raise UserError("--booted needs --target and --kernel")
+    if not args.kernel:
+        raise UserError("--booted needs --kernel (the image that was booted) and --target")
     policy = step.Policy(args.threshold, not args.lower_is_better, args.runs_min, args.runs_max)
     policy.check()
     t = targets.get(args.target)

@@ -51,7 +51,8 @@ class Run:
         return str(self.summary["sides"][side].get("label") or side)
 
     def accels(self, side: str) -> set[str]:
-        return {str(s.get("accel")) for s in self.side(side)}
+        """Where a side ran: the target and its accelerator, e.g. `vng/tcg`."""
+        return {_where(s["target"]) for s in self.side(side)}
 
 
 def load(run_dir: Path) -> dict[str, Any]:
@@ -81,6 +82,11 @@ def load(run_dir: Path) -> dict[str, Any]:
     return summary
 
 
+def _where(target: Mapping[str, Any]) -> str:
+    accel = target.get("accel")
+    return f"{target['name']}/{accel}" if accel else str(target["name"])
+
+
 def ok_tps(samples: Sequence[Mapping[str, Any]]) -> list[float]:
     """The tps of the boots that count: status "ok" only."""
     return [float(s["tps"]) for s in samples if s.get("status") == "ok" and s.get("tps")]
@@ -106,8 +112,10 @@ def verdict_line(v: stats.Verdict) -> str:
     """`B/A = 0.512x [0.471, 0.556] (95% CI, ...): regression`."""
     r = v.ratio
     method = METHODS.get(r.method, r.method)
-    return (f"B/A = {r.ratio:.3f}x [{r.low:.3f}, {r.high:.3f}] "
-            f"({r.confidence * 100:g}% CI, {method}): {v.kind}")  # fmt: skip
+    return (
+        f"B/A = {r.ratio:.3f}x [{r.low:.3f}, {r.high:.3f}] "
+        f"({r.confidence * 100:g}% CI, {method}): {v.kind}"
+    )
 
 
 def _cell(text: object) -> str:
@@ -123,14 +131,19 @@ def _kernel(k: Mapping[str, Any]) -> str:
 
 def _sentence(run: Run) -> str:
     v = run.verdict
-    return (f"{run.summary['scenario']['name']}: B ({run.name('B')}) vs A ({run.name('A')}), "
-            f"{verdict_line(v)} ({v.a.n} + {v.b.n} boots; changes under "
-            f"{run.min_effect * 100:g}% are not called).")  # fmt: skip
+    return (
+        f"{run.summary['scenario']['name']}: B ({run.name('B')}) vs A ({run.name('A')}), "
+        f"{verdict_line(v)} ({v.a.n} + {v.b.n} boots; changes under "
+        f"{run.min_effect * 100:g}% are not called)."
+    )
 
 
 def _side_table(run: Run) -> list[str]:
-    out = ["| side | label | kernel | append | boots ok / failed | mean tps | median | stdev "
-           "| CV | min | max |", "|---|---|---|---|---|---:|---:|---:|---:|---:|---:|"]  # fmt: skip
+    out = [
+        "| side | label | kernel | append | boots ok / failed | mean tps | median | stdev "
+        "| CV | min | max |",
+        "|---|---|---|---|---|---:|---:|---:|---:|---:|---:|",
+    ]
     for side, s in zip(SIDES, (run.verdict.a, run.verdict.b), strict=True):
         info, boots = run.summary["sides"][side], run.side(side)
         ok = len(ok_tps(boots))
@@ -138,7 +151,8 @@ def _side_table(run: Run) -> list[str]:
             f"| {side} | {_cell(run.name(side))} | {_cell(_kernel(info.get('kernel') or {}))} "
             f"| `{_cell(info.get('append') or '')}` | {ok} / {len(boots) - ok} | {s.mean:,.1f} "
             f"| {s.median:,.1f} | {s.stdev:,.1f} | {s.cv * 100:.1f}% | {s.min:,.1f} "
-            f"| {s.max:,.1f} |")  # fmt: skip
+            f"| {s.max:,.1f} |"
+        )
     return out
 
 
@@ -148,21 +162,29 @@ def _warnings(run: Run) -> list[str]:
         boots = run.side(side)
         failed = len(boots) - len(ok_tps(boots))
         if failed:
-            out.append(f"side {side}: {failed} failed boot(s), listed below and kept out "
-                       "of the statistics")  # fmt: skip
+            out.append(
+                f"side {side}: {failed} failed boot(s), listed below and kept out of the statistics"
+            )
         recorded = int((run.summary.get("failed") or {}).get(side, failed))
         if recorded != failed:
-            out.append(f"side {side}: summary.json counts {recorded} failed boot(s) but "
-                       f"{failed} have a sample file")  # fmt: skip
+            out.append(
+                f"side {side}: summary.json counts {recorded} failed boot(s) but "
+                f"{failed} have a sample file"
+            )
     if run.accels("A") != run.accels("B"):
         seen = "; ".join(f"{s}: {', '.join(sorted(run.accels(s)))}" for s in SIDES)
-        out.append(f"the sides ran with different accelerators ({seen}): the ratio mixes "
-                   "emulation and hardware; rerun both sides on the same one")  # fmt: skip
+        out.append(
+            f"the sides ran on different targets or accelerators ({seen}): the ratio "
+            "mixes places; rerun both sides on the same one"
+        )
     stored = run.summary.get("verdict") or {}
     kind = stored.get("kind") or stored.get("result")
     new = run.verdict.kind
-    if kind and kind not in (new, new.replace(" ", "-")) and (kind, new) != (
-            "no-change", stats.NO_DIFFERENCE):  # fmt: skip
+    if (
+        kind
+        and kind not in (new, new.replace(" ", "-"))
+        and (kind, new) != ("no-change", stats.NO_DIFFERENCE)
+    ):
         out.append(f"summary.json says '{kind}'; recomputed from the samples: '{new}'")
     return out
 
@@ -175,8 +197,10 @@ def _boot_table(samples: Sequence[Mapping[str, Any]]) -> list[str]:
         boot = (s.get("timings") or {}).get("boot_s")
         boot_s = f"{boot:.1f}" if isinstance(boot, int | float) else "—"
         status = "ok" if ok else f"**{s.get('status') or 'unknown'}**"
-        out.append(f"| {i} | {s.get('label')} | {tps} | {status} | {boot_s} "
-                   f"| {_cell(s.get('error') or '')} |")  # fmt: skip
+        out.append(
+            f"| {i} | {s.get('label')} | {tps} | {status} | {boot_s} "
+            f"| {_cell(s.get('error') or '')} |"
+        )
     return out
 
 
@@ -192,8 +216,11 @@ def _plots(run: Run) -> list[str]:
     except ImportError as exc:
         progress.warn(f"no plots ({exc}): install matplotlib (scripts/setup)")
         return [f"No plots: {exc}."]
-    return [f"![tps per boot]({plots.PER_BOOT})", "",
-            f"![tps per second of each run]({plots.SERIES})"]  # fmt: skip
+    return [
+        f"![tps per boot]({plots.PER_BOOT})",
+        "",
+        f"![tps per second of each run]({plots.SERIES})",
+    ]
 
 
 def markdown(run: Run, *, override: bool = False) -> str:
@@ -201,23 +228,55 @@ def markdown(run: Run, *, override: bool = False) -> str:
     v, scen, s = run.verdict, run.summary["scenario"], run.summary
     rows = fingerprint.diff({x: [b.get("fingerprint") or {} for b in run.side(x)] for x in SIDES})
     accels = sorted(run.accels("A") | run.accels("B"))
-    note = [f"(--min-effect {run.min_effect:g} given to `kbisect report`; the run used "
-            f"{s.get('min_effect')}.)", ""] if override else []  # fmt: skip
+    note = (
+        [
+            f"(--min-effect {run.min_effect:g} given to `kbisect report`; the run used "
+            f"{s.get('min_effect')}.)",
+            "",
+        ]
+        if override
+        else []
+    )
     lines = [
-        f"# {scen['name']}: {v.kind} (B/A = {v.ratio.ratio:.3f}x)", "",
-        "Reproduce:", "", "```sh", s.get("command") or "(not recorded)", "```", "",
-        _sentence(run), "", *note,
-        "## Sides", "", *_side_table(run), "",
-        "## Warnings", "", *([f"- {w}" for w in _warnings(run)] or ["None."]), "",
-        "## Fingerprints", "", *fingerprint.markdown(rows, {x: run.name(x) for x in SIDES}), "",
-        "## Boots, in run order", "",
-        "Failed boots are listed here and kept out of every statistic above.", "",
-        *_boot_table(run.samples), "",
-        "## Plots", "", *_plots(run), "",
-        "## Scenario", "",
-        f"`{scen['name']}`, hash `{scen.get('hash')}`; accelerator: {', '.join(accels)}.", "",
-        *([TCG_NOTE, ""] if "tcg" in accels else []),
-    ]  # fmt: skip
+        f"# {scen['name']}: {v.kind} (B/A = {v.ratio.ratio:.3f}x)",
+        "",
+        "Reproduce:",
+        "",
+        "```sh",
+        s.get("command") or "(not recorded)",
+        "```",
+        "",
+        _sentence(run),
+        "",
+        *note,
+        "## Sides",
+        "",
+        *_side_table(run),
+        "",
+        "## Warnings",
+        "",
+        *([f"- {w}" for w in _warnings(run)] or ["None."]),
+        "",
+        "## Fingerprints",
+        "",
+        *fingerprint.markdown(rows, {x: run.name(x) for x in SIDES}),
+        "",
+        "## Boots, in run order",
+        "",
+        "Failed boots are listed here and kept out of every statistic above.",
+        "",
+        *_boot_table(run.samples),
+        "",
+        "## Plots",
+        "",
+        *_plots(run),
+        "",
+        "## Scenario",
+        "",
+        f"`{scen['name']}`, hash `{scen.get('hash')}`; ran on: {', '.join(accels)}.",
+        "",
+        *([TCG_NOTE, ""] if any(a.endswith("/tcg") for a in accels) else []),
+    ]
     return "\n".join(lines)
 
 
@@ -236,11 +295,17 @@ def _compare(
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("results_dir", type=Path, metavar="RESULTS_DIR",
-                        help="a compare or bisect run directory (has summary.json)")  # fmt: skip
-    parser.add_argument("--min-effect", type=float,
-                        help="compare: smallest change called a regression/improvement "
-                        "(default: the run's)")  # fmt: skip
+    parser.add_argument(
+        "results_dir",
+        type=Path,
+        metavar="RESULTS_DIR",
+        help="a compare or bisect run directory (has summary.json)",
+    )
+    parser.add_argument(
+        "--min-effect",
+        type=float,
+        help="compare: smallest change called a regression/improvement (default: the run's)",
+    )
 
 
 def main(args: argparse.Namespace) -> int:

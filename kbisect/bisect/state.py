@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kbisect import atomic, results
+from kbisect import atomic, clock
+from kbisect.arch import host_arch
 from kbisect.bisect import samples
 from kbisect.exceptions import UserError
 
@@ -36,38 +37,75 @@ class Options:
     runs_max: int = 10
     recheck_samples: int = 8
     configs: tuple[str, ...] = ()
-    arch: str = "x86_64"
+    arch: str = field(default_factory=host_arch)  # resolved: targets.get(target, --arch)
+    target: str = "vng"
 
-    def argv(self) -> list[str]:
-        """The `kbisect bisect` arguments that reproduce this bisection."""
-        out = ["bisect", "--tree", self.tree or "default", "--good", self.good, "--bad",
-               self.bad, "--scenario", self.scenario]  # fmt: skip
-        if self.threshold is not None:
-            out += ["--threshold", f"{self.threshold:g}"]
+    def measured_argv(self) -> list[str]:
+        """What is measured and where: the options the driver and every step share."""
+        out = ["--scenario", self.scenario, "--target", self.target, "--arch", self.arch]
         if not self.higher_is_better:
             out.append("--lower-is-better")
         if self.append:
             out += ["--append", self.append]
-        out += ["--runs-min", str(self.runs_min), "--runs-max", str(self.runs_max),
-                "--recheck-samples", str(self.recheck_samples), "--arch", self.arch]  # fmt: skip
         for c in self.configs:
             out += ["--config", c]
         return out
+
+    def argv(self) -> list[str]:
+        """The `kbisect bisect` arguments that reproduce this bisection."""
+        out = ["bisect", "--tree", self.tree or "default", "--good", self.good, "--bad", self.bad]
+        if self.threshold is not None:
+            out += ["--threshold", f"{self.threshold:g}"]
+        out += [
+            "--runs-min",
+            str(self.runs_min),
+            "--runs-max",
+            str(self.runs_max),
+            "--recheck-samples",
+            str(self.recheck_samples),
+        ]
+        return out + self.measured_argv()
+
+    def step_argv(self, threshold: float, store: Path, runs_max: int) -> list[str]:
+        """bisect/run's arguments, the same for every step of one pass."""
+        out = [
+            "--threshold",
+            repr(threshold),
+            "--runs-min",
+            str(self.runs_min),
+            "--runs-max",
+            str(runs_max),
+            "--store",
+            str(store),
+        ]
+        return out + self.measured_argv()
 
     def as_dict(self) -> dict[str, Any]:
         return {**asdict(self), "configs": list(self.configs)}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Options:
+        """Options saved by this or an earlier kbisect (which had no --target: vng)."""
         return cls(**{**data, "configs": tuple(data["configs"])})
 
 
-def new(opts: Options, scen: dict[str, str], top: Path, good: str, bad: str, store: Path
-        ) -> dict[str, Any]:  # fmt: skip
+def new(
+    opts: Options, scen: dict[str, str], top: Path, good: str, bad: str, store: Path
+) -> dict[str, Any]:
     """The state of a bisection that has not measured anything yet."""
-    return {"version": 1, "created": results.utc_now(), "options": opts.as_dict(),
-            "scenario": scen, "tree": str(top), "good": good, "bad": bad, "store": str(store),
-            "phase": "endpoints", "threshold": None, "bisect_log": ""}  # fmt: skip
+    return {
+        "version": 1,
+        "created": clock.utc_now(),
+        "options": opts.as_dict(),
+        "scenario": scen,
+        "tree": str(top),
+        "good": good,
+        "bad": bad,
+        "store": str(store),
+        "phase": "endpoints",
+        "threshold": None,
+        "bisect_log": "",
+    }
 
 
 def save(run_dir: Path, data: dict[str, Any]) -> None:
