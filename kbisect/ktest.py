@@ -20,6 +20,7 @@ from kbisect import atomic, paths, progress, sample, scenario, ssh, targets, tre
 from kbisect.exceptions import BenchmarkError, BootError, UserError
 from kbisect.targets.base import Job, Kernel
 from kbisect.targets.ssh import SshTarget
+from kbisect.targets.sshjob import expected
 
 TARGET_IMAGE = "ktest/vmlinuz-test"  # under the machine's workdir
 RETURN_CODES = {"BISECT_RET_GOOD": 0, "BISECT_RET_SKIP": 125, "BISECT_RET_ABORT": 128}
@@ -163,17 +164,11 @@ class BootedTarget(SshTarget):
 
     def boot(self, job: Job) -> None:
         self._ready(job.scen)
-        self._verify(expected_of(job.kernel))
+        self._verify(expected(job.kernel))
         self._measure(job, f"ktest-{int(time.time() * 1000)}")
 
     def close(self) -> None:
         return None
-
-
-def expected_of(kernel: Kernel) -> dict[str, str | None]:
-    from kbisect.targets.ssh import expected
-
-    return expected(kernel)
 
 
 def add_booted_options(add: Callable[..., Any]) -> None:

@@ -6,16 +6,18 @@ run through proc; nothing here decides what to run.
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import os
 import tempfile
 import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import IO
 
 from kbisect import proc, qmp, ssh
-from kbisect.exceptions import BootError, CommandTimeout, InfraError
-from kbisect.machine import Machine
+from kbisect.exceptions import BootError, CommandTimeout, InfraError, UserError
+from kbisect.machine import Machine, state_dir
 
 SSH_LOST = 255
 POLL_S = 5.0
@@ -168,3 +170,26 @@ class ConsoleFeed:
                 check=False,
                 stop=self.stop,
             )
+
+
+class MachineBusy(UserError):
+    """Another kbisect process drives this machine."""
+
+
+def lock(name: str) -> IO[str]:
+    """One kbisect process per machine (another would kexec or reboot it under this one):
+    an exclusive lock on $cache/machines/NAME/lock, held while the file stays open."""
+    path = state_dir(name) / "lock"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handle = path.open("a+")
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        handle.seek(0)
+        holder = handle.read().strip() or "?"
+        handle.close()
+        raise MachineBusy(f"target {name} is in use by another kbisect (pid {holder})") from None
+    handle.truncate(0)
+    handle.write(f"{os.getpid()}\n")
+    handle.flush()
+    return handle

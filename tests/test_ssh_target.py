@@ -12,7 +12,8 @@ from kbisect import proc, scenario, targets
 from kbisect.exceptions import BootError, CommandTimeout, UserError
 from kbisect.targets import Kernel, sshcheck
 from kbisect.targets.base import WrongArch
-from kbisect.targets.ssh import SshTarget, expected, harness_command, harness_tar
+from kbisect.targets.ssh import SshTarget
+from kbisect.targets.sshjob import expected, harness_command, harness_tar
 from tests.test_sshcheck import FACTS_TEXT
 
 
@@ -191,3 +192,24 @@ def make_job(tmp_path: Path, kernel: Kernel):
     boot_dir.mkdir()
     return Job(kernel, scenario.load("smoke"), (), boot_dir, tmp_path / "tpl", lambda line: None,
                boot_dir / "console.log", 900.0, 120.0)  # fmt: skip
+
+
+def test_one_kbisect_per_machine(monkeypatch, box):
+    fake(monkeypatch, [("uid=", 0, FACTS_TEXT)])
+    box.preflight()
+    other = targets.get("box")
+    with pytest.raises(UserError, match=r"in use by another kbisect \(pid \d+\)"):
+        other.preflight()
+    box.close()  # releases it
+    other.preflight()
+    other.close()
+
+
+def test_doctor_rows_name_the_machine(monkeypatch, box):
+    fake(monkeypatch, [("uid=", 0, FACTS_TEXT)])
+    rows = box.checks()
+    assert rows[0].name == "box: ssh" and rows[0].status == "OK"
+    assert rows[-1].name == "box: known-good kernel" and "6.1.0-56-amd64" in rows[-1].detail
+    assert all(r.name.startswith("box: ") for r in rows)
+    fake(monkeypatch, [("uid=", 255, "Connection refused")])
+    assert [(r.name, r.status) for r in box.checks()] == [("box: ssh", "FAIL")]

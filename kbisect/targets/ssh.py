@@ -12,51 +12,25 @@ import dataclasses
 import hashlib
 import json
 import shlex
-import tarfile
 import time
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
-from kbisect import atomic, kexec, kimage, machine, paths, progress, scenario
+from kbisect import atomic, kexec, kimage, machine, progress, scenario
 from kbisect.arch import Arch
 from kbisect.checks import FAIL, OK, WARN, Check
 from kbisect.exceptions import BootError, CommandTimeout, InfraError, UserError
-from kbisect.remote import ConsoleFeed, Session, Unreachable
+from kbisect.remote import ConsoleFeed, Session, Unreachable, lock
 from kbisect.targets import sshcheck
 from kbisect.targets.base import Job, Kernel, Target, WrongArch
+from kbisect.targets.sshjob import expected, harness_command, harness_tar, initrd, is_panic
 
 REBOOT_AGAIN_S = 60.0
 
 
 class MachineNotReady(UserError):
     """The machine is unreachable or lacks something kbisect needs."""
-
-
-def harness_tar(dest: Path) -> Path:
-    """The harness (no caches) as one tar file to copy over."""
-    with tarfile.open(dest, "w") as tar:
-        tar.add(paths.harness_dir(), "harness", filter=_no_cache)
-    return dest
-
-
-def _no_cache(info: tarfile.TarInfo) -> tarfile.TarInfo | None:
-    return None if "__pycache__" in info.name else info
-
-
-def harness_command(m: machine.Machine, run_dir: str, major: int) -> str:
-    """Unpack the harness in the boot's dir on the machine and run it there."""
-    args = [
-        "python3", "-u", f"{run_dir}/harness/guest.py",
-        "--scenario-json", f"{run_dir}/scenario.json",
-        "--out", f"{run_dir}/out",
-        "--template-dir", f"{m.workdir}/pg-templates",
-        "--workdir", m.pgdata,
-    ]  # fmt: skip
-    if m.pg_bindir != machine.PG_BINDIR:
-        args += ["--pg-bindir", m.pg_bindir.format(major=major)]
-    unpack = f"tar -xf {shlex.quote(run_dir)}/harness.tar -C {shlex.quote(run_dir)}"
-    return f"{unpack} && exec {m.sudo}{shlex.join(args)}"
 
 
 class SshTarget(Target):
@@ -71,6 +45,7 @@ class SshTarget(Target):
         self.switched = False
         self.rebooted = 0.0
         self.majors_ok: set[int] = set()
+        self.lock: IO[str] | None = None
 
     @classmethod
     def from_settings(cls, name: str, arch: Arch, settings: Mapping[str, Any]) -> Target:
@@ -112,6 +87,8 @@ class SshTarget(Target):
         off, LOAD_KEXEC off, no PostgreSQL running: else one line, before any install.
         Records the known-good kernel (bringing the machine back to it first if an
         earlier run left it on a kernel kbisect switched to)."""
+        if self.lock is None:
+            self.lock = lock(self.name)
         majors = [int(scen.data["postgres"]["major"])] if scen else []
         facts = self._facts(majors)
         stored = self._stored_known()
@@ -143,14 +120,14 @@ class SshTarget(Target):
         try:
             facts = self._facts(majors)
         except MachineNotReady as exc:
-            return [Check("ssh", FAIL, str(exc), "check host, port, user and key")]
+            return [Check(f"{self.name}: ssh", FAIL, str(exc), "check host, port, user and key")]
         rows = [Check("ssh", OK, self.m.login_name)]
         for row in sshcheck.rows(self.m, facts, majors):
             pg = row.name.startswith("PostgreSQL") and row.status == FAIL
             rows.append(dataclasses.replace(row, status=WARN) if pg else row)
         known = sshcheck.known_good(facts)
         rows.append(Check("known-good kernel", OK, f"{known.release} ({known.build_id})"))
-        return rows
+        return [dataclasses.replace(r, name=f"{self.name}: {r.name}") for r in rows]
 
     def validate(self, kernel: Kernel) -> None:
         super().validate(kernel)
@@ -206,10 +183,10 @@ class SshTarget(Target):
         progress.step(f"copying {image.name} to {self.name}:{where}")
         self.session.check(f"{self.m.sudo}mkdir -p {shlex.quote(where)}")
         self.session.put([image], f"{path}.part")
-        got = self.session.check(f"sha256sum {shlex.quote(path)}.part").split()[:1]
+        got = self.session.check(f"{self.m.sudo}sha256sum {shlex.quote(path)}.part").split()[:1]
         if got != [digest]:
             raise InfraError(f"{self.name}: {path} arrived corrupted ({got} != {digest})")
-        self.session.check(f"mv {shlex.quote(path)}.part {shlex.quote(path)}")
+        self.session.check(f"{self.m.sudo}mv {shlex.quote(path)}.part {shlex.quote(path)}")
         return path
 
     def _switch(self, image: str, cmdline: str, ramdisk: str | None) -> None:
@@ -304,29 +281,11 @@ class SshTarget(Target):
         progress.step(f"{self.name}: back on {known.release} (verified) after {took:.0f}s")
 
     def close(self) -> None:
-        if self.switched and self.known is not None:
-            progress.step(f"{self.name}: back to its known-good kernel")
-            self._restore(self.known)
-
-
-def is_panic(line: str) -> bool:
-    """The console line means the kernel failed (sample.PANIC: one rule for all targets;
-    imported here because kbisect.sample imports the targets package)."""
-    from kbisect.sample import PANIC
-
-    return bool(PANIC.search(line))
-
-
-def initrd(kernel: Kernel) -> Path | None:
-    """An initramfs next to the image (`initrd.img`): a distro kernel needs its own; the
-    kernels kbisect builds have their drivers built in and none."""
-    path = kernel.image.parent / "initrd.img"
-    return path if path.is_file() else None
-
-
-def expected(kernel: Kernel) -> dict[str, str | None]:
-    """What the machine must run after switching to `kernel`: its release and build id."""
-    release = (kernel.manifest or {}).get("kernelrelease") or kimage.release(
-        kernel.image.read_bytes()[:65536]
-    )
-    return {"release": release, "build_id": kimage.build_id(kernel.image)}
+        try:
+            if self.switched and self.known is not None:
+                progress.step(f"{self.name}: back to its known-good kernel")
+                self._restore(self.known)
+        finally:
+            if self.lock is not None:
+                self.lock.close()
+                self.lock = None
