@@ -16,9 +16,11 @@
     pg_bindir = "/usr/lib/postgresql/{major}/bin"  # {major}: the scenario's pinned major
     boot_timeout_s = 600        # a switch, or a power cycle, must reach ssh within this
 
-switch_script runs on this host with KBISECT_HOST, KBISECT_PORT, KBISECT_USER,
-KBISECT_IMAGE (the image's path on the machine) and KBISECT_CMDLINE in its environment;
-it must make the machine boot that image with that command line, and return.
+switch_script runs on this host (sh -c) with KBISECT_HOST, KBISECT_PORT, KBISECT_USER,
+KBISECT_KEY, KBISECT_IMAGE and KBISECT_INITRD (paths on the machine, the initrd empty for
+kbisect's own kernels) and KBISECT_CMDLINE (with the boot's nonce) in its environment; it
+must make the machine boot that image with that command line (e.g. a one-shot boot
+loader entry and a reboot), and return; kbisect then waits for the nonce as after a kexec.
 """
 
 from __future__ import annotations

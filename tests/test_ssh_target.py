@@ -213,3 +213,30 @@ def test_doctor_rows_name_the_machine(monkeypatch, box):
     assert all(r.name.startswith("box: ") for r in rows)
     fake(monkeypatch, [("uid=", 255, "Connection refused")])
     assert [(r.name, r.status) for r in box.checks()] == [("box: ssh", "FAIL")]
+
+
+def test_switch_script_gets_the_boot_in_its_environment(monkeypatch, tmp_path):
+    seen = tmp_path / "seen"
+    path = targets.config_dir() / "scripted.toml"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(
+        'kind = "ssh"\nhost = "127.0.0.1"\narch = "x86_64"\nswitch = "script"\n'
+        f'switch_script = "env | grep ^KBISECT_ | sort > {seen}"\n'
+    )
+    t = targets.get("scripted")
+    assert isinstance(t, SshTarget)
+    t._switch("/var/lib/kbisect/kernels/ab/bzImage", "root=/dev/vda kbisect.boot=n1", None)
+    assert t.switched
+    told = [ln for ln in seen.read_text().splitlines() if "KBISECT_RESULTS" not in ln]
+    assert told == [
+        "KBISECT_CMDLINE=root=/dev/vda kbisect.boot=n1",
+        "KBISECT_HOST=127.0.0.1",
+        "KBISECT_IMAGE=/var/lib/kbisect/kernels/ab/bzImage",
+        "KBISECT_INITRD=",
+        "KBISECT_KEY=",
+        "KBISECT_PORT=22",
+        "KBISECT_USER=root",
+    ]
+    path.write_text(path.read_text().replace("env |", "exit 1; env |"))
+    with pytest.raises(BootError, match="switch_script exited 1"):
+        targets.get("scripted")._switch("/k", "c", None)  # type: ignore[attr-defined]

@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import IO, Any
 
-from kbisect import atomic, kexec, kimage, machine, progress, scenario
+from kbisect import atomic, kexec, kimage, machine, proc, progress, scenario
 from kbisect.arch import Arch
 from kbisect.checks import FAIL, OK, WARN, Check
 from kbisect.exceptions import BootError, CommandTimeout, InfraError, UserError
@@ -190,6 +190,9 @@ class SshTarget(Target):
         return path
 
     def _switch(self, image: str, cmdline: str, ramdisk: str | None) -> None:
+        if self.m.switch == "script":
+            self._switch_by_script(image, cmdline, ramdisk)
+            return
         progress.step(f"{self.name}: kexec into {image.rsplit('/', 1)[-1]} ({cmdline})")
         script = kexec.switch_script(image, cmdline, ramdisk)
         done = self.session.run(f"{self.m.sudo}sh -c {shlex.quote(script)}")
@@ -197,6 +200,22 @@ class SshTarget(Target):
             raise BootError(f"kexec refused the kernel: {done.output.strip()[-200:]}")
         self.switched = True
         self.session.drop_master()
+
+    def _switch_by_script(self, image: str, cmdline: str, ramdisk: str | None) -> None:
+        """switch = "script": the user's local command boots the image (machine.py)."""
+        assert self.m.switch_script is not None
+        progress.step(f"{self.name}: switch_script into {image.rsplit('/', 1)[-1]} ({cmdline})")
+        self.session.drop_master()
+        self.switched = True
+        done = proc.run(
+            ["sh", "-c", self.m.switch_script],
+            env=script_env(self.m, image, cmdline, ramdisk),
+            log=self.session.log,
+            timeout=self.m.boot_timeout_s,
+            check=False,
+        )
+        if done.returncode != 0:
+            raise BootError(f"switch_script exited {done.returncode}: {done.output.strip()[-200:]}")
 
     def _await(self, nonce: str, feed: ConsoleFeed) -> None:
         start = time.monotonic()
@@ -289,3 +308,16 @@ class SshTarget(Target):
             if self.lock is not None:
                 self.lock.close()
                 self.lock = None
+
+
+def script_env(m: machine.Machine, image: str, cmdline: str, ramdisk: str | None) -> dict[str, str]:
+    """What a switch_script is told: where the machine is, what to boot, with what."""
+    return {
+        "KBISECT_HOST": m.host,
+        "KBISECT_PORT": str(m.port),
+        "KBISECT_USER": m.user,
+        "KBISECT_KEY": str(m.key or ""),
+        "KBISECT_IMAGE": image,
+        "KBISECT_INITRD": ramdisk or "",
+        "KBISECT_CMDLINE": cmdline,
+    }
