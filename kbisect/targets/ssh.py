@@ -24,7 +24,14 @@ from kbisect.exceptions import BootError, CommandTimeout, InfraError, UserError
 from kbisect.remote import ConsoleFeed, Session, Unreachable, lock
 from kbisect.targets import sshcheck
 from kbisect.targets.base import Job, Kernel, Target, WrongArch
-from kbisect.targets.sshjob import expected, harness_command, harness_tar, initrd, is_panic
+from kbisect.targets.sshjob import (
+    expected,
+    harness_command,
+    harness_tar,
+    initrd,
+    is_panic,
+    script_env,
+)
 
 REBOOT_AGAIN_S = 60.0
 
@@ -308,16 +315,3 @@ class SshTarget(Target):
             if self.lock is not None:
                 self.lock.close()
                 self.lock = None
-
-
-def script_env(m: machine.Machine, image: str, cmdline: str, ramdisk: str | None) -> dict[str, str]:
-    """What a switch_script is told: where the machine is, what to boot, with what."""
-    return {
-        "KBISECT_HOST": m.host,
-        "KBISECT_PORT": str(m.port),
-        "KBISECT_USER": m.user,
-        "KBISECT_KEY": str(m.key or ""),
-        "KBISECT_IMAGE": image,
-        "KBISECT_INITRD": ramdisk or "",
-        "KBISECT_CMDLINE": cmdline,
-    }

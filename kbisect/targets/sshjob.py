@@ -59,3 +59,16 @@ def expected(kernel: Kernel) -> dict[str, str | None]:
         kernel.image.read_bytes()[:65536]
     )
     return {"release": release, "build_id": kimage.build_id(kernel.image)}
+
+
+def script_env(m: machine.Machine, image: str, cmdline: str, ramdisk: str | None) -> dict[str, str]:
+    """What a switch_script is told: where the machine is, what to boot, with what."""
+    return {
+        "KBISECT_HOST": m.host,
+        "KBISECT_PORT": str(m.port),
+        "KBISECT_USER": m.user,
+        "KBISECT_KEY": str(m.key or ""),
+        "KBISECT_IMAGE": image,
+        "KBISECT_INITRD": ramdisk or "",
+        "KBISECT_CMDLINE": cmdline,
+    }
