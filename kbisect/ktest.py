@@ -64,14 +64,24 @@ def power_cycle(t: SshTarget) -> str:
 def settings(t: SshTarget, cmdline: str, opts: argparse.Namespace) -> dict[str, str]:
     """ktest.pl's keys for this machine (the docs/ktest.md table explains each)."""
     image = f"{t.m.workdir}/{TARGET_IMAGE}"
-    load = f"kexec -s -l {image} --append={shlex.quote(cmdline)} || kexec -l {image} " \
-           f"--append={shlex.quote(cmdline)}"  # fmt: skip
+    load = (
+        f"kexec -s -l {image} --append={shlex.quote(cmdline)} || kexec -l {image} "
+        f"--append={shlex.quote(cmdline)}"
+    )
     kexec_or_reboot = (
         'if [ "$(cat /sys/kernel/kexec_loaded)" = 1 ]; then systemctl --no-block kexec; '
         "else systemctl --no-block reboot; fi"
     )
-    test = ["bisect-step", "--booted", "--target", t.name, "--scenario", opts.scenario,
-            "--kernel", f"{opts.output_dir}/{t.arch.image}"]  # fmt: skip
+    test = [
+        "bisect-step",
+        "--booted",
+        "--target",
+        t.name,
+        "--scenario",
+        opts.scenario,
+        "--kernel",
+        f"{opts.output_dir}/{t.arch.image}",
+    ]
     # No --threshold: good = the scenario ran at all (tps above 1).
     test += ["--threshold", str(opts.threshold if opts.threshold is not None else 1)]
     out = {
@@ -104,8 +114,13 @@ def settings(t: SshTarget, cmdline: str, opts: argparse.Namespace) -> dict[str, 
         **{k: str(v) for k, v in RETURN_CODES.items()},
     }
     if opts.test_type == "bisect":
-        out.update(BISECT_TYPE="test", BISECT_GOOD=opts.good, BISECT_BAD=opts.bad,
-                   BISECT_SKIP="1", BISECT_TRIES="1")  # fmt: skip
+        out.update(
+            BISECT_TYPE="test",
+            BISECT_GOOD=opts.good,
+            BISECT_BAD=opts.bad,
+            BISECT_SKIP="1",
+            BISECT_TRIES="1",
+        )
     return out
 
 
@@ -122,9 +137,13 @@ def configure(parser: argparse.ArgumentParser) -> None:
     add("--target", required=True, metavar="NAME", help='a machine target (kind = "ssh")')
     add("--scenario", required=True, help="scenario name or .toml file")
     add("--threshold", type=float, metavar="TPS", help="good above it (TEST_TYPE bisect)")
-    add("--min-config", type=Path, required=True,
+    add(
+        "--min-config",
+        type=Path,
+        required=True,
         help="the config ktest starts every build from: a kbisect build's `config` "
-             "(e.g. of `kbisect build --base target:NAME`)")  # fmt: skip
+        "(e.g. of `kbisect build --base target:NAME`)",
+    )
     add("--tree", default=None, help="kernel tree ktest builds (BUILD_DIR; default embedded)")
     add("--test-type", choices=("test", "bisect"), default="bisect")
     add("--good", help="BISECT_GOOD (TEST_TYPE bisect)")
@@ -172,8 +191,11 @@ class BootedTarget(SshTarget):
 
 
 def add_booted_options(add: Callable[..., Any]) -> None:
-    add("--booted", action="store_true",
-        help="measure the kernel already booted on --target (ktest.pl's TEST)")  # fmt: skip
+    add(
+        "--booted",
+        action="store_true",
+        help="measure the kernel already booted on --target (ktest.pl's TEST)",
+    )
     add("--kernel", type=Path, help="with --booted: the image that was booted (verified)")
 
 

@@ -64,8 +64,15 @@ def streamline_command(src: Path, out: Path) -> list[str]:
     """The tree's streamline_config.pl --localyesconfig (reads ./.config and $LSMOD),
     its config on stdout into `out`. Run with cwd = the O= dir."""
     script = src / "scripts" / "kconfig" / "streamline_config.pl"
-    return ["sh", "-c", 'exec perl "$1" --localyesconfig "$2" Kconfig > "$3"', "sh",
-            str(script), str(src), str(out)]  # fmt: skip
+    return [
+        "sh",
+        "-c",
+        'exec perl "$1" --localyesconfig "$2" Kconfig > "$3"',
+        "sh",
+        str(script),
+        str(src),
+        str(out),
+    ]
 
 
 def configure(name: str, src: Path, obj: Path, log: Path) -> None:

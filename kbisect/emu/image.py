@@ -21,9 +21,20 @@ from kbisect.exceptions import MissingTool, UserError
 
 SUITE = "bookworm"
 PACKAGES = (
-    "systemd-sysv", "udev", "openssh-server", "kexec-tools", "python3", "postgresql-15",
-    "linux-image-amd64", "iproute2", "e2fsprogs", "procps", "zstd", "dbus", "fio",
-)  # fmt: skip
+    "systemd-sysv",
+    "udev",
+    "openssh-server",
+    "kexec-tools",
+    "python3",
+    "postgresql-15",
+    "linux-image-amd64",
+    "iproute2",
+    "e2fsprogs",
+    "procps",
+    "zstd",
+    "dbus",
+    "fio",
+)
 DISK_SIZE = "4G"
 HOSTNAME = "kbisect-emu"
 MANIFEST = "image.json"

@@ -61,19 +61,39 @@ def qemu_command(
     nic = f"user,model=virtio-net-pci,hostfwd=tcp:{LOOPBACK}:{port}-:22"
     return [
         "qemu-system-x86_64",
-        "-name", f"kbisect-{vm.name}",
-        "-machine", "pc",  # i440fx: kexec between kernels verified on it (machines.md)
-        "-accel", accel, *kvm.cpu_args(accel),
-        "-m", str(memory_mb), "-smp", str(cpus),
-        "-kernel", str(image / "vmlinuz"), "-initrd", str(image / "initrd.img"),
-        "-append", CMDLINE,
-        "-drive", f"file={vm.disk},if=virtio,format=qcow2",
-        "-nic", nic,
-        "-display", "none", "-vga", "none",
-        "-serial", f"file:{vm.serial}",
-        "-qmp", f"unix:{vm.qmp},server=on,wait=off",
-        "-daemonize", "-pidfile", str(vm.pidfile),
-    ]  # fmt: skip
+        "-name",
+        f"kbisect-{vm.name}",
+        "-machine",
+        "pc",  # i440fx: kexec between kernels verified on it (machines.md)
+        "-accel",
+        accel,
+        *kvm.cpu_args(accel),
+        "-m",
+        str(memory_mb),
+        "-smp",
+        str(cpus),
+        "-kernel",
+        str(image / "vmlinuz"),
+        "-initrd",
+        str(image / "initrd.img"),
+        "-append",
+        CMDLINE,
+        "-drive",
+        f"file={vm.disk},if=virtio,format=qcow2",
+        "-nic",
+        nic,
+        "-display",
+        "none",
+        "-vga",
+        "none",
+        "-serial",
+        f"file:{vm.serial}",
+        "-qmp",
+        f"unix:{vm.qmp},server=on,wait=off",
+        "-daemonize",
+        "-pidfile",
+        str(vm.pidfile),
+    ]
 
 
 def target_settings(vm: Vm, port: int, key: Path, known_hosts: Path) -> dict[str, Any]:

@@ -19,19 +19,11 @@ from typing import IO, Any
 
 from kbisect import atomic, kexec, kimage, machine, proc, progress, scenario
 from kbisect.arch import Arch
-from kbisect.checks import FAIL, OK, WARN, Check
+from kbisect.checks import FAIL, Check
 from kbisect.exceptions import BootError, CommandTimeout, InfraError, UserError
 from kbisect.remote import ConsoleFeed, Session, Unreachable, lock
-from kbisect.targets import sshcheck
+from kbisect.targets import sshcheck, sshjob
 from kbisect.targets.base import Job, Kernel, Target, WrongArch
-from kbisect.targets.sshjob import (
-    expected,
-    harness_command,
-    harness_tar,
-    initrd,
-    is_panic,
-    script_env,
-)
 
 REBOOT_AGAIN_S = 60.0
 
@@ -128,13 +120,7 @@ class SshTarget(Target):
             facts = self._facts(majors)
         except MachineNotReady as exc:
             return [Check(f"{self.name}: ssh", FAIL, str(exc), "check host, port, user and key")]
-        rows = [Check("ssh", OK, self.m.login_name)]
-        for row in sshcheck.rows(self.m, facts, majors):
-            pg = row.name.startswith("PostgreSQL") and row.status == FAIL
-            rows.append(dataclasses.replace(row, status=WARN) if pg else row)
-        known = sshcheck.known_good(facts)
-        rows.append(Check("known-good kernel", OK, f"{known.release} ({known.build_id})"))
-        return [dataclasses.replace(r, name=f"{self.name}: {r.name}") for r in rows]
+        return sshcheck.doctor_rows(self.m, facts, majors)
 
     def validate(self, kernel: Kernel) -> None:
         super().validate(kernel)
@@ -154,17 +140,18 @@ class SshTarget(Target):
     def boot(self, job: Job) -> None:
         self._ready(job.scen)
         assert self.known is not None and self.facts is not None
-        want = expected(job.kernel)
+        want = sshjob.expected(job.kernel)
         nonce = kexec.new_nonce()
         cmdline = kexec.command_line(
             self.known.cmdline, job.append, nonce, self.facts.get("root_dev") or None
         )
         self.session.log = job.log
-        feed = ConsoleFeed(self.m.console, job.console, job.boot_dir / "machine-console.log",
-                           is_panic)  # fmt: skip
+        feed = ConsoleFeed(
+            self.m.console, job.console, job.boot_dir / "machine-console.log", sshjob.is_panic
+        )
         with feed:
             image = self._install(job.kernel.image)
-            ramdisk = initrd(job.kernel)
+            ramdisk = sshjob.initrd(job.kernel)
             on_machine = self._install(ramdisk) if ramdisk else None
             try:
                 self._switch(image, cmdline, on_machine)
@@ -216,7 +203,7 @@ class SshTarget(Target):
         self.switched = True
         done = proc.run(
             ["sh", "-c", self.m.switch_script],
-            env=script_env(self.m, image, cmdline, ramdisk),
+            env=sshjob.script_env(self.m, image, cmdline, ramdisk),
             log=self.session.log,
             timeout=self.m.boot_timeout_s,
             check=False,
@@ -244,10 +231,12 @@ class SshTarget(Target):
     def _measure(self, job: Job, nonce: str) -> None:
         run_dir = f"{self.m.workdir}/boots/{nonce}"
         self.session.check(f"{self.m.sudo}mkdir -p {shlex.quote(run_dir)}/out")
-        self.session.put([harness_tar(job.boot_dir / "harness.tar"), job.scenario_file], run_dir)
+        self.session.put(
+            [sshjob.harness_tar(job.boot_dir / "harness.tar"), job.scenario_file], run_dir
+        )
         major = int(job.scen.data["postgres"]["major"])
         done = self.session.run(
-            harness_command(self.m, run_dir, major),
+            sshjob.harness_command(self.m, run_dir, major),
             timeout=job.timeout_s,
             idle_timeout=job.idle_s,
             on_line=job.console,

@@ -8,6 +8,7 @@ known-good kernel (release, command line, build id) it runs now.
 
 from __future__ import annotations
 
+import dataclasses
 import shlex
 from dataclasses import dataclass
 
@@ -193,3 +194,15 @@ def failures(checks: list[Check]) -> str | None:
     """One line naming every FAIL row, or None."""
     bad = [f"{c.name}: {c.detail} ({c.fix})" for c in checks if c.status == FAIL]
     return "; ".join(bad) if bad else None
+
+
+def doctor_rows(m: Machine, facts: dict[str, str], majors: list[int]) -> list[Check]:
+    """`kbisect doctor --target NAME`: every row, named after the machine; a PostgreSQL
+    major some scenario pins but the machine lacks is a WARN (only those scenarios fail)."""
+    out = [Check("ssh", OK, m.login_name)]
+    for row in rows(m, facts, majors):
+        pg = row.name.startswith("PostgreSQL") and row.status == FAIL
+        out.append(dataclasses.replace(row, status=WARN) if pg else row)
+    known = known_good(facts)
+    out.append(Check("known-good kernel", OK, f"{known.release} ({known.build_id})"))
+    return [dataclasses.replace(r, name=f"{m.name}: {r.name}") for r in out]

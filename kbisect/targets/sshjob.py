@@ -26,12 +26,18 @@ def _no_cache(info: tarfile.TarInfo) -> tarfile.TarInfo | None:
 def harness_command(m: machine.Machine, run_dir: str, major: int) -> str:
     """Unpack the harness in the boot's dir on the machine and run it there."""
     args = [
-        "python3", "-u", f"{run_dir}/harness/guest.py",
-        "--scenario-json", f"{run_dir}/scenario.json",
-        "--out", f"{run_dir}/out",
-        "--template-dir", f"{m.workdir}/pg-templates",
-        "--workdir", m.pgdata,
-    ]  # fmt: skip
+        "python3",
+        "-u",
+        f"{run_dir}/harness/guest.py",
+        "--scenario-json",
+        f"{run_dir}/scenario.json",
+        "--out",
+        f"{run_dir}/out",
+        "--template-dir",
+        f"{m.workdir}/pg-templates",
+        "--workdir",
+        m.pgdata,
+    ]
     if m.pg_bindir != machine.PG_BINDIR:
         args += ["--pg-bindir", m.pg_bindir.format(major=major)]
     unpack = f"tar -xf {shlex.quote(run_dir)}/harness.tar -C {shlex.quote(run_dir)}"
