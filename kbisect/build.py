@@ -100,7 +100,7 @@ def _configure(
     if req.base in BASES:
         proc.run(make_command(src, obj, req.arch, req.base), log=log, env=build_env())
     elif (machine_name := machineconfig.target_name(req.base)) is not None:
-        machineconfig.configure(machine_name, src, obj, log)
+        machineconfig.configure(machine_name, src, obj, req.arch, log)
     else:
         shutil.copyfile(req.base, obj / ".config")
     proc.run(

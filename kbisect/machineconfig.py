@@ -12,6 +12,7 @@ import shutil
 from pathlib import Path
 
 from kbisect import atomic, machine, proc, progress
+from kbisect.arch import Arch
 from kbisect.exceptions import UserError
 
 PREFIX = "target:"
@@ -75,10 +76,16 @@ def streamline_command(src: Path, out: Path) -> list[str]:
     ]
 
 
-def configure(name: str, src: Path, obj: Path, log: Path) -> None:
+def streamline_env(lsmod: Path, a: Arch) -> dict[str, str]:
+    """streamline_config.pl reads the module list from $LSMOD and expands $(SRCARCH) in
+    Kconfig's `source` lines."""
+    return {"LSMOD": str(lsmod), "SRCARCH": a.kernel_arch, "ARCH": a.kernel_arch}
+
+
+def configure(name: str, src: Path, obj: Path, a: Arch, log: Path) -> None:
     """obj/.config = the machine's config, its loaded modules turned built-in."""
     config, lsmod = files(name)
     shutil.copyfile(config, obj / ".config")
     out = obj / ".kbisect-localyes.config"
-    proc.run(streamline_command(src, out), cwd=obj, env={"LSMOD": str(lsmod)}, log=log)
+    proc.run(streamline_command(src, out), cwd=obj, env=streamline_env(lsmod, a), log=log)
     out.replace(obj / ".config")

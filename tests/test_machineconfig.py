@@ -25,6 +25,11 @@ def test_streamline_command():
     ]  # fmt: skip
 
 
+def test_streamline_env():
+    env = machineconfig.streamline_env(Path("/c/lsmod"), get_arch("x86_64"))
+    assert env == {"LSMOD": "/c/lsmod", "SRCARCH": "x86", "ARCH": "x86"}
+
+
 def test_resolve_adds_the_machine_fragments_only_on_a_machine_base():
     names = [f.name for f in kconfig.resolve([], "x86_64", base="target:emu")]
     assert "machine/kexec.config" in names
