@@ -165,7 +165,9 @@ def test_close_restores_only_after_a_switch(monkeypatch, box):
 def test_harness_command_and_tar(tmp_path, box):
     cmd = harness_command(box.m, "/var/lib/kbisect/boots/n1", 15)
     assert cmd == (
-        "tar -xf /var/lib/kbisect/boots/n1/harness.tar -C /var/lib/kbisect/boots/n1 && exec "
+        "sh -c 'mkdir -p /var/lib/kbisect/boots/n1/out && "
+        "tar -xf /var/lib/kbisect/boots/n1.tar -C /var/lib/kbisect/boots/n1 && "
+        "mv /var/lib/kbisect/boots/n1.json /var/lib/kbisect/boots/n1/scenario.json' && exec "
         "python3 -u /var/lib/kbisect/boots/n1/harness/guest.py "
         "--scenario-json /var/lib/kbisect/boots/n1/scenario.json "
         "--out /var/lib/kbisect/boots/n1/out --template-dir /var/lib/kbisect/pg-templates "

@@ -43,6 +43,7 @@ class SshTarget(Target):
         self.known: sshcheck.KnownGood | None = None
         self.switched = False
         self.rebooted = 0.0
+        self.boots_dir = False  # workdir/boots exists on the machine
         self.majors_ok: set[int] = set()
         self.lock: IO[str] | None = None
 
@@ -75,8 +76,8 @@ class SshTarget(Target):
     # -- preflight ------------------------------------------------------------------------
     def _facts(self, majors: list[int]) -> dict[str, str]:
         script = sshcheck.facts_script(self.m, majors)
-        try:
-            out = self.session.run(script, timeout=60, shared=False).output
+        try:  # the shared connection: a switch, reboot or power cycle drops it first
+            out = self.session.run(script, timeout=60).output
         except (Unreachable, CommandTimeout) as exc:
             raise MachineNotReady(f"target {self.name}: cannot ssh to {exc}") from None
         return sshcheck.parse(out)
@@ -229,11 +230,15 @@ class SshTarget(Target):
             raise BootError(f"the machine runs another kernel than the one booted: {wrong}")
 
     def _measure(self, job: Job, nonce: str) -> None:
-        run_dir = f"{self.m.workdir}/boots/{nonce}"
-        self.session.check(f"{self.m.sudo}mkdir -p {shlex.quote(run_dir)}/out")
-        self.session.put(
-            [sshjob.harness_tar(job.boot_dir / "harness.tar"), job.scenario_file], run_dir
-        )
+        boots = f"{self.m.workdir}/boots"
+        if not self.boots_dir:
+            self.session.check(f"{self.m.sudo}mkdir -p {shlex.quote(boots)}")
+            self.boots_dir = True
+        tar = job.boot_dir / f"{nonce}.tar"
+        scen = job.boot_dir / f"{nonce}.json"
+        atomic.write_bytes(scen, job.scenario_file.read_bytes())
+        self.session.put([sshjob.harness_tar(tar), scen], boots)
+        run_dir = f"{boots}/{nonce}"
         major = int(job.scen.data["postgres"]["major"])
         done = self.session.run(
             sshjob.harness_command(self.m, run_dir, major),

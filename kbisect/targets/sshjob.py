@@ -4,6 +4,7 @@ must be (release, build id), and the one panic rule of all targets."""
 
 from __future__ import annotations
 
+import functools
 import shlex
 import tarfile
 from pathlib import Path
@@ -24,7 +25,8 @@ def _no_cache(info: tarfile.TarInfo) -> tarfile.TarInfo | None:
 
 
 def harness_command(m: machine.Machine, run_dir: str, major: int) -> str:
-    """Unpack the harness in the boot's dir on the machine and run it there."""
+    """Unpack the harness (`<run_dir>.tar`, beside `<run_dir>.json`: the scenario) in the
+    boot's dir on the machine and run it there: one ssh round trip."""
     args = [
         "python3",
         "-u",
@@ -40,8 +42,9 @@ def harness_command(m: machine.Machine, run_dir: str, major: int) -> str:
     ]
     if m.pg_bindir != machine.PG_BINDIR:
         args += ["--pg-bindir", m.pg_bindir.format(major=major)]
-    unpack = f"tar -xf {shlex.quote(run_dir)}/harness.tar -C {shlex.quote(run_dir)}"
-    return f"{unpack} && exec {m.sudo}{shlex.join(args)}"
+    d = shlex.quote(run_dir)
+    unpack = f"mkdir -p {d}/out && tar -xf {d}.tar -C {d} && mv {d}.json {d}/scenario.json"
+    return f"{m.sudo}sh -c {shlex.quote(unpack)} && exec {m.sudo}{shlex.join(args)}"
 
 
 def is_panic(line: str) -> bool:
@@ -60,11 +63,19 @@ def initrd(kernel: Kernel) -> Path | None:
 
 
 def expected(kernel: Kernel) -> dict[str, str | None]:
-    """What the machine must run after switching to `kernel`: its release and build id."""
-    release = (kernel.manifest or {}).get("kernelrelease") or kimage.release(
-        kernel.image.read_bytes()[:65536]
-    )
-    return {"release": release, "build_id": kimage.build_id(kernel.image)}
+    """What the machine must run after switching to `kernel`: its release and build id
+    (read once per image file: a distro kernel's xz payload takes seconds to unpack)."""
+    stat = kernel.image.stat()
+    release = (kernel.manifest or {}).get("kernelrelease")
+    return dict(_expected(kernel.image, stat.st_size, stat.st_mtime_ns, release))
+
+
+@functools.lru_cache(maxsize=16)
+def _expected(
+    image: Path, size: int, mtime_ns: int, release: str | None
+) -> tuple[tuple[str, str | None], ...]:
+    release = release or kimage.release(image.read_bytes()[:65536])
+    return (("release", release), ("build_id", kimage.build_id(image)))
 
 
 def script_env(m: machine.Machine, image: str, cmdline: str, ramdisk: str | None) -> dict[str, str]:
