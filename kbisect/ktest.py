@@ -16,7 +16,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from kbisect import atomic, paths, progress, sample, scenario, ssh, targets, tree
+from kbisect import atomic, kexec, paths, progress, sample, scenario, ssh, targets, tree
 from kbisect.exceptions import BenchmarkError, BootError, UserError
 from kbisect.targets.base import Job, Kernel
 from kbisect.targets.ssh import SshTarget
@@ -43,8 +43,9 @@ def scp_to_target(t: SshTarget) -> str:
 
 
 def on_machine(t: SshTarget, script: str) -> str:
-    """A local command running `script` on the machine as root."""
-    return shell([*ssh.ssh_command(t.m.remote(), f"{t.m.sudo}sh -c {shlex.quote(script)}")])
+    """A local command running the shell `script` on the machine as root."""
+    remote = f"{t.m.sudo}sh -c {shlex.quote(script)}" if t.m.sudo else script
+    return shell(ssh.ssh_command(t.m.remote(), remote))
 
 
 def kbisect_command(*args: str) -> str:
@@ -64,9 +65,8 @@ def power_cycle(t: SshTarget) -> str:
 def settings(t: SshTarget, cmdline: str, opts: argparse.Namespace) -> dict[str, str]:
     """ktest.pl's keys for this machine (the docs/ktest.md table explains each)."""
     image = f"{t.m.workdir}/{TARGET_IMAGE}"
-    load = (
-        f"kexec -s -l {image} --append={shlex.quote(cmdline)} || kexec -l {image} "
-        f"--append={shlex.quote(cmdline)}"
+    load = " || ".join(
+        shell(kexec.load_command(image, cmdline, file_load=f)) for f in (True, False)
     )
     kexec_or_reboot = (
         'if [ "$(cat /sys/kernel/kexec_loaded)" = 1 ]; then systemctl --no-block kexec; '
@@ -100,7 +100,7 @@ def settings(t: SshTarget, cmdline: str, opts: argparse.Namespace) -> dict[str, 
         "POWER_CYCLE": power_cycle(t),
         "CONSOLE": t.m.console or "echo no console configured; sleep infinity",
         "REBOOT_TYPE": "script",
-        "REBOOT_SCRIPT": on_machine(t, f"mkdir -p $(dirname {image}); {load}"),
+        "REBOOT_SCRIPT": on_machine(t, load),
         "REBOOT": on_machine(t, kexec_or_reboot) + "; true",
         "SWITCH_TO_GOOD": on_machine(t, "kexec -u") + "; true",
         "SUCCESS_LINE": "login:",
@@ -164,6 +164,8 @@ def main(args: argparse.Namespace) -> int:
     scen = scenario.load(args.scenario)
     t.preflight(scen)
     assert t.known is not None
+    where = shlex.quote(str(Path(t.m.workdir, TARGET_IMAGE).parent))
+    t.session.check(f"{t.m.sudo}mkdir -p {where}")  # ktest copies TARGET_IMAGE there
     args.tree = tree.resolve(args.tree)
     args.output_dir = (args.output_dir or paths.cache_dir() / "ktest" / t.name).resolve()
     args.output_dir.mkdir(parents=True, exist_ok=True)

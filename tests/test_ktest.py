@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import shlex
 from pathlib import Path
 
 import pytest
@@ -97,3 +98,24 @@ def test_booted_step_refuses_a_non_machine(tmp_path):
     with pytest.raises(UserError, match="needs a machine"):
         ktest.booted_step(args)
     assert step.main(args) == step.ABORT  # git's/ktest's abort, never "bad"
+
+
+def test_ktest_config_writes_a_file_after_a_preflight(monkeypatch, tmp_path, emu):
+    from tests.test_ssh_target import fake
+    from tests.test_sshcheck import FACTS_TEXT
+
+    f = fake(monkeypatch, [("uid=", 0, FACTS_TEXT)])
+    (tmp_path / "config").write_text("CONFIG_KEXEC=y\n")
+    out = tmp_path / "emu.conf"
+    ns = opts(tmp_path, target="emu", out=out, tree=None, output_dir=tmp_path / "ktest")
+    assert ktest.main(ns) == 0
+    text = out.read_text()
+    assert "TEST_START" in text and "MIN_CONFIG = " + str(tmp_path / "config") in text
+    script = next(ln for ln in text.splitlines() if ln.startswith("REBOOT_SCRIPT = "))
+    assert shlex.split(script)[-1] == (  # what the machine's shell runs: the known-good line
+        "kexec -s -l /var/lib/kbisect/ktest/vmlinuz-test "
+        "'--append=root=/dev/vda rw console=ttyS0,115200' || kexec -l "
+        "/var/lib/kbisect/ktest/vmlinuz-test '--append=root=/dev/vda rw console=ttyS0,115200'"
+    )
+    assert any("mkdir -p /var/lib/kbisect/ktest" in c[-1] for c in f.calls)
+    emu.close()
