@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import shlex
+import shutil
 import sys
 import time
 from collections.abc import Callable, Mapping
@@ -66,7 +67,7 @@ def settings(t: SshTarget, cmdline: str, opts: argparse.Namespace) -> dict[str, 
     """ktest.pl's keys for this machine (the docs/ktest.md table explains each)."""
     image = f"{t.m.workdir}/{TARGET_IMAGE}"
     load = " || ".join(
-        shell(kexec.load_command(image, cmdline, file_load=f)) for f in (True, False)
+        shell(kexec.load_command(image, cmdline, opts.initrd, file_load=f)) for f in (True, False)
     )
     kexec_or_reboot = (
         'if [ "$(cat /sys/kernel/kexec_loaded)" = 1 ]; then systemctl --no-block kexec; '
@@ -92,7 +93,6 @@ def settings(t: SshTarget, cmdline: str, opts: argparse.Namespace) -> dict[str, 
         "BUILD_TARGET": t.arch.image,
         "TARGET_IMAGE": image,
         "LOCALVERSION": "-ktest",
-        "MIN_CONFIG": str(opts.min_config),
         "BUILD_OPTIONS": f"-j{opts.jobs}",
         "MAKE_CMD": "make CC='ccache gcc'",
         "SSH_EXEC": ssh_exec(t),
@@ -113,6 +113,10 @@ def settings(t: SshTarget, cmdline: str, opts: argparse.Namespace) -> dict[str, 
         "TEST": kbisect_command(*test),
         **{k: str(v) for k, v in RETURN_CODES.items()},
     }
+    if opts.min_config is not None:
+        out["MIN_CONFIG"] = str(opts.min_config)
+    if opts.no_build is not None:
+        out["BUILD_TYPE"] = "nobuild"
     if opts.test_type == "bisect":
         out.update(
             BISECT_TYPE="test",
@@ -140,10 +144,16 @@ def configure(parser: argparse.ArgumentParser) -> None:
     add(
         "--min-config",
         type=Path,
-        required=True,
         help="the config ktest starts every build from: a kbisect build's `config` "
         "(e.g. of `kbisect build --base target:NAME`)",
     )
+    add(
+        "--no-build",
+        type=Path,
+        metavar="IMAGE",
+        help="BUILD_TYPE = nobuild: ktest installs IMAGE as it is (a TEST round, no build)",
+    )
+    add("--initrd", help="an initramfs on the machine to kexec with (a distro kernel's)")
     add("--tree", default=None, help="kernel tree ktest builds (BUILD_DIR; default embedded)")
     add("--test-type", choices=("test", "bisect"), default="bisect")
     add("--good", help="BISECT_GOOD (TEST_TYPE bisect)")
@@ -156,8 +166,11 @@ def configure(parser: argparse.ArgumentParser) -> None:
 def main(args: argparse.Namespace) -> int:
     if args.test_type == "bisect" and not (args.good and args.bad and args.threshold):
         raise UserError("--test-type bisect needs --good, --bad and --threshold")
-    if not args.min_config.is_file():
-        raise UserError(f"--min-config {args.min_config}: no such file")
+    for given in (args.min_config, args.no_build):
+        if given is not None and not given.is_file():
+            raise UserError(f"{given}: no such file")
+    if args.min_config is None and args.no_build is None:
+        raise UserError("--min-config FILE is needed (or --no-build IMAGE)")
     t = targets.get(args.target)
     if not isinstance(t, SshTarget):
         raise UserError(f'--target {args.target}: ktest drives machines (kind = "ssh")')
@@ -169,6 +182,8 @@ def main(args: argparse.Namespace) -> int:
     args.tree = tree.resolve(args.tree)
     args.output_dir = (args.output_dir or paths.cache_dir() / "ktest" / t.name).resolve()
     args.output_dir.mkdir(parents=True, exist_ok=True)
+    if args.no_build is not None:
+        prebuilt(args.no_build, args.output_dir, t.arch.image, args.min_config)
     text = render(settings(t, t.known.cmdline, args), progress.log_header())
     if args.out:
         atomic.write_text(args.out, text)
@@ -176,6 +191,17 @@ def main(args: argparse.Namespace) -> int:
     else:
         print(text, end="")
     return 0
+
+
+def prebuilt(image: Path, output_dir: Path, build_target: str, config: Path | None) -> None:
+    """OUTPUT_DIR as ktest's nobuild expects it: the image at BUILD_TARGET, a .config
+    (ktest reads CONFIG_MODULES there: without one, a prebuilt image's modules must
+    already be on the machine)."""
+    dest = output_dir / build_target
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(image, dest)
+    text = config.read_text() if config else "# kbisect --no-build: no modules to install\n"
+    atomic.write_text(output_dir / ".config", text)
 
 
 # -- `kbisect bisect-step --booted`: measure the kernel ktest booted ---------------------

@@ -30,7 +30,8 @@ def emu(tmp_path) -> SshTarget:
 def opts(tmp_path: Path, **kw) -> argparse.Namespace:
     base = dict(scenario="smoke", threshold=400.0, tree=tmp_path / "linux",
                 output_dir=tmp_path / "out", min_config=tmp_path / "config", jobs=2,
-                test_type="bisect", good="v6.12", bad="HEAD")  # fmt: skip
+                test_type="bisect", good="v6.12", bad="HEAD",
+                no_build=None, initrd=None)  # fmt: skip
     return argparse.Namespace(**{**base, **kw})
 
 
@@ -119,3 +120,31 @@ def test_ktest_config_writes_a_file_after_a_preflight(monkeypatch, tmp_path, emu
     )
     assert any("mkdir -p /var/lib/kbisect/ktest" in c[-1] for c in f.calls)
     emu.close()
+
+
+def test_a_nobuild_round_with_a_distro_kernel(monkeypatch, tmp_path, emu):
+    from tests.test_ssh_target import fake
+    from tests.test_sshcheck import FACTS_TEXT
+
+    fake(monkeypatch, [("uid=", 0, FACTS_TEXT)])
+    image = tmp_path / "vmlinuz"
+    image.write_bytes(b"kernel")
+    ns = opts(tmp_path, target="emu", out=tmp_path / "c.conf", tree=None, test_type="test",
+              threshold=None, min_config=None, no_build=image, initrd="/boot/initrd.img-6.1",
+              output_dir=tmp_path / "ktest")  # fmt: skip
+    assert ktest.main(ns) == 0
+    keys = dict(ln.split(" = ", 1) for ln in (tmp_path / "c.conf").read_text().splitlines()
+                if " = " in ln)  # fmt: skip
+    assert keys["BUILD_TYPE"] == "nobuild" and "MIN_CONFIG" not in keys
+    assert "--initrd=/boot/initrd.img-6.1" in keys["REBOOT_SCRIPT"]
+    assert (tmp_path / "ktest" / "arch/x86/boot/bzImage").read_bytes() == b"kernel"
+    assert "CONFIG_MODULES" not in (tmp_path / "ktest" / ".config").read_text().replace(
+        "# kbisect", ""
+    )
+    emu.close()
+
+
+def test_ktest_config_needs_a_config_or_an_image(tmp_path):
+    ns = opts(tmp_path, target="emu", out=None, min_config=None, test_type="test")
+    with pytest.raises(UserError, match="--min-config FILE is needed"):
+        ktest.main(ns)
