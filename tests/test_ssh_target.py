@@ -122,7 +122,7 @@ def test_a_kernel_of_another_arch_is_refused(tmp_path, box):
     data = bytearray(4096)
     data[0x38:0x3C] = b"ARM\x64"
     image.write_bytes(bytes(data))
-    with pytest.raises(WrongArch, match="a arm64 kernel, but box runs x86_64"):
+    with pytest.raises(WrongArch, match="an arm64 kernel, but box runs x86_64"):
         box.validate(Kernel.find(image))
 
 

@@ -128,7 +128,7 @@ class SshTarget(Target):
         found = kimage.arch(kernel.image.read_bytes()[:4096])
         if found is not None and found != self.arch.name:
             raise WrongArch(
-                f"{kernel.image}: a {found} kernel, but {self.name} runs {self.arch.name}"
+                f"{kernel.image}: an {found} kernel, but {self.name} runs {self.arch.name}"
             )
 
     def _ready(self, scen: scenario.Scenario) -> None:
