@@ -19,6 +19,7 @@ import pytest
 from kbisect import paths, sample, scenario, targets
 from kbisect.emu import image, vm
 from kbisect.exceptions import BootError, UserError
+from kbisect.machine import state_dir
 from kbisect.targets import Kernel, sshcheck
 from kbisect.targets.ssh import SshTarget
 
@@ -86,6 +87,8 @@ def check_bad_input(tmp_path: Path) -> None:
     write_target("stranger", key=str(other))
     with pytest.raises(UserError, match="the key was refused"):
         targets.get("stranger").preflight()
+    for name in ("closed", "stranger"):  # their lock files
+        shutil.rmtree(state_dir(name), ignore_errors=True)
 
 
 def check_switch(kernel: Kernel, out: Path) -> None:
