@@ -24,6 +24,7 @@ from kbisect.targets.ssh import SshTarget
 from kbisect.targets.sshjob import expected
 
 TARGET_IMAGE = "ktest/vmlinuz-test"  # under the machine's workdir
+TEST_KEYS = ("TEST", "BUILD_TYPE", "MIN_CONFIG", "BISECT_")  # the TEST_START section
 RETURN_CODES = {"BISECT_RET_GOOD": 0, "BISECT_RET_SKIP": 125, "BISECT_RET_ABORT": 128}
 
 
@@ -129,10 +130,12 @@ def settings(t: SshTarget, cmdline: str, opts: argparse.Namespace) -> dict[str, 
 
 
 def render(keys: Mapping[str, str], header: str) -> str:
-    """ktest.pl's format: `KEY = value` lines; one TEST_START section."""
+    """ktest.pl's format: the machine's keys first (the defaults: LOG_FILE must be one),
+    then one TEST_START section with what the test is."""
+    test = {k: v for k, v in keys.items() if k.startswith(TEST_KEYS)}
     lines = [f"# {line}" for line in header.splitlines()]
-    lines += ["", "TEST_START"]
-    lines += [f"{k} = {v}" for k, v in keys.items()]
+    lines += ["", *(f"{k} = {v}" for k, v in keys.items() if k not in test)]
+    lines += ["", "TEST_START", *(f"{k} = {v}" for k, v in test.items())]
     return "\n".join(lines) + "\n"
 
 
@@ -213,6 +216,9 @@ class BootedTarget(SshTarget):
         self._ready(job.scen)
         self._verify(expected(job.kernel))
         self._measure(job, f"ktest-{int(time.time() * 1000)}")
+
+    def headline(self, job: Job) -> str:
+        return f"as booted by ktest, on {self.m.host}:{self.m.port}"
 
     def close(self) -> None:
         return None

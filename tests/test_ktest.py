@@ -72,9 +72,11 @@ def test_settings_for_one_test_round_without_threshold(tmp_path, emu):
 
 
 def test_render_is_ktest_format():
-    text = ktest.render({"MACHINE": "emu", "TEST": "x y"}, "# reproduce: kbisect ...\n")
-    assert text.splitlines() == ["# # reproduce: kbisect ...", "", "TEST_START",
-                                 "MACHINE = emu", "TEST = x y"]  # fmt: skip
+    keys = {"MACHINE": "emu", "TEST_TYPE": "test", "LOG_FILE": "/l", "TEST": "x y"}
+    text = ktest.render(keys, "# reproduce: kbisect ...\n")
+    assert text.splitlines() == ["# # reproduce: kbisect ...", "", "MACHINE = emu",
+                                 "LOG_FILE = /l", "", "TEST_START", "TEST_TYPE = test",
+                                 "TEST = x y"]  # fmt: skip
 
 
 def test_ktest_config_needs_good_bad_threshold_for_a_bisect(tmp_path):
