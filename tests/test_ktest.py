@@ -8,23 +8,19 @@ from pathlib import Path
 
 import pytest
 
-from kbisect import ktest, targets
+from kbisect import ktest
 from kbisect.bisect import step
 from kbisect.exceptions import UserError
 from kbisect.targets.ssh import SshTarget
+from tests.test_ssh_target import machine_target
 
 
 @pytest.fixture
 def emu(tmp_path) -> SshTarget:
-    path = targets.config_dir() / "emu.toml"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(
-        'kind = "ssh"\nhost = "127.0.0.1"\nport = 40022\narch = "x86_64"\n'
-        'console = "tail -n0 -F /c/serial.log"\npower_cycle = "qmp:/c/qmp.sock"\n'
+    return machine_target(
+        "emu",
+        'port = 40022\nconsole = "tail -n0 -F /c/serial.log"\npower_cycle = "qmp:/c/qmp.sock"\n',
     )
-    t = targets.get("emu")
-    assert isinstance(t, SshTarget)
-    return t
 
 
 def opts(tmp_path: Path, **kw) -> argparse.Namespace:

@@ -33,17 +33,21 @@ class FakeSsh:
         return proc.Result(0, "", None)
 
 
-@pytest.fixture
-def box() -> SshTarget:
-    path = targets.config_dir() / "box.toml"
+def machine_target(name: str, extra: str) -> SshTarget:
+    """An ssh target file NAME.toml on 127.0.0.1 (x86_64) with `extra` TOML lines."""
+    path = targets.config_dir() / f"{name}.toml"
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(
-        'kind = "ssh"\nhost = "127.0.0.1"\nport = 2222\narch = "x86_64"\n'
-        'power_cycle = "qmp:/nonexistent.sock"\nboot_timeout_s = 10\n'
-    )
-    t = targets.get("box")
+    path.write_text(f'kind = "ssh"\nhost = "127.0.0.1"\narch = "x86_64"\n{extra}')
+    t = targets.get(name)
     assert isinstance(t, SshTarget)
     return t
+
+
+@pytest.fixture
+def box() -> SshTarget:
+    return machine_target(
+        "box", 'port = 2222\npower_cycle = "qmp:/nonexistent.sock"\nboot_timeout_s = 10\n'
+    )
 
 
 def fake(monkeypatch, answers) -> FakeSsh:
