@@ -1,4 +1,5 @@
-"""Write files so that a reader never sees half of one: temp file, fsync, rename."""
+"""Write files so that a reader never sees half of one: temp file, fsync, rename, then
+fsync the directory, so that the new name survives a crash or a power cut too."""
 
 from __future__ import annotations
 
@@ -15,6 +16,15 @@ def _umask() -> int:
     return mask
 
 
+def fsync_dir(path: Path) -> None:
+    """Make the entries of directory `path` (a rename, a link) durable."""
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
 def write_bytes(path: Path, data: bytes) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
@@ -28,6 +38,7 @@ def write_bytes(path: Path, data: bytes) -> None:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+    fsync_dir(path.parent)
 
 
 def write_text(path: Path, text: str) -> None:

@@ -30,6 +30,7 @@ from kbisect import (
     paths,
     proc,
     progress,
+    scratch,
     tree,
     worktree,
 )
@@ -176,7 +177,7 @@ def obj_dir(root: Path, src: Path) -> Path:
 
 def build(req: Request) -> BuildResult:
     """Build (or reuse) the artifact for req; raise BuildError when the kernel fails."""
-    commit = git.rev_parse(req.tree, req.rev)
+    commit = scratch.rev_parse(req.tree, req.rev)
     check_compiler(req.arch)
     if req.in_place and git.is_dirty(req.tree):
         raise UserError(f"--in-place: {req.tree} has uncommitted changes; commit or stash them")
@@ -259,8 +260,8 @@ def _manifest(
         "created": clock.utc_now(),
         "tree": str(req.tree),
         "commit": commit,
-        "describe": git.describe(req.tree, commit),
-        "subject": git.subject(req.tree, commit),
+        "describe": git.describe(scratch.reader(req.tree, commit), commit),
+        "subject": git.subject(scratch.reader(req.tree, commit), commit),
         "arch": req.arch.name,
         "base": req.base,
         "fragments": [{"name": f.name, "sha256": f.sha256} for f in fragments],
@@ -297,17 +298,23 @@ def configure(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="build the tree's checkout itself (for `git bisect run`)",
     )
-    parser.add_argument("-j", "--jobs", type=int, default=0)
+    parser.add_argument(
+        "-j", "--jobs", type=options.count(0, 4096), default=0, help="make jobs (0: one per CPU)"
+    )
     parser.add_argument("--json", action="store_true", help="print the manifest as JSON")
 
 
+def check_base(base: str, option: str = "--base-config") -> None:
+    """A base config kbisect knows, a config file, or target:NAME (a machine's: fetched
+    now, so a bad machine is one line and exit 2 before any build); else exit 2."""
+    if (machine_name := machineconfig.target_name(base)) is not None:
+        machineconfig.fetch(machine_name)
+    elif base not in BASES and not Path(base).is_file():
+        raise UserError(f"{option} {base}: not one of {', '.join(BASES)}, a file nor target:NAME")
+
+
 def request_from_args(args: argparse.Namespace) -> Request:
-    if (machine_name := machineconfig.target_name(args.base)) is not None:
-        machineconfig.fetch(machine_name)  # a bad machine: exit 2 before building
-    elif args.base not in BASES and not Path(args.base).is_file():
-        raise UserError(
-            f"--base {args.base}: not one of {', '.join(BASES)}, a file nor target:NAME"
-        )
+    check_base(args.base, "--base")
     allow = kconfig.allowed_symbols(args.allow_dropped)
     return Request(
         tree=tree.resolve(args.tree),

@@ -12,10 +12,12 @@ from types import FrameType, ModuleType
 from typing import NoReturn
 
 import kbisect
-from kbisect import __version__, build, compare, demo, doctor, image, ktest, rc, report, run, tree
+from kbisect import __version__, build, demo, doctor, image, ktest, rc, report, run, tree
 from kbisect.bisect import driver, step
+from kbisect.compare import command as compare
 from kbisect.emu import command as emu_command
 from kbisect.exceptions import EXIT_INTERRUPTED, EXIT_USER, KbisectError
+from kbisect.study import command as study
 
 # (name, module, one-line help); each module has configure(parser) and main(args)
 COMMANDS: list[tuple[str, ModuleType, str]] = [
@@ -30,6 +32,7 @@ COMMANDS: list[tuple[str, ModuleType, str]] = [
     ("bisect-step", step, "one `git bisect run` step (used by bisect/run)"),
     ("rc", rc, "pick the next -rc tag to measure and its baseline"),
     ("demo", demo, "create the demo history on the embedded default tree"),
+    ("study", study, "kernels x workload settings: steps, bisect lines"),
     ("emu", emu_command, "the emulated machine: an ssh target for tests and demos"),
     ("ktest-config", ktest, "write a ktest.pl config whose TEST is a kbisect step"),
 ]
@@ -57,8 +60,12 @@ def _sigterm(signum: int, frame: FrameType | None) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    signal.signal(signal.SIGTERM, _sigterm)
-    args = build_parser().parse_args(argv)
+    for sig in (signal.SIGTERM, signal.SIGHUP):  # a closed terminal stops like Ctrl-C
+        signal.signal(sig, _sigterm)
+    try:
+        args = build_parser().parse_args(argv)
+    except SystemExit as exc:  # a usage error (one line, exit 2), --help or --version
+        return exc.code if isinstance(exc.code, int) else EXIT_USER
     try:
         code: int = args._main(args)
         return code

@@ -125,7 +125,7 @@ def create(repo: Path) -> dict[str, str]:
             return data
     progress.step(f"creating the demo history ({len(EDITS)} commits) on {BRANCH}")
     base = git.rev_parse(repo, tree.DEFAULT_TAG)
-    where = worktree.checkout(repo, base, slot="demo")
+    where = worktree.checkout(repo, base, slot="demo")  # in kbisect's scratch repository
     regression = ""
     for i, edit in enumerate(EDITS):
         if edit is REGRESSION:
@@ -136,13 +136,13 @@ def create(repo: Path) -> dict[str, str]:
             "GIT_AUTHOR_DATE": f"2025-01-02T00:{i:02d}:00+0000",
             "GIT_COMMITTER_DATE": f"2025-01-02T00:{i:02d}:00+0000",
         }
-        proc.run(["git", "-C", str(where), "add", "-f", "-A", "."], env=env)
+        proc.run(git.command(where, "add", "-f", "-A", "."), env=env)
         commit = ["commit", "-q", "--no-verify", "--no-gpg-sign", "-m", edit.subject]
-        proc.run(["git", "-C", str(where), *commit], env=env)
+        proc.run(git.command(where, *commit), env=env)
         if edit is REGRESSION:
             regression = git.rev_parse(where, "HEAD")
     head = git.rev_parse(where, "HEAD")
-    git.git(repo, "branch", "-f", BRANCH, head)
+    _publish(repo, where, head)
     data = {
         "base": base,
         "head": head,
@@ -153,6 +153,16 @@ def create(repo: Path) -> dict[str, str]:
     atomic.write_json(info, data)
     progress.step(f"demo history: {base[:12]}..{head[:12]}, regression {regression[:12]}")
     return data
+
+
+def _publish(repo: Path, where: Path, head: str) -> None:
+    """The branch in the embedded tree (kbisect's own import), with the commits fetched
+    from the scratch repository where they were made."""
+    git.git(where, "update-ref", f"refs/kbisect/{BRANCH}", head)
+    own = git.common_dir(where)
+    git.git(
+        repo, "fetch", "-q", "--no-tags", str(own), f"+refs/kbisect/{BRANCH}:refs/heads/{BRANCH}"
+    )
 
 
 def configure(parser: argparse.ArgumentParser) -> None:

@@ -1,4 +1,8 @@
-"""git plumbing, through the one command wrapper."""
+"""git plumbing, through the one command wrapper.
+
+Every command runs with --no-optional-locks: on a user's repository kbisect only reads,
+and a plain `git status` would refresh (rewrite) its index.
+"""
 
 from __future__ import annotations
 
@@ -16,8 +20,12 @@ class UnknownRevision(UserError):
     """The revision does not exist in the tree."""
 
 
+def command(repo: Path, *args: str) -> list[str]:
+    return ["git", "--no-optional-locks", "-C", str(repo), *args]
+
+
 def git(repo: Path, *args: str, check: bool = True) -> str:
-    return proc.capture(["git", "-C", str(repo), *args], check=check)
+    return proc.capture(command(repo, *args), check=check)
 
 
 def toplevel(path: Path) -> Path:
@@ -39,12 +47,26 @@ def subject(repo: Path, rev: str) -> str:
 
 
 def describe(repo: Path, rev: str) -> str:
-    return git(repo, "describe", "--tags", "--always", "--abbrev=12", rev, check=False)
+    """The nearest tag and distance, else the abbreviated id (never git's error text)."""
+    result = proc.run(
+        command(repo, "describe", "--tags", "--always", "--abbrev=12", rev),
+        check=False,
+        capture=True,
+    )
+    return result.output.strip() if result.returncode == 0 else rev[:12]
+
+
+def has_commit(repo: Path, commit: str) -> bool:
+    """Does the repository hold this commit (its own objects or borrowed ones)?"""
+    result = proc.run(
+        command(repo, "cat-file", "-e", f"{commit}^{{commit}}"), check=False, capture=True
+    )
+    return result.returncode == 0
 
 
 def is_ancestor(repo: Path, ancestor: str, descendant: str) -> bool:
     result = proc.run(
-        ["git", "-C", str(repo), "merge-base", "--is-ancestor", ancestor, descendant],
+        command(repo, "merge-base", "--is-ancestor", ancestor, descendant),
         check=False,
         capture=True,
     )

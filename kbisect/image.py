@@ -140,6 +140,7 @@ def build(a: arch_mod.Arch, pg_major: int = PG_MAJOR, mirror: str | None = None)
     (root.parent / MANIFEST).unlink(missing_ok=True)
     shutil.rmtree(root, ignore_errors=True)
     scratch.rename(root)
+    atomic.fsync_dir(root.parent)
     atomic.write_json(
         root.parent / MANIFEST,
         {

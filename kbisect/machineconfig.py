@@ -38,16 +38,16 @@ def fetch(name: str) -> tuple[Path, Path]:
     """The machine's running config and module list, copied into the cache."""
     from kbisect import targets  # the targets package imports build-time modules
 
-    target = targets.get(name)
-    session = getattr(target, "session", None)
-    if session is None:
-        raise UserError(f'--base {PREFIX}{name}: {name} is not a machine (kind = "ssh")')
-    target.preflight()
     config, lsmod = files(name)
-    config.parent.mkdir(parents=True, exist_ok=True)
-    progress.step(f"fetching {name}'s running config and module list")
-    for path, script in ((config, CONFIG_SCRIPT), (lsmod, LSMOD_SCRIPT)):
-        atomic.write_text(path, session.check(script, timeout=120))
+    with targets.get(name) as target:  # closed: the command's own target locks it next
+        session = getattr(target, "session", None)
+        if session is None:
+            raise UserError(f'--base {PREFIX}{name}: {name} is not a machine (kind = "ssh")')
+        target.preflight()
+        config.parent.mkdir(parents=True, exist_ok=True)
+        progress.step(f"fetching {name}'s running config and module list")
+        for path, script in ((config, CONFIG_SCRIPT), (lsmod, LSMOD_SCRIPT)):
+            atomic.write_text(path, session.check(script, timeout=120))
     if "CONFIG_" not in config.read_text():
         raise UserError(f"--base {PREFIX}{name}: the machine's config is empty")
     return config, lsmod

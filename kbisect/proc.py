@@ -2,8 +2,9 @@
 
 It logs the quoted command line, streams output to a log file (and optionally to a
 per-line callback for progress), enforces a total and a no-output timeout, and kills
-the whole process group on timeout or interruption. Commands are plain lists built
-elsewhere by pure functions; this module never builds one.
+the whole process group on timeout or interruption. Every child's group is also named
+to the reaper (reaper.py), which kills it if this process dies first, even by SIGKILL.
+Commands are plain lists built elsewhere by pure functions; this module never builds one.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import queue
 import shlex
 import signal
 import subprocess
+import sys
 import threading
 import time
 from collections import deque
@@ -41,6 +43,59 @@ def short(cmd: Sequence[str], limit: int = 160) -> str:
     """The quoted command on one line, cut to `limit` characters (for error messages)."""
     text = quote(cmd).replace("\n", " ")
     return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+class _Reaper:
+    """This process's reaper (reaper.py): started with the first child, one per pid."""
+
+    SCRIPT = Path(__file__).resolve().with_name("reaper.py")
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.owner = 0  # the pid that started it: a forked child needs its own
+        self.fd = -1
+        self.pid = 0
+        self.groups: set[int] = set()
+
+    def _start(self) -> None:
+        read, write = os.pipe()  # both close-on-exec: no child inherits the write end
+        try:
+            child = subprocess.Popen(
+                [sys.executable, "-I", "-S", str(self.SCRIPT)],
+                stdin=read,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+                start_new_session=True,
+            )
+        except BaseException:
+            os.close(write)
+            raise
+        finally:
+            os.close(read)
+        self.owner, self.fd, self.pid = os.getpid(), write, child.pid
+
+    def tell(self, pgid: int, running: bool) -> None:
+        """Name a child's group to the reaper (`+PGID`), or release it (`-PGID`); start
+        the reaper (or a new one, told every group, if it died) when needed."""
+        with self.lock:
+            if running:
+                self.groups.add(pgid)
+            else:
+                self.groups.discard(pgid)
+            message = f"{'+' if running else '-'}{pgid}\n"
+            for _ in range(2):
+                if self.owner != os.getpid():
+                    self._start()
+                    message = "".join(f"+{g}\n" for g in sorted(self.groups))
+                try:
+                    os.write(self.fd, message.encode())
+                    return
+                except OSError:  # the reaper died
+                    os.close(self.fd)
+                    self.owner = 0
+
+
+REAPER = _Reaper()
 
 
 def _reader(stream: IO[bytes], lines: queue.Queue[str | None]) -> None:
@@ -101,6 +156,11 @@ def run(
         what = "not installed" if isinstance(exc, FileNotFoundError) else "not executable"
         raise MissingTool(f"{argv[0]}: {what} (run scripts/setup)") from exc
     assert proc.stdout is not None
+    try:
+        REAPER.tell(proc.pid, running=True)  # start_new_session: the group id is its pid
+    except BaseException:
+        _kill(proc)
+        raise
     lines: queue.Queue[str | None] = queue.Queue()
     threading.Thread(target=_reader, args=(proc.stdout, lines), daemon=True).start()
     kept: deque[str] | list[str] = [] if capture else deque(maxlen=TAIL_LINES)
@@ -138,6 +198,7 @@ def run(
         _kill(proc)
         raise
     finally:
+        REAPER.tell(proc.pid, running=False)
         if logf:
             logf.close()
     result = Result(returncode, "".join(kept), log)

@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import fnmatch
 import json
+import math
 import os
 import re
 import sys
@@ -246,9 +247,25 @@ def _next(args: argparse.Namespace) -> int:
     return 0
 
 
+def check_commit(commit: str) -> None:
+    """A full commit id, as the samples record it (RcError otherwise)."""
+    if not re.fullmatch(r"[0-9a-f]+", commit):
+        raise RcError(f"--commit {commit!r}: expected a hexadecimal commit id")
+    if len(commit) not in (40, 64):
+        raise RcError(
+            f"--commit {commit!r}: {len(commit)} hexadecimal digits; give the full "
+            "commit id (40 digits, 64 for SHA-256)"
+        )
+
+
+def check_tps(tps: float | None) -> None:
+    if tps is not None and not (math.isfinite(tps) and tps > 0):
+        raise RcError(f"--tps {tps}: must be a positive number of transactions per second")
+
+
 def _record(args: argparse.Namespace) -> int:
-    if not re.fullmatch(r"[0-9a-f]{7,64}", args.commit):
-        raise RcError(f"--commit {args.commit!r}: expected a hexadecimal commit id")
+    check_commit(args.commit)
+    check_tps(args.tps)
     if not args.result.is_dir():
         raise RcError(f"--result {args.result}: no such directory")
     scen_hash, tps = args.scenario_hash, args.tps

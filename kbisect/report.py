@@ -15,9 +15,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from kbisect import atomic, fingerprint, plots, progress, results, stats
+from kbisect import atomic, fingerprint, options, plots, progress, results, stats, textreport
 from kbisect.bisect import report as bisect_report
+from kbisect.compare import schedule
+from kbisect.compare import summary as compare_summary
 from kbisect.exceptions import EXIT_OK, UserError
+from kbisect.study import report as study_report
 
 REPORT = "report.md"
 SIDES = ("A", "B")
@@ -26,6 +29,12 @@ TCG_NOTE = (
     "**TCG:** these boots ran under QEMU's software emulation (no KVM). Timings are "
     "emulated, so compare only ratios between sides measured the same way, never "
     "absolute tps."
+)
+
+
+PARTIAL_NOTE = (
+    "the figures below are from the boots taken so far (`kbisect compare --resume RUN_DIR` "
+    "takes the rest)"
 )
 
 
@@ -43,6 +52,7 @@ class Run:
     verdict: stats.Verdict
     min_effect: float
     confidence: float
+    copies: tuple[str, ...] = ()  # sample files that repeat a boot, left out
 
     def side(self, name: str) -> list[dict[str, Any]]:
         return [s for s in self.samples if s.get("label") == name]
@@ -64,6 +74,10 @@ def load(run_dir: Path) -> dict[str, Any]:
     path = run_dir / results.SUMMARY
     if not run_dir.is_dir():
         raise NotAReport(f"{run_dir}: no such directory")
+    if not path.is_file() and (run_dir / schedule.PLAN).is_file():
+        return compare_summary.partial(run_dir)  # an interrupted compare: marked partial
+    if not path.is_file() and (run_dir / study_report.DEFINITION).is_file():
+        return {"kind": "study"}  # a study in progress: rendered from what it has
     if not path.is_file():
         raise NotAReport(f"{run_dir}: no summary.json (not a finished compare or bisect run)")
     try:
@@ -95,9 +109,18 @@ def ok_tps(samples: Sequence[Mapping[str, Any]]) -> list[float]:
 def load_run(run_dir: Path, summary: Mapping[str, Any], min_effect: float | None) -> Run:
     """The samples and the verdict recomputed from them (min_effect overrides the run's)."""
     try:
-        samples = results.load_samples(run_dir)
+        samples, copies = results.without_copies(run_dir)
     except results.InvalidResult as exc:
         raise NotAReport(str(exc)) from exc
+    for line in copies:
+        progress.warn(line)
+    listed = [f for side in summary["sides"].values() for f in side.get("samples") or []]
+    if listed and not samples:
+        raise NotAReport(
+            f"{run_dir}: summary.json lists {len(listed)} sample files and none is here: "
+            "a report is re-rendered from its samples; re-run the command at the top of "
+            "its report.md to get them"
+        )
     effect = float(summary.get("min_effect", 0.02)) if min_effect is None else min_effect
     confidence = float(summary.get("confidence", 0.95))
     a, b = (ok_tps([s for s in samples if s.get("label") == x]) for x in SIDES)
@@ -105,7 +128,7 @@ def load_run(run_dir: Path, summary: Mapping[str, Any], min_effect: float | None
         v = stats.verdict(a, b, min_effect=effect, confidence=confidence)
     except stats.StatsError as exc:
         raise NotAReport(f"{run_dir}: {exc}") from exc
-    return Run(run_dir, summary, samples, v, effect, confidence)
+    return Run(run_dir, summary, samples, v, effect, confidence, tuple(copies))
 
 
 def verdict_line(v: stats.Verdict) -> str:
@@ -157,7 +180,7 @@ def _side_table(run: Run) -> list[str]:
 
 
 def _warnings(run: Run) -> list[str]:
-    out = list(run.verdict.warnings)
+    out = [*run.verdict.warnings, *run.copies]
     for side in SIDES:
         boots = run.side(side)
         failed = len(boots) - len(ok_tps(boots))
@@ -181,7 +204,8 @@ def _warnings(run: Run) -> list[str]:
     kind = stored.get("kind") or stored.get("result")
     new = run.verdict.kind
     if (
-        kind
+        not run.summary.get("partial")
+        and kind
         and kind not in (new, new.replace(" ", "-"))
         and (kind, new) != ("no-change", stats.NO_DIFFERENCE)
     ):
@@ -237,9 +261,15 @@ def markdown(run: Run, *, override: bool = False) -> str:
         if override
         else []
     )
+    partial = (
+        [f"**PARTIAL:** this compare was interrupted; {PARTIAL_NOTE}", ""]
+        if s.get("partial")
+        else []
+    )
     lines = [
-        f"# {scen['name']}: {v.kind} (B/A = {v.ratio.ratio:.3f}x)",
+        f"# {scen['name']}: {'PARTIAL, ' if partial else ''}{v.kind} (B/A = {v.ratio.ratio:.3f}x)",
         "",
+        *partial,
         "Reproduce:",
         "",
         "```sh",
@@ -294,16 +324,33 @@ def _compare(
     return path, verdict_line(run.verdict)
 
 
+def _text(run_dir: Path, summary: Mapping[str, Any], min_effect: float | None) -> str:
+    if summary["kind"] == "compare":
+        return textreport.compare_text(load_run(run_dir, summary, min_effect))
+    if summary["kind"] in ("bisect", "bisect-summary"):
+        return textreport.bisect_text(run_dir, summary)
+    if summary["kind"] == "study":
+        return study_report.text_of(run_dir)
+    raise NotAReport(f"{run_dir}: kind '{summary['kind']}' has no text report")
+
+
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "results_dir",
         type=Path,
         metavar="RESULTS_DIR",
-        help="a compare or bisect run directory (has summary.json)",
+        help="a compare, bisect or study run directory",
+    )
+    parser.add_argument(
+        "--format",
+        choices=("markdown", "text"),
+        default="markdown",
+        help="markdown (report.md and plots) or text: a plain-text report "
+        "of at most 72 columns for a mailing list (report.txt, also printed)",
     )
     parser.add_argument(
         "--min-effect",
-        type=float,
+        type=options.fraction,
         help="compare: smallest change called a regression/improvement (default: the run's)",
     )
 
@@ -312,7 +359,13 @@ def main(args: argparse.Namespace) -> int:
     """Print the report's path, then (compare) the verdict line."""
     summary = load(args.results_dir)
     kind = summary["kind"]
-    if kind == "compare":
+    if args.format == "text":
+        text = _text(args.results_dir, summary, args.min_effect)
+        atomic.write_text(args.results_dir / textreport.TEXT, text)
+        print(text, end="")
+    elif kind == "study":
+        print(study_report.write(args.results_dir))
+    elif kind == "compare":
         path, line = _compare(args.results_dir, summary, args.min_effect)
         print(path)
         print(line)

@@ -40,6 +40,10 @@ class InvalidResult(InfraError):
     """A sample or summary does not match its schema."""
 
 
+class BadOutDir(UserError):
+    """--out cannot hold a new run."""
+
+
 class NoResults(UserError):
     """The results directory (or its summary) the user named does not exist."""
 
@@ -164,6 +168,25 @@ def validate(obj: Any, schema_name: str, where: str | None = None) -> None:
         raise InvalidResult(f"{where or schema_name}: not a valid {schema_name}: {problem}")
 
 
+def out_dir(given: Path | None, kind: str, name: str, *, fresh: bool = True) -> Path:
+    """--out if given (created; with `fresh`, it must not hold samples already), else a
+    new run dir."""
+    if given is None:
+        return new_run_dir(kind, name)
+    try:
+        (given / SAMPLES).mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise BadOutDir(f"--out {given}: cannot create it: {exc.strerror}") from None
+    if not os.access(given, os.W_OK):
+        raise BadOutDir(f"--out {given}: not writable")
+    if fresh and any((given / SAMPLES).glob("[0-9]*-*.json")):
+        raise BadOutDir(
+            f"--out {given}: already holds samples; use a new directory"
+            f"{' or --resume' if kind == 'compare' else ''}"
+        )
+    return given
+
+
 def new_run_dir(kind: str, name: str) -> Path:
     """A fresh `<UTC time>-<kind>-<name>/` (with `samples/`) under the results dir."""
     stamp = clock.stamp()
@@ -204,6 +227,7 @@ def write_sample(run_dir: Path, sample: dict[str, Any]) -> Path:
             path = folder / f"{_next_number(folder):03d}-{label}.json"
             try:
                 os.link(tmp, path)
+                atomic.fsync_dir(folder)
                 return path
             except FileExistsError:
                 continue
@@ -241,6 +265,27 @@ def load_samples(run_dir: Path) -> list[dict[str, Any]]:
     """Every sample of a run, in the order they were taken, each validated and in
     today's shape (`upgrade`)."""
     return [upgrade(_read(p, "sample")) for p in sample_paths(run_dir)]
+
+
+def without_copies(run_dir: Path) -> tuple[list[dict[str, Any]], list[str]]:
+    """The run's samples (as load_samples), but a file that repeats an earlier sample's
+    boot (its boot_dir; a sample without one, its whole content), such as a sample copied
+    under another number, is left out, with one line saying which."""
+    kept: list[dict[str, Any]] = []
+    seen: dict[str, Path] = {}
+    copies: list[str] = []
+    for path in sample_paths(run_dir):
+        sample = upgrade(_read(path, "sample"))
+        key = str(sample.get("boot_dir") or json.dumps(sample, sort_keys=True))
+        if key in seen:
+            copies.append(
+                f"{path.name} repeats the boot of {seen[key].name}: left out of "
+                "the statistics (a copied sample? remove it)"
+            )
+            continue
+        seen[key] = path
+        kept.append(sample)
+    return kept, copies
 
 
 def write_summary(run_dir: Path, summary: dict[str, Any]) -> Path:

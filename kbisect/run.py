@@ -9,7 +9,6 @@ import argparse
 from pathlib import Path
 
 from kbisect import options, progress, results, sample, scenario, stats
-from kbisect.exceptions import UserError
 from kbisect.targets import Kernel
 
 
@@ -18,20 +17,20 @@ def configure(parser: argparse.ArgumentParser) -> None:
     options.add_scenario(parser)
     options.add_append(parser)
     options.add_set(parser)
-    parser.add_argument("--runs", type=int, default=1, help="boots (one sample each)")
+    parser.add_argument("--runs", type=options.count(1), default=1, help="boots (one sample each)")
     options.add_where(parser)
-    parser.add_argument("--out", type=Path, help="results dir (default: a new one in results/)")
+    parser.add_argument(
+        "--out", type=Path, help="results dir (default: a new one in results/; adds to one)"
+    )
 
 
 def main(args: argparse.Namespace) -> int:
-    if args.runs < 1:
-        raise UserError("--runs must be at least 1")
     kernel = Kernel.find(args.kernel)
     scen = scenario.load(args.scenario).with_overrides(args.set)
     with options.target(args) as target:
         target.validate(kernel)
         target.preflight()
-        out = args.out or results.new_run_dir("run", scen.name)
+        out = results.out_dir(args.out, "run", scen.name, fresh=False)
         tps: list[float] = []
         for i in range(args.runs):
             progress.step(f"boot {i + 1}/{args.runs}")

@@ -56,6 +56,8 @@ def _name(value: Any) -> str | None:
     return None if ok else "must be lowercase letters, digits, '.', '_' or '-'"
 
 
+DAY_S = 86400
+HUGEPAGE_MB = 2  # the default huge page size of both arches (x86_64, arm64 with 4 KB pages)
 SECTIONS = ("postgres", "postgres.settings", "pgbench", "guest", "compare", "timeouts")
 # dotted field: (type, default or REQUIRED or None for "optional, no default", check)
 FIELDS: dict[str, tuple[str, Any, Check | None]] = {
@@ -68,26 +70,26 @@ FIELDS: dict[str, tuple[str, Any, Check | None]] = {
     "postgres.settings.max_connections": ("int", REQUIRED, _range(1, 262143)),
     "pgbench.builtin": ("str", None, _one_of("simple-update", "tpcb-like", "select-only")),
     "pgbench.script": ("str", None, None),
-    "pgbench.scale": ("int", REQUIRED, _range(1)),
+    "pgbench.scale": ("int", REQUIRED, _range(1, 1_000_000)),
     "pgbench.fillfactor": ("int", 100, _range(10, 100)),
-    "pgbench.clients": ("int", REQUIRED, _range(1)),
-    "pgbench.threads": ("int", REQUIRED, _range(1)),
-    "pgbench.duration_s": ("int", REQUIRED, _range(1)),
-    "pgbench.warmup_runs": ("int", 0, _range(0)),
-    "pgbench.runs": ("int", REQUIRED, _range(1)),
+    "pgbench.clients": ("int", REQUIRED, _range(1, 262142)),
+    "pgbench.threads": ("int", REQUIRED, _range(1, 262142)),
+    "pgbench.duration_s": ("int", REQUIRED, _range(1, DAY_S)),
+    "pgbench.warmup_runs": ("int", 0, _range(0, 100)),
+    "pgbench.runs": ("int", REQUIRED, _range(1, 1000)),
     "pgbench.protocol": ("str", REQUIRED, _one_of("simple", "extended", "prepared")),
     "pgbench.vacuum": ("bool", True, None),
-    "guest.vcpus": ("int", REQUIRED, _range(1)),
-    "guest.memory_mb": ("int", REQUIRED, _range(256)),
-    "guest.hugepages": ("int", 0, _range(0)),
+    "guest.vcpus": ("int", REQUIRED, _range(1, 1024)),  # QEMU's limit for x86 q35 and arm virt
+    "guest.memory_mb": ("int", REQUIRED, _range(256, 4 * 1024 * 1024)),  # up to 4 TB
+    "guest.hugepages": ("int", 0, _range(0, 2 * 1024 * 1024)),
     "guest.thp": ("str", None, _one_of("always", "madvise", "never")),
     "guest.pgdata": ("str", "tmpfs", _one_of("tmpfs")),
-    "guest.pgdata_size_mb": ("int", REQUIRED, _range(64)),
+    "guest.pgdata_size_mb": ("int", REQUIRED, _range(64, 4 * 1024 * 1024)),
     "guest.append": ("str", "", None),
-    "compare.boots": ("int", 5, _range(1)),
-    "timeouts.boot_s": ("int", 300, _range(1)),
-    "timeouts.idle_s": ("int", 120, _range(1)),
-    "timeouts.total_s": ("int", None, _range(1)),
+    "compare.boots": ("int", 5, _range(1, 1000)),
+    "timeouts.boot_s": ("int", 300, _range(1, DAY_S)),
+    "timeouts.idle_s": ("int", 120, _range(1, DAY_S)),
+    "timeouts.total_s": ("int", None, _range(1, 7 * DAY_S)),
 }
 
 
@@ -118,7 +120,24 @@ def cross_check(data: dict[str, Any]) -> str | None:
             "postgres.settings.huge_pages is on but guest.hugepages is 0 "
             "(reserve some, or put hugepages= in guest.append)"
         )
-    return None
+    if guest["hugepages"] * HUGEPAGE_MB >= guest["memory_mb"]:
+        return (
+            f"guest.hugepages ({guest['hugepages']} x {HUGEPAGE_MB} MB) must fit in "
+            f"guest.memory_mb ({guest['memory_mb']})"
+        )
+    return _check_total(data)
+
+
+def _check_total(data: dict[str, Any]) -> str | None:
+    """A total timeout shorter than the measured runs themselves can only time out."""
+    total, bench = data["timeouts"].get("total_s"), data["pgbench"]
+    runtime = (bench["warmup_runs"] + bench["runs"]) * bench["duration_s"]
+    if total is None or total > runtime:
+        return None
+    return (
+        f"timeouts.total_s ({total}) must exceed the runs' own length, (pgbench.warmup_runs "
+        f"+ pgbench.runs) x pgbench.duration_s = {runtime} s"
+    )
 
 
 def _default_total_s(data: dict[str, Any]) -> int:

@@ -13,7 +13,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from kbisect import git, paths, proc, progress
+from kbisect import atomic, git, paths, proc, progress
 from kbisect.exceptions import MissingTool, UserError
 
 DEFAULT_TARBALL = Path("/usr/src/linux-source-6.12.tar.xz")
@@ -82,6 +82,7 @@ def default_tree(tarball: Path = DEFAULT_TARBALL) -> Path:
             proc.run(cmd, log=log, env=FIXED_IDENTITY)
         shutil.rmtree(dest, ignore_errors=True)
         tmp.rename(dest)
+        atomic.fsync_dir(dest.parent)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     progress.step(f"default tree ready: {dest} ({git.rev_parse(dest, DEFAULT_TAG)[:12]})")

@@ -145,3 +145,22 @@ def fake_image(where: Path, tps: float | None = None) -> Path:
     line = "" if tps is None else str(tps)
     (where / "bzImage").write_text(f"fake-kernel\n6.12.0-fake\n{line}\n0\n")
     return where / "bzImage"
+
+
+def repo_snapshot(repo: Path) -> dict[str, tuple[bytes, int]]:
+    """Every file of a repository, .git included (refs, packed-refs, worktrees, index,
+    objects, HEAD, BISECT_*, config, logs), with its bytes and mtime: equal snapshots mean
+    nothing was written. Symlinks are recorded by target. Object files are compared by
+    content only: git sets the mtime of a borrowed (alternate) object when a repository
+    borrowing it writes an identical object, so that gc keeps it; no byte changes."""
+    out: dict[str, tuple[bytes, int]] = {}
+    for path in sorted(repo.rglob("*")):
+        rel = str(path.relative_to(repo))
+        mtime = 0 if rel.startswith(".git/objects/") else path.lstat().st_mtime_ns
+        if path.is_symlink():
+            out[rel] = (str(path.readlink()).encode(), mtime)
+        elif path.is_file():
+            out[rel] = (path.read_bytes(), mtime)
+        else:
+            out[rel + "/"] = (b"", 0)
+    return out

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 from pathlib import Path
 
 import pytest
@@ -96,3 +97,33 @@ def test_mode_follows_the_umask_not_mkstemp(d: Path) -> None:
     finally:
         os.umask(old)
     assert (d / "x.txt").stat().st_mode & 0o777 == 0o644
+
+
+def fsync_spy(monkeypatch: pytest.MonkeyPatch) -> list[tuple[int, int, bool]]:
+    """Record (device, inode, is a directory) of every fd passed to os.fsync."""
+    seen: list[tuple[int, int, bool]] = []
+    real = os.fsync
+
+    def spy(fd: int) -> None:
+        st = os.fstat(fd)
+        seen.append((st.st_dev, st.st_ino, stat.S_ISDIR(st.st_mode)))
+        real(fd)
+
+    monkeypatch.setattr(os, "fsync", spy)
+    return seen
+
+
+def ident(path: Path) -> tuple[int, int, bool]:
+    st = path.stat()
+    return (st.st_dev, st.st_ino, stat.S_ISDIR(st.st_mode))
+
+
+def test_the_directory_is_fsynced_after_the_rename(
+    d: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    seen = fsync_spy(monkeypatch)
+    path = d / "sub" / "x.json"
+    atomic.write_json(path, {"v": 1})
+    assert seen[-1] == ident(path.parent)  # the last fsync: the directory, after the rename
+    assert any(not is_dir for _, _, is_dir in seen[:-1])  # the file's data before
+    assert json.loads(path.read_text()) == {"v": 1}

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from kbisect import cli
+from kbisect import cli, stale, worktree
 from kbisect.bisect import driver as bisect
 from kbisect.bisect import gitbisect as bisect_git
 from kbisect.bisect import state as bisect_state
@@ -141,7 +141,9 @@ def test_second_pass_remeasures_unclear_neighbours(env, monkeypatch, capsys, tmp
 
 
 def one_error_line(err: str) -> str:
-    errors = [line for line in err.splitlines() if line.startswith("kbisect: ")]
+    errors = [
+        line for line in err.splitlines() if line.startswith(("kbisect: ", "kbisect bisect: error"))
+    ]
     assert len(errors) == 1, err
     return errors[0]
 
@@ -240,6 +242,7 @@ def test_resume_after_a_kill_gives_the_same_answer(env, monkeypatch, tmp_path):
     )  # fmt: skip
     pid_file.write_text(str(driver.pid))
     assert driver.wait(timeout=120) == -signal.SIGKILL
+    assert stale.wait_gone(worktree.path_for(env["repo"], bisect_git.SLOT)) is None  # reaped
     (run,) = run_dirs(env["results"])
     state = bisect_state.load(run)
     assert state["phase"] == "bisecting" and "git bisect start" in state["bisect_log"]
@@ -258,14 +261,29 @@ def test_resume_after_a_kill_gives_the_same_answer(env, monkeypatch, tmp_path):
 
 def test_reproduce_line_parses_back():
     opts = bisect_state.Options("/t", "v1", "v2", "smoke", 812.5, False, "preempt=full", 3,
-                                10, 8, ("preempt-none",), "arm64")  # fmt: skip
+                                10, 8, ("preempt-none",), "arm64", "vng",
+                                ("pgbench.clients=4", "guest.vcpus=1"), "defconfig")  # fmt: skip
     ns = cli.build_parser().parse_args(opts.argv())
     assert bisect.options_from_args(ns) == opts
 
 
 def test_step_args_pass_every_option_to_the_step():
     opts = bisect_state.Options(
-        None, "g", "b", "smoke", None, False, "a b", 4, 9, 8, ("x",), "arm64", "/t/m.toml"
+        None,
+        "g",
+        "b",
+        "smoke",
+        None,
+        False,
+        "a b",
+        4,
+        9,
+        8,
+        ("x",),
+        "arm64",
+        "/t/m.toml",
+        ("pgbench.clients=4",),
+        "allnoconfig",
     )
     step_args = opts.step_argv(812.25, Path("/s"), 18)
     cmd = bisect_git.run_command(Path("/wt"), Path("/k/bisect/run"), step_args)
@@ -277,7 +295,8 @@ def test_step_args_pass_every_option_to_the_step():
     assert step_args[step_args.index("--runs-min") + 1] == "4"
     ns = bisect_step_parser().parse_args(step_args)
     assert (ns.threshold, ns.append, ns.config, ns.arch) == (812.25, "a b", ["x"], "arm64")
-    assert ns.target == "/t/m.toml"
+    assert ns.target == "/t/m.toml" and ns.set == ["pgbench.clients=4"]
+    assert ns.base_config == "allnoconfig"
 
 
 def bisect_step_parser() -> argparse.ArgumentParser:
@@ -327,3 +346,34 @@ def test_parse_log():
     assert ranged.first_bad is None and ranged.candidates == ["ffff", "eeee"]
     unfinished = bisect_state.parse_log(LOG_FOUND.rsplit("#", 1)[0])
     assert not unfinished.finished
+
+
+@pytest.mark.parametrize(
+    ("extra", "words"),
+    [
+        (["--arch", "sparc"], "unknown arch 'sparc'"),
+        (["--config", "nosuch"], "nosuch"),
+        (["--threshold", "inf"], "--threshold: inf is not a finite number"),
+        (["--recheck-samples", "2"], "--recheck-samples: 2 is not in 3..1000"),
+        (["--target", "nowhere"], "unknown target 'nowhere'"),
+    ],
+)
+def test_bad_options_leave_no_run_to_resume(env, capsys, extra, words):
+    shas = history(env["repo"], 4, 3)
+    assert kbisect(*args(env, shas[1], shas[-1]), *extra) == 2
+    assert words in one_error_line(capsys.readouterr().err)
+    assert run_dirs(env["results"]) == [] and calls(env["log"]) == []
+
+
+def test_a_truncated_state_is_one_line_and_does_not_break_bare_resume(env, capsys):
+    broken = env["results"] / "20260101T000000Z-bisect-x"
+    broken.mkdir(parents=True)
+    (broken / "state.json").write_text('{"version": 1, "kind": "bisect-sta')
+    assert kbisect("--resume", str(broken)) == 2
+    assert "unreadable" in one_error_line(capsys.readouterr().err)
+    (broken / "state.json").write_text('{"version": 1, "kind": "bisect-state"}')
+    assert kbisect("--resume", str(broken)) == 2
+    assert "incomplete (no options" in one_error_line(capsys.readouterr().err)
+    assert kbisect("--resume") == 2  # skipped with a warning, then: nothing to resume
+    err = capsys.readouterr().err
+    assert f"skipping {broken}" in err and "no unfinished bisect run" in err

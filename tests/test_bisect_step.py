@@ -87,6 +87,7 @@ def repo(tmp_path: Path, env: dict[str, Path], monkeypatch: pytest.MonkeyPatch) 
         {"subject": "broken", "broken": True},
     ])  # fmt: skip
     monkeypatch.chdir(tmp_path / "linux")
+    git(tmp_path / "linux", "bisect", "start")  # bisect/run refuses to run outside one
     return shas
 
 
@@ -178,6 +179,23 @@ def test_a_bug_aborts_rather_than_blames(repo, env, monkeypatch):
     monkeypatch.setattr(bisect_step, "judge", boom)
     at(repo[2])
     assert step(env["scenario"]) == bisect_step.ABORT
+
+
+def test_outside_a_bisect_bisect_run_aborts_without_measuring(repo, env, capsys):
+    git(Path.cwd(), "bisect", "reset")
+    at(repo[1])
+    assert step(env["scenario"]) == bisect_step.ABORT
+    assert "no `git bisect` in progress" in capsys.readouterr().err
+    assert calls(env["log"]) == []
+
+
+@pytest.mark.parametrize("extra", [("--threshold", "inf"), ("--threshold", "nan"),
+                                   ("--runs-max", "-1"), ("--runs-min", "1")])  # fmt: skip
+def test_bad_numbers_abort_without_measuring(repo, env, extra):
+    at(repo[1])
+    argv = ["--scenario", str(env["scenario"]), "--threshold", "800", "--target", str(env["log"])]
+    assert bisect_step.entry([*argv, *extra]) == bisect_step.ABORT
+    assert calls(env["log"]) == []
 
 
 def test_dead_driver_aborts(repo, env, monkeypatch):

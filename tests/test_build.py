@@ -234,6 +234,8 @@ def no_builds() -> bool:
         (["--arch", "mips"], "unknown arch 'mips'"),
         (["--config", "no-such-fragment"], "unknown config fragment 'no-such-fragment'"),
         (["--base", "no-such-base"], "--base no-such-base"),
+        (["-j", "-1"], "-j/--jobs: -1 is not in 0..4096"),  # was a build failure
+        (["-j", "100000"], "-j/--jobs: 100000 is not in 0..4096"),  # make hung
     ],
 )
 def test_bad_input_exits_2(

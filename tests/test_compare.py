@@ -7,7 +7,8 @@ from typing import Any
 
 import pytest
 
-from kbisect import cli, compare, paths, results, stats
+from kbisect import cli, paths, results, stats
+from kbisect.compare import schedule as compare
 from kbisect.exceptions import EXIT_BOOT, EXIT_NEGATIVE, EXIT_OK, EXIT_USER
 from tests.fakes import fake_calls, fake_image, fake_target, make_fake_kernel_repo
 

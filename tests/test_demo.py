@@ -152,6 +152,7 @@ def test_create_makes_a_reproducible_branch_once(
         "net/unix/af_unix.c"
     )
     assert git(repo, "rev-parse", "HEAD") == data["base"]  # the checkout did not move
+    assert not (repo / ".git/worktrees").exists()  # made in kbisect's scratch repository
     assert json.loads((repo / ".git/kbisect-demo.json").read_text()) == data
     assert demo.create(repo) == data  # once
     other = demo.create(tiny_default_tree(tmp_path / "two"))

@@ -356,7 +356,9 @@ def test_record_reads_samples(tmp_path: Path) -> None:
     ("commit", "make_dir", "message"),
     [
         ("a" * 40, False, "no such directory"),
-        ("not-a-sha", True, "hexadecimal"),
+        ("not-a-sha", True, "expected a hexadecimal commit id"),
+        ("abc", True, "'abc': 3 hexadecimal digits; give the full commit id (40 digits"),
+        ("a" * 41, True, "41 hexadecimal digits"),
         ("c" * 40, True, "no ok samples"),
     ],
 )
@@ -367,4 +369,16 @@ def test_record_bad_input(
         (tmp_path / "run").mkdir()
     assert record(tmp_path / "h", tmp_path / "run", "--tag", "v1.0", "--commit", commit) == 2
     assert message in capsys.readouterr().err
+    assert not (tmp_path / "h" / "history.json").exists()
+
+
+@pytest.mark.parametrize("tps", ["nan", "inf", "-inf", "-5", "0"])
+def test_record_refuses_a_tps_that_is_not_a_positive_number(
+    tmp_path: Path, tps: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`--tps nan` used to write a bare NaN into history.json (not JSON)."""
+    (tmp_path / "run").mkdir()
+    argv = ["--tag", "v1.0", "--commit", "a" * 40, "--scenario-hash", "h", f"--tps={tps}"]
+    assert record(tmp_path / "h", tmp_path / "run", *argv) == 2
+    assert "must be a positive number of transactions per second" in capsys.readouterr().err
     assert not (tmp_path / "h" / "history.json").exists()

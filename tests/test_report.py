@@ -260,3 +260,28 @@ def test_bisect_dispatch(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
     monkeypatch.setattr(bisect_report, "render", lambda d: d / "report.md")
     assert cli.main(["report", str(tmp_path)]) == 0
     assert capsys.readouterr().out.splitlines()[0] == str(tmp_path / "report.md")
+
+
+@pytest.mark.parametrize("value", ["nan", "inf", "-inf", "-5", "1", "x"])
+def test_absurd_min_effect_exits_2_in_one_line(
+    run: Path, value: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """nan used to turn a 0.5x regression into "no significant difference"."""
+    assert cli.main(["report", str(run), f"--min-effect={value}"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "--min-effect" in err
+    assert not (run / "report.md").exists()
+
+
+def test_a_copied_sample_is_left_out_with_a_warning(
+    run: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    first = sorted((run / "samples").glob("*-A.json"))[0]
+    copy = run / "samples" / "099-A.json"
+    copy.write_bytes(first.read_bytes())
+    assert cli.main(["report", str(run)]) == 0
+    err = capsys.readouterr().err
+    assert f"099-A.json repeats the boot of {first.name}: left out" in err
+    assert f"099-A.json repeats the boot of {first.name}" in (run / "report.md").read_text()
+    counted = report.load_run(run, report.load(run), None)
+    assert counted.verdict.a.n == len(ok_tps("A"))  # the copy is not counted

@@ -13,6 +13,7 @@ import pytest
 from kbisect import clock, results
 from kbisect.exceptions import EXIT_INFRA, EXIT_USER
 from kbisect.results import InvalidResult, NoResults
+from tests.test_atomic import fsync_spy, ident
 
 SHA = "a" * 64
 
@@ -245,3 +246,21 @@ def test_summary_roundtrip_and_validation(tmp_path):
 
 def test_utc_now_fits_the_created_field():
     results.validate(sample() | {"created": clock.utc_now()}, "sample")
+
+
+def test_version_2_samples_name_their_target_instead_of_accel() -> None:
+    """sample.take (kbisect/sample.py) writes version 2: `target` replaces `accel`."""
+    s = {**sample(), "version": 2}
+    del s["accel"]
+    with pytest.raises(results.InvalidResult, match=r"\$.target: is missing"):
+        results.validate(s, "sample")
+    results.validate({**s, "target": {"kind": "fake", "name": "fake", "arch": "x86_64"}}, "sample")
+
+
+def test_write_sample_fsyncs_the_samples_directory_after_the_link(tmp_path, monkeypatch):
+    seen = fsync_spy(monkeypatch)
+    run = tmp_path / "run"
+    path = results.write_sample(run, sample("A", 100.0))
+    assert seen[-1] == ident(run / "samples")
+    assert ident(path) in [(d, i, False) for d, i, _ in seen]  # the file's data first
+    assert results.load_samples(run)[0]["tps"] == 100.0

@@ -28,8 +28,9 @@ def stored(out: Path) -> list[dict[str, Any]]:
 def take(tmp_path: Path, scen: scenario.Scenario, **settings: Any) -> dict[str, Any]:
     target = targets.get(str(fake_target(tmp_path, **settings)))
     kernel = Kernel(fake_image(tmp_path / "k"), {"commit": "a" * 40, "config_hash": "b" * 64})
-    return sample.take(target, kernel, scen, append="preempt=full", out_dir=tmp_path / "run",
-                       label="A")  # fmt: skip
+    return sample.take(
+        target, kernel, scen, append="preempt=full", out_dir=tmp_path / "run", label="A"
+    )
 
 
 def test_a_sample_is_valid_and_its_tps_is_the_mean_of_measured_runs(tmp_path: Path) -> None:
@@ -68,11 +69,16 @@ def test_the_boot_dir_holds_the_scenario_and_a_reproducible_console_log(tmp_path
         ("panic", [], BootError, "boot-failed", "kernel panic or oops: .*Kernel panic"),
         ("noharness", [], BootError, "boot-failed", "never reached the harness"),
         ("hang", SHORT, BootError, "boot-failed", "printed nothing for 1s"),
-        ("spin", ["timeouts.boot_s=1", "timeouts.idle_s=30"], BootError, "boot-failed",
-         "did not reach the harness within 1s"),
+        (
+            "spin",
+            ["timeouts.boot_s=1", "timeouts.idle_s=30"],
+            BootError,
+            "boot-failed",
+            "did not reach the harness within 1s",
+        ),
         ("pgfail", [], BenchmarkError, "benchmark-failed", "initdb failed"),
     ],
-)  # fmt: skip
+)
 def test_failures_raise_and_store_a_failed_sample(
     tmp_path: Path,
     mode: str,

@@ -213,3 +213,33 @@ def test_parse_override_value_types():
     assert scenario.parse_override("a.b=on") == ("a.b", "on")
     assert scenario.parse_override('a.b="4"') == ("a.b", "4")
     assert scenario.parse_override("a.b = 1GB") == ("a.b", "1GB")
+
+
+@pytest.mark.parametrize(
+    ("override", "message"),
+    [
+        ("guest.memory_mb=99999999", "guest.memory_mb must be 256 to 4194304, got 99999999"),
+        ("guest.vcpus=100000", "guest.vcpus must be 1 to 1024, got 100000"),
+        ("guest.vcpus=0", "guest.vcpus must be 1 to 1024, got 0"),
+        (
+            "pgbench.duration_s=99999999999",
+            "pgbench.duration_s must be 1 to 86400, got 99999999999",
+        ),
+        ("timeouts.boot_s=99999999", "timeouts.boot_s must be 1 to 86400, got 99999999"),
+        ("timeouts.total_s=99999999", "timeouts.total_s must be 1 to 604800, got 99999999"),
+        ("pgbench.runs=100000", "pgbench.runs must be 1 to 1000, got 100000"),
+        ("compare.boots=0", "compare.boots must be 1 to 1000, got 0"),
+        ("guest.hugepages=600", "guest.hugepages (600 x 2 MB) must fit in guest.memory_mb (1024)"),
+        (
+            "timeouts.total_s=1",
+            "timeouts.total_s (1) must exceed the runs' own length, "
+            "(pgbench.warmup_runs + pgbench.runs) x pgbench.duration_s = 10 s",
+        ),
+    ],
+)
+def test_absurd_values_are_refused_naming_the_key_and_range(override, message):
+    """Values that used to reach QEMU (a 99 TB guest, 100000 vCPUs, a 1 s total timeout)."""
+    with pytest.raises(ScenarioError) as info:
+        scenario.load("smoke").with_overrides([override])
+    assert str(info.value) == f"smoke.toml with {override}: {message}"
+    assert "\n" not in str(info.value)

@@ -73,8 +73,13 @@ def vng_sample(image: Path, scen: scenario.Scenario, out: Path, **kw: Any) -> di
 def test_a_vng_sample_records_the_target_and_accelerator(tmp_path: Path, state: Path) -> None:
     s = vng_sample(fake_image(tmp_path / "k"), smoke(), tmp_path / "run", label="A")
     results.validate(s, "sample")
-    assert s["target"] == {"kind": "vng", "name": "vng", "arch": "x86_64", "accel": "tcg",
-                           "root": None}  # fmt: skip
+    assert s["target"] == {
+        "kind": "vng",
+        "name": "vng",
+        "arch": "x86_64",
+        "accel": "tcg",
+        "root": None,
+    }
     assert s["kernel"]["image"] == str((tmp_path / "k" / "bzImage").resolve())
 
 
@@ -103,8 +108,9 @@ def test_the_vng_command_and_the_boot_dir(tmp_path: Path, state: Path) -> None:
 # -- failures: the fake vng panics; every mode is in test_sample.py --------------------------
 
 
-def test_a_guest_panic_is_a_boot_failure(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                         state: Path) -> None:  # fmt: skip
+def test_a_guest_panic_is_a_boot_failure(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, state: Path
+) -> None:
     monkeypatch.setenv("FAKEVNG_MODE", "panic")
     with pytest.raises(BootError, match="Kernel panic"):
         vng_sample(fake_image(tmp_path / "k"), smoke(), tmp_path / "run", label="B")

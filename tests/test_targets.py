@@ -79,3 +79,18 @@ def test_an_unknown_target_exits_2_before_anything_runs(
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "unknown target 'nope'" in err
     assert not (tmp_path / "r").exists()
+
+
+@pytest.mark.parametrize("where", ["/proc/x", "afile"])
+def test_run_out_that_cannot_hold_a_run_is_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], where: str
+) -> None:
+    (tmp_path / "afile").write_text("x")
+    out = where if where.startswith("/") else str(tmp_path / where)
+    image = tmp_path / "bzImage"
+    image.write_text("fake-kernel\n6.12.0-fake\n\n0\n")
+    target = fake_target(tmp_path)
+    argv = ["run", "--kernel", str(image), "--scenario", "smoke", "--target", str(target)]
+    assert cli.main([*argv, "--out", out]) == EXIT_USER
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and f"--out {out}: cannot create it" in err

@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 
 from kbisect import git as gitmod
-from kbisect import paths, proc, worktree
+from kbisect import paths, proc, scratch, worktree
 from kbisect.exceptions import EXIT_USER
-from tests.fakes import git, make_fake_kernel_repo
+from tests.fakes import git, make_fake_kernel_repo, repo_snapshot
 
 
 @pytest.fixture
@@ -59,14 +59,18 @@ def test_repo_id_is_stable_and_distinct(tmp_path: Path, repo: tuple[Path, list[s
 def test_revert_onto_gives_base_minus_the_change(repo: tuple[Path, list[str]]) -> None:
     tree, shas = repo
     reverted = worktree.revert_onto(tree, shas[2], shas[2])  # revert "touch fair.c" on itself
-    assert git(tree, "rev-parse", f"{reverted}^") == shas[2]
-    assert git(tree, "rev-parse", f"{reverted}^{{tree}}") == git(tree, "rev-parse", "HEAD~2^{tree}")
-    assert git(tree, "diff", "--name-status", shas[2], reverted) == "D\tkernel/fair.c"
+    own = scratch.path_for(tree)  # the revert lives in kbisect's repository only
+    assert not gitmod.has_commit(tree, reverted) and gitmod.has_commit(own, reverted)
+    assert git(own, "rev-parse", f"{reverted}^") == shas[2]
+    assert git(own, "rev-parse", f"{reverted}^{{tree}}") == git(tree, "rev-parse", "HEAD~2^{tree}")
+    assert git(own, "diff", "--name-status", shas[2], reverted) == "D\tkernel/fair.c"
     # An older commit under a newer base: base + revert keeps the later work.
     reverted = worktree.revert_onto(tree, shas[3], shas[2])
-    assert git(tree, "diff", "--name-status", shas[3], reverted) == "D\tkernel/fair.c"
-    assert git(tree, "show", f"{reverted}:kernel/knob.c") == "int knob = 2;"
+    assert git(own, "diff", "--name-status", shas[3], reverted) == "D\tkernel/fair.c"
+    assert git(own, "show", f"{reverted}:kernel/knob.c") == "int knob = 2;"
     assert git(tree, "rev-parse", "HEAD") == shas[3]  # the user's checkout did not move
+    assert scratch.rev_parse(tree, reverted) == reverted  # what build() resolves it with
+    assert scratch.reader(tree, reverted) == own and scratch.reader(tree, shas[2]) != own
 
 
 def test_revert_onto_is_reproducible_without_a_user_identity(
@@ -98,12 +102,14 @@ def test_conflicting_revert_raises_and_leaves_no_revert_in_progress(
     assert git(where, "rev-parse", "HEAD") == shas[3]
     assert git(tree, "status", "--porcelain") == ""
     # The slot still works afterwards.
-    assert git(tree, "rev-parse", f"{worktree.revert_onto(tree, shas[3], shas[2])}^") == shas[3]
+    reverted = worktree.revert_onto(tree, shas[3], shas[2])
+    assert git(scratch.path_for(tree), "rev-parse", f"{reverted}^") == shas[3]
 
 
 def test_add_command_is_pure() -> None:
     assert worktree.add_command(Path("/r"), Path("/w"), "abc") == [
         "git",
+        "--no-optional-locks",
         "-C",
         "/r",
         "worktree",
@@ -144,3 +150,107 @@ def test_git_plumbing(repo: tuple[Path, list[str]]) -> None:
     assert gitmod.bisect_in_progress(tree)
     assert gitmod.git_dir(tree) == tree / ".git"
     assert gitmod.toplevel(tree / "kernel") == tree
+
+
+# -- the user's repository is only read ------------------------------------------------
+
+
+def users_linked_worktree_gone_for_now(tree: Path, tmp_path: Path) -> tuple[Path, Path]:
+    """A linked worktree of the user's whose directory is absent (an unmounted disk)."""
+    linked = tmp_path / "mnt" / "linked"
+    git(tree, "worktree", "add", "-q", "-b", "feature", str(linked))
+    away = tmp_path / "away"
+    linked.rename(away)
+    return linked, away
+
+
+def test_nothing_is_written_into_the_users_repository(
+    repo: tuple[Path, list[str]], tmp_path: Path
+) -> None:
+    tree, shas = repo
+    linked, away = users_linked_worktree_gone_for_now(tree, tmp_path)
+    git(tree, "bisect", "start", shas[3], shas[1])
+    before = repo_snapshot(tree)
+    for slot in ("build", "bisect"):
+        for commit in (shas[1], "HEAD~1", shas[2]):
+            where = worktree.checkout(tree, commit, slot)
+            assert _gitfile(where).parent == scratch.path_for(tree) / "worktrees"
+    worktree.revert_onto(tree, shas[3], shas[2])
+    with pytest.raises(worktree.RevertConflict):
+        worktree.revert_onto(tree, shas[3], shas[1])
+    assert repo_snapshot(tree) == before
+    away.rename(linked)  # the disk is back: the user's worktree still works
+    assert git(linked, "status", "--porcelain") == ""
+    assert worktree.repo_id(where) == worktree.repo_id(tree)  # builds stay keyed alike
+
+
+def _gitfile(where: Path) -> Path:
+    return Path((where / ".git").read_text().strip().removeprefix("gitdir: "))
+
+
+def test_old_worktrees_in_the_users_repository_are_moved_over(
+    repo: tuple[Path, list[str]], tmp_path: Path
+) -> None:
+    """Caches from before the scratch repository: kbisect's worktrees were registered in
+    the user's .git/worktrees. They move over with their files; only kbisect's entries
+    are removed from the user's repository."""
+    tree, shas = repo
+    linked, away = users_linked_worktree_gone_for_now(tree, tmp_path)
+    build, gone = worktree.path_for(tree, "build"), worktree.path_for(tree, "revert")
+    for where in (build, gone):
+        git(tree, "worktree", "add", "-q", "--detach", str(where), shas[2])
+    proc.run(["rm", "-rf", str(gone)])
+    knob = build / "kernel/knob.c"
+    stamp = knob.stat().st_mtime_ns
+    users = repo_snapshot(tree / ".git/worktrees/linked")
+    assert sorted(p.name for p in (tree / ".git/worktrees").iterdir()) == [
+        "build",
+        "linked",
+        "revert",
+    ]
+    assert worktree.checkout(tree, shas[2], "build") == build
+    assert [p.name for p in (tree / ".git/worktrees").iterdir()] == ["linked"]
+    assert _gitfile(build).parent == scratch.path_for(tree) / "worktrees"
+    assert knob.stat().st_mtime_ns == stamp  # not rewritten: make has nothing to redo
+    assert git(build, "status", "--porcelain") == "" and git(build, "rev-parse", "HEAD") == shas[2]
+    assert repo_snapshot(tree / ".git/worktrees/linked") == users
+    away.rename(linked)
+    assert git(linked, "status", "--porcelain") == ""
+    assert worktree.checkout(tree, shas[3], "build") == build  # and it works on
+    assert knob.read_text() == "int knob = 2;\n"
+
+
+def test_a_sha256_repository_gets_a_sha256_scratch_repository(tmp_path: Path) -> None:
+    tree = tmp_path / "linux256"
+    tree.mkdir()
+    git(tree, "init", "-q", "--object-format=sha256")
+    (tree / "f").write_text("x\n")
+    git(tree, "add", "f")
+    git(tree, "commit", "-q", "-m", "one")
+    head = git(tree, "rev-parse", "HEAD")
+    where = worktree.checkout(tree, "HEAD")
+    assert len(head) == 64 and git(where, "rev-parse", "HEAD") == head
+    assert (where / "f").read_text() == "x\n"
+
+
+def test_a_worktree_whose_head_the_users_gc_pruned_is_made_afresh(
+    repo: tuple[Path, list[str]],
+) -> None:
+    """The user reverts on a topic branch, deletes it and prunes: kbisect's revert slot
+    points at a commit whose parent is gone, and recovers."""
+    tree, shas = repo
+    git(tree, "checkout", "-q", "-b", "topic")
+    (tree / "topic.c").write_text("int topic;\n")
+    git(tree, "add", "topic.c")
+    git(tree, "commit", "-q", "-m", "topic work")
+    topic = git(tree, "rev-parse", "HEAD")
+    worktree.revert_onto(tree, topic, shas[2])
+    git(tree, "checkout", "-q", "-")
+    git(tree, "branch", "-q", "-D", "topic")
+    git(tree, "reflog", "expire", "--expire=now", "--all")
+    git(tree, "gc", "-q", "--prune=now")
+    assert not gitmod.has_commit(tree, topic)
+    with pytest.raises(gitmod.UnknownRevision):
+        worktree.revert_onto(tree, topic, shas[2])
+    reverted = worktree.revert_onto(tree, shas[3], shas[2])
+    assert git(scratch.path_for(tree), "rev-parse", f"{reverted}^") == shas[3]

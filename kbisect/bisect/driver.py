@@ -18,13 +18,27 @@ from __future__ import annotations
 
 import argparse
 import fcntl
+import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from kbisect import git, paths, progress, results, scenario, targets, tree, worktree
+from kbisect import (
+    build,
+    git,
+    kconfig,
+    options,
+    paths,
+    progress,
+    results,
+    scenario,
+    stale,
+    targets,
+    tree,
+    worktree,
+)
 from kbisect.bisect import check, gitbisect, report, samples, state, step
 from kbisect.bisect.state import Options, Outcome
 from kbisect.exceptions import EXIT_NEGATIVE, EXIT_OK, UserError
@@ -55,14 +69,26 @@ def validate(opts: Options) -> tuple[Path, str, str]:
 
 @contextmanager
 def _exclusive(top: Path) -> Iterator[None]:
-    """One driver per repository: they would share the scratch worktree."""
-    lock = worktree.path_for(top, gitbisect.SLOT).with_suffix(".driver.lock")
+    """One driver per repository: they would share the scratch worktree. Nor may one
+    start while a process of an earlier one (a step, git, QEMU) still works in it."""
+    wt = worktree.path_for(top, gitbisect.SLOT)
+    lock = wt.with_suffix(".driver.lock")
     lock.parent.mkdir(parents=True, exist_ok=True)
-    with lock.open("w") as f:
+    with lock.open("a+") as f:
         try:
             fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            raise UserError(f"another kbisect bisect is running on {top}") from None
+            f.seek(0)
+            pid = f.read().strip() or "?"
+            raise UserError(f"another kbisect bisect (pid {pid}) is running on {top}") from None
+        if left := stale.wait_gone(wt):
+            raise UserError(
+                f"a process of an earlier bisect still runs in {wt}: pid {left[0]} "
+                f"({left[1][:80]}); wait for it to end or kill it"
+            )
+        f.truncate(0)
+        f.write(f"{os.getpid()}\n")
+        f.flush()
         yield
 
 
@@ -72,12 +98,13 @@ def drive(opts: Options, run_dir: Path | None = None, data: dict[str, Any] | Non
     top, good, bad = validate(checked)
     with targets.get(opts.target, opts.arch) as target, _exclusive(top):
         target.preflight()
-        ctx = samples.Context(scenario.load(opts.scenario), opts.append, target)
+        scen = scenario.load(opts.scenario).with_overrides(list(opts.sets))
+        ctx = samples.Context(scen, opts.append, target)
         if run_dir is None or data is None:
-            store = samples.store_for(None, top, ctx, opts.configs)
+            store = samples.store_for(None, top, ctx, opts.configs, opts.base_config)
             run_dir = results.new_run_dir("bisect", ctx.scen.name)
-            scen = {"name": ctx.scen.name, "hash": ctx.scen.hash}
-            data = state.new(opts, scen, top, good, bad, store)
+            ident = {"name": ctx.scen.name, "hash": ctx.scen.hash}
+            data = state.new(opts, ident, top, good, bad, store)
             state.save(run_dir, data)
         progress.step(f"bisect run dir: {run_dir}")
         try:
@@ -150,13 +177,13 @@ def configure(parser: argparse.ArgumentParser) -> None:
     step.add_measured(parser, required=False)
     add(
         "--threshold",
-        type=float,
+        type=options.positive,
         metavar="TPS",
         help="good above, bad below (default: geometric mean of the endpoint means)",
     )
     add(
         "--recheck-samples",
-        type=int,
+        type=options.count(3, 1000),
         default=8,
         help="fresh samples of the culprit and its parent (default 8)",
     )
@@ -189,6 +216,8 @@ def options_from_args(args: argparse.Namespace) -> Options:
         raise UserError(f"missing {', '.join(missing)} (or use --resume)")
     where = _file_or_name(args.target)
     arch = targets.get(where, args.arch).arch.name  # resolved once, then passed on
+    kconfig.resolve(list(args.config), arch)  # an unknown fragment: exit 2 before any run dir
+    build.check_base(args.base_config)
     return Options(
         _absolute(args.tree),
         args.good,
@@ -203,6 +232,10 @@ def options_from_args(args: argparse.Namespace) -> Options:
         tuple(args.config),
         arch,
         where,
+        tuple(args.set),
+        _file_or_name(args.base_config)
+        if args.base_config not in build.BASES
+        else args.base_config,
     )
 
 

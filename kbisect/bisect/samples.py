@@ -39,7 +39,13 @@ class Revision:
     out: Path
 
 
-def store_for(explicit: Path | None, top: Path, ctx: Context, configs: tuple[str, ...]) -> Path:
+def store_for(
+    explicit: Path | None,
+    top: Path,
+    ctx: Context,
+    configs: tuple[str, ...],
+    base: str = "tinyconfig",
+) -> Path:
     """--store, else $KBISECT_BISECT_STORE, else results/bisect-store/<repo>-<key>."""
     if explicit is not None:
         return explicit.resolve()
@@ -49,6 +55,8 @@ def store_for(explicit: Path | None, top: Path, ctx: Context, configs: tuple[str
     parts = [common, ctx.scen.hash, ctx.append, list(configs), ctx.target.arch.name]
     if ctx.target.name != "vng":  # samples of different places never mix
         parts.append(ctx.target.name)
+    if base != "tinyconfig":  # nor samples of kernels built from another base config
+        parts.append(base)
     key = hashlib.sha256(json.dumps(parts).encode()).hexdigest()[:12]
     name = Path(common).parent.name if common.endswith("/.git") else Path(common).name
     return paths.results_dir() / "bisect-store" / f"{name}-{key}"

@@ -13,7 +13,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kbisect import atomic, clock
+from kbisect import atomic, clock, progress
 from kbisect.arch import host_arch
 from kbisect.bisect import samples
 from kbisect.exceptions import UserError
@@ -39,6 +39,8 @@ class Options:
     configs: tuple[str, ...] = ()
     arch: str = field(default_factory=host_arch)  # resolved: targets.get(target, --arch)
     target: str = "vng"
+    sets: tuple[str, ...] = ()  # scenario overrides (--set)
+    base_config: str = "tinyconfig"
 
     def measured_argv(self) -> list[str]:
         """What is measured and where: the options the driver and every step share."""
@@ -49,6 +51,10 @@ class Options:
             out += ["--append", self.append]
         for c in self.configs:
             out += ["--config", c]
+        for s in self.sets:
+            out += ["--set", s]
+        if self.base_config != "tinyconfig":
+            out += ["--base-config", self.base_config]
         return out
 
     def argv(self) -> list[str]:
@@ -81,12 +87,14 @@ class Options:
         return out + self.measured_argv()
 
     def as_dict(self) -> dict[str, Any]:
-        return {**asdict(self), "configs": list(self.configs)}
+        return {**asdict(self), "configs": list(self.configs), "sets": list(self.sets)}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Options:
         """Options saved by this or an earlier kbisect (which had no --target: vng)."""
-        return cls(**{**data, "configs": tuple(data["configs"])})
+        return cls(
+            **{**data, "configs": tuple(data["configs"]), "sets": tuple(data.get("sets", ()))}
+        )
 
 
 def new(
@@ -112,20 +120,44 @@ def save(run_dir: Path, data: dict[str, Any]) -> None:
     atomic.write_json(run_dir / STATE_FILE, {**data, "kind": STATE_KIND})
 
 
+REQUIRED = ("version", "options", "scenario", "tree", "good", "bad", "store", "phase")
+
+
+class BadState(UserError):
+    """A state.json that kbisect cannot resume from."""
+
+
 def load(run_dir: Path) -> dict[str, Any]:
+    """The saved state; BadState, one line, if it is missing, truncated or incomplete."""
     f = run_dir / STATE_FILE
     if not f.is_file():
-        raise UserError(f"{run_dir}: not a kbisect bisect run (no {STATE_FILE})")
-    data: dict[str, Any] = json.loads(f.read_text())
+        raise BadState(f"{run_dir}: not a kbisect bisect run (no {STATE_FILE})")
+    try:
+        data = json.loads(f.read_text())
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        raise BadState(f"{f}: unreadable ({exc}); this run cannot be resumed") from None
+    if not isinstance(data, dict) or data.get("kind") != STATE_KIND:
+        raise BadState(f"{f}: not a kbisect bisect state")
+    if missing := [k for k in REQUIRED if k not in data]:
+        raise BadState(f"{f}: incomplete (no {', '.join(missing)}); it cannot be resumed")
+    try:
+        Options.from_dict(data["options"])
+    except (TypeError, KeyError) as exc:
+        raise BadState(f"{f}: its options do not parse ({exc})") from None
     return data
 
 
 def newest_unfinished(root: Path) -> Path:
-    """The most recently started bisect run under root that has not finished."""
+    """The most recently started bisect run under root that has not finished; runs
+    whose state cannot be read are named in a warning and passed over."""
     runs = []
     for f in root.glob(f"*/{STATE_FILE}"):
-        data = json.loads(f.read_text())
-        if data.get("kind") == STATE_KIND and data.get("phase") != "done":
+        try:
+            data = load(f.parent)
+        except BadState as exc:
+            progress.warn(f"skipping {f.parent}: {exc}")
+            continue
+        if data.get("phase") != "done":
             runs.append((data.get("created", ""), f.parent.name, f.parent))
     if not runs:
         raise UserError(f"no unfinished bisect run under {root}")

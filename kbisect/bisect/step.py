@@ -87,9 +87,11 @@ def judge(ctx: samples.Context, policy: Policy, rev: samples.Revision) -> sequen
     return sample_until(tps, lambda: samples.draw(ctx, rev), policy)
 
 
-def build_here(top: Path, arch: Arch, configs: tuple[str, ...]) -> build.BuildResult:
+def build_here(
+    top: Path, arch: Arch, configs: tuple[str, ...], base: str = "tinyconfig"
+) -> build.BuildResult:
     """Build the checkout at top as it is (in place; cached per commit)."""
-    req = build.Request(top, "HEAD", arch=arch, configs=configs, in_place=True)
+    req = build.Request(top, "HEAD", arch=arch, configs=configs, base=base, in_place=True)
     return build.build(req)
 
 
@@ -99,16 +101,27 @@ def describe(commit: str, d: sequential.Decision) -> str:
 
 
 def _check_driver() -> None:
+    """UserError (abort) unless the `kbisect bisect` that started git is still alive: it
+    must be an ancestor of this step (a dead driver's pid may be some other process's)."""
     pid = os.environ.get(DRIVER_ENV)
-    if not pid:
-        return
-    try:
-        os.kill(int(pid), 0)
-    except ProcessLookupError:
+    if pid and pid.isdigit() and not _is_ancestor(int(pid)):
         raise UserError(
             f"the kbisect bisect driver (pid {pid}) is gone; "
             "continue with `kbisect bisect --resume`"
-        ) from None
+        )
+
+
+def _is_ancestor(pid: int) -> bool:
+    here = os.getppid()
+    while here > 1:
+        if here == pid:
+            return True
+        try:  # the parent's pid is the 2nd field after the command name "(...)"
+            stat = Path(f"/proc/{here}/stat").read_text()
+        except OSError:
+            return False
+        here = int(stat.rsplit(")", 1)[1].split()[1])
+    return False
 
 
 def _record(
@@ -152,14 +165,15 @@ def step(args: argparse.Namespace) -> int:
     policy.check()
     top = tree.check_kernel_tree(Path.cwd())
     with options.target(args) as target:
-        ctx = samples.Context(scenario.load(args.scenario), args.append, target)
-        store = samples.store_for(args.store, top, ctx, tuple(args.config))
+        scen = scenario.load(args.scenario).with_overrides(args.set)
+        ctx = samples.Context(scen, args.append, target)
+        store = samples.store_for(args.store, top, ctx, tuple(args.config), args.base_config)
         commit = git.rev_parse(top, "HEAD")
         out = samples.commit_dir(store, commit)
         progress.step(f"step: {commit[:12]} {git.subject(top, commit)}")
         try:
             target.preflight()
-            built = build_here(top, target.arch, tuple(args.config))
+            built = build_here(top, target.arch, tuple(args.config), args.base_config)
             rev = samples.Revision(commit, Kernel(built.image, built.manifest), out)
             d = judge(ctx, policy, rev)
         except (BuildError, BootError, BenchmarkError) as exc:
@@ -185,18 +199,30 @@ def add_measured(parser: argparse.ArgumentParser, required: bool = True) -> None
     options.add_scenario(parser, required)
     options.add_where(parser)
     options.add_append(parser)
+    options.add_set(parser)
     options.add_configs(parser)
     add = parser.add_argument
+    add("--base-config", default="tinyconfig", help="base config for builds")
     add("--lower-is-better", action="store_true", help="the figure is better when lower")
-    add("--runs-min", type=int, default=3, help="samples before deciding (default 3)")
-    add("--runs-max", type=int, default=10, help="skip a revision after this (default 10)")
+    add(
+        "--runs-min",
+        type=options.count(2, 100),
+        default=3,
+        help="samples before deciding (default 3)",
+    )
+    add(
+        "--runs-max",
+        type=options.count(2, 1000),
+        default=10,
+        help="skip a revision after this (default 10)",
+    )
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
     add_measured(parser)
     parser.add_argument(
         "--threshold",
-        type=float,
+        type=options.positive,
         required=True,
         metavar="TPS",
         help="good above it (below it with --lower-is-better)",
@@ -209,7 +235,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
 def main(args: argparse.Namespace) -> int:
     """One step; returns git bisect's exit code, never raises."""
     try:
-        return step(args)
+        code = step(args)
+        _check_driver()  # no verdict for a driver that died meanwhile
+        return code
     except KbisectError as exc:
         progress.step(f"step: abort: {exc}")
         print(f"kbisect: {exc}", file=sys.stderr, flush=True)
@@ -232,15 +260,44 @@ def _sigterm(signum: int, frame: FrameType | None) -> None:
     raise KeyboardInterrupt
 
 
+def bisecting(where: Path) -> bool:
+    """Is a `git bisect` in progress in the checkout at `where`?"""
+    try:
+        start = git.git(where, "rev-parse", "--path-format=absolute", "--git-path", "BISECT_START")
+    except KbisectError:
+        return False
+    return Path(start).is_file()
+
+
 def entry(argv: list[str]) -> int:
-    """bisect/run's way in: parse argv, run one step; only ever 0, 1, 125 or 128."""
-    signal.signal(signal.SIGTERM, _sigterm)
+    """bisect/run's way in: parse argv, run one step; only ever 0, 1, 125 or 128. A step
+    whose output reader is gone (EPIPE: the driver died) aborts, and stays quiet."""
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, _sigterm)
+    try:
+        return _entry(argv)
+    except BrokenPipeError:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        for fd in (1, 2):  # nothing left to flush at exit can fail again
+            os.dup2(devnull, fd)
+        return ABORT
+
+
+def _entry(argv: list[str]) -> int:
     parser = _Parser(prog="bisect/run", description="one `git bisect run` step")
     configure(parser)
     try:
         args = parser.parse_args(argv)
     except UserError as exc:
         print(f"kbisect: {exc}", file=sys.stderr, flush=True)
+        return ABORT
+    if not bisecting(Path.cwd()):
+        print(
+            "kbisect: bisect/run: no `git bisect` in progress here; it runs under "
+            "`git bisect run` (for one measurement: kbisect bisect-step)",
+            file=sys.stderr,
+            flush=True,
+        )
         return ABORT
     progress.set_command(["kbisect", "bisect-step", *argv])  # what the logs say
     try:

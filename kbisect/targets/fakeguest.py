@@ -133,12 +133,12 @@ def say(line: str) -> None:
 
 
 def kill(s: dict[str, Any]) -> None:
-    """Fault injection: SIGKILL our caller's process group and the pid file's."""
-    groups = {os.getpgid(os.getppid())}
-    if s["kill_pid_file"]:
-        groups.add(os.getpgid(int(Path(s["kill_pid_file"]).read_text().strip())))
-    for group in groups:
-        os.killpg(group, signal.SIGKILL)
+    """Fault injection: SIGKILL the pid file's process group (a driver: its reaper then
+    kills what it started, git bisect run and the steps), else our caller's. One kill(2):
+    a second one, to the caller's group, raced: preempted between the two, this process
+    could leave the driver alive long enough to see git die and exit on its own."""
+    pid = int(Path(s["kill_pid_file"]).read_text().strip()) if s["kill_pid_file"] else 0
+    os.killpg(os.getpgid(pid or os.getppid()), signal.SIGKILL)
 
 
 def play(mode: str, s: dict[str, Any], args: argparse.Namespace, tps: float) -> int:
