@@ -178,10 +178,11 @@ def main(args: argparse.Namespace) -> int:
     if not isinstance(t, SshTarget):
         raise UserError(f'--target {args.target}: ktest drives machines (kind = "ssh")')
     scen = scenario.load(args.scenario)
-    t.preflight(scen)
+    with t:  # releases the machine for ktest
+        t.preflight(scen)
+        where = shlex.quote(str(Path(t.m.workdir, TARGET_IMAGE).parent))
+        t.session.check(f"{t.m.sudo}mkdir -p {where}")  # ktest copies TARGET_IMAGE there
     assert t.known is not None
-    where = shlex.quote(str(Path(t.m.workdir, TARGET_IMAGE).parent))
-    t.session.check(f"{t.m.sudo}mkdir -p {where}")  # ktest copies TARGET_IMAGE there
     args.tree = tree.resolve(args.tree)
     args.output_dir = (args.output_dir or paths.cache_dir() / "ktest" / t.name).resolve()
     args.output_dir.mkdir(parents=True, exist_ok=True)
