@@ -41,14 +41,24 @@ class Boot:
     """One boot's measurement, phase by phase; `stop()` is safe to call at any point."""
 
     def __init__(
-        self, scenario: dict[str, Any], out: Path, template_dir: Path, workdir: Path | None
+        self,
+        scenario: dict[str, Any],
+        out: Path,
+        template_dir: Path,
+        workdir: Path | None,
+        host_test: bool | None = None,
+        bindir: Path | None = None,
     ) -> None:
-        """`workdir` None: in the guest (tmpfs at GUEST_WORKDIR); else a host test there."""
+        """`workdir`: where PGDATA goes (None: GUEST_WORKDIR); in the guest (or on a
+        machine) a tmpfs is mounted there. `host_test` (default: a workdir was given):
+        touch nothing on the system. `bindir`: PostgreSQL's programs (None: Debian's
+        layout for the pinned major)."""
         self.scenario, self.out, self.template_dir = scenario, out, template_dir
-        self.host_test = workdir is not None
+        self.host_test = workdir is not None if host_test is None else host_test
         self.workdir = workdir if workdir is not None else GUEST_WORKDIR
         self.major = int(get(scenario, "postgres.major"))
-        self.bindir = PG_ROOT / str(self.major) / "bin"
+        self.bindir = bindir or PG_ROOT / str(self.major) / "bin"
+        self.own_bindir = bindir is not None
         self.pgdata, self.sockdir = self.workdir / "pgdata", self.workdir / "sock"
         self.settings: dict[str, Any] = dict(get(scenario, "postgres.settings"))
         self.server: Server | None = None
@@ -63,7 +73,8 @@ class Boot:
                 self._prepare_guest()
         finally:  # a failed preparation still says what the guest looked like
             self.fp.update(fingerprint.system(self._dmesg))
-        error = version_error(self.major, installed_majors(PG_ROOT))
+        found = [self.major] if (self.bindir / "postgres").exists() else []
+        error = version_error(self.major, found if self.own_bindir else installed_majors(PG_ROOT))
         if error:
             raise HarnessError(error)
         self.account = Account.lookup("postgres") if system.is_root() else None

@@ -122,6 +122,43 @@ def nproc() -> int:
         return os.cpu_count() or 0
 
 
+def cpuinfo(text: str) -> dict[str, Any]:
+    """/proc/cpuinfo -> CPU model, cores (distinct physical id/core id pairs) and threads."""
+    blocks = [b for b in text.split("\n\n") if "processor" in b]
+    fields = [dict(_pairs(b)) for b in blocks]
+    model = next((f.get("model name") or f.get("cpu model") for f in fields if f), None)
+    cores = {(f.get("physical id"), f.get("core id")) for f in fields if "core id" in f}
+    return {
+        "cpu_model": model,
+        "cpu_threads": len(fields) or None,
+        "cpu_cores": len(cores) or len(fields) or None,
+    }
+
+
+def _pairs(block: str) -> list[tuple[str, str]]:
+    rows = (line.split(":", 1) for line in block.splitlines() if ":" in line)
+    return [(k.strip(), v.strip()) for k, v in rows]
+
+
+def smt(text: str | None) -> bool | None:
+    """/sys/devices/system/cpu/smt/active: "1" -> True."""
+    return None if text is None or not text.strip() else text.strip() == "1"
+
+
+def hardware() -> dict[str, Any]:
+    """What machine this is: DMI product, CPU, NUMA nodes, SMT, frequency governor."""
+    product = read("/sys/class/dmi/id/product_name")
+    governor = read("/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor")
+    nodes = list(Path("/sys/devices/system/node").glob("node[0-9]*"))
+    return {
+        "dmi_product": product.strip() if product else None,
+        **cpuinfo(read("/proc/cpuinfo") or ""),
+        "numa_nodes": len(nodes) or None,
+        "smt": smt(read("/sys/devices/system/cpu/smt/active")),
+        "governor": governor.strip() if governor else None,
+    }
+
+
 def system(dmesg: Callable[[], str | None]) -> dict[str, Any]:
     """Everything that does not need PostgreSQL running."""
     mem = meminfo(read("/proc/meminfo") or "")
@@ -145,6 +182,7 @@ def system(dmesg: Callable[[], str | None]) -> dict[str, Any]:
         "pg_version": None,
         "pg_settings": {},
         "huge_pages_used": None,
+        **hardware(),
     }
 
 

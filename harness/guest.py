@@ -65,8 +65,9 @@ def main(argv: list[str] | None = None) -> int:
     try:
         say("phase init")
         scenario = json.loads(Path(args.scenario_json).read_text())
-        workdir = args.workdir if args.host_test else None
-        boot = Boot(scenario, args.out, args.template_dir, workdir)
+        boot = Boot(
+            scenario, args.out, args.template_dir, args.workdir, args.host_test, args.pg_bindir
+        )
         execute(boot, result)
     except HarnessError as exc:
         result.update(status="benchmark-failed", error=str(exc), runs=[])
@@ -99,7 +100,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument(
         "--host-test", action="store_true", help="on a host, for tests: no sysctl writes, no mounts"
     )
-    p.add_argument("--workdir", type=Path, help="with --host-test: where PGDATA goes")
+    p.add_argument(
+        "--workdir",
+        type=Path,
+        help="where PGDATA goes (a tmpfs is mounted there unless --host-test)",
+    )
+    p.add_argument("--pg-bindir", type=Path, help="PostgreSQL's bin dir (default: Debian's)")
     args = p.parse_args(argv)
     if args.host_test and args.workdir is None:
         p.error("--host-test needs --workdir")

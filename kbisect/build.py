@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import kbisect.machineconfig as machineconfig  # --base target:NAME
 from kbisect import arch as arch_mod
 from kbisect import (
     atomic,
@@ -84,7 +85,9 @@ def build_env() -> dict[str, str]:
 
 def inputs_key(req: Request, fragments: list[kconfig.Fragment]) -> str:
     base = req.base
-    if base not in BASES:
+    if (machine_name := machineconfig.target_name(base)) is not None:
+        base = machineconfig.inputs_hash(machine_name)
+    elif base not in BASES:
         base = hashlib.sha256(Path(base).read_bytes()).hexdigest()
     text = "\n".join([req.arch.name, base, kconfig.fragments_hash(fragments)])
     return hashlib.sha256(text.encode()).hexdigest()[:12]
@@ -97,6 +100,8 @@ def _configure(
     obj.mkdir(parents=True, exist_ok=True)
     if req.base in BASES:
         proc.run(make_command(src, obj, req.arch, req.base), log=log, env=build_env())
+    elif (machine_name := machineconfig.target_name(req.base)) is not None:
+        machineconfig.configure(machine_name, src, obj, req.arch, log)
     else:
         shutil.copyfile(req.base, obj / ".config")
     proc.run(
@@ -290,7 +295,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--base",
         default="tinyconfig",
-        help="tinyconfig (default), allnoconfig, defconfig, or a config FILE",
+        help="tinyconfig (default), allnoconfig, defconfig, a config FILE, or target:NAME "
+        "(a machine's running config, its loaded drivers built in: docs/machines.md)",
     )
     parser.add_argument(
         "--allow-dropped",
@@ -311,9 +317,12 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def check_base(base: str, option: str = "--base-config") -> None:
-    """A base config kbisect knows, or a config file: one line and exit 2 otherwise."""
-    if base not in BASES and not Path(base).is_file():
-        raise UserError(f"{option} {base}: not one of {', '.join(BASES)} nor a file")
+    """A base config kbisect knows, a config file, or target:NAME (a machine's: fetched
+    now, so a bad machine is one line and exit 2 before any build); else exit 2."""
+    if (machine_name := machineconfig.target_name(base)) is not None:
+        machineconfig.fetch(machine_name)
+    elif base not in BASES and not Path(base).is_file():
+        raise UserError(f"{option} {base}: not one of {', '.join(BASES)}, a file nor target:NAME")
 
 
 def request_from_args(args: argparse.Namespace) -> Request:

@@ -12,9 +12,10 @@ from types import FrameType, ModuleType
 from typing import NoReturn
 
 import kbisect
-from kbisect import __version__, build, demo, doctor, image, rc, report, run, tree
+from kbisect import __version__, build, demo, doctor, image, ktest, rc, report, run, tree
 from kbisect.bisect import driver, step
 from kbisect.compare import command as compare
+from kbisect.emu import command as emu_command
 from kbisect.exceptions import EXIT_INTERRUPTED, EXIT_USER, KbisectError
 from kbisect.study import command as study
 
@@ -32,6 +33,8 @@ COMMANDS: list[tuple[str, ModuleType, str]] = [
     ("rc", rc, "pick the next -rc tag to measure and its baseline"),
     ("demo", demo, "create the demo history on the embedded default tree"),
     ("study", study, "kernels x workload settings: steps, bisect lines"),
+    ("emu", emu_command, "the emulated machine: an ssh target for tests and demos"),
+    ("ktest-config", ktest, "write a ktest.pl config whose TEST is a kbisect step"),
 ]
 
 

@@ -56,10 +56,10 @@ def show(value: Any) -> str:
 
 def kernel_cmdline(cmdline: str | None) -> str | None:
     """The command line without virtme-ng's own per-boot tokens (virtme_*, virtme.exec,
-    init=): they name each boot's directories, so they differ between any two boots."""
+    init=) and a machine's boot nonce (kbisect.boot=): they differ between any two boots."""
     if cmdline is None:
         return None
-    own = ("virtme", "init=/")
+    own = ("virtme", "init=/", "kbisect.boot=")
     return " ".join(t for t in cmdline.split() if not t.startswith(own))
 
 

@@ -85,13 +85,15 @@ def available(configs_dir: Path | None = None) -> list[str]:
 # off what EXPERT off and the base fragments bring in by default). A bigger base was
 # chosen with what it has, and may select a symbol trim/ turns off.
 MINIMAL_BASES = ("tinyconfig", "allnoconfig")
+MACHINE_BASE = "target:"  # machineconfig.PREFIX
 
 
 def resolve(
     names: list[str], arch: str, configs_dir: Path | None = None, base: str = "tinyconfig"
 ) -> list[Fragment]:
-    """All of base/*.config (sorted), then arch/<arch>.config, then on a minimal base
-    trim/common.config and trim/<arch>.config, then each name in order.
+    """All of base/*.config (sorted), then arch/<arch>.config, then on a machine's base
+    (target:NAME) machine/*.config, on a minimal base trim/common.config and
+    trim/<arch>.config, then each name in order.
 
     A name is `<name>.config` in `configs_dir` (the `.config` may be given) or the
     path of an existing file.
@@ -105,6 +107,8 @@ def resolve(
             f"no fragment for arch {arch!r} in {root}/arch (have: {', '.join(known)})"
         )
     frags.append(load(arch_path, f"arch/{arch_path.name}"))
+    if base.startswith(MACHINE_BASE):  # a machine's own config: kexec on (machine/)
+        frags += [load(p, f"machine/{p.name}") for p in sorted((root / "machine").glob("*.config"))]
     if base in MINIMAL_BASES:
         for stem in ("common", arch):
             trim = root / "trim" / f"{stem}{SUFFIX}"

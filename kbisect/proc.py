@@ -127,8 +127,10 @@ def run(
     on_line: Callable[[str], None] | None = None,
     check: bool = True,
     capture: bool = False,
+    stop: threading.Event | None = None,
 ) -> Result:
-    """Run `cmd`; raise CommandFailed on non-zero exit (if check), CommandTimeout on timeout."""
+    """Run `cmd`; raise CommandFailed on non-zero exit (if check), CommandTimeout on timeout.
+    `stop`: when set (by another thread), the command is ended and its result returned."""
     argv = [os.fspath(c) for c in cmd]
     full_env = None if env is None else {**os.environ, **env}
     logf = None
@@ -171,6 +173,9 @@ def run(
                 line = ""
             now = time.monotonic()
             if line is None:
+                break
+            if stop is not None and stop.is_set():
+                _kill(proc)
                 break
             if line:
                 last = now

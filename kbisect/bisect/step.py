@@ -26,7 +26,7 @@ from pathlib import Path
 from types import FrameType
 from typing import NoReturn
 
-from kbisect import atomic, build, git, options, progress, scenario, sequential, tree
+from kbisect import atomic, build, git, ktest, options, progress, scenario, sequential, tree
 from kbisect.arch import Arch
 from kbisect.bisect import samples
 from kbisect.exceptions import BenchmarkError, BootError, BuildError, KbisectError, UserError
@@ -158,6 +158,8 @@ def _skip_kind(exc: Exception) -> str:
 
 
 def step(args: argparse.Namespace) -> int:
+    if args.booted:  # ktest.pl's TEST: the kernel ktest booted on a machine (ktest.py)
+        return ktest.booted_step(args)
     _check_driver()
     policy = Policy(args.threshold, not args.lower_is_better, args.runs_min, args.runs_max)
     policy.check()
@@ -227,6 +229,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     )
     where = f"${samples.STORE_ENV}, else one in the results dir"
     parser.add_argument("--store", type=Path, help=f"sample store (default {where})")
+    ktest.add_booted_options(parser.add_argument)
 
 
 def main(args: argparse.Namespace) -> int:

@@ -21,11 +21,12 @@ from kbisect import arch as arch_mod
 from kbisect.exceptions import UserError
 from kbisect.targets.base import Job, Kernel, Target
 from kbisect.targets.fake import FakeTarget
+from kbisect.targets.ssh import SshTarget
 from kbisect.targets.vng import VngTarget
 
 __all__ = ["Job", "Kernel", "Target", "config_dir", "get", "names"]
 BUILTIN = ("vng", "fake")
-KINDS: dict[str, type[Target]] = {"vng": VngTarget, "fake": FakeTarget}
+KINDS: dict[str, type[Target]] = {"vng": VngTarget, "fake": FakeTarget, "ssh": SshTarget}
 
 
 class UnknownTarget(UserError):

@@ -1,0 +1,148 @@
+"""The ktest.pl config kbisect writes for a machine, and the --booted step's options."""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+from pathlib import Path
+
+import pytest
+
+from kbisect import ktest
+from kbisect.bisect import step
+from kbisect.exceptions import UserError
+from kbisect.targets.ssh import SshTarget
+from tests.test_ssh_target import machine_target
+
+
+@pytest.fixture
+def emu(tmp_path) -> SshTarget:
+    return machine_target(
+        "emu",
+        'port = 40022\nconsole = "tail -n0 -F /c/serial.log"\npower_cycle = "qmp:/c/qmp.sock"\n',
+    )
+
+
+def opts(tmp_path: Path, **kw) -> argparse.Namespace:
+    base = dict(scenario="smoke", threshold=400.0, tree=tmp_path / "linux",
+                output_dir=tmp_path / "out", min_config=tmp_path / "config", jobs=2,
+                test_type="bisect", good="v6.12", bad="HEAD",
+                no_build=None, initrd=None)  # fmt: skip
+    return argparse.Namespace(**{**base, **kw})
+
+
+def test_settings_for_a_bisect(tmp_path, emu):
+    keys = ktest.settings(emu, "root=/dev/vda rw console=ttyS0", opts(tmp_path))
+    assert keys["MACHINE"] == "emu" and keys["SSH_USER"] == "root"
+    assert keys["BUILD_TARGET"] == "arch/x86/boot/bzImage"
+    assert keys["TARGET_IMAGE"] == "/var/lib/kbisect/ktest/vmlinuz-test"
+    assert keys["MIN_CONFIG"] == str(tmp_path / "config")
+    assert keys["SSH_EXEC"].startswith("ssh -o BatchMode=yes")
+    assert keys["SSH_EXEC"].endswith("-p 40022 root@127.0.0.1 -- $SSH_COMMAND")
+    assert keys["SCP_TO_TARGET"].endswith("-P 40022 $SRC_FILE root@127.0.0.1:$DST_FILE")
+    assert "emu reset --name emu" in keys["POWER_CYCLE"]
+    assert keys["CONSOLE"] == "tail -n0 -F /c/serial.log"
+    assert keys["REBOOT_TYPE"] == "script"
+    assert "kexec -s -l /var/lib/kbisect/ktest/vmlinuz-test" in keys["REBOOT_SCRIPT"]
+    assert "root=/dev/vda rw console=ttyS0" in keys["REBOOT_SCRIPT"]
+    assert "systemctl --no-block kexec" in keys["REBOOT"] and keys["REBOOT"].endswith("; true")
+    assert "kexec -u" in keys["SWITCH_TO_GOOD"]
+    assert (keys["TEST_TYPE"], keys["BISECT_TYPE"]) == ("bisect", "test")
+    assert (keys["BISECT_GOOD"], keys["BISECT_BAD"]) == ("v6.12", "HEAD")
+    assert (keys["BISECT_SKIP"], keys["BISECT_TRIES"]) == ("1", "1")
+    assert (keys["BISECT_RET_GOOD"], keys["BISECT_RET_SKIP"], keys["BISECT_RET_ABORT"]) == (
+        "0", "125", "128",
+    )  # fmt: skip
+    assert "BISECT_RET_BAD" not in keys  # ktest 6.12 compares it with the skip value
+    test = keys["TEST"]
+    assert "-m kbisect bisect-step --booted --target emu --scenario smoke" in test
+    assert f"--kernel {tmp_path}/out/arch/x86/boot/bzImage --threshold 400.0" in test
+    assert test.startswith("env PYTHONPATH=")
+
+
+def test_settings_for_one_test_round_without_threshold(tmp_path, emu):
+    keys = ktest.settings(emu, "root=/dev/vda", opts(tmp_path, test_type="test",
+                                                     threshold=None))  # fmt: skip
+    assert keys["TEST_TYPE"] == "test" and "BISECT_TYPE" not in keys
+    assert keys["TEST"].endswith("--threshold 1")
+
+
+def test_render_is_ktest_format():
+    keys = {"MACHINE": "emu", "TEST_TYPE": "test", "LOG_FILE": "/l", "TEST": "x y"}
+    text = ktest.render(keys, "# reproduce: kbisect ...\n")
+    assert text.splitlines() == ["# # reproduce: kbisect ...", "", "MACHINE = emu",
+                                 "LOG_FILE = /l", "", "TEST_START", "TEST_TYPE = test",
+                                 "TEST = x y"]  # fmt: skip
+
+
+def test_ktest_config_needs_good_bad_threshold_for_a_bisect(tmp_path):
+    ns = opts(tmp_path, target="emu", good=None, out=None)
+    with pytest.raises(UserError, match="needs --good, --bad and --threshold"):
+        ktest.main(ns)
+
+
+def test_bisect_step_parser_knows_booted():
+    parser = argparse.ArgumentParser()
+    step.configure(parser)
+    args = parser.parse_args(["--scenario", "smoke", "--threshold", "5", "--booted",
+                              "--target", "emu", "--kernel", "/k/bzImage"])  # fmt: skip
+    assert args.booted and args.target == "emu" and args.kernel == Path("/k/bzImage")
+
+
+def test_booted_step_refuses_a_non_machine(tmp_path):
+    parser = argparse.ArgumentParser()
+    step.configure(parser)
+    args = parser.parse_args(["--scenario", "smoke", "--threshold", "5", "--booted",
+                              "--target", "fake", "--kernel", "/k/bzImage"])  # fmt: skip
+    with pytest.raises(UserError, match="needs a machine"):
+        ktest.booted_step(args)
+    assert step.main(args) == step.ABORT  # git's/ktest's abort, never "bad"
+
+
+def test_ktest_config_writes_a_file_after_a_preflight(monkeypatch, tmp_path, emu):
+    from tests.test_ssh_target import fake
+    from tests.test_sshcheck import FACTS_TEXT
+
+    f = fake(monkeypatch, [("uid=", 0, FACTS_TEXT)])
+    (tmp_path / "config").write_text("CONFIG_KEXEC=y\n")
+    out = tmp_path / "emu.conf"
+    ns = opts(tmp_path, target="emu", out=out, tree=None, output_dir=tmp_path / "ktest")
+    assert ktest.main(ns) == 0
+    text = out.read_text()
+    assert "TEST_START" in text and "MIN_CONFIG = " + str(tmp_path / "config") in text
+    script = next(ln for ln in text.splitlines() if ln.startswith("REBOOT_SCRIPT = "))
+    assert shlex.split(script)[-1] == (  # what the machine's shell runs: the known-good line
+        "kexec -s -l /var/lib/kbisect/ktest/vmlinuz-test "
+        "'--append=root=/dev/vda rw console=ttyS0,115200' || kexec -l "
+        "/var/lib/kbisect/ktest/vmlinuz-test '--append=root=/dev/vda rw console=ttyS0,115200'"
+    )
+    assert any("mkdir -p /var/lib/kbisect/ktest" in c[-1] for c in f.calls)
+    emu.close()
+
+
+def test_a_nobuild_round_with_a_distro_kernel(monkeypatch, tmp_path, emu):
+    from tests.test_ssh_target import fake
+    from tests.test_sshcheck import FACTS_TEXT
+
+    fake(monkeypatch, [("uid=", 0, FACTS_TEXT)])
+    image = tmp_path / "vmlinuz"
+    image.write_bytes(b"kernel")
+    ns = opts(tmp_path, target="emu", out=tmp_path / "c.conf", tree=None, test_type="test",
+              threshold=None, min_config=None, no_build=image, initrd="/boot/initrd.img-6.1",
+              output_dir=tmp_path / "ktest")  # fmt: skip
+    assert ktest.main(ns) == 0
+    keys = dict(ln.split(" = ", 1) for ln in (tmp_path / "c.conf").read_text().splitlines()
+                if " = " in ln)  # fmt: skip
+    assert keys["BUILD_TYPE"] == "nobuild" and "MIN_CONFIG" not in keys
+    assert "--initrd=/boot/initrd.img-6.1" in keys["REBOOT_SCRIPT"]
+    assert (tmp_path / "ktest" / "arch/x86/boot/bzImage").read_bytes() == b"kernel"
+    assert "CONFIG_MODULES" not in (tmp_path / "ktest" / ".config").read_text().replace(
+        "# kbisect", ""
+    )
+    emu.close()
+
+
+def test_ktest_config_needs_a_config_or_an_image(tmp_path):
+    ns = opts(tmp_path, target="emu", out=None, min_config=None, test_type="test")
+    with pytest.raises(UserError, match="--min-config FILE is needed"):
+        ktest.main(ns)

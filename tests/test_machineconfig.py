@@ -1,0 +1,57 @@
+"""--base target:NAME: the machine's config, streamlined; kexec fragments; the build key."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from kbisect import build, kconfig, machineconfig
+from kbisect.arch import get as get_arch
+from kbisect.exceptions import UserError
+
+
+def test_target_name():
+    assert machineconfig.target_name("target:emu") == "emu"
+    assert machineconfig.target_name("tinyconfig") is None
+    assert machineconfig.target_name("/path/config") is None
+
+
+def test_streamline_command():
+    cmd = machineconfig.streamline_command(Path("/src"), Path("/obj/.x.config"))
+    assert cmd == [
+        "sh", "-c", 'exec perl "$1" --localyesconfig "$2" Kconfig > "$3"', "sh",
+        "/src/scripts/kconfig/streamline_config.pl", "/src", "/obj/.x.config",
+    ]  # fmt: skip
+
+
+def test_streamline_env():
+    env = machineconfig.streamline_env(Path("/c/lsmod"), get_arch("x86_64"))
+    assert env == {"LSMOD": "/c/lsmod", "SRCARCH": "x86", "ARCH": "x86"}
+
+
+def test_resolve_adds_the_machine_fragments_only_on_a_machine_base():
+    names = [f.name for f in kconfig.resolve([], "x86_64", base="target:emu")]
+    assert "machine/kexec.config" in names
+    assert not any(n.startswith("trim/") for n in names)
+    kexec = next(f for f in kconfig.resolve([], "x86_64", base="target:emu")
+                 if f.name == "machine/kexec.config")  # fmt: skip
+    assert kexec.settings["CONFIG_KEXEC"] == "y" and kexec.settings["CONFIG_KEXEC_FILE"] == "y"
+    assert "machine/kexec.config" not in [f.name for f in kconfig.resolve([], "x86_64")]
+
+
+def test_the_build_key_follows_the_machine_config_and_modules(tmp_path):
+    config, lsmod = machineconfig.files("emu")
+    config.parent.mkdir(parents=True)
+    config.write_text("CONFIG_A=y\n")
+    lsmod.write_text("virtio_blk 20480 2 - Live 0x0\n")
+    req = build.Request(tmp_path, "HEAD", get_arch("x86_64"), base="target:emu")
+    frags = kconfig.resolve([], "x86_64", base=req.base)
+    first = build.inputs_key(req, frags)
+    lsmod.write_text("virtio_blk 20480 2 - Live 0x0\next4 1 1 - Live 0x0\n")
+    assert build.inputs_key(req, frags) != first
+
+
+def test_a_base_that_is_not_a_machine_is_one_line(tmp_path):
+    with pytest.raises(UserError, match=r"unknown target"):
+        machineconfig.fetch("nosuch")
