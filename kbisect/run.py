@@ -29,7 +29,7 @@ def main(args: argparse.Namespace) -> int:
     scen = scenario.load(args.scenario).with_overrides(args.set)
     with options.target(args) as target:
         target.validate(kernel)
-        target.preflight()
+        target.preflight(scen)
         out = results.out_dir(args.out, "run", scen.name, fresh=False)
         tps: list[float] = []
         for i in range(args.runs):

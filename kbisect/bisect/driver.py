@@ -97,8 +97,8 @@ def drive(opts: Options, run_dir: Path | None = None, data: dict[str, Any] | Non
     checked = opts if data is None else replace(opts, good=data["good"], bad=data["bad"])
     top, good, bad = validate(checked)
     with targets.get(opts.target, opts.arch) as target, _exclusive(top):
-        target.preflight()
         scen = scenario.load(opts.scenario).with_overrides(list(opts.sets))
+        target.preflight(scen)
         ctx = samples.Context(scen, opts.append, target)
         if run_dir is None or data is None:
             store = samples.store_for(None, top, ctx, opts.configs, opts.base_config)

@@ -172,7 +172,7 @@ def step(args: argparse.Namespace) -> int:
         out = samples.commit_dir(store, commit)
         progress.step(f"step: {commit[:12]} {git.subject(top, commit)}")
         try:
-            target.preflight()
+            target.preflight(ctx.scen)
             built = build_here(top, target.arch, tuple(args.config), args.base_config)
             rev = samples.Revision(commit, Kernel(built.image, built.manifest), out)
             d = judge(ctx, policy, rev)

@@ -108,7 +108,7 @@ def start(args: argparse.Namespace) -> int:
     target = options.target(args)
     out = results.out_dir(args.out, "compare", base_scen.name)
     with target:
-        target.preflight()
+        target.preflight(a.scen)
         for side in (a, b):
             if side.kernel is not None:
                 target.validate(side.kernel)
@@ -147,7 +147,7 @@ def resume(given: Path | None) -> int:
     plan["resumed"] = int(plan.get("resumed", 0)) + 1
     progress.step(f"resuming {out}; its saved options apply")
     with targets.get(plan["target"], plan["arch"]) as target:
-        target.preflight()
+        target.preflight(sides["A"].scen)
         return _run(target, sides, plan, out)
 
 

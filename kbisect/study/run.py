@@ -191,7 +191,7 @@ def start(args: argparse.Namespace, file: str | None) -> int:
     budget.check(p.estimate, study.budget_hours, args.yes)
     if args.dry_run:
         return EXIT_OK
-    target.preflight()
+    target.preflight(scenario.load(study.scenario))
     if args.out is not None and (args.out / store.DEFINITION).exists():
         raise UserError(f"--out {args.out}: already holds a study (continue it with --resume)")
     out = args.out or results.new_run_dir("study", study.name)

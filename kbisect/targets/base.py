@@ -120,8 +120,9 @@ class Target(ABC):
         """A few words for the progress line of a boot (accelerator, size)."""
         return self.kind
 
-    def preflight(self) -> None:
-        """Before any build or boot: UserError naming what is missing."""
+    def preflight(self, scen: Scenario | None = None) -> None:
+        """Before any build or boot: UserError naming what is missing (for `scen`, when
+        given: e.g. the PostgreSQL major it pins)."""
         return None
 
     def checks(self) -> list[Check]:

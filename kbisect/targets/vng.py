@@ -14,6 +14,7 @@ from typing import Any
 from kbisect import image as rootfs
 from kbisect import kvm, paths, proc, vng
 from kbisect.arch import Arch
+from kbisect.scenario import Scenario
 from kbisect.targets.base import Job, Target
 
 
@@ -84,7 +85,7 @@ class VngTarget(Target):
     def headline(self, job: Job) -> str:
         return f"{self.accel}, {job.scen.data['guest']['vcpus']} vCPUs"
 
-    def preflight(self) -> None:
+    def preflight(self, scen: Scenario | None = None) -> None:
         _ = self.root
 
     def boot(self, job: Job) -> None:
