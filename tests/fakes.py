@@ -61,6 +61,23 @@ def make_fake_kernel_repo(path: Path, commits: list[dict[str, Any]] | None = Non
     return shas
 
 
+def users_repo_at_work(folder: Path, commits: list[dict[str, Any]]) -> tuple[Path, list[str]]:
+    """folder/linux, a user's repository in the middle of their own work: packed refs, a
+    linked worktree whose directory is away (folder/away: its disk is unmounted; it
+    belongs at folder/mnt/linked), their own bisect, a staged and an unstaged change."""
+    path = folder / "linux"
+    shas = make_fake_kernel_repo(path, commits)
+    git(path, "tag", "v6.12-user", shas[2])
+    git(path, "pack-refs", "--all")
+    git(path, "worktree", "add", "-q", "-b", "feature", str(folder / "mnt" / "linked"))
+    (folder / "mnt" / "linked").rename(folder / "away")
+    git(path, "bisect", "start", shas[-1], shas[1])
+    (path / "README").write_text("staged\n")
+    git(path, "add", "README")
+    (path / "VERSION").write_text("unstaged\n")
+    return path, shas
+
+
 def _apply(repo: Path, spec: dict[str, Any]) -> None:
     unknown = set(spec) - COMMIT_KEYS
     if unknown or "subject" not in spec:

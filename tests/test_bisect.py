@@ -248,6 +248,16 @@ def test_resume_after_a_kill_gives_the_same_answer(env, monkeypatch, tmp_path):
     stored += list(run.glob("recheck/*/samples/*.json"))
     assert len(fake_calls(env["log"])) == len(stored) + 1  # only the killed boot was redone
     assert bisect_state.load(run)["phase"] == "done"
+    # killed after its state said done, before its summary and report: --resume writes them
+    (run / "report.md").unlink()
+    (run / "summary.json").unlink()
+    boots = len(fake_calls(env["log"]))
+    assert kbisect("--resume", str(run)) == 0
+    again = summary(env["results"])
+    assert [again[k] for k in ("first_bad", "bisect_log", "recheck")] == [
+        got[k] for k in ("first_bad", "bisect_log", "recheck")
+    ]
+    assert len(fake_calls(env["log"])) == boots  # nothing measured again
     assert kbisect("--resume", str(run)) == 2  # finished runs are not resumed
 
 

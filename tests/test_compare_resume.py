@@ -157,6 +157,18 @@ def test_a_killed_compare_resumes_without_losing_or_repeating_a_sample(
     assert "has finished" in capsys.readouterr().err
 
 
+def test_a_compare_killed_between_its_summary_and_its_report_is_finished_by_resume(
+    tmp_path: Path, target: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    image, out = fake_image(tmp_path / "k"), tmp_path / "cmp"
+    assert cli.main(argv(image, target, "--out", str(out))) == 1
+    (out / "report.md").unlink()  # the kill came while the report was being written
+    assert cli.main(["compare", "--resume", str(out)]) == 1  # the run's own exit code
+    assert (out / "report.md").is_file() and len(fake_calls(target)) == 6
+    assert cli.main(["compare", "--resume", str(out)]) == EXIT_USER
+    assert "has finished" in capsys.readouterr().err
+
+
 def test_a_partial_run_reports_marked_partial(
     tmp_path: Path, target: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

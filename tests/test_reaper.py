@@ -127,6 +127,17 @@ def test_the_reaper_kills_what_ignores_sigterm() -> None:
     assert time.monotonic() - started < 3
 
 
+def test_a_group_of_zombies_is_not_waited_for() -> None:
+    """After kill -9 of kbisect, its children's zombies wait for init, which may reap them
+    only every second or so: the reaper must not wait out its grace for them."""
+    zombie = subprocess.Popen(["true"], start_new_session=True)
+    assert wait_for(lambda: exited(zombie.pid), 5)  # exited, not reaped: a zombie
+    started = time.monotonic()
+    reaper.kill_all([zombie.pid], grace=5)
+    assert time.monotonic() - started < 2
+    zombie.wait()
+
+
 def test_a_dead_reaper_is_replaced_and_told_every_group() -> None:
     sleeper = subprocess.Popen(["sleep", "300"], start_new_session=True)
     try:
@@ -166,6 +177,17 @@ def test_a_step_whose_output_reader_is_gone_aborts(repo, env) -> None:
     finally:
         os.close(write)
     assert code in (bisect_step.SKIP, bisect_step.ABORT)
+
+
+def test_a_step_interrupted_while_python_starts_aborts(repo, env, tmp_path: Path) -> None:
+    """Ctrl-C or SIGTERM while Python is still starting (here: from sitecustomize) makes
+    it exit 1, which git would read as "bad" (the fault-injection suite found a good
+    commit marked bad so): bisect/run turns every end but a verdict into 128."""
+    at(repo[1])  # a fast commit: a step that ran would answer 0
+    (tmp_path / "sc").mkdir()
+    (tmp_path / "sc" / "sitecustomize.py").write_text("raise KeyboardInterrupt\n")
+    code = run_step(env["scenario"], subprocess.DEVNULL, PYTHONPATH=str(tmp_path / "sc"))
+    assert code == bisect_step.ABORT and calls(env["log"]) == []
 
 
 def test_a_step_whose_driver_pid_lives_on_in_another_process_aborts(repo, env) -> None:

@@ -174,7 +174,9 @@ def play(mode: str, s: dict[str, Any], args: argparse.Namespace, tps: float) -> 
     if data["status"] == "ok":
         say(f"{GUEST}phase run")
         say(f"{GUEST}tps {tps:.1f}")
-    (boot_dir / "guest-result.json").write_text(json.dumps(data, indent=2))
+    tmp = boot_dir / f".guest-result.json.{os.getpid()}.tmp"  # as the harness: atomic
+    tmp.write_text(json.dumps(data, indent=2))
+    tmp.replace(boot_dir / "guest-result.json")
     say(f"{GUEST}phase done")
     return 0 if data["status"] == "ok" else 3
 
