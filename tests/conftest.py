@@ -46,7 +46,7 @@ def real_cache(monkeypatch: pytest.MonkeyPatch) -> Path:
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
     """Where the fault-injection suite (tests/test_faults.py) left its figures."""
-    from tests import faultkit
+    from tests import faultprocs
 
-    for line in faultkit.SUMMARY:
+    for line in faultprocs.SUMMARY:
         terminalreporter.write_line(line)

@@ -23,12 +23,12 @@ from tests.fakes import ROOT
 from tests.faultkit import (
     Chain,
     Reference,
-    check_gone,
     describe,
     execute,
     expected_code,
     plan_run,
 )
+from tests.faultprocs import check_gone
 
 KILLS = ([1, 2, 3, 4], [0.1, 0.2, 0.3, 0.4])  # interruptions per chain, and how often
 
@@ -52,7 +52,8 @@ def run_chain(chain: Chain, ref: Reference, cache: Path) -> None:
         run = execute(chain, argv, how)
         if how["step"]:
             run.trigger = "step"
-        describe(chain, run)["gone_s"] = round(check_gone(chain, cache), 2)
+        gone = check_gone(chain.tag, cache, chain.problem)
+        describe(chain, run)["gone_s"] = round(gone, 2)
         run_dir = chain.scenario.run_dir(chain)
         last = run
         if not run.fired:

@@ -24,59 +24,38 @@ import threading
 import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from contextlib import contextmanager
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from kbisect import results
-from kbisect.bisect import state as bisect_state
-from tests import faultkit
+from kbisect import tree
+from tests import faultkit, faultprocs, faultsetup
 from tests.fakes import repo_snapshot, users_repo_at_work
 from tests.faultcheck import reference, run_chain, tmp_files
-from tests.faultkit import Chain, Reference, Scenario, Worker
+from tests.faultkit import Chain, Reference, Worker
+from tests.faultscenarios import FIXED_DATES, HISTORY, SCENARIOS, Session, session_env
 from tests.test_bisect_step import write_scenario
 
 pytestmark = pytest.mark.faults
 PER_KIND = int(os.environ.get("KBISECT_FAULTS_PER_KIND", "50"))
 WORKERS = 2
-FIXED_DATES = {v: "2025-01-01T00:00:00+0000" for v in ("GIT_AUTHOR_DATE", "GIT_COMMITTER_DATE")}
-TARGET = {"cv": 0.01, "seed": 7, "noise_nth": "stored"}
 FIGURES: list[dict[str, Any]] = []
 
 
-@dataclass
-class Session:
-    base: Path
-    seed: int
-    repo: Path
-    shas: list[str]
-    scenario_file: Path
-    env: dict[str, str]
-    workers: list[Worker]
-    refs: dict[str, Reference] = field(default_factory=dict)
-    snapshot: dict[str, tuple[bytes, int]] = field(default_factory=dict)
-
-
-def _env(base: Path, shadow: Path) -> dict[str, str]:
-    home = base / "home"
-    (home / ".config").mkdir(parents=True)
-    (home / ".gitconfig").write_text(
-        "[user]\n\tname = kbisect test\n\temail = test@kbisect.invalid\n"
-        "[init]\n\tdefaultBranch = main\n"
-    )
-    keep = {k: v for k, v in os.environ.items() if k in ("PATH", "LANG", "LC_ALL", "TMPDIR")}
-    return {
-        **keep,
-        **FIXED_DATES,
-        "HOME": str(home),
-        "XDG_CONFIG_HOME": str(home / ".config"),
-        "XDG_CACHE_HOME": str(home / ".cache"),
-        "GIT_CONFIG_GLOBAL": str(home / ".gitconfig"),
-        "GIT_CONFIG_NOSYSTEM": "1",
-        "PYTHONPATH": faultkit.python_path(shadow),
-    }
+@contextmanager
+def fixed_dates() -> Iterator[None]:
+    """The same commit ids in every session, whatever HOME's git identity."""
+    fixed = {**FIXED_DATES, **tree.FIXED_IDENTITY}
+    saved = {k: os.environ.get(k) for k in fixed}
+    os.environ.update(fixed)
+    try:
+        yield
+    finally:
+        for k, v in saved.items():
+            os.environ.pop(k) if v is None else os.environ.__setitem__(k, v)
 
 
 @pytest.fixture(scope="session")
@@ -85,15 +64,9 @@ def session(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Session]:
     base = Path(given) if given else tmp_path_factory.mktemp("faults")
     base.mkdir(parents=True, exist_ok=False)
     seed = int(os.environ.get("KBISECT_FAULTS_SEED") or random.randrange(1 << 32))
-    env = _env(base, faultkit.make_shadow(base / "shadow"))
-    saved = {k: os.environ.get(k) for k in FIXED_DATES}
-    os.environ.update(FIXED_DATES)  # the user's commits get the ids of every session
-    try:
-        specs = [{"subject": f"commit {i}", "tps": 1000 if i < 8 else 750} for i in range(1, 13)]
-        repo, shas = users_repo_at_work(base, specs)
-    finally:
-        for k, v in saved.items():
-            os.environ.pop(k) if v is None else os.environ.__setitem__(k, v)
+    env = session_env(base, faultprocs.make_shadow(base / "shadow"))
+    with fixed_dates():  # the user's commits get the ids of every session
+        repo, shas = users_repo_at_work(base, HISTORY)
     workers = [
         Worker(base / f"w{i}", {**env, "KBISECT_CACHE": str(base / f"w{i}" / "cache")})
         for i in range(WORKERS)
@@ -103,101 +76,10 @@ def session(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Session]:
     yield s
     assert repo_snapshot(repo) == s.snapshot, "the user's repository changed"
     (base / "away").rename(base / "mnt" / "linked")  # its disk is back: it still works
-    assert not faultkit.marked_any(), "processes of the suite left"
+    assert not faultprocs.marked_any(base), "processes of the suite left"
     figures = {"seed": seed, "tests": FIGURES}
     (base / "figures.json").write_text(json.dumps(figures, indent=1))
-    faultkit.SUMMARY.append(f"fault-injection figures: {base / 'figures.json'} (seed {seed})")
-
-
-# -- the scenarios ------------------------------------------------------------------
-
-
-def _compare(s: Session) -> Scenario:
-    def start(c: Chain) -> list[str]:
-        return [
-            "compare", "--tree", str(s.repo), "--base", s.shas[12], "--revert", s.shas[8],
-            "--scenario", "smoke", "--boots", "3", "--target", str(c.target_file),
-            "--out", str(c.dir / "cmp"),
-        ]  # fmt: skip
-
-    def run_dir(c: Chain) -> Path | None:
-        return c.dir / "cmp" if (c.dir / "cmp" / "plan.json").is_file() else None
-
-    def phase(run: Path) -> tuple[Any, ...]:
-        if (run / "summary.json").is_file():
-            return ("done",) if (run / "report.md").is_file() else ("summary",)
-        return ("plan",) if (run / "plan.json").is_file() else ("none",)
-
-    def outcome(run: Path) -> dict[str, Any]:
-        ok = [x for x in results.load_samples(run) if x["status"] == "ok"]
-        return {
-            "verdict": results.load_summary(run)["verdict"],
-            "tps": [(x["label"], x["tps"]) for x in ok],
-        }
-
-    return Scenario(
-        "compare",
-        start,
-        lambda c, run: ["compare", "--resume", str(run)],
-        run_dir,
-        lambda c: sorted((c.dir / "cmp").glob("samples/[0-9]*-*.json")),
-        phase,
-        outcome,
-        TARGET,
-    )
-
-
-def _bisect(s: Session) -> Scenario:
-    def start(c: Chain) -> list[str]:
-        return [
-            "bisect", "--tree", str(s.repo), "--good", s.shas[1], "--bad", s.shas[12],
-            "--scenario", str(s.scenario_file), "--target", str(c.target_file),
-            "--runs-min", "2", "--runs-max", "3", "--recheck-samples", "3",
-        ]  # fmt: skip
-
-    def run_dir(c: Chain) -> Path | None:
-        found = sorted(c.results.glob(f"*/{bisect_state.STATE_FILE}"))
-        return found[0].parent if found else None
-
-    def phase(run: Path) -> tuple[Any, ...]:
-        try:
-            data = json.loads((run / bisect_state.STATE_FILE).read_text())
-        except (OSError, ValueError):
-            return ("none",)
-        if data.get("phase") == "done" and (run / "report.md").is_file():
-            return ("done",)
-        log = str(data.get("bisect_log") or "")
-        return (data.get("phase"), sum(line.startswith("git bisect ") for line in log.split("\n")))
-
-    def outcome(run: Path) -> dict[str, Any]:
-        summary = results.load_summary(run)
-        tps: dict[str, list[float]] = {}
-        for path in _bisect_samples(run.parent):
-            x = json.loads(path.read_text())
-            key = f"{path.parents[2].name}/{path.parents[1].name}"  # store or recheck/commit
-            if x["status"] == "ok":
-                tps.setdefault(key, []).append(x["tps"])
-        return {k: summary[k] for k in ("first_bad", "bisect_log", "recheck")} | {"tps": tps}
-
-    return Scenario(
-        "bisect",
-        start,
-        lambda c, run: ["bisect", "--resume", str(run)],
-        run_dir,
-        lambda c: _bisect_samples(c.results),
-        phase,
-        outcome,
-        TARGET,
-    )
-
-
-def _bisect_samples(root: Path) -> list[Path]:
-    """Every sample of a bisection: its store's and its re-check's."""
-    found = root.glob("bisect-store/*/*/samples/[0-9]*-*.json")
-    return sorted([*found, *root.glob("*/recheck/*/samples/[0-9]*-*.json")])
-
-
-SCENARIOS = {"compare": _compare, "bisect": _bisect}
+    faultprocs.SUMMARY.append(f"fault-injection figures: {base / 'figures.json'} (seed {seed})")
 
 
 def _chain(s: Session, name: str, worker: Worker, sig: str, seed: int) -> Chain:
@@ -279,3 +161,43 @@ def _figures(
         "reference_s": round(ref.seconds, 2),
         "seconds": round(seconds, 1),
     }
+
+
+def test_kills_while_kbisect_sets_up(session: Session) -> None:
+    """Kills while kbisect makes its scratch repository, checks out a scratch worktree,
+    makes a revert or moves an old cache's worktrees out of the user's repository (a
+    second user's repository, which that migration must leave as it was before)."""
+    ref = _reference(session, "compare")
+    shim_dir = faultsetup.shim(session.base / "gitshim")
+    with fixed_dates():
+        mig_repo, _ = users_repo_at_work(session.base / "mig", HISTORY)
+    before = repo_snapshot(mig_repo)
+    rng = random.Random(f"{session.seed}-setup")
+    jobs = [(n, p, rng.choice(list(faultkit.SIGNALS))) for n, p in enumerate(faultsetup.POINTS * 2)]
+    chains: list[Chain] = []
+
+    def work(migration: bool) -> None:
+        for n, point, sig in (j for j in jobs if j[1][3] == migration):
+            worker = faultsetup.worker_for(session.base, session.env, n)
+            where = replace(session, repo=mig_repo) if migration else session
+            tag = f"setup-{n}-{sig}"
+            chain = Chain(SCENARIOS["compare"](where), worker, sig, n, tag, worker.root / tag)
+            chains.append(chain)
+            if migration:
+                faultsetup.old_cache(mig_repo, Path(worker.env["KBISECT_CACHE"]), session.shas[12])
+            faultsetup.attempt(chain, ref, point, shim_dir)
+            if migration and repo_snapshot(mig_repo) != before:
+                chain.problem("the migration left the user's repository changed")
+
+    with ThreadPoolExecutor(WORKERS) as pool:
+        list(pool.map(work, [False, True]))
+    FIGURES.append(
+        {
+            "scenario": "setup",
+            "attempts": len(chains),
+            "problems": sum(len(c.problems) for c in chains),
+        }
+    )
+    problems = [p for c in chains for p in c.problems]
+    assert not problems, "\n".join(problems[:20])
+    assert repo_snapshot(session.repo) == session.snapshot
