@@ -28,15 +28,21 @@ lint:
     shellcheck $(git ls-files -co --exclude-standard | xargs grep -lE '^#!.*(ba)?sh' 2>/dev/null | grep -v '^\.venv/')
     if ls .github/workflows/*.yml >/dev/null 2>&1; then actionlint; fi
 
-# lint, then the test suite (unit tests, plus the real kernel build/boot/compare smoke)
+# lint, then the test suite (unit tests, plus the real kernel build/boot/compare smoke), then the fault-injection suite
 [group('check')]
 test: lint
     pytest -q
+    just faults
 
 # unit tests only (fake kernel tree, generated histories): seconds
 [group('check')]
 unit:
-    pytest -q -m 'not e2e and not real'
+    pytest -q -m 'not e2e and not real and not faults'
+
+# fault injection: 50+ kill -9/SIGINT/SIGTERM/SIGHUP each into fake compares and bisections (~4 min)
+[group('check')]
+faults:
+    pytest -q -m faults
 
 # slow real-kernel tests: the arm64 cross build (and its boot to the root-fs mount)
 [group('check')]

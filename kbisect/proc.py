@@ -74,6 +74,14 @@ class _Reaper:
             os.close(read)
         self.owner, self.fd, self.pid = os.getpid(), write, child.pid
 
+    def ensure(self) -> None:
+        """Start the reaper (if this process has none yet) before a child starts: a child
+        whose parent is killed before its reaper runs would outlive it."""
+        with self.lock:
+            if self.owner != os.getpid():
+                self._start()
+                os.write(self.fd, "".join(f"+{g}\n" for g in sorted(self.groups)).encode())
+
     def tell(self, pgid: int, running: bool) -> None:
         """Name a child's group to the reaper (`+PGID`), or release it (`-PGID`); start
         the reaper (or a new one, told every group, if it died) when needed."""
@@ -133,6 +141,7 @@ def run(
     `stop`: when set (by another thread), the command is ended and its result returned."""
     argv = [os.fspath(c) for c in cmd]
     full_env = None if env is None else {**os.environ, **env}
+    REAPER.ensure()
     logf = None
     if log is not None:
         log.parent.mkdir(parents=True, exist_ok=True)

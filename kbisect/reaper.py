@@ -47,13 +47,32 @@ def _signal(pgid: int, sig: int) -> bool:
     return True
 
 
+def _running(pgid: int) -> bool:
+    """Has the group a member that is not a zombie? A zombie runs nothing: it waits for
+    its parent, or, once that died (kill -9 of kbisect), for init to reap it, which some
+    inits do only every second or so."""
+    try:
+        entries = os.listdir("/proc")
+    except OSError:
+        return True
+    for name in entries:
+        try:
+            with open(f"/proc/{name}/stat") as f:  # state, ppid, pgrp after "(comm)"
+                fields = f.read().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        if fields[2] == str(pgid) and fields[0] != "Z":
+            return True
+    return False
+
+
 def kill_all(groups: list[int], grace: float = GRACE_S) -> None:
-    """SIGTERM each group, then SIGKILL whatever is left after `grace` seconds."""
+    """SIGTERM each group, then SIGKILL whatever still runs after `grace` seconds."""
     left = [g for g in groups if g > 1 and _signal(g, signal.SIGTERM)]
     deadline = time.monotonic() + grace
     while left and time.monotonic() < deadline:
         time.sleep(0.05)
-        left = [g for g in left if _signal(g, 0)]
+        left = [g for g in left if _signal(g, 0) and _running(g)]
     for g in left:
         _signal(g, signal.SIGKILL)
 

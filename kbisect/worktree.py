@@ -50,12 +50,12 @@ def scratch_repo(repo: Path) -> Path:
     """kbisect's repository for `repo`, created (and old worktrees retired) on first use."""
     where = scratch.path_for(repo)
     objects = scratch.source(repo) / "objects"
-    if scratch.is_ready(where, objects):
+    if scratch.is_ready(where, objects) and not _old_admins(repo):
         return where
     with locked(where):
         if not scratch.is_ready(where, objects):
             _create(where, objects, git.git(repo, "rev-parse", "--show-object-format"))
-            retire_old(repo, where)
+        retire_old(repo, where)  # also what a kill cut short last time
     return where
 
 
@@ -107,15 +107,23 @@ def checkout(repo: Path, commit: str, slot: str = "build") -> Path:
     return where
 
 
-def retire_old(repo: Path, own: Path) -> None:
-    """Move kbisect's worktrees registered in the user's repository over to `own`."""
+def _old_admins(repo: Path) -> list[tuple[Path, Path]]:
+    """(admin dir, worktree) of each worktree kbisect registered in the user's repository
+    (before it had its own); the user's own worktrees are not listed."""
     admins = scratch.source(repo) / "worktrees"
     ours = (paths.cache_dir() / "worktrees" / repo_id(repo)).resolve()
+    found = []
     for admin in sorted(admins.iterdir()) if admins.is_dir() else []:
         gitdir = admin / "gitdir"
         where = Path(gitdir.read_text().strip()).parent if gitdir.is_file() else None
-        if where is None or where.resolve().parent != ours:
-            continue  # not one kbisect made: the user's, left alone
+        if where is not None and where.resolve().parent == ours:
+            found.append((admin, where))
+    return found
+
+
+def retire_old(repo: Path, own: Path) -> None:
+    """Move kbisect's worktrees registered in the user's repository over to `own`."""
+    for admin, where in _old_admins(repo):
         linked = _linked_to(where)
         if linked is not None and linked.resolve() == admin.resolve():
             _adopt(own, where, admin)
@@ -156,11 +164,21 @@ def _refresh(where: Path) -> bool:
     return result.returncode in (0, 1)
 
 
+def _drop_locks(where: Path) -> None:
+    """Remove the lock files a git killed mid-command left in a scratch worktree's admin
+    dir (a killed `git revert` leaves MERGE_MSG.lock, and the next one fails). Only
+    kbisect uses its worktrees, and the caller holds the slot's lock."""
+    admin = _linked_to(where)
+    for lock in admin.glob("*.lock") if admin is not None else []:
+        lock.unlink(missing_ok=True)
+
+
 def revert_onto(repo: Path, base: str, commit: str) -> str:
     """Create base + revert of commit (in kbisect's repository, in a scratch worktree);
     return its id."""
     with locked(path_for(repo, "revert")):
         where = checkout(repo, base, slot="revert")
+        _drop_locks(where)
         commit = scratch.rev_parse(repo, commit)
         # A fixed identity and dates: the same revert on every machine, even one whose git
         # has no user.email (else the commit fails and would be reported as a conflict).

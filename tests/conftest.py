@@ -42,3 +42,11 @@ def real_cache(monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("KBISECT_CACHE", str(REAL_CACHE))
     REAL_CACHE.mkdir(parents=True, exist_ok=True)
     return REAL_CACHE
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    """Where the fault-injection suite (tests/test_faults.py) left its figures."""
+    from tests import faultprocs
+
+    for line in faultprocs.SUMMARY:
+        terminalreporter.write_line(line)

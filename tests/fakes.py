@@ -12,14 +12,18 @@ Example (shas[0] is the initial commit, shas[i] the commit made from commits[i -
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import subprocess
+import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from kbisect import proc
 
-FAKELINUX = Path(__file__).resolve().parent / "fakelinux"
+ROOT = Path(__file__).resolve().parent.parent
+FAKELINUX = ROOT / "tests" / "fakelinux"
 COMMIT_KEYS = {"subject", "tps", "broken", "drop", "add", "files", "version", "tag"}
 # Build output of an in-place `make` in tests/fakelinux must not end up in a repo.
 _OUTPUT = shutil.ignore_patterns(".config*", "System.map", "vmlinux", "arch", "include")
@@ -55,6 +59,23 @@ def make_fake_kernel_repo(path: Path, commits: list[dict[str, Any]] | None = Non
             git(path, "tag", spec["tag"])
         shas.append(git(path, "rev-parse", "HEAD"))
     return shas
+
+
+def users_repo_at_work(folder: Path, commits: list[dict[str, Any]]) -> tuple[Path, list[str]]:
+    """folder/linux, a user's repository in the middle of their own work: packed refs, a
+    linked worktree whose directory is away (folder/away: its disk is unmounted; it
+    belongs at folder/mnt/linked), their own bisect, a staged and an unstaged change."""
+    path = folder / "linux"
+    shas = make_fake_kernel_repo(path, commits)
+    git(path, "tag", "v6.12-user", shas[2])
+    git(path, "pack-refs", "--all")
+    git(path, "worktree", "add", "-q", "-b", "feature", str(folder / "mnt" / "linked"))
+    (folder / "mnt" / "linked").rename(folder / "away")
+    git(path, "bisect", "start", shas[-1], shas[1])
+    (path / "README").write_text("staged\n")
+    git(path, "add", "README")
+    (path / "VERSION").write_text("unstaged\n")
+    return path, shas
 
 
 def _apply(repo: Path, spec: dict[str, Any]) -> None:
@@ -164,3 +185,30 @@ def repo_snapshot(repo: Path) -> dict[str, tuple[bytes, int]]:
         else:
             out[rel + "/"] = (b"", 0)
     return out
+
+
+# Writes its own pid (atomically: a reader never sees an empty file), then becomes the
+# command: the pid is there before the command runs, so a fake target's kill_at that
+# reads it at the first boot cannot race the test that started the driver.
+_WITH_PID = 'echo $$ >"$0.tmp" && mv "$0.tmp" "$0" && exec "$@"'
+
+
+def start_driver(
+    argv: list[str], pid_file: Path, *, env: dict[str, str] | None = None, log: Path | None = None
+) -> subprocess.Popen[bytes]:
+    """`python -m kbisect ARGV` in a session of its own (like a shell job: Ctrl-C and a
+    fake target's kill_at reach it alone), its pid in pid_file before it starts."""
+    out: IO[bytes] | int = log.open("ab") if log is not None else subprocess.DEVNULL
+    try:
+        return subprocess.Popen(
+            ["sh", "-c", _WITH_PID, str(pid_file), sys.executable, "-m", "kbisect", *argv],
+            cwd=ROOT,
+            env=os.environ.copy() if env is None else env,
+            start_new_session=True,
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=out,
+        )
+    finally:
+        if not isinstance(out, int):
+            out.close()

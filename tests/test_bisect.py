@@ -6,11 +6,8 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import random
 import signal
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +18,7 @@ from kbisect.bisect import driver as bisect
 from kbisect.bisect import gitbisect as bisect_git
 from kbisect.bisect import state as bisect_state
 from kbisect.bisect import step as bisect_step
-from tests.fakes import fake_calls, git, make_fake_kernel_repo
+from tests.fakes import fake_calls, git, make_fake_kernel_repo, start_driver
 from tests.test_bisect_step import calls, fake, fixed_dates, write_scenario
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -235,12 +232,7 @@ def test_resume_after_a_kill_gives_the_same_answer(env, monkeypatch, tmp_path):
     pid_file = tmp_path / "driver.pid"
     # the 10th boot (after the endpoints, inside git bisect run) kills the driver and git
     fake(tmp_path, cv=0.05, kill_at=10, kill_pid_file=str(pid_file))
-    driver = subprocess.Popen(
-        [sys.executable, "-m", "kbisect", "bisect", *argv],
-        cwd=ROOT, env=os.environ.copy(), start_new_session=True,
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )  # fmt: skip
-    pid_file.write_text(str(driver.pid))
+    driver = start_driver(["bisect", *argv], pid_file)
     assert driver.wait(timeout=120) == -signal.SIGKILL
     assert stale.wait_gone(worktree.path_for(env["repo"], bisect_git.SLOT)) is None  # reaped
     (run,) = run_dirs(env["results"])
@@ -256,6 +248,16 @@ def test_resume_after_a_kill_gives_the_same_answer(env, monkeypatch, tmp_path):
     stored += list(run.glob("recheck/*/samples/*.json"))
     assert len(fake_calls(env["log"])) == len(stored) + 1  # only the killed boot was redone
     assert bisect_state.load(run)["phase"] == "done"
+    # killed after its state said done, before its summary and report: --resume writes them
+    (run / "report.md").unlink()
+    (run / "summary.json").unlink()
+    boots = len(fake_calls(env["log"]))
+    assert kbisect("--resume", str(run)) == 0
+    again = summary(env["results"])
+    assert [again[k] for k in ("first_bad", "bisect_log", "recheck")] == [
+        got[k] for k in ("first_bad", "bisect_log", "recheck")
+    ]
+    assert len(fake_calls(env["log"])) == boots  # nothing measured again
     assert kbisect("--resume", str(run)) == 2  # finished runs are not resumed
 
 

@@ -4,10 +4,7 @@ with no sample lost or taken twice, and the report of a partial run (fake target
 from __future__ import annotations
 
 import json
-import os
 import signal
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -15,7 +12,13 @@ import pytest
 from kbisect import cli, paths, results
 from kbisect.compare import schedule
 from kbisect.exceptions import EXIT_OK, EXIT_USER
-from tests.fakes import fake_calls, fake_image, fake_target, make_fake_kernel_repo
+from tests.fakes import (
+    fake_calls,
+    fake_image,
+    fake_target,
+    make_fake_kernel_repo,
+    start_driver,
+)
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -127,15 +130,7 @@ def run_killed_at(call: int, tmp_path: Path, target: Path, out: Path, image: Pat
         kill_at=call,
         kill_pid_file=str(pid_file),
     )
-    driver = subprocess.Popen(
-        [sys.executable, "-m", "kbisect", *argv(image, target, "--out", str(out))],
-        cwd=ROOT,
-        env=os.environ.copy(),
-        start_new_session=True,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    pid_file.write_text(str(driver.pid))
+    driver = start_driver(argv(image, target, "--out", str(out)), pid_file)
     assert driver.wait(timeout=120) == -signal.SIGKILL
     fake_target(tmp_path, append_tps={"x=1": 1000, "x=2": 800}, cv=0.02)
 
@@ -159,6 +154,18 @@ def test_a_killed_compare_resumes_without_losing_or_repeating_a_sample(
     assert len(fake_calls(target)) == len(samples) + 1  # only the killed boot was redone
     assert summary["verdict"]["kind"] == "regression"
     assert cli.main(["compare", "--resume", str(out)]) == EXIT_USER  # finished
+    assert "has finished" in capsys.readouterr().err
+
+
+def test_a_compare_killed_between_its_summary_and_its_report_is_finished_by_resume(
+    tmp_path: Path, target: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    image, out = fake_image(tmp_path / "k"), tmp_path / "cmp"
+    assert cli.main(argv(image, target, "--out", str(out))) == 1
+    (out / "report.md").unlink()  # the kill came while the report was being written
+    assert cli.main(["compare", "--resume", str(out)]) == 1  # the run's own exit code
+    assert (out / "report.md").is_file() and len(fake_calls(target)) == 6
+    assert cli.main(["compare", "--resume", str(out)]) == EXIT_USER
     assert "has finished" in capsys.readouterr().err
 
 

@@ -7,8 +7,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import subprocess
-import sys
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -18,7 +16,7 @@ import pytest
 from kbisect import cli, results
 from kbisect.study import store
 from kbisect.textreport import WIDTH
-from tests.fakes import make_fake_kernel_repo
+from tests.fakes import make_fake_kernel_repo, start_driver
 
 ROOT = Path(__file__).resolve().parent.parent
 NO_CHANGE = "no significant difference"
@@ -112,12 +110,7 @@ def test_resume_after_a_kill_loses_no_sample_and_takes_none_twice(
 ) -> None:
     pid_file = tmp_path / "pid"
     fake_target(isolated_env, kill_at=7, kill_pid_file=str(pid_file))
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "kbisect", *study_args(kernels)], cwd=ROOT,
-        env=os.environ.copy(), start_new_session=True,
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )  # fmt: skip
-    pid_file.write_text(str(proc.pid))
+    proc = start_driver(study_args(kernels), pid_file)
     assert proc.wait(timeout=120) == -signal.SIGKILL
     run = run_dir(tmp_path / "results")
     assert sum(ok_units(run).values()) == 6

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from kbisect import cli, scratch
-from tests.fakes import fake_calls, git, make_fake_kernel_repo, repo_snapshot
+from tests.fakes import fake_calls, git, repo_snapshot, users_repo_at_work
 from tests.test_bisect_step import fake, fixed_dates, write_scenario
 
 
@@ -18,18 +18,8 @@ from tests.test_bisect_step import fake, fixed_dates, write_scenario
 def repo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, list[str]]:
     """A user's repository in the middle of their own work."""
     fixed_dates(monkeypatch)
-    path = tmp_path / "linux"
     specs = [{"subject": f"commit {i}", "tps": 1000 if i < 5 else 750} for i in range(1, 9)]
-    shas = make_fake_kernel_repo(path, specs)
-    git(path, "tag", "v6.12-user", shas[2])
-    git(path, "pack-refs", "--all")
-    git(path, "worktree", "add", "-q", "-b", "feature", str(tmp_path / "mnt" / "linked"))
-    (tmp_path / "mnt" / "linked").rename(tmp_path / "away")  # its disk is unmounted
-    git(path, "bisect", "start", shas[-1], shas[1])  # the user's own bisect
-    (path / "README").write_text("staged\n")
-    git(path, "add", "README")
-    (path / "VERSION").write_text("unstaged\n")
-    return path, shas
+    return users_repo_at_work(tmp_path, specs)
 
 
 def back_again(tmp_path: Path) -> None:

@@ -73,6 +73,21 @@ def test_revert_onto_gives_base_minus_the_change(repo: tuple[Path, list[str]]) -
     assert scratch.reader(tree, reverted) == own and scratch.reader(tree, shas[2]) != own
 
 
+def test_a_revert_cut_short_by_a_kill_does_not_block_the_next(
+    repo: tuple[Path, list[str]],
+) -> None:
+    """Ctrl-C while `git revert` ran left MERGE_MSG.lock in the scratch worktree's admin
+    dir; the next compare --revert failed and called it a conflict (the fault-injection
+    suite found it)."""
+    tree, shas = repo
+    where = worktree.checkout(tree, shas[3], slot="revert")
+    (_gitfile(where) / "MERGE_MSG.lock").write_text("")  # what the killed git left
+    reverted = worktree.revert_onto(tree, shas[3], shas[2])
+    assert git(scratch.path_for(tree), "diff", "--name-status", shas[3], reverted) == (
+        "D\tkernel/fair.c"
+    )
+
+
 def test_revert_onto_is_reproducible_without_a_user_identity(
     repo: tuple[Path, list[str]], isolated_env: Path
 ) -> None:
@@ -218,6 +233,23 @@ def test_old_worktrees_in_the_users_repository_are_moved_over(
     assert git(linked, "status", "--porcelain") == ""
     assert worktree.checkout(tree, shas[3], "build") == build  # and it works on
     assert knob.read_text() == "int knob = 2;\n"
+
+
+def test_a_migration_cut_short_by_a_kill_is_finished_next_time(
+    repo: tuple[Path, list[str]], tmp_path: Path
+) -> None:
+    """Killed after the scratch repository was made, before the old worktrees were moved
+    over (the fault-injection suite found it): the next run moves them, and the user's
+    repository loses kbisect's entries, not the next run's fast path."""
+    tree, shas = repo
+    users_linked_worktree_gone_for_now(tree, tmp_path)
+    build = worktree.path_for(tree, "build")
+    git(tree, "worktree", "add", "-q", "--detach", str(build), shas[2])
+    where = scratch.path_for(tree)
+    worktree._create(where, scratch.source(tree) / "objects", "sha1")  # then the kill
+    assert worktree.checkout(tree, shas[3], "build") == build
+    assert [p.name for p in (tree / ".git/worktrees").iterdir()] == ["linked"]
+    assert _gitfile(build).parent == where / "worktrees"
 
 
 def test_a_sha256_repository_gets_a_sha256_scratch_repository(tmp_path: Path) -> None:

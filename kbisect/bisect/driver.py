@@ -247,7 +247,7 @@ def main(args: argparse.Namespace) -> int:
     data = state.load(run_dir)
     if data.get("refused"):
         raise UserError(f"{run_dir}: this bisect was refused: {data['refused']}")
-    if data.get("phase") == "done":
+    if data.get("phase") == "done" and (run_dir / report.REPORT).exists():
         raise UserError(f"{run_dir}: this bisect has finished (see its report.md)")
     progress.step(f"resuming {run_dir} ({data['phase']}); its saved options apply")
     return drive(Options.from_dict(data["options"]), run_dir, data)

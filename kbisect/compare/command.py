@@ -141,6 +141,8 @@ def start(args: argparse.Namespace) -> int:
 def resume(given: Path | None) -> int:
     out = given or schedule.newest_unfinished(paths.results_dir())
     if (out / results.SUMMARY).exists():
+        if not (out / report.REPORT).exists():
+            return _finish(out)
         raise UserError(f"{out}: this compare has finished (see its report.md)")
     plan = schedule.load(out)
     sides = {x: Side.from_plan(x, plan["sides"][x], plan["scenario"]) for x in NAMES}
@@ -149,6 +151,15 @@ def resume(given: Path | None) -> int:
     with targets.get(plan["target"], plan["arch"]) as target:
         target.preflight(sides["A"].scen)
         return _run(target, sides, plan, out)
+
+
+def _finish(out: Path) -> int:
+    """A compare interrupted after its summary, before its report: write the report; exit
+    as the run would have."""
+    progress.step(f"{out}: all boots were done; writing the report it was interrupted in")
+    kind = results.load_summary(out)["verdict"]["kind"]
+    print(f"report: {report.render_compare(out)}")
+    return EXIT_NEGATIVE if kind == "regression" else EXIT_OK
 
 
 @contextmanager

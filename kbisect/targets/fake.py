@@ -23,6 +23,8 @@ from kbisect.targets.base import Job, Target
 
 GUEST = Path(__file__).with_name("fakeguest.py")  # run as a script: no kbisect imports
 MODES = ("ok", "panic", "hang", "spin", "noharness", "pgfail")
+SIGNALS = ("KILL", "INT", "TERM", "HUP")
+NTH = ("calls", "stored")
 # setting: (type, default, meaning)
 SETTINGS: dict[str, tuple[type, Any, str]] = {
     "tps": (float, 1000.0, "tps when neither append_tps nor the image's TPS line says"),
@@ -30,6 +32,7 @@ SETTINGS: dict[str, tuple[type, Any, str]] = {
     "cv": (float, 0.01, "noise: tps * (1 + cv * N(0,1)), seeded"),
     "seed": (int, 0, "noise seed"),
     "noise_key": (str, "commit", "what the noise is keyed by: commit, subject or image"),
+    "noise_nth": (str, "calls", "the draw's number: calls (earlier boots of the key) or stored"),
     "mode": (str, "ok", f"what every boot does: {', '.join(MODES)}"),
     "script": (list, [], "modes by call number, before `mode` applies"),
     "boot_fail": (list, [], "commits (or subjects) whose boots panic"),
@@ -37,6 +40,7 @@ SETTINGS: dict[str, tuple[type, Any, str]] = {
     "state": (str, "", "directory for calls.jsonl (default: in the cache)"),
     "kill_at": (int, 0, "fault injection: at this call number, SIGKILL kill_pid_file's group"),
     "kill_pid_file": (str, "", "file holding the pid whose process group kill_at kills"),
+    "kill_signal": (str, "KILL", f"what kill_at sends: {', '.join(SIGNALS)}"),
 }
 
 
@@ -62,6 +66,9 @@ def check_settings(name: str, settings: dict[str, Any]) -> dict[str, Any]:
     bad = [m for m in [out["mode"], *out["script"]] if m not in MODES]
     if bad:
         raise BadFakeSettings(f"target {name}: unknown mode {bad[0]!r} (known: {', '.join(MODES)})")
+    for key, known in (("kill_signal", SIGNALS), ("noise_nth", NTH)):
+        if out[key] not in known:
+            raise BadFakeSettings(f"target {name}: {key} must be one of {', '.join(known)}")
     return out
 
 

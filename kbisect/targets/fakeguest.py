@@ -59,6 +59,18 @@ def base_tps(s: dict[str, Any], args: argparse.Namespace) -> float:
     return float(s["tps"]) if found is None else found
 
 
+def stored_ok(boot_dir: Path) -> int:
+    """How many good samples the run (or the commit's store) already holds: boots live in
+    DIR/boots/, samples in DIR/samples/ (kbisect/results.py)."""
+    count = 0
+    for path in (boot_dir.parent.parent / "samples").glob("[0-9]*-*.json"):
+        try:
+            count += json.loads(path.read_text()).get("status") == "ok"
+        except (OSError, ValueError):
+            continue
+    return count
+
+
 def noisy(base: float, s: dict[str, Any], key: str, nth: int) -> float:
     z = random.Random(f"{s['seed']}-{key}-{nth}").gauss(0.0, 1.0)
     return max(base * (1 + float(s["cv"]) * z), 0.001)
@@ -133,12 +145,13 @@ def say(line: str) -> None:
 
 
 def kill(s: dict[str, Any]) -> None:
-    """Fault injection: SIGKILL the pid file's process group (a driver: its reaper then
-    kills what it started, git bisect run and the steps), else our caller's. One kill(2):
-    a second one, to the caller's group, raced: preempted between the two, this process
-    could leave the driver alive long enough to see git die and exit on its own."""
+    """Fault injection: send kill_signal (SIGKILL unless said) to the pid file's process
+    group (a driver: its reaper then kills what it started, git bisect run and the steps),
+    else our caller's. One kill(2): a second one, to the caller's group, raced: preempted
+    between the two, this process could leave the driver alive long enough to see git die
+    and exit on its own."""
     pid = int(Path(s["kill_pid_file"]).read_text().strip()) if s["kill_pid_file"] else 0
-    os.killpg(os.getpgid(pid or os.getppid()), signal.SIGKILL)
+    os.killpg(os.getpgid(pid or os.getppid()), getattr(signal, f"SIG{s['kill_signal']}"))
 
 
 def play(mode: str, s: dict[str, Any], args: argparse.Namespace, tps: float) -> int:
@@ -161,7 +174,9 @@ def play(mode: str, s: dict[str, Any], args: argparse.Namespace, tps: float) -> 
     if data["status"] == "ok":
         say(f"{GUEST}phase run")
         say(f"{GUEST}tps {tps:.1f}")
-    (boot_dir / "guest-result.json").write_text(json.dumps(data, indent=2))
+    tmp = boot_dir / f".guest-result.json.{os.getpid()}.tmp"  # as the harness: atomic
+    tmp.write_text(json.dumps(data, indent=2))
+    tmp.replace(boot_dir / "guest-result.json")
     say(f"{GUEST}phase done")
     return 0 if data["status"] == "ok" else 3
 
@@ -172,7 +187,10 @@ def main(argv: list[str]) -> int:
     key = {"commit": args.commit, "subject": args.subject, "image": args.image}.get(
         s["noise_key"], args.commit
     ) or args.image
-    index, nth = log_call(Path(s["state"]), key, {"commit": args.commit, "append": args.append})
+    entry = {"commit": args.commit, "append": args.append, "boot_dir": args.boot_dir}
+    index, nth = log_call(Path(s["state"]), key, entry)
+    if s["noise_nth"] == "stored":  # a boot redone after an interruption draws the same
+        nth = stored_ok(Path(args.boot_dir))
     if s["kill_at"] and index + 1 == s["kill_at"]:
         kill(s)
     mode = mode_of(s, index, args)
