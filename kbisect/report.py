@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from kbisect import atomic, fingerprint, plots, progress, results, stats
+from kbisect import atomic, fingerprint, fiodiff, plots, progress, results, stats
 from kbisect.bisect import report as bisect_report
 from kbisect.exceptions import EXIT_OK, UserError
 
@@ -158,6 +158,7 @@ def _warnings(run: Run) -> list[str]:
         seen = "; ".join(f"{s}: {', '.join(sorted(run.accels(s)))}" for s in SIDES)
         out.append(f"the sides ran with different accelerators ({seen}): the ratio mixes "
                    "emulation and hardware; rerun both sides on the same one")  # fmt: skip
+    out += fiodiff.warnings(_storage(run), {x: x for x in SIDES})
     stored = run.summary.get("verdict") or {}
     kind = stored.get("kind") or stored.get("result")
     new = run.verdict.kind
@@ -165,6 +166,12 @@ def _warnings(run: Run) -> list[str]:
             "no-change", stats.NO_DIFFERENCE):  # fmt: skip
         out.append(f"summary.json says '{kind}'; recomputed from the samples: '{new}'")
     return out
+
+
+def _storage(run: Run) -> list[fiodiff.Row]:
+    """The sides' fio preflight figures (fiodiff.py), from the boots that count."""
+    ok = {x: [b.get("fingerprint") for b in run.side(x) if b.get("status") == "ok"] for x in SIDES}
+    return fiodiff.rows(ok)
 
 
 def _boot_table(samples: Sequence[Mapping[str, Any]]) -> list[str]:
@@ -210,6 +217,7 @@ def markdown(run: Run, *, override: bool = False) -> str:
         "## Sides", "", *_side_table(run), "",
         "## Warnings", "", *([f"- {w}" for w in _warnings(run)] or ["None."]), "",
         "## Fingerprints", "", *fingerprint.markdown(rows, {x: run.name(x) for x in SIDES}), "",
+        "## Storage", "", *fiodiff.markdown(_storage(run), {x: run.name(x) for x in SIDES}), "",
         "## Boots, in run order", "",
         "Failed boots are listed here and kept out of every statistic above.", "",
         *_boot_table(run.samples), "",
