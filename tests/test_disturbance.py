@@ -9,11 +9,14 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from kbisect import disturbance
+from kbisect import arch, disturbance, results, sample, scenario
 from kbisect.disturbance import Point
+from kbisect.targets import Kernel
+from kbisect.targets.fake import FakeTarget
 
 DATA = Path(__file__).parent / "data" / "proc"
 
@@ -129,3 +132,18 @@ def test_monitor_counts_our_own_children_as_ours_and_a_stranger_as_others():
         time.sleep(3.0)
     assert theirs.result is not None
     assert theirs.result["others_cpu_s"] > 0.5 and theirs.result["own_cpu_s"] < 0.3
+
+
+def test_every_sample_records_its_disturbance(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    """sample.take around a fake target (a real child process) stores the Monitor's record."""
+    stored: list[dict[str, Any]] = []
+    monkeypatch.setattr(results, "write_sample", lambda _, data: stored.append(data))
+    image = tmp_path / "bzImage"
+    image.write_text("fake kernel\n")
+    target = FakeTarget("fake", arch.get("x86_64"), {"delay_s": 1.5})
+    data = sample.take(target, Kernel.find(image), scenario.load("smoke"), out_dir=tmp_path)
+    record = data["disturbance"]
+    assert record["seconds"] >= 1.5 and record["threshold"] == disturbance.THRESHOLD
+    assert set(record) >= {"host_busy_share", "own_share", "others_share", "others_peak",
+                           "loadavg", "disturbed"}  # fmt: skip
+    assert stored == [data]
