@@ -19,6 +19,9 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
+from kbisect import progress
+from kbisect.checks import OK, WARN, Check
+
 THRESHOLD = 0.25  # of the host's CPUs, used by others in a window
 WINDOW_S = 10.0
 PROC = Path("/proc")
@@ -184,3 +187,22 @@ def warning(record: dict[str, Any]) -> str | None:
         f"last {record['seconds']:.0f} s (load average {record['loadavg'][0]:.2f}); samples "
         f"taken now may be disturbed (threshold {record['threshold'] * 100:.0f}%)"
     )
+
+
+def warn_if_busy(seconds: float = 5.0) -> dict[str, Any]:
+    """For the start of a run: measure, warn on stderr when busy; the record either way."""
+    record = busy_now(seconds)
+    text = warning(record)
+    if text:
+        progress.warn(text)
+    return record
+
+
+def check(seconds: float = 5.0) -> Check:
+    """`kbisect doctor`'s row: is the host quiet enough to measure on right now?"""
+    record = busy_now(seconds)
+    text = warning(record)
+    share = f"others used {record['others_share'] * 100:.0f}% of the CPUs over {seconds:g} s"
+    if text:
+        return Check("host load", WARN, text, "wait for the other work to finish, or stop it")
+    return Check("host load", OK, f"{share}, load average {record['loadavg'][0]:.2f}")

@@ -147,3 +147,22 @@ def test_every_sample_records_its_disturbance(tmp_path: Path, monkeypatch: pytes
     assert set(record) >= {"host_busy_share", "own_share", "others_share", "others_peak",
                            "loadavg", "disturbed"}  # fmt: skip
     assert stored == [data]
+
+
+def test_doctor_row_and_start_of_run_warning(monkeypatch: pytest.MonkeyPatch,
+                                             capsys: pytest.CaptureFixture[str]):  # fmt: skip
+    quiet = [point(0, 0, 0), point(5, 600, 500)]  # others: 100 of 1000 ticks
+    busy = [point(0, 0, 0), point(5, 900, 100)]  # others: 800 of 1000 ticks
+    for points, status in ((quiet, "OK"), (busy, "WARN")):
+        record = disturbance.summarize(points, [1.5, 1.0, 1.0], window_s=5.0)
+        monkeypatch.setattr(disturbance, "busy_now", lambda seconds, r=record: r)
+        row = disturbance.check(5.0)
+        assert (row.name, row.status) == ("host load", status)
+        assert disturbance.warn_if_busy(5.0) is record
+        err = capsys.readouterr().err
+        assert ("host busy: 80% of CPU used by other processes in the last 5 s" in err) == (
+            status == "WARN"
+        )
+    assert row.detail.startswith("host busy: 80%") and row.fix
+    monkeypatch.undo()
+    assert disturbance.check(0.5).name == "host load"  # for real: runs and answers
