@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from kbisect import paths, vng
+from kbisect.checks import OK, WARN, Check
 from kbisect.exceptions import UserError
 
 KINDS = ("tmpfs", "disk", "path")
@@ -164,3 +165,26 @@ def attached(disks: list[vng.Disk]) -> Iterator[None]:
     finally:
         for path in made:
             path.unlink(missing_ok=True)
+
+
+# (program, package, what needs it): the guest runs them from this host's root fs
+GUEST_TOOLS = (
+    ("fio", "fio", "the [fio] preflight"),
+    ("mkfs.ext4", "e2fsprogs", 'storage.fs = "ext4" disks'),
+    ("mkfs.xfs", "xfsprogs", 'storage.fs = "xfs" disks'),
+)
+TOOL_PATH = "/usr/sbin:/usr/bin:/sbin:/bin"
+
+
+def checks() -> list[Check]:
+    """`kbisect doctor` rows: the storage programs a native guest takes from this host."""
+    rows = []
+    for program, package, why in GUEST_TOOLS:
+        found = shutil.which(program, path=TOOL_PATH)
+        if found:
+            rows.append(Check(program, OK, found))
+        else:
+            rows.append(
+                Check(program, WARN, f"missing: needed by {why}", f"apt-get install {package}")
+            )
+    return rows

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 from pathlib import Path
 
 import pytest
@@ -161,3 +162,14 @@ def test_check_host_wants_room_for_the_file(monkeypatch: pytest.MonkeyPatch):
         storage.check_host(smoke('storage.kind="disk"', 'storage.backing="device"',
                                  'storage.device="/dev/kbisect-none"').data)  # fmt: skip
     storage.check_host(smoke().data)  # tmpfs: nothing to check
+
+
+def test_doctor_rows_for_the_guests_storage_programs(monkeypatch: pytest.MonkeyPatch):
+    rows = {r.name: r for r in storage.checks()}
+    assert set(rows) == {"fio", "mkfs.ext4", "mkfs.xfs"}
+    for row in rows.values():
+        assert row.status == ("OK" if shutil.which(row.name, path=storage.TOOL_PATH) else "WARN")
+    monkeypatch.setattr(storage, "TOOL_PATH", "/nonexistent")
+    xfs = {r.name: r for r in storage.checks()}["mkfs.xfs"]
+    assert (xfs.status, xfs.fix) == ("WARN", "apt-get install xfsprogs")
+    assert xfs.detail == 'missing: needed by storage.fs = "xfs" disks'
