@@ -4,7 +4,10 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import subprocess
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -151,3 +154,44 @@ def test_workdir_and_section_defaults():
     default = Path("/tmp/kbisect-pg")
     assert storage.workdir({"kind": "disk"}, default) == default
     assert storage.workdir({"kind": "path", "path": "/srv/pg"}, default) == Path("/srv/pg")
+
+
+@pytest.fixture
+def loop_disk(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """A 1 GiB sparse file on a loop device, standing for the guest's virtio disk."""
+    if os.geteuid() != 0 or shutil.which("losetup") is None:
+        pytest.skip("needs root and losetup")
+    backing = tmp_path / "disk.raw"
+    with backing.open("wb") as f:
+        f.truncate(2**30)
+    done = subprocess.run(["losetup", "--find", "--show", str(backing)], capture_output=True,
+                          text=True, check=False)  # fmt: skip
+    if done.returncode != 0:
+        pytest.skip(f"losetup: {done.stderr.strip()}")
+    device = Path(done.stdout.strip())
+    monkeypatch.setattr(storage, "find_disk", lambda serial: device)
+    yield device
+    subprocess.run(["losetup", "--detach", str(device)], check=False)
+
+
+@pytest.mark.real
+@pytest.mark.parametrize("fs", ["ext4", "xfs"])
+def test_prepare_formats_mounts_describes_and_unmounts_for_real(
+    fs: str, loop_disk: Path, tmp_path: Path
+) -> None:
+    if shutil.which(f"mkfs.{fs}", path=storage.TOOL_PATH) is None:
+        pytest.skip(f"mkfs.{fs} not installed")
+    if storage.kernel_fs_error(fs, Path("/proc/filesystems").read_text()):
+        pytest.skip(f"this host's kernel has no {fs}")
+    point = tmp_path / "pg"
+    spec = {"kind": "disk", "fs": fs, "mount_options": "noatime", "backing": "file",
+            "size_gb": 1}  # fmt: skip
+    storage.prepare(spec, point, 64)
+    try:
+        got = storage.describe(spec, point)
+        assert (got["device"], got["fs"]) == (str(loop_disk), fs)
+        assert "noatime" in got["mount_options"].split(",")
+        (point / "probe").write_text("x")
+    finally:
+        assert storage.unmount(point) is None
+    assert not (point / "probe").exists()  # it was on the disk, now unmounted
