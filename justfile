@@ -71,6 +71,29 @@ demo-bisect:
     kbisect demo
     kbisect bisect --good v6.12-debian --bad kbisect-demo --scenario simple-update-2vcpu
 
+# a study: 3 kernels of the demo history x clients 4 and 16, 3 boots each (~50 min on 2 cores)
+[group('demo')]
+demo-study:
+    @echo "kbisect demo-study: 3 kernels x 2 cells x 3 boots = 18 boots of ~2.6 min under TCG, plus 3 cached or incremental builds: ~50 min on 2 cores"
+    kbisect demo
+    kbisect study --name demo-study --kernels v6.12-debian,kbisect-demo~7,kbisect-demo \
+        --scenario simple-update-2vcpu --axis pgbench.clients=4,16 --boots 3
+
+# split a study into shares of whole cells, one per machine (env: KBISECT_STUDY, KBISECT_RUNNERS)
+[group('workflows')]
+study-plan:
+    workflows/study-plan
+
+# run one share of a study on this machine (env: KBISECT_STUDY, KBISECT_SHARE)
+[group('workflows')]
+study-share:
+    workflows/study-share
+
+# join the shares of a study and report (env: KBISECT_SHARES_DIR)
+[group('workflows')]
+study-merge:
+    workflows/study-merge
+
 # measure the next -rc tag against its baseline and record it (env: KBISECT_TREE, ...)
 [group('workflows')]
 rc-watch:

@@ -15,12 +15,23 @@ import os
 import shutil
 import time
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from kbisect import arch as arch_mod
-from kbisect import atomic, ccache, git, kconfig, paths, proc, progress, tree, worktree
+from kbisect import (
+    atomic,
+    ccache,
+    clock,
+    git,
+    kconfig,
+    options,
+    paths,
+    proc,
+    progress,
+    tree,
+    worktree,
+)
 from kbisect.exceptions import BuildError, CommandFailed, CommandTimeout, MissingTool, UserError
 
 BASES = ("tinyconfig", "allnoconfig", "defconfig")
@@ -240,7 +251,7 @@ def _manifest(
     return {
         "version": MANIFEST_VERSION,
         "command": progress.reproduce_line(),
-        "created": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "created": clock.utc_now(),
         "tree": str(req.tree),
         "commit": commit,
         "describe": git.describe(req.tree, commit),
@@ -261,14 +272,8 @@ def _manifest(
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--tree", help="kernel git tree (default: the embedded 6.12 tree)")
     parser.add_argument("--rev", default="HEAD", help="revision to build (default HEAD)")
-    parser.add_argument("--arch", default="x86_64", help="x86_64 or arm64")
-    parser.add_argument(
-        "--config",
-        action="append",
-        default=[],
-        metavar="NAME",
-        help="extra fragment from kernel-configs/ (repeatable)",
-    )
+    options.add_where(parser)
+    options.add_configs(parser)
     parser.add_argument(
         "--base",
         default="tinyconfig",
@@ -286,18 +291,25 @@ def configure(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="build the tree's checkout itself (for `git bisect run`)",
     )
-    parser.add_argument("-j", "--jobs", type=int, default=0)
+    parser.add_argument(
+        "-j", "--jobs", type=options.count(0, 4096), default=0, help="make jobs (0: one per CPU)"
+    )
     parser.add_argument("--json", action="store_true", help="print the manifest as JSON")
 
 
+def check_base(base: str, option: str = "--base-config") -> None:
+    """A base config kbisect knows, or a config file: one line and exit 2 otherwise."""
+    if base not in BASES and not Path(base).is_file():
+        raise UserError(f"{option} {base}: not one of {', '.join(BASES)} nor a file")
+
+
 def request_from_args(args: argparse.Namespace) -> Request:
-    if args.base not in BASES and not Path(args.base).is_file():
-        raise UserError(f"--base {args.base}: not one of {', '.join(BASES)} nor a file")
+    check_base(args.base, "--base")
     allow = kconfig.allowed_symbols(args.allow_dropped)
     return Request(
         tree=tree.resolve(args.tree),
         rev=args.rev,
-        arch=arch_mod.get(args.arch),
+        arch=options.target(args).arch,
         configs=tuple(args.config),
         base=args.base,
         allow_dropped=frozenset(allow),

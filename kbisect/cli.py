@@ -6,29 +6,32 @@ Every subcommand module exposes `configure(parser)` and `main(args) -> int`.
 from __future__ import annotations
 
 import argparse
-import importlib
 import signal
 import sys
 from types import FrameType, ModuleType
 from typing import NoReturn
 
 import kbisect
-from kbisect import __version__
+from kbisect import __version__, build, demo, doctor, image, rc, report, run, tree
+from kbisect.bisect import driver, step
+from kbisect.compare import command as compare
 from kbisect.exceptions import EXIT_INTERRUPTED, EXIT_USER, KbisectError
+from kbisect.study import command as study
 
-# (name, module, one-line help)
-COMMANDS: list[tuple[str, str, str]] = [
-    ("doctor", "kbisect.doctor", "check this host and whether KVM is usable"),
-    ("tree", "kbisect.tree", "manage kernel trees (import the embedded default)"),
-    ("build", "kbisect.build", "build a kernel revision from Kconfig fragments"),
-    ("image", "kbisect.image", "make the root fs for foreign-arch guests (arm64 on x86_64)"),
-    ("run", "kbisect.measure", "boot a kernel and run a pgbench scenario inside"),
-    ("compare", "kbisect.compare", "A/B compare two kernels or command lines"),
-    ("report", "kbisect.report", "re-render a report from stored results"),
-    ("bisect", "kbisect.bisect.driver", "bisect a tps regression between two revisions"),
-    ("bisect-step", "kbisect.bisect.step", "one `git bisect run` step (used by bisect/run)"),
-    ("rc", "kbisect.rc", "pick the next -rc tag to measure and its baseline"),
-    ("demo", "kbisect.demo", "create the demo history on the embedded default tree"),
+# (name, module, one-line help); each module has configure(parser) and main(args)
+COMMANDS: list[tuple[str, ModuleType, str]] = [
+    ("doctor", doctor, "check this host and whether KVM is usable"),
+    ("tree", tree, "manage kernel trees (import the embedded default)"),
+    ("build", build, "build a kernel revision from Kconfig fragments"),
+    ("image", image, "make the root fs for foreign-arch guests (arm64 on x86_64)"),
+    ("run", run, "boot a kernel on a target and run a pgbench scenario there"),
+    ("compare", compare, "A/B compare two kernels or command lines"),
+    ("report", report, "re-render a report from stored results"),
+    ("bisect", driver, "bisect a tps regression between two revisions"),
+    ("bisect-step", step, "one `git bisect run` step (used by bisect/run)"),
+    ("rc", rc, "pick the next -rc tag to measure and its baseline"),
+    ("demo", demo, "create the demo history on the embedded default tree"),
+    ("study", study, "kernels x workload settings: steps, bisect lines"),
 ]
 
 
@@ -37,24 +40,12 @@ class _Parser(argparse.ArgumentParser):
         self.exit(EXIT_USER, f"{self.prog}: error: {message}\n")
 
 
-def _module(path: str) -> ModuleType | None:
-    try:
-        return importlib.import_module(path)
-    except ModuleNotFoundError as exc:
-        if exc.name == path:
-            return None
-        raise
-
-
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="kbisect", description=kbisect.__doc__)
     parser.add_argument("--version", action="version", version=f"kbisect {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     sub.required = True
-    for name, path, help_text in COMMANDS:
-        module = _module(path)
-        if module is None:
-            continue
+    for name, module, help_text in COMMANDS:
         p = sub.add_parser(name, help=help_text, description=help_text)
         module.configure(p)
         p.set_defaults(_main=module.main)
@@ -67,7 +58,10 @@ def _sigterm(signum: int, frame: FrameType | None) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGTERM, _sigterm)
-    args = build_parser().parse_args(argv)
+    try:
+        args = build_parser().parse_args(argv)
+    except SystemExit as exc:  # a usage error (one line, exit 2), --help or --version
+        return exc.code if isinstance(exc.code, int) else EXIT_USER
     try:
         code: int = args._main(args)
         return code

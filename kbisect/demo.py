@@ -15,7 +15,7 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from kbisect import atomic, git, proc, progress, tree
+from kbisect import atomic, git, proc, progress, tree, worktree
 from kbisect.exceptions import InfraError
 
 BRANCH = "kbisect-demo"
@@ -125,8 +125,6 @@ def create(repo: Path) -> dict[str, str]:
             return data
     progress.step(f"creating the demo history ({len(EDITS)} commits) on {BRANCH}")
     base = git.rev_parse(repo, tree.DEFAULT_TAG)
-    from kbisect import worktree
-
     where = worktree.checkout(repo, base, slot="demo")
     regression = ""
     for i, edit in enumerate(EDITS):

@@ -12,25 +12,17 @@ import os
 import shutil
 import struct
 import sys
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from glob import glob
 from pathlib import Path
 
 from kbisect import arch as arch_mod
-from kbisect import image, kvm, paths, proc, tree
+from kbisect import image, kvm, paths, proc, targets, tree
+from kbisect.checks import FAIL, OK, WARN, Check
 from kbisect.exceptions import EXIT_NEGATIVE, EXIT_OK, KbisectError
 
-OK, WARN, FAIL = "OK", "WARN", "FAIL"
 GIB = 1 << 30
 EMULATED = "using TCG: timings are emulated, compare only ratios"
-
-
-@dataclass(frozen=True)
-class Check:
-    name: str
-    status: str  # OK, WARN or FAIL
-    detail: str
-    fix: str = ""
 
 
 class Host:
@@ -331,15 +323,22 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="print the checks as JSON")
     parser.add_argument(
         "--arch",
-        default="x86_64",
+        default=arch_mod.host_arch(),
         choices=[*arch_mod.names(), "all"],
-        help="guest architecture to check (default x86_64; all: every one)",
+        help="guest architecture to check (default: this host's; all: every one)",
+    )
+    parser.add_argument(
+        "--target",
+        metavar="NAME",
+        help="also check a target (a machine: its ssh, kexec, PostgreSQL, kernel)",
     )
 
 
 def main(args: argparse.Namespace, host: Host | None = None) -> int:
     arches = arch_mod.names() if args.arch == "all" else [args.arch]
     results = checks(host or Host(), arches, args.recheck)
+    if args.target:
+        results += targets.get(args.target).checks()
     failed = any(c.status == FAIL for c in results)
     if args.json:
         data = {

@@ -17,11 +17,10 @@ import argparse
 import json
 import os
 import shutil
-from datetime import UTC, datetime
 from pathlib import Path
 
 from kbisect import arch as arch_mod
-from kbisect import atomic, paths, proc, progress
+from kbisect import atomic, clock, paths, proc, progress
 from kbisect.exceptions import MissingTool, UserError
 
 SUITE = "bookworm"
@@ -148,7 +147,7 @@ def build(a: arch_mod.Arch, pg_major: int = PG_MAJOR, mirror: str | None = None)
             "suite": SUITE,
             "packages": packages(pg_major),
             "command": command,
-            "created": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+            "created": clock.utc_now(),
         },
     )
     progress.step(f"root fs for {a.name} guests: {root}")

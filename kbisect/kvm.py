@@ -15,14 +15,13 @@ import json
 import os
 import platform
 import struct
-import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
 from kbisect import arch as arch_mod
-from kbisect import atomic, paths, proc, progress
+from kbisect import atomic, clock, paths, proc, progress
 from kbisect.exceptions import CommandTimeout, UserError
 
 MARKER = "KBISECT-KVM-PROBE-OK"
@@ -161,7 +160,7 @@ def _unknown(reason: str, method: str, control_ok: bool) -> KvmStatus:
     return KvmStatus(False, reason, method, decided=False, control_ok=control_ok)
 
 
-def probe(arch: str = "x86_64", image: Path | None = None) -> KvmStatus:
+def probe(arch: str, image: Path | None = None) -> KvmStatus:
     """Boot under KVM and decide; `image` (or the newest build) settles a passing stage 1."""
     a = arch_mod.get(arch)
     if not a.is_native():
@@ -245,7 +244,7 @@ def lookup(
     return KvmStatus(**max(pick, key=lambda e: str(e["checked"]))["status"])
 
 
-def status(arch: str = "x86_64", image: Path | None = None, recheck: bool = False) -> KvmStatus:
+def status(arch: str, image: Path | None = None, recheck: bool = False) -> KvmStatus:
     """The cached answer for this host (probing when there is none, or with recheck)."""
     a = arch_mod.get(arch)
     if not a.is_native() or not KVM_DEVICE.exists():
@@ -258,7 +257,7 @@ def status(arch: str = "x86_64", image: Path | None = None, recheck: bool = Fals
         return hit
     st = probe(arch, image)
     key = {**host, "method": st.method, "image_sha256": sha if st.method == "kernel" else None}
-    checked = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    checked = clock.utc_now()
     entries = [e for e in entries if e["key"] != key][-19:]
     entries.append({"key": key, "status": asdict(st), "checked": checked})
     atomic.write_json(paths.cache_dir() / "kvm.json", {"version": 1, "entries": entries})
@@ -273,6 +272,6 @@ def forced() -> str | None:
     return value or None
 
 
-def accel(arch: str = "x86_64") -> str:
+def accel(arch: str) -> str:
     """'kvm' or 'tcg' for vng: KBISECT_ACCEL wins, else the cached (or probed) answer."""
     return forced() or ("kvm" if status(arch).usable else "tcg")

@@ -11,6 +11,8 @@
 from __future__ import annotations
 
 import argparse
+import math
+from collections.abc import Callable
 
 from kbisect import targets
 from kbisect.targets import Target
@@ -76,3 +78,47 @@ def add_where(p: argparse.ArgumentParser | argparse._ArgumentGroup) -> None:
 def target(args: argparse.Namespace) -> Target:
     """The target the options name, its arch resolved once."""
     return targets.get(args.target, args.arch)
+
+
+# --- argparse types: a bad value is one line and exit 2, before any work ---------------
+
+
+def count(minimum: int, maximum: int = 10_000) -> Callable[[str], int]:
+    """An integer option within [minimum, maximum]."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+        if not minimum <= value <= maximum:
+            raise argparse.ArgumentTypeError(f"{value} is not in {minimum}..{maximum}")
+        return value
+
+    return parse
+
+
+def fraction(text: str) -> float:
+    """A finite number in [0, 1): a relative effect such as 0.02 (2%)."""
+    value = _finite(text)
+    if not 0 <= value < 1:
+        raise argparse.ArgumentTypeError(f"{text} is not in [0, 1) (0.02 means 2%)")
+    return value
+
+
+def positive(text: str) -> float:
+    """A finite number above zero (a tps figure, seconds)."""
+    value = _finite(text)
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"{text} must be above 0")
+    return value
+
+
+def _finite(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f"{text} is not a finite number")
+    return value

@@ -178,8 +178,13 @@ def tps_along_path(
         else:  # no sample (skipped, failed to build or boot): a mark on the axis
             ax.scatter([x], [0.0], marker="x", s=60, color=colour, zorder=4, clip_on=False)
     if threshold is not None:
-        ax.axhline(threshold, color=OTHER_COLOUR, linestyle=":", linewidth=1.2,
-                   label=f"threshold {threshold:,.1f}")  # fmt: skip
+        ax.axhline(
+            threshold,
+            color=OTHER_COLOUR,
+            linestyle=":",
+            linewidth=1.2,
+            label=f"threshold {threshold:,.1f}",
+        )
     ax.set_xticks(range(len(points)))
     ax.set_xticklabels([p[0] for p in points], rotation=30, ha="right", fontsize=8)
     ax.set_ylabel("tps")

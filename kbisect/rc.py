@@ -16,12 +16,11 @@ import json
 import os
 import re
 import sys
-import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from kbisect import atomic, git, paths
+from kbisect import atomic, clock, git, paths
 from kbisect.exceptions import UserError
 
 HISTORY_FILE = "history.json"
@@ -263,7 +262,7 @@ def _record(args: argparse.Namespace) -> int:
         "result_dir": str(args.result.resolve()),
         "scenario_hash": scen_hash,
         "tps_mean": round(tps, 3),
-        "recorded": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "recorded": clock.utc_now(),
     }
     path = save_history(directory, add_entry(load_history(directory), entry))
     print(f"recorded {args.tag} ({tps:.1f} tps) in {path}")

@@ -15,9 +15,22 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from kbisect import atomic, fingerprint, fiodiff, plots, progress, results, stats
+from kbisect import (
+    atomic,
+    fingerprint,
+    fiodiff,
+    options,
+    plots,
+    progress,
+    results,
+    stats,
+    textreport,
+)
 from kbisect.bisect import report as bisect_report
+from kbisect.compare import schedule
+from kbisect.compare import summary as compare_summary
 from kbisect.exceptions import EXIT_OK, UserError
+from kbisect.study import report as study_report
 
 REPORT = "report.md"
 SIDES = ("A", "B")
@@ -26,6 +39,12 @@ TCG_NOTE = (
     "**TCG:** these boots ran under QEMU's software emulation (no KVM). Timings are "
     "emulated, so compare only ratios between sides measured the same way, never "
     "absolute tps."
+)
+
+
+PARTIAL_NOTE = (
+    "the figures below are from the boots taken so far (`kbisect compare --resume RUN_DIR` "
+    "takes the rest)"
 )
 
 
@@ -51,7 +70,8 @@ class Run:
         return str(self.summary["sides"][side].get("label") or side)
 
     def accels(self, side: str) -> set[str]:
-        return {str(s.get("accel")) for s in self.side(side)}
+        """Where a side ran: the target and its accelerator, e.g. `vng/tcg`."""
+        return {_where(s["target"]) for s in self.side(side)}
 
 
 def load(run_dir: Path) -> dict[str, Any]:
@@ -63,6 +83,10 @@ def load(run_dir: Path) -> dict[str, Any]:
     path = run_dir / results.SUMMARY
     if not run_dir.is_dir():
         raise NotAReport(f"{run_dir}: no such directory")
+    if not path.is_file() and (run_dir / schedule.PLAN).is_file():
+        return compare_summary.partial(run_dir)  # an interrupted compare: marked partial
+    if not path.is_file() and (run_dir / study_report.DEFINITION).is_file():
+        return {"kind": "study"}  # a study in progress: rendered from what it has
     if not path.is_file():
         raise NotAReport(f"{run_dir}: no summary.json (not a finished compare or bisect run)")
     try:
@@ -81,6 +105,11 @@ def load(run_dir: Path) -> dict[str, Any]:
     return summary
 
 
+def _where(target: Mapping[str, Any]) -> str:
+    accel = target.get("accel")
+    return f"{target['name']}/{accel}" if accel else str(target["name"])
+
+
 def ok_tps(samples: Sequence[Mapping[str, Any]]) -> list[float]:
     """The tps of the boots that count: status "ok" only."""
     return [float(s["tps"]) for s in samples if s.get("status") == "ok" and s.get("tps")]
@@ -92,6 +121,13 @@ def load_run(run_dir: Path, summary: Mapping[str, Any], min_effect: float | None
         samples = results.load_samples(run_dir)
     except results.InvalidResult as exc:
         raise NotAReport(str(exc)) from exc
+    listed = [f for side in summary["sides"].values() for f in side.get("samples") or []]
+    if listed and not samples:
+        raise NotAReport(
+            f"{run_dir}: summary.json lists {len(listed)} sample files and none is here: "
+            "a report is re-rendered from its samples; re-run the command at the top of "
+            "its report.md to get them"
+        )
     effect = float(summary.get("min_effect", 0.02)) if min_effect is None else min_effect
     confidence = float(summary.get("confidence", 0.95))
     a, b = (ok_tps([s for s in samples if s.get("label") == x]) for x in SIDES)
@@ -106,8 +142,10 @@ def verdict_line(v: stats.Verdict) -> str:
     """`B/A = 0.512x [0.471, 0.556] (95% CI, ...): regression`."""
     r = v.ratio
     method = METHODS.get(r.method, r.method)
-    return (f"B/A = {r.ratio:.3f}x [{r.low:.3f}, {r.high:.3f}] "
-            f"({r.confidence * 100:g}% CI, {method}): {v.kind}")  # fmt: skip
+    return (
+        f"B/A = {r.ratio:.3f}x [{r.low:.3f}, {r.high:.3f}] "
+        f"({r.confidence * 100:g}% CI, {method}): {v.kind}"
+    )
 
 
 def _cell(text: object) -> str:
@@ -123,14 +161,19 @@ def _kernel(k: Mapping[str, Any]) -> str:
 
 def _sentence(run: Run) -> str:
     v = run.verdict
-    return (f"{run.summary['scenario']['name']}: B ({run.name('B')}) vs A ({run.name('A')}), "
-            f"{verdict_line(v)} ({v.a.n} + {v.b.n} boots; changes under "
-            f"{run.min_effect * 100:g}% are not called).")  # fmt: skip
+    return (
+        f"{run.summary['scenario']['name']}: B ({run.name('B')}) vs A ({run.name('A')}), "
+        f"{verdict_line(v)} ({v.a.n} + {v.b.n} boots; changes under "
+        f"{run.min_effect * 100:g}% are not called)."
+    )
 
 
 def _side_table(run: Run) -> list[str]:
-    out = ["| side | label | kernel | append | boots ok / failed | mean tps | median | stdev "
-           "| CV | min | max |", "|---|---|---|---|---|---:|---:|---:|---:|---:|---:|"]  # fmt: skip
+    out = [
+        "| side | label | kernel | append | boots ok / failed | mean tps | median | stdev "
+        "| CV | min | max |",
+        "|---|---|---|---|---|---:|---:|---:|---:|---:|---:|",
+    ]
     for side, s in zip(SIDES, (run.verdict.a, run.verdict.b), strict=True):
         info, boots = run.summary["sides"][side], run.side(side)
         ok = len(ok_tps(boots))
@@ -138,7 +181,8 @@ def _side_table(run: Run) -> list[str]:
             f"| {side} | {_cell(run.name(side))} | {_cell(_kernel(info.get('kernel') or {}))} "
             f"| `{_cell(info.get('append') or '')}` | {ok} / {len(boots) - ok} | {s.mean:,.1f} "
             f"| {s.median:,.1f} | {s.stdev:,.1f} | {s.cv * 100:.1f}% | {s.min:,.1f} "
-            f"| {s.max:,.1f} |")  # fmt: skip
+            f"| {s.max:,.1f} |"
+        )
     return out
 
 
@@ -148,22 +192,31 @@ def _warnings(run: Run) -> list[str]:
         boots = run.side(side)
         failed = len(boots) - len(ok_tps(boots))
         if failed:
-            out.append(f"side {side}: {failed} failed boot(s), listed below and kept out "
-                       "of the statistics")  # fmt: skip
+            out.append(
+                f"side {side}: {failed} failed boot(s), listed below and kept out of the statistics"
+            )
         recorded = int((run.summary.get("failed") or {}).get(side, failed))
         if recorded != failed:
-            out.append(f"side {side}: summary.json counts {recorded} failed boot(s) but "
-                       f"{failed} have a sample file")  # fmt: skip
+            out.append(
+                f"side {side}: summary.json counts {recorded} failed boot(s) but "
+                f"{failed} have a sample file"
+            )
     if run.accels("A") != run.accels("B"):
         seen = "; ".join(f"{s}: {', '.join(sorted(run.accels(s)))}" for s in SIDES)
-        out.append(f"the sides ran with different accelerators ({seen}): the ratio mixes "
-                   "emulation and hardware; rerun both sides on the same one")  # fmt: skip
+        out.append(
+            f"the sides ran on different targets or accelerators ({seen}): the ratio "
+            "mixes places; rerun both sides on the same one"
+        )
     out += fiodiff.warnings(_storage(run), {x: x for x in SIDES})
     stored = run.summary.get("verdict") or {}
     kind = stored.get("kind") or stored.get("result")
     new = run.verdict.kind
-    if kind and kind not in (new, new.replace(" ", "-")) and (kind, new) != (
-            "no-change", stats.NO_DIFFERENCE):  # fmt: skip
+    if (
+        not run.summary.get("partial")
+        and kind
+        and kind not in (new, new.replace(" ", "-"))
+        and (kind, new) != ("no-change", stats.NO_DIFFERENCE)
+    ):
         out.append(f"summary.json says '{kind}'; recomputed from the samples: '{new}'")
     return out
 
@@ -182,8 +235,10 @@ def _boot_table(samples: Sequence[Mapping[str, Any]]) -> list[str]:
         boot = (s.get("timings") or {}).get("boot_s")
         boot_s = f"{boot:.1f}" if isinstance(boot, int | float) else "—"
         status = "ok" if ok else f"**{s.get('status') or 'unknown'}**"
-        out.append(f"| {i} | {s.get('label')} | {tps} | {status} | {boot_s} "
-                   f"| {_cell(s.get('error') or '')} |")  # fmt: skip
+        out.append(
+            f"| {i} | {s.get('label')} | {tps} | {status} | {boot_s} "
+            f"| {_cell(s.get('error') or '')} |"
+        )
     return out
 
 
@@ -199,8 +254,11 @@ def _plots(run: Run) -> list[str]:
     except ImportError as exc:
         progress.warn(f"no plots ({exc}): install matplotlib (scripts/setup)")
         return [f"No plots: {exc}."]
-    return [f"![tps per boot]({plots.PER_BOOT})", "",
-            f"![tps per second of each run]({plots.SERIES})"]  # fmt: skip
+    return [
+        f"![tps per boot]({plots.PER_BOOT})",
+        "",
+        f"![tps per second of each run]({plots.SERIES})",
+    ]
 
 
 def markdown(run: Run, *, override: bool = False) -> str:
@@ -208,24 +266,65 @@ def markdown(run: Run, *, override: bool = False) -> str:
     v, scen, s = run.verdict, run.summary["scenario"], run.summary
     rows = fingerprint.diff({x: [b.get("fingerprint") or {} for b in run.side(x)] for x in SIDES})
     accels = sorted(run.accels("A") | run.accels("B"))
-    note = [f"(--min-effect {run.min_effect:g} given to `kbisect report`; the run used "
-            f"{s.get('min_effect')}.)", ""] if override else []  # fmt: skip
+    note = (
+        [
+            f"(--min-effect {run.min_effect:g} given to `kbisect report`; the run used "
+            f"{s.get('min_effect')}.)",
+            "",
+        ]
+        if override
+        else []
+    )
+    partial = (
+        [f"**PARTIAL:** this compare was interrupted; {PARTIAL_NOTE}", ""]
+        if s.get("partial")
+        else []
+    )
     lines = [
-        f"# {scen['name']}: {v.kind} (B/A = {v.ratio.ratio:.3f}x)", "",
-        "Reproduce:", "", "```sh", s.get("command") or "(not recorded)", "```", "",
-        _sentence(run), "", *note,
-        "## Sides", "", *_side_table(run), "",
-        "## Warnings", "", *([f"- {w}" for w in _warnings(run)] or ["None."]), "",
-        "## Fingerprints", "", *fingerprint.markdown(rows, {x: run.name(x) for x in SIDES}), "",
-        "## Storage", "", *fiodiff.markdown(_storage(run), {x: run.name(x) for x in SIDES}), "",
-        "## Boots, in run order", "",
-        "Failed boots are listed here and kept out of every statistic above.", "",
-        *_boot_table(run.samples), "",
-        "## Plots", "", *_plots(run), "",
-        "## Scenario", "",
-        f"`{scen['name']}`, hash `{scen.get('hash')}`; accelerator: {', '.join(accels)}.", "",
-        *([TCG_NOTE, ""] if "tcg" in accels else []),
-    ]  # fmt: skip
+        f"# {scen['name']}: {'PARTIAL, ' if partial else ''}{v.kind} (B/A = {v.ratio.ratio:.3f}x)",
+        "",
+        *partial,
+        "Reproduce:",
+        "",
+        "```sh",
+        s.get("command") or "(not recorded)",
+        "```",
+        "",
+        _sentence(run),
+        "",
+        *note,
+        "## Sides",
+        "",
+        *_side_table(run),
+        "",
+        "## Warnings",
+        "",
+        *([f"- {w}" for w in _warnings(run)] or ["None."]),
+        "",
+        "## Fingerprints",
+        "",
+        *fingerprint.markdown(rows, {x: run.name(x) for x in SIDES}),
+        "",
+        "## Storage",
+        "",
+        *fiodiff.markdown(_storage(run), {x: run.name(x) for x in SIDES}),
+        "",
+        "## Boots, in run order",
+        "",
+        "Failed boots are listed here and kept out of every statistic above.",
+        "",
+        *_boot_table(run.samples),
+        "",
+        "## Plots",
+        "",
+        *_plots(run),
+        "",
+        "## Scenario",
+        "",
+        f"`{scen['name']}`, hash `{scen.get('hash')}`; ran on: {', '.join(accels)}.",
+        "",
+        *([TCG_NOTE, ""] if any(a.endswith("/tcg") for a in accels) else []),
+    ]
     return "\n".join(lines)
 
 
@@ -243,19 +342,48 @@ def _compare(
     return path, verdict_line(run.verdict)
 
 
+def _text(run_dir: Path, summary: Mapping[str, Any], min_effect: float | None) -> str:
+    if summary["kind"] == "compare":
+        return textreport.compare_text(load_run(run_dir, summary, min_effect))
+    if summary["kind"] in ("bisect", "bisect-summary"):
+        return textreport.bisect_text(run_dir, summary)
+    if summary["kind"] == "study":
+        return study_report.text_of(run_dir)
+    raise NotAReport(f"{run_dir}: kind '{summary['kind']}' has no text report")
+
+
 def configure(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("results_dir", type=Path, metavar="RESULTS_DIR",
-                        help="a compare or bisect run directory (has summary.json)")  # fmt: skip
-    parser.add_argument("--min-effect", type=float,
-                        help="compare: smallest change called a regression/improvement "
-                        "(default: the run's)")  # fmt: skip
+    parser.add_argument(
+        "results_dir",
+        type=Path,
+        metavar="RESULTS_DIR",
+        help="a compare, bisect or study run directory",
+    )
+    parser.add_argument(
+        "--format",
+        choices=("markdown", "text"),
+        default="markdown",
+        help="markdown (report.md and plots) or text: a plain-text report "
+        "of at most 72 columns for a mailing list (report.txt, also printed)",
+    )
+    parser.add_argument(
+        "--min-effect",
+        type=options.fraction,
+        help="compare: smallest change called a regression/improvement (default: the run's)",
+    )
 
 
 def main(args: argparse.Namespace) -> int:
     """Print the report's path, then (compare) the verdict line."""
     summary = load(args.results_dir)
     kind = summary["kind"]
-    if kind == "compare":
+    if args.format == "text":
+        text = _text(args.results_dir, summary, args.min_effect)
+        atomic.write_text(args.results_dir / textreport.TEXT, text)
+        print(text, end="")
+    elif kind == "study":
+        print(study_report.write(args.results_dir))
+    elif kind == "compare":
         path, line = _compare(args.results_dir, summary, args.min_effect)
         print(path)
         print(line)

@@ -9,7 +9,6 @@ small validator for the subset of keywords they use (jsonschema is only a dev de
 
 from __future__ import annotations
 
-import datetime as dt
 import functools
 import json
 import os
@@ -20,7 +19,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from kbisect import atomic, paths
+from kbisect import atomic, clock, paths
 from kbisect.exceptions import InfraError, UserError
 
 SAMPLES = "samples"
@@ -41,6 +40,10 @@ class InvalidResult(InfraError):
     """A sample or summary does not match its schema."""
 
 
+class BadOutDir(UserError):
+    """--out cannot hold a new run."""
+
+
 class NoResults(UserError):
     """The results directory (or its summary) the user named does not exist."""
 
@@ -50,11 +53,6 @@ def schema(name: str) -> dict[str, Any]:
     text = resources.files("kbisect").joinpath("schema", f"{name}.json").read_text("utf-8")
     loaded: dict[str, Any] = json.loads(text)
     return loaded
-
-
-def utc_now() -> str:
-    """`2026-11-22T04:00:00Z`: the `created` field."""
-    return dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def _got(value: Any) -> str:
@@ -170,9 +168,28 @@ def validate(obj: Any, schema_name: str, where: str | None = None) -> None:
         raise InvalidResult(f"{where or schema_name}: not a valid {schema_name}: {problem}")
 
 
+def out_dir(given: Path | None, kind: str, name: str, *, fresh: bool = True) -> Path:
+    """--out if given (created; with `fresh`, it must not hold samples already), else a
+    new run dir."""
+    if given is None:
+        return new_run_dir(kind, name)
+    try:
+        (given / SAMPLES).mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise BadOutDir(f"--out {given}: cannot create it: {exc.strerror}") from None
+    if not os.access(given, os.W_OK):
+        raise BadOutDir(f"--out {given}: not writable")
+    if fresh and any((given / SAMPLES).glob("[0-9]*-*.json")):
+        raise BadOutDir(
+            f"--out {given}: already holds samples; use a new directory"
+            f"{' or --resume' if kind == 'compare' else ''}"
+        )
+    return given
+
+
 def new_run_dir(kind: str, name: str) -> Path:
     """A fresh `<UTC time>-<kind>-<name>/` (with `samples/`) under the results dir."""
-    stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%SZ")
+    stamp = clock.stamp()
     base = f"{stamp}-{_slug(kind)}-{_slug(name)}"
     for n in range(1, 1000):
         path = paths.results_dir() / (base if n == 1 else f"{base}-{n}")
@@ -234,9 +251,19 @@ def sample_paths(run_dir: Path) -> list[Path]:
     return sorted(found, key=lambda p: (int(p.name.split("-", 1)[0]), p.name))
 
 
+def upgrade(sample: dict[str, Any]) -> dict[str, Any]:
+    """A sample in today's shape: version 1 recorded only the accelerator of a vng boot."""
+    if sample.get("version") != 1:
+        return sample
+    arch = ((sample.get("kernel") or {}).get("manifest") or {}).get("arch")
+    where = {"kind": "vng", "name": "vng", "arch": arch, "accel": sample.get("accel")}
+    return {**sample, "target": sample.get("target", where)}
+
+
 def load_samples(run_dir: Path) -> list[dict[str, Any]]:
-    """Every sample of a run, in the order they were taken, each validated."""
-    return [_read(p, "sample") for p in sample_paths(run_dir)]
+    """Every sample of a run, in the order they were taken, each validated and in
+    today's shape (`upgrade`)."""
+    return [upgrade(_read(p, "sample")) for p in sample_paths(run_dir)]
 
 
 def write_summary(run_dir: Path, summary: dict[str, Any]) -> Path:

@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from kbisect import atomic, disturbance, paths, progress, results
+from kbisect import atomic, clock, disturbance, paths, progress, results
 from kbisect.exceptions import BenchmarkError, BootError, CommandTimeout
 from kbisect.scenario import Scenario
 from kbisect.targets.base import Job, Kernel, Target
@@ -159,7 +159,7 @@ def record(
     return {
         "version": VERSION,
         "kind": "sample",
-        "created": results.utc_now(),
+        "created": clock.utc_now(),
         "command": progress.reproduce_line(),
         "label": label,
         "scenario": {"name": job.scen.name, "hash": job.scen.hash, "settings": job.scen.data},

@@ -11,6 +11,7 @@ Example (shas[0] is the initial commit, shas[i] the commit made from commits[i -
 
 from __future__ import annotations
 
+import json
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
@@ -106,3 +107,41 @@ def read_fake_image(image: Path) -> FakeImage:
     if magic != "fake-kernel":
         raise ValueError(f"{image}: not a fake kernel image")
     return FakeImage(release, float(tps) if tps.strip() else None, config_sha256)
+
+
+def fake_target(folder: Path, name: str = "fake", **settings: Any) -> Path:
+    """Write a fake target's TOML (kbisect/targets/fake.py) into folder; return its path.
+    Its call log goes to folder/<name>-state/calls.jsonl (see `fake_calls`)."""
+    settings.setdefault("state", str(folder / f"{name}-state"))
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{name}.toml"
+    path.write_text('kind = "fake"\n' + "".join(f"{k} = {_toml(v)}\n" for k, v in settings.items()))
+    return path
+
+
+def _toml(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, str):
+        return json.dumps(value)
+    if isinstance(value, list):
+        return "[" + ", ".join(_toml(v) for v in value) + "]"
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{json.dumps(k)} = {_toml(v)}" for k, v in value.items()) + "}"
+    return repr(value)
+
+
+def fake_calls(target_file: Path) -> list[dict[str, Any]]:
+    """Every boot the fake target played, in order (commit, append, key, index, nth)."""
+    state = target_file.parent / f"{target_file.stem}-state" / "calls.jsonl"
+    if not state.exists():
+        return []
+    return [json.loads(line) for line in state.read_text().splitlines()]
+
+
+def fake_image(where: Path, tps: float | None = None) -> Path:
+    """A fake kernel image (tests/fakelinux/README) in where/bzImage."""
+    where.mkdir(parents=True, exist_ok=True)
+    line = "" if tps is None else str(tps)
+    (where / "bzImage").write_text(f"fake-kernel\n6.12.0-fake\n{line}\n0\n")
+    return where / "bzImage"

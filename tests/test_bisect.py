@@ -21,8 +21,8 @@ from kbisect.bisect import driver as bisect
 from kbisect.bisect import gitbisect as bisect_git
 from kbisect.bisect import state as bisect_state
 from kbisect.bisect import step as bisect_step
-from tests.fakes import git, make_fake_kernel_repo
-from tests.test_bisect_step import calls, fixed_dates, write_fake_measure, write_scenario
+from tests.fakes import fake_calls, git, make_fake_kernel_repo
+from tests.test_bisect_step import calls, fake, fixed_dates, write_scenario
 
 ROOT = Path(__file__).resolve().parent.parent
 FAST, SLOW = 1000, 750  # a 25% regression
@@ -31,10 +31,7 @@ FAST, SLOW = 1000, 750  # a 25% regression
 @pytest.fixture
 def env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, Path]:
     fixed_dates(monkeypatch)
-    monkeypatch.setenv("KBISECT_FAKE_MEASURE", str(write_fake_measure(tmp_path)))
-    monkeypatch.setenv("FAKE_LOG", str(tmp_path / "fake.log"))
-    monkeypatch.setenv("FAKE_CV", "0.05")
-    return {"scenario": write_scenario(tmp_path), "log": tmp_path / "fake.log",
+    return {"scenario": write_scenario(tmp_path), "log": fake(tmp_path, cv=0.05),
             "results": tmp_path / "results", "repo": tmp_path / "linux"}  # fmt: skip
 
 
@@ -57,7 +54,7 @@ def kbisect(*argv: str) -> int:
 
 def args(env: dict[str, Path], good: str, bad: str, *extra: str) -> list[str]:
     return ["--tree", str(env["repo"]), "--good", good, "--bad", bad,
-            "--scenario", str(env["scenario"]), *extra]  # fmt: skip
+            "--scenario", str(env["scenario"]), "--target", str(env["log"]), *extra]  # fmt: skip
 
 
 def run_dirs(results: Path) -> list[Path]:
@@ -72,9 +69,8 @@ def summary(results: Path) -> dict[str, Any]:
 
 @pytest.mark.parametrize("seed", [11, 12, 13])
 def test_finds_the_culprit_at_cv_10(env, monkeypatch, capsys, seed):
-    monkeypatch.setenv("FAKE_CV", "0.10")
-    monkeypatch.setenv("FAKE_SEED", str(seed))
-    monkeypatch.setenv("FAKE_REPO", str(env["repo"]))  # noise by subject, not by sha
+    # noise keyed by subject, not by sha: the shas change whenever tests/fakelinux does
+    fake(env["scenario"].parent, cv=0.10, seed=seed, noise_key="subject")
     rng = random.Random(seed)
     n = rng.randint(16, 32)
     culprit = rng.randint(2, n)
@@ -102,7 +98,7 @@ def test_finds_the_culprit_at_cv_10(env, monkeypatch, capsys, seed):
 
 def test_skipped_neighbours_give_a_range_and_are_never_blamed(env, monkeypatch, capsys):
     shas = history(env["repo"], 12, 7, broken=frozenset({6}))
-    monkeypatch.setenv("FAKE_BOOT_FAIL", shas[7])
+    fake(env["scenario"].parent, cv=0.05, boot_fail=[shas[7]])
     assert kbisect(*args(env, shas[1], shas[-1], "--recheck-samples", "4")) == 0
     out = capsys.readouterr().out
     assert "first bad commit: one of 3" in out
@@ -119,7 +115,7 @@ def test_skipped_neighbours_give_a_range_and_are_never_blamed(env, monkeypatch, 
 
 def test_skips_away_from_the_culprit_do_not_hide_it(env, monkeypatch):
     shas = history(env["repo"], 16, 11, broken=frozenset({4, 8, 14}))
-    monkeypatch.setenv("FAKE_BOOT_FAIL", f"{shas[6]},{shas[13]}")
+    fake(env["scenario"].parent, cv=0.05, boot_fail=[shas[6], shas[13]])
     assert kbisect(*args(env, shas[1], shas[-1], "--recheck-samples", "4")) == 0
     s = summary(env["results"])
     assert s["first_bad"]["commit"] == shas[11]
@@ -129,7 +125,7 @@ def test_skips_away_from_the_culprit_do_not_hide_it(env, monkeypatch):
 
 def test_second_pass_remeasures_unclear_neighbours(env, monkeypatch, capsys, tmp_path):
     """Commit 4 sits exactly on the threshold (no noise): unclear in both passes."""
-    monkeypatch.setenv("FAKE_CV", "0")
+    fake(env["scenario"].parent, cv=0)
     specs = [{"subject": f"commit {i}", "tps": {4: 900, 5: SLOW}.get(i, FAST if i < 5 else SLOW)}
              for i in range(1, 9)]  # fmt: skip
     shas = make_fake_kernel_repo(env["repo"], specs)
@@ -145,7 +141,9 @@ def test_second_pass_remeasures_unclear_neighbours(env, monkeypatch, capsys, tmp
 
 
 def one_error_line(err: str) -> str:
-    errors = [line for line in err.splitlines() if line.startswith("kbisect: ")]
+    errors = [
+        line for line in err.splitlines() if line.startswith(("kbisect: ", "kbisect bisect: error"))
+    ]
     assert len(errors) == 1, err
     return errors[0]
 
@@ -231,12 +229,12 @@ def test_resume_after_a_kill_gives_the_same_answer(env, monkeypatch, tmp_path):
     monkeypatch.setenv("KBISECT_RESULTS", str(reference))
     assert kbisect(*argv) == 0
     expected = summary(reference)
-    env["log"].unlink()
+    (tmp_path / "fake-state" / "calls.jsonl").unlink()
 
     monkeypatch.setenv("KBISECT_RESULTS", str(env["results"]))
     pid_file = tmp_path / "driver.pid"
-    monkeypatch.setenv("FAKE_KILL_PID_FILE", str(pid_file))
-    monkeypatch.setenv("FAKE_KILL_AT", "10")  # after the endpoints, inside git bisect run
+    # the 10th boot (after the endpoints, inside git bisect run) kills the driver and git
+    fake(tmp_path, cv=0.05, kill_at=10, kill_pid_file=str(pid_file))
     driver = subprocess.Popen(
         [sys.executable, "-m", "kbisect", "bisect", *argv],
         cwd=ROOT, env=os.environ.copy(), start_new_session=True,
@@ -248,29 +246,45 @@ def test_resume_after_a_kill_gives_the_same_answer(env, monkeypatch, tmp_path):
     state = bisect_state.load(run)
     assert state["phase"] == "bisecting" and "git bisect start" in state["bisect_log"]
 
-    monkeypatch.delenv("FAKE_KILL_AT")
+    fake(tmp_path, cv=0.05)
     assert kbisect("--resume") == 0
     got = summary(env["results"])
     assert got["first_bad"] == expected["first_bad"] == {"commit": shas[8], "subject": "commit 8"}
     assert got["bisect_log"] == expected["bisect_log"]
-    seen = calls(env["log"])
-    assert len(seen) == len(set(seen)) + 1  # only the killed sample was drawn again
+    stored = list(env["results"].glob("bisect-store/*/*/samples/*.json"))
+    stored += list(run.glob("recheck/*/samples/*.json"))
+    assert len(fake_calls(env["log"])) == len(stored) + 1  # only the killed boot was redone
     assert bisect_state.load(run)["phase"] == "done"
     assert kbisect("--resume", str(run)) == 2  # finished runs are not resumed
 
 
 def test_reproduce_line_parses_back():
     opts = bisect_state.Options("/t", "v1", "v2", "smoke", 812.5, False, "preempt=full", 3,
-                                10, 8, ("preempt-none",), "arm64")  # fmt: skip
+                                10, 8, ("preempt-none",), "arm64", "vng",
+                                ("pgbench.clients=4", "guest.vcpus=1"), "defconfig")  # fmt: skip
     ns = cli.build_parser().parse_args(opts.argv())
     assert bisect.options_from_args(ns) == opts
 
 
 def test_step_args_pass_every_option_to_the_step():
     opts = bisect_state.Options(
-        None, "g", "b", "smoke", None, False, "a b", 4, 9, 8, ("x",), "arm64"
+        None,
+        "g",
+        "b",
+        "smoke",
+        None,
+        False,
+        "a b",
+        4,
+        9,
+        8,
+        ("x",),
+        "arm64",
+        "/t/m.toml",
+        ("pgbench.clients=4",),
+        "allnoconfig",
     )
-    step_args = bisect_git.step_args(opts, 812.25, Path("/s"), 18)
+    step_args = opts.step_argv(812.25, Path("/s"), 18)
     cmd = bisect_git.run_command(Path("/wt"), Path("/k/bisect/run"), step_args)
     assert cmd[:6] == ["git", "-C", "/wt", "bisect", "run", "/k/bisect/run"]
     assert step_args[step_args.index("--threshold") + 1] == "812.25"
@@ -280,6 +294,8 @@ def test_step_args_pass_every_option_to_the_step():
     assert step_args[step_args.index("--runs-min") + 1] == "4"
     ns = bisect_step_parser().parse_args(step_args)
     assert (ns.threshold, ns.append, ns.config, ns.arch) == (812.25, "a b", ["x"], "arm64")
+    assert ns.target == "/t/m.toml" and ns.set == ["pgbench.clients=4"]
+    assert ns.base_config == "allnoconfig"
 
 
 def bisect_step_parser() -> argparse.ArgumentParser:
@@ -329,3 +345,34 @@ def test_parse_log():
     assert ranged.first_bad is None and ranged.candidates == ["ffff", "eeee"]
     unfinished = bisect_state.parse_log(LOG_FOUND.rsplit("#", 1)[0])
     assert not unfinished.finished
+
+
+@pytest.mark.parametrize(
+    ("extra", "words"),
+    [
+        (["--arch", "sparc"], "unknown arch 'sparc'"),
+        (["--config", "nosuch"], "nosuch"),
+        (["--threshold", "inf"], "--threshold: inf is not a finite number"),
+        (["--recheck-samples", "2"], "--recheck-samples: 2 is not in 3..1000"),
+        (["--target", "nowhere"], "unknown target 'nowhere'"),
+    ],
+)
+def test_bad_options_leave_no_run_to_resume(env, capsys, extra, words):
+    shas = history(env["repo"], 4, 3)
+    assert kbisect(*args(env, shas[1], shas[-1]), *extra) == 2
+    assert words in one_error_line(capsys.readouterr().err)
+    assert run_dirs(env["results"]) == [] and calls(env["log"]) == []
+
+
+def test_a_truncated_state_is_one_line_and_does_not_break_bare_resume(env, capsys):
+    broken = env["results"] / "20260101T000000Z-bisect-x"
+    broken.mkdir(parents=True)
+    (broken / "state.json").write_text('{"version": 1, "kind": "bisect-sta')
+    assert kbisect("--resume", str(broken)) == 2
+    assert "unreadable" in one_error_line(capsys.readouterr().err)
+    (broken / "state.json").write_text('{"version": 1, "kind": "bisect-state"}')
+    assert kbisect("--resume", str(broken)) == 2
+    assert "incomplete (no options" in one_error_line(capsys.readouterr().err)
+    assert kbisect("--resume") == 2  # skipped with a warning, then: nothing to resume
+    err = capsys.readouterr().err
+    assert f"skipping {broken}" in err and "no unfinished bisect run" in err

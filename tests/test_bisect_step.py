@@ -1,7 +1,7 @@
 """bisect-step and bisect/run: git's exit codes, the sample store, the fake measurement.
 
-Real git, real make on the fake tree (tests/fakelinux); only the boot is replaced, by a
-small script named in $KBISECT_FAKE_MEASURE that reads the scripted tps from the image.
+Real git, real make on the fake tree (tests/fakelinux); only the boot is replaced, by the
+fake target (kbisect/targets/fake.py), which reads the scripted tps from the image.
 """
 
 from __future__ import annotations
@@ -9,14 +9,16 @@ from __future__ import annotations
 import json
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from kbisect import paths, progress, sequential
+from kbisect import paths, progress, sample, scenario, sequential, targets
 from kbisect.bisect import samples as bisect_samples
 from kbisect.bisect import step as bisect_step
 from kbisect.exceptions import BootError
-from tests.fakes import git, make_fake_kernel_repo
+from kbisect.targets import Kernel
+from tests.fakes import fake_calls, fake_target, git, make_fake_kernel_repo
 
 ROOT = Path(__file__).resolve().parent.parent
 RUN = ROOT / "bisect" / "run"
@@ -44,32 +46,6 @@ memory_mb = 512
 pgdata_size_mb = 128
 """
 
-# A boot replaced by: the tps line of the fake image times (1 + FAKE_CV·N(0,1)), the
-# noise seeded by FAKE_SEED, the commit and the sample index (awk's srand: deterministic;
-# mawk clamps seeds above 2^31, hence the modulo). With FAKE_REPO the commit counts by
-# its subject: the shas change whenever tests/fakelinux does, the subjects do not.
-# FAKE_LOG: append "<commit> <index>" per call.  FAKE_BOOT_FAIL: commits that exit 5.
-# FAKE_KILL_AT=N with FAKE_KILL_PID_FILE: at the Nth call, SIGKILL the process group of
-# its parent (git bisect run and the step) and the driver's (pid in the file).
-FAKE_MEASURE = """#!/bin/sh
-image=$1 commit=$2 index=$3
-if [ -n "$FAKE_LOG" ]; then
-    echo "$commit $index" >> "$FAKE_LOG"
-    if [ -n "$FAKE_KILL_AT" ] && [ "$(wc -l < "$FAKE_LOG")" -eq "$FAKE_KILL_AT" ]; then
-        kill -9 "-$(cut -d' ' -f5 "/proc/$PPID/stat")" "-$(cat "$FAKE_KILL_PID_FILE")"
-        exit 1
-    fi
-fi
-case ",$FAKE_BOOT_FAIL," in *",$commit,"*) exit 5 ;; esac
-key=$commit
-[ -n "$FAKE_REPO" ] && key=$(git -C "$FAKE_REPO" log -1 --format=%s "$commit")
-seed=$(printf '%s-%s-%s' "$FAKE_SEED" "$key" "$index" | cksum | cut -d' ' -f1)
-awk -v seed="$((seed % 2147483647))" -v cv="${FAKE_CV:-0.1}" 'NR == 3 {
-    srand(seed); u = rand(); v = rand(); if (u < 1e-12) u = 1e-12
-    printf "%.3f\\n", $0 * (1 + cv * sqrt(-2 * log(u)) * cos(6.283185307179586 * v)); exit
-}' "$image"
-"""
-
 
 def write_scenario(folder: Path) -> Path:
     path = folder / "fakebench.toml"
@@ -77,11 +53,10 @@ def write_scenario(folder: Path) -> Path:
     return path
 
 
-def write_fake_measure(folder: Path) -> Path:
-    path = folder / "fake-measure"
-    path.write_text(FAKE_MEASURE)
-    path.chmod(0o755)
-    return path
+def fake(folder: Path, **settings: Any) -> Path:
+    """The fake target these tests boot (kbisect/targets/fake.py): the tps figure of the
+    fake image, with 2% noise unless said; its TOML sits next to the scenario."""
+    return fake_target(folder, **{"cv": 0.02, **settings})
 
 
 def fixed_dates(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -90,21 +65,16 @@ def fixed_dates(monkeypatch: pytest.MonkeyPatch) -> None:
         monkeypatch.setenv(var, "2025-01-01T00:00:00+0000")
 
 
-def calls(log: Path) -> list[tuple[str, int]]:
-    if not log.exists():
-        return []
-    return [(c, int(i)) for c, i in (line.split() for line in log.read_text().splitlines())]
+def calls(target: Path) -> list[tuple[str, int]]:
+    """(commit, how many boots of that commit came before) for every boot, in order."""
+    return [(c["commit"], c["nth"]) for c in fake_calls(target)]
 
 
 @pytest.fixture
 def env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, Path]:
     fixed_dates(monkeypatch)
-    fake = write_fake_measure(tmp_path)
-    monkeypatch.setenv("KBISECT_FAKE_MEASURE", str(fake))
-    monkeypatch.setenv("FAKE_LOG", str(tmp_path / "fake.log"))
-    monkeypatch.setenv("FAKE_CV", "0.02")
     monkeypatch.setenv("KBISECT_BISECT_STORE", str(tmp_path / "store"))
-    return {"scenario": write_scenario(tmp_path), "log": tmp_path / "fake.log",
+    return {"scenario": write_scenario(tmp_path), "log": fake(tmp_path),
             "store": tmp_path / "store"}  # fmt: skip
 
 
@@ -117,11 +87,15 @@ def repo(tmp_path: Path, env: dict[str, Path], monkeypatch: pytest.MonkeyPatch) 
         {"subject": "broken", "broken": True},
     ])  # fmt: skip
     monkeypatch.chdir(tmp_path / "linux")
+    git(tmp_path / "linux", "bisect", "start")  # bisect/run refuses to run outside one
     return shas
 
 
 def step(scenario: Path, *extra: str, threshold: str = "800") -> int:
-    return bisect_step.entry(["--scenario", str(scenario), "--threshold", threshold, *extra])
+    """One step on the fake target whose TOML is next to the scenario."""
+    target = scenario.parent / "fake.toml"
+    return bisect_step.entry(["--scenario", str(scenario), "--threshold", threshold,
+                              "--target", str(target), *extra])  # fmt: skip
 
 
 def at(rev: str) -> None:
@@ -162,17 +136,17 @@ def test_build_failure_is_a_skip_not_bad(repo, env):
 
 
 def test_boot_failure_is_a_skip_and_is_not_retried(repo, env, monkeypatch):
-    monkeypatch.setenv("FAKE_BOOT_FAIL", repo[2])
+    fake(env["scenario"].parent, boot_fail=[repo[2]])
     at(repo[2])
-    assert step(env["scenario"]) == bisect_step.SKIP
-    assert step(env["scenario"]) == bisect_step.SKIP
-    assert calls(env["log"]) == [(repo[2], 0)]
+    assert step(env["scenario"]) == bisect_step.SKIP  # the boot failed, and its one retry
+    assert step(env["scenario"]) == bisect_step.SKIP  # the stored failure is not retried
+    assert calls(env["log"]) == [(repo[2], 0), (repo[2], 1)]
     tps, failures = bisect_samples.stored(env["store"] / repo[2])
     assert tps == [] and "boot" in failures[0]
 
 
 def test_unclear_after_runs_max_is_a_skip(repo, env, monkeypatch):
-    monkeypatch.setenv("FAKE_CV", "0")  # every sample exactly on the threshold
+    fake(env["scenario"].parent, cv=0)  # every sample exactly on the threshold
     at(repo[1])
     assert step(env["scenario"], "--runs-max", "6", threshold="1000") == bisect_step.SKIP
     assert len(calls(env["log"])) == 6
@@ -181,10 +155,10 @@ def test_unclear_after_runs_max_is_a_skip(repo, env, monkeypatch):
     assert "contains threshold 1000.0 after 6" in record["reason"]
 
 
-def test_missing_tool_aborts(repo, env, monkeypatch, tmp_path):
-    monkeypatch.setenv("KBISECT_FAKE_MEASURE", str(tmp_path / "no-such-qemu"))
+def test_a_missing_target_aborts(repo, env, tmp_path):
     at(repo[1])
-    assert step(env["scenario"]) == bisect_step.ABORT
+    assert step(env["scenario"], "--target", str(tmp_path / "no-such.toml")) == bisect_step.ABORT
+    assert calls(env["log"]) == []
 
 
 def test_bad_setup_aborts(repo, env, tmp_path, monkeypatch, capsys):
@@ -205,6 +179,23 @@ def test_a_bug_aborts_rather_than_blames(repo, env, monkeypatch):
     monkeypatch.setattr(bisect_step, "judge", boom)
     at(repo[2])
     assert step(env["scenario"]) == bisect_step.ABORT
+
+
+def test_outside_a_bisect_bisect_run_aborts_without_measuring(repo, env, capsys):
+    git(Path.cwd(), "bisect", "reset")
+    at(repo[1])
+    assert step(env["scenario"]) == bisect_step.ABORT
+    assert "no `git bisect` in progress" in capsys.readouterr().err
+    assert calls(env["log"]) == []
+
+
+@pytest.mark.parametrize("extra", [("--threshold", "inf"), ("--threshold", "nan"),
+                                   ("--runs-max", "-1"), ("--runs-min", "1")])  # fmt: skip
+def test_bad_numbers_abort_without_measuring(repo, env, extra):
+    at(repo[1])
+    argv = ["--scenario", str(env["scenario"]), "--threshold", "800", "--target", str(env["log"])]
+    assert bisect_step.entry([*argv, *extra]) == bisect_step.ABORT
+    assert calls(env["log"]) == []
 
 
 def test_dead_driver_aborts(repo, env, monkeypatch):
@@ -257,7 +248,7 @@ def test_bisect_run_script_under_git(repo, env):
     git(top, "bisect", "start", repo[2], repo[1])
     result = subprocess.run(
         ["git", "bisect", "run", str(RUN), "--scenario", str(env["scenario"]),
-         "--threshold", "800"],
+         "--threshold", "800", "--target", str(env["log"])],
         cwd=top, capture_output=True, text=True, check=False,
     )  # fmt: skip
     assert result.returncode == 0, result.stdout + result.stderr
@@ -269,37 +260,38 @@ def test_bisect_run_script_under_git(repo, env):
     assert "bisect-step:" in bad_usage.stderr
 
 
-class FlakyMeasure:
-    """Stands in for kbisect.measure: its boots fail `fails` times, then give 900 tps."""
+class FlakyBoots:
+    """Stands in for sample.take: its boots fail `fails` times, then give 900 tps."""
 
     def __init__(self, fails: int) -> None:
         self.fails = fails
         self.calls = 0
 
-    def sample(self, *args: object, **kwargs: object) -> dict[str, object]:
+    def __call__(self, *args: object, **kwargs: object) -> dict[str, object]:
         self.calls += 1
         if self.calls <= self.fails:
             raise BootError("Oops: int3")
         return {"tps": 900.0}
 
 
-def _target(tmp_path: Path) -> tuple[bisect_samples.Context, bisect_samples.Target]:
-    from kbisect import scenario
+def _revision(tmp_path: Path) -> tuple[bisect_samples.Context, bisect_samples.Revision]:
+    ctx = bisect_samples.Context(scenario.load("smoke"), "", targets.get("fake"))
+    kernel = Kernel(tmp_path / "img")
+    return ctx, bisect_samples.Revision("c0ffee", kernel, tmp_path / "out")
 
-    ctx = bisect_samples.Context(scenario.load("smoke"), "", "x86_64")
-    return ctx, bisect_samples.Target("c0ffee", tmp_path / "img", None, tmp_path / "out")
 
-
-def test_a_one_off_boot_failure_is_retried_once(tmp_path):
-    ctx, target = _target(tmp_path)
-    flaky = FlakyMeasure(fails=1)
-    assert bisect_samples._boot_with_retry(flaky, ctx, target) == {"tps": 900.0}
+def test_a_one_off_boot_failure_is_retried_once(tmp_path, monkeypatch):
+    ctx, rev = _revision(tmp_path)
+    flaky = FlakyBoots(fails=1)
+    monkeypatch.setattr(sample, "take", flaky)
+    assert bisect_samples.draw(ctx, rev) == 900.0
     assert flaky.calls == 2
 
 
-def test_a_boot_that_fails_twice_is_a_boot_failure(tmp_path):
-    ctx, target = _target(tmp_path)
-    flaky = FlakyMeasure(fails=2)
+def test_a_boot_that_fails_twice_is_a_boot_failure(tmp_path, monkeypatch):
+    ctx, rev = _revision(tmp_path)
+    flaky = FlakyBoots(fails=2)
+    monkeypatch.setattr(sample, "take", flaky)
     with pytest.raises(BootError):
-        bisect_samples._boot_with_retry(flaky, ctx, target)
+        bisect_samples.draw(ctx, rev)
     assert flaky.calls == 2

@@ -69,8 +69,7 @@ def fake_command(monkeypatch: pytest.MonkeyPatch) -> Iterator[types.ModuleType]:
 
     module.configure = configure  # type: ignore[attr-defined]
     module.main = main  # type: ignore[attr-defined]
-    monkeypatch.setitem(sys.modules, module.__name__, module)
-    monkeypatch.setattr(cli, "COMMANDS", [("boom", module.__name__, "raise something")])
+    monkeypatch.setattr(cli, "COMMANDS", [("boom", module, "raise something")])
     previous = signal.getsignal(signal.SIGTERM)
     yield module
     signal.signal(signal.SIGTERM, previous)  # cli.main installs its own handler

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from kbisect import arch, cli, doctor, image, kvm, tree
+from kbisect import arch, checks, cli, doctor, image, kvm, tree
 from kbisect.exceptions import MissingTool
 
 GIB = 1 << 30
@@ -94,16 +94,16 @@ def x86_host(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("KBISECT_ACCEL", raising=False)
 
 
-def run(host: FakeHost, *argv: str) -> tuple[int, dict[str, doctor.Check]]:
+def run(host: FakeHost, *argv: str) -> tuple[int, dict[str, checks.Check]]:
     """doctor.main in JSON mode; the exit code and the checks by name."""
     arch_name = argv[argv.index("--arch") + 1] if "--arch" in argv else "x86_64"
-    args = argparse.Namespace(recheck="--recheck" in argv, json=True, arch=arch_name)
+    args = argparse.Namespace(recheck="--recheck" in argv, json=True, arch=arch_name, target=None)
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
         code = doctor.main(args, host)
     data = json.loads(out.getvalue())
-    assert data["summary"] == doctor.summary([doctor.Check(**c) for c in data["checks"]])
-    return code, {c["name"]: doctor.Check(**c) for c in data["checks"]}
+    assert data["summary"] == doctor.summary([checks.Check(**c) for c in data["checks"]])
+    return code, {c["name"]: checks.Check(**c) for c in data["checks"]}
 
 
 def test_healthy_host_is_all_ok(capsys: pytest.CaptureFixture[str]) -> None:
@@ -116,7 +116,7 @@ def test_healthy_host_is_all_ok(capsys: pytest.CaptureFixture[str]) -> None:
 def test_text_output_is_the_table_and_a_summary(capsys: pytest.CaptureFixture[str]) -> None:
     host = FakeHost()
     host.ncpus = 2
-    args = argparse.Namespace(recheck=False, json=False, arch="x86_64")
+    args = argparse.Namespace(recheck=False, json=False, arch="x86_64", target=None)
     assert doctor.main(args, host) == 0
     lines = capsys.readouterr().out.splitlines()
     assert lines[0].split() == ["OK", "python", "3.11.2"]
@@ -334,9 +334,9 @@ def test_old_python_fails() -> None:
 
 
 def test_table_is_aligned_with_fix_lines_only_for_problems() -> None:
-    rows = [doctor.Check("a", "OK", "fine", "never shown"),
-            doctor.Check("longer name", "WARN", "hmm", "do this"),
-            doctor.Check("b", "FAIL", "bad", "do that")]  # fmt: skip
+    rows = [checks.Check("a", "OK", "fine", "never shown"),
+            checks.Check("longer name", "WARN", "hmm", "do this"),
+            checks.Check("b", "FAIL", "bad", "do that")]  # fmt: skip
     lines = doctor.render(rows).splitlines()
     assert lines == [
         "OK    a            fine",
@@ -353,7 +353,7 @@ def test_table_is_aligned_with_fix_lines_only_for_problems() -> None:
 def test_json_output(capsys: pytest.CaptureFixture[str]) -> None:
     host = FakeHost()
     del host.tools["vng"]
-    args = argparse.Namespace(recheck=False, json=True, arch="x86_64")
+    args = argparse.Namespace(recheck=False, json=True, arch="x86_64", target=None)
     assert doctor.main(args, host) == 1
     data = json.loads(capsys.readouterr().out)
     assert (data["kind"], data["version"], data["ok"]) == ("doctor", 1, False)

@@ -17,7 +17,7 @@ import pytest
 
 from harness import fingerprint, guest, pgbench, postgres, proc, system, template
 from harness.proc import Account, HarnessError
-from kbisect import paths, results, scenario
+from kbisect import clock, paths, results, scenario
 from kbisect import proc as host_proc
 
 DATA = Path(__file__).parent / "data" / "pgbench"
@@ -333,7 +333,7 @@ def as_sample(result: dict[str, Any], s: scenario.Scenario) -> dict[str, Any]:
     """Wrap a guest result the way the host does, to check it fits the sample schema."""
     measured = [r["tps"] for r in result["runs"] if not r["warmup"]]
     return {
-        "version": 1, "kind": "sample", "created": results.utc_now(), "command": "kbisect run",
+        "version": 1, "kind": "sample", "created": clock.utc_now(), "command": "kbisect run",
         "label": "A", "scenario": {"name": s.name, "hash": s.hash, "settings": s.data},
         "kernel": {"image": "bzImage", "release": None, "commit": None, "config_hash": None,
                    "manifest": None},

@@ -10,9 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from kbisect import arch, cli, image, measure, paths, scenario
+from kbisect import arch, cli, image, paths, sample, scenario, targets
 from kbisect.exceptions import EXIT_USER, MissingTool, UserError
-from tests.test_measure import fake_image, use_fake_vng, vng_calls
+from kbisect.targets import Kernel
+from tests.test_target_vng import fake_image, use_fake_vng, vng_calls
 
 
 @pytest.fixture(autouse=True)
@@ -99,7 +100,8 @@ def test_foreign_guest_boots_the_root_fs_with_the_host_dirs_under_kbisect(
     a = arch.get("arm64")
     root = installed(a)
     kernel = fake_image(tmp_path / "k")
-    s = measure.sample(kernel, scenario.load("smoke"), out_dir=tmp_path / "run", arch="arm64")
+    target = targets.get("vng", "arm64")
+    s = sample.take(target, Kernel(kernel), scenario.load("smoke"), out_dir=tmp_path / "run")
     assert s["status"] == "ok" and s["tps"] > 0
     [call] = vng_calls(state)
     argv = call["argv"]

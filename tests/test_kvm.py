@@ -154,7 +154,7 @@ def test_no_device_decides_without_booting(
 ) -> None:
     fake = host({})
     monkeypatch.setattr(kvm, "KVM_DEVICE", Path("/nonexistent/kvm"))
-    st = kvm.probe()
+    st = kvm.probe("x86_64")
     assert (st.usable, st.method, st.decided) == (False, "no-device", True)
     assert fake.ran == []
 
@@ -169,7 +169,7 @@ def test_foreign_arch_is_always_tcg(host: Callable[..., FakeQemu]) -> None:
 
 def test_boot_sector_failing_under_kvm_is_decisive(host: Callable[..., FakeQemu]) -> None:
     fake = host({("bootsector", "tcg"): BS_OK, ("bootsector", "kvm"): (-6, MSR)})
-    st = kvm.probe()
+    st = kvm.probe("x86_64")
     assert fake.ran == [("bootsector", "tcg"), ("bootsector", "kvm")]
     assert (st.usable, st.decided, st.control_ok, st.method) == (False, True, True, "bootsector")
     assert st.reason == f"boot sector failed under KVM: {MSR} (killed by signal 6)"
@@ -177,7 +177,7 @@ def test_boot_sector_failing_under_kvm_is_decisive(host: Callable[..., FakeQemu]
 
 def test_broken_qemu_makes_the_probe_undecided(host: Callable[..., FakeQemu]) -> None:
     fake = host({("bootsector", "tcg"): (1, "qemu-system-x86_64: cannot open file")})
-    st = kvm.probe()
+    st = kvm.probe("x86_64")
     assert fake.ran == [("bootsector", "tcg")]
     assert (st.usable, st.decided, st.control_ok) == (False, False, False)
     assert "even under TCG" in st.reason
@@ -185,7 +185,7 @@ def test_broken_qemu_makes_the_probe_undecided(host: Callable[..., FakeQemu]) ->
 
 def test_passing_boot_sector_without_a_kernel_is_unknown(host: Callable[..., FakeQemu]) -> None:
     host({("bootsector", "tcg"): BS_OK, ("bootsector", "kvm"): BS_OK})
-    st = kvm.probe()
+    st = kvm.probe("x86_64")
     assert (st.usable, st.decided, st.reason) == (False, False, kvm.NO_KERNEL)
 
 
@@ -194,7 +194,7 @@ def test_newest_built_kernel_settles_it(host: Callable[..., FakeQemu]) -> None:
     new = built_image("new", age=0)
     fake = host({("bootsector", "tcg"): BS_OK, ("bootsector", "kvm"): BS_OK,
                  ("kernel", "kvm"): K_OK})  # fmt: skip
-    st = kvm.probe()
+    st = kvm.probe("x86_64")
     assert fake.ran[-1] == ("kernel", "kvm")
     assert fake.cmds[-1][fake.cmds[-1].index("-kernel") + 1] == str(new)
     assert (st.usable, st.method, st.decided) == (True, "kernel", True)
@@ -207,7 +207,7 @@ def test_kernel_hanging_under_kvm_but_booting_under_tcg(
     image = tmp_path / "bzImage"
     fake = host({("bootsector", "tcg"): BS_OK, ("bootsector", "kvm"): BS_OK,
                  ("kernel", "kvm"): "timeout", ("kernel", "tcg"): K_OK})  # fmt: skip
-    st = kvm.probe(image=image)
+    st = kvm.probe("x86_64", image=image)
     assert fake.ran[-2:] == [("kernel", "kvm"), ("kernel", "tcg")]
     assert (st.usable, st.decided, st.control_ok) == (False, True, True)
     assert st.reason == (
@@ -222,7 +222,7 @@ def test_kernel_failing_under_tcg_too_cannot_tell(
     oops = (0, "Linux version\nOops")
     host({("bootsector", "tcg"): BS_OK, ("bootsector", "kvm"): BS_OK,
           ("kernel", "kvm"): oops, ("kernel", "tcg"): oops})  # fmt: skip
-    st = kvm.probe(image=tmp_path / "bzImage")
+    st = kvm.probe("x86_64", image=tmp_path / "bzImage")
     assert (st.usable, st.decided, st.control_ok) == (False, False, False)
     assert st.reason.endswith("cannot tell")
 
@@ -254,26 +254,26 @@ def test_status_caches_a_decided_answer(
     counted: list[Path | None], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     image = built_image()
-    assert kvm.status().usable
-    assert kvm.status().usable
+    assert kvm.status("x86_64").usable
+    assert kvm.status("x86_64").usable
     assert counted == [image]
     entry = json.loads((paths.cache_dir() / "kvm.json").read_text())["entries"][0]
     assert entry["key"] == {"arch": "x86_64", "qemu": "7.2.22", "host": os.uname().release,
                             "method": "kernel", "image_sha256": kvm.sha256(image)}  # fmt: skip
     assert entry["checked"].endswith("Z")
-    kvm.status(recheck=True)
+    kvm.status("x86_64", recheck=True)
     assert len(counted) == 2
     monkeypatch.setattr(kvm, "qemu_version", lambda qemu: "8.0.0")  # another QEMU: re-probe
-    kvm.status()
+    kvm.status("x86_64")
     assert len(counted) == 3
 
 
 def test_unknown_answer_is_reprobed_once_a_kernel_exists(counted: list[Path | None]) -> None:
-    assert not kvm.status().decided
-    assert not kvm.status().decided
+    assert not kvm.status("x86_64").decided
+    assert not kvm.status("x86_64").decided
     assert counted == [None]
     image = built_image()
-    assert kvm.status().usable
+    assert kvm.status("x86_64").usable
     assert counted == [None, image]
 
 
@@ -295,7 +295,7 @@ def test_accel_override_wins_and_is_checked(
 def test_corrupt_cache_is_ignored(counted: list[Path | None]) -> None:
     (paths.cache_dir()).mkdir(parents=True)
     (paths.cache_dir() / "kvm.json").write_text("{not json")
-    assert not kvm.status().usable
+    assert not kvm.status("x86_64").usable
     assert counted == [None]
 
 

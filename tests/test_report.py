@@ -202,14 +202,14 @@ def test_tcg_note_only_under_tcg(tmp_path: Path, rendered: str) -> None:
     assert "TCG" not in rendered
     text = report.render_compare(make_run(tmp_path / "t", accel="tcg")).read_text()
     assert report.TCG_NOTE in text
-    assert "accelerator: tcg." in text
+    assert "ran on: vng/tcg." in text
 
 
 def test_mixed_accelerators_warned(tmp_path: Path) -> None:
     text = report.render_compare(make_run(tmp_path, accel_b="tcg")).read_text()
     warnings = text.split("## Warnings")[1].split("##")[0]
-    assert "different accelerators (A: kvm; B: tcg)" in warnings
-    assert "accelerator: kvm, tcg." in text and report.TCG_NOTE in text
+    assert "different targets or accelerators (A: vng/kvm; B: vng/tcg)" in warnings
+    assert "ran on: vng/kvm, vng/tcg." in text and report.TCG_NOTE in text
 
 
 def test_summary_without_side_b(run: Path, capsys: pytest.CaptureFixture[str]) -> None:

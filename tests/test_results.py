@@ -10,7 +10,7 @@ from typing import Any
 import jsonschema
 import pytest
 
-from kbisect import results
+from kbisect import clock, results
 from kbisect.exceptions import EXIT_INFRA, EXIT_USER
 from kbisect.results import InvalidResult, NoResults
 
@@ -114,7 +114,7 @@ BAD_SAMPLES = [
     ("fingerprint.preempt", KeyError, "$.fingerprint.preempt: is missing"),
     ("scenario.hash", "abc", "$.scenario.hash: must match"),
     ("accel", "hvf", '$.accel: must be one of "kvm", "tcg"'),
-    ("version", 2, "$.version: must be 1"),
+    ("version", 3, "$.version: must be one of 1, 2, got 3"),
     ("label", "A/B", "$.label: must match"),
     ("timings.boot_s", -1, "$.timings.boot_s: must be >= 0"),
 ]
@@ -244,4 +244,13 @@ def test_summary_roundtrip_and_validation(tmp_path):
 
 
 def test_utc_now_fits_the_created_field():
-    results.validate(sample() | {"created": results.utc_now()}, "sample")
+    results.validate(sample() | {"created": clock.utc_now()}, "sample")
+
+
+def test_version_2_samples_name_their_target_instead_of_accel() -> None:
+    """sample.take (kbisect/sample.py) writes version 2: `target` replaces `accel`."""
+    s = {**sample(), "version": 2}
+    del s["accel"]
+    with pytest.raises(results.InvalidResult, match=r"\$.target: is missing"):
+        results.validate(s, "sample")
+    results.validate({**s, "target": {"kind": "fake", "name": "fake", "arch": "x86_64"}}, "sample")

@@ -499,3 +499,55 @@ def test_provision_runner_validates_before_changing_anything() -> None:
     assert proc.run([path, "--help"], check=False).returncode == 0
     for bad in (["--hugepages", "lots"], ["--thp-defrag", "x; reboot"], ["--bogus"]):
         assert proc.run([path, *bad], check=False).returncode == 2
+
+
+# study.yml: shares of a study on several machines (kbisect/study/fanout.py).
+
+
+def test_study_shares_run_one_per_machine_on_trusted_events_only() -> None:
+    wf = load("study.yml")
+    assert triggers(wf) == {"workflow_dispatch"}
+    assert all(is_self_hosted(job) for job in wf["jobs"].values())
+    share = wf["jobs"]["share"]
+    assert share["runs-on"] == ["self-hosted", "${{ matrix.runner }}"]
+    assert share["concurrency"] == {
+        "group": "kbisect-metal-${{ matrix.runner }}",
+        "cancel-in-progress": False,
+    }
+    assert share["strategy"]["matrix"] == "${{ fromJSON(needs.plan.outputs.matrix) }}"
+    assert wf["jobs"]["merge"]["needs"] == "share"
+
+
+def test_study_plan_writes_a_matrix_of_whole_cells(tmp_path: Path) -> None:
+    bin_dir = CHECKOUT / ".venv" / "bin"
+    env = {
+        "PATH": f"{bin_dir}:{__import__('os').environ['PATH']}",
+        "KBISECT_STUDY": "hugepages-sweep",
+        "KBISECT_RUNNERS": "3",
+        "KBISECT_RUNNER_PREFIX": "metal-",
+        "GITHUB_OUTPUT": str(tmp_path / "output"),
+        "GITHUB_STEP_SUMMARY": str(tmp_path / "sum"),
+        "HOME": str(tmp_path),
+        "STUB_LOG": str(tmp_path / "calls"),
+    }
+    code, outputs, _ = script("study-plan", env)
+    assert code == 0
+    matrix = __import__("json").loads(outputs["matrix"])
+    cells = sorted(c for share in matrix["include"] for c in share["cells"].split())
+    assert cells == sorted(f"c{i}" for i in range(8))
+    assert [s["runner"] for s in matrix["include"]] == ["metal-1", "metal-2", "metal-3"]
+    for bad in ({"KBISECT_RUNNERS": "0"}, {"KBISECT_STUDY": "--help"}, {"KBISECT_STUDY": "../x"}):
+        assert script("study-plan", {**env, **bad})[0] == 2
+
+
+def test_study_share_and_merge_reject_bad_input(tmp_path: Path) -> None:
+    base = {
+        "PATH": __import__("os").environ["PATH"],
+        "GITHUB_OUTPUT": str(tmp_path / "o"),
+        "STUB_LOG": str(tmp_path / "calls"),
+    }
+    for bad in ({"KBISECT_STUDY": "x", "KBISECT_SHARE": "2"},
+                {"KBISECT_STUDY": "-x", "KBISECT_SHARE": "1/2"}):  # fmt: skip
+        assert script("study-share", {**base, **bad})[0] == 2
+    (tmp_path / "empty").mkdir()
+    assert script("study-merge", {**base, "KBISECT_SHARES_DIR": str(tmp_path / "empty")})[0] == 2

@@ -17,37 +17,43 @@ from kbisect.bisect import samples, step
 from kbisect.bisect.gitbisect import SLOT
 from kbisect.bisect.state import Options, Outcome
 from kbisect.exceptions import BenchmarkError, BootError, UserError
-
-RECHECK_INDEX = 1000  # fake measure only: the re-check draws fresh samples
+from kbisect.targets import Kernel
 
 
 class BadEndpoints(UserError):
     """The good and bad revisions cannot be bisected between."""
 
 
-def target(top: Path, commit: str, opts: Options, out: Path, index_base: int = 0
-           ) -> samples.Target:  # fmt: skip
+def revision(
+    ctx: samples.Context, top: Path, commit: str, opts: Options, out: Path
+) -> samples.Revision:
     """Build commit in the driver's worktree (in place, cached per commit)."""
     wt = worktree.checkout(top, commit, SLOT)
-    built = step.build_here(wt, opts.arch, opts.configs)
-    return samples.Target(commit, built.image, built.manifest, out, index_base)
+    built = step.build_here(wt, ctx.target.arch, opts.configs, opts.base_config)
+    return samples.Revision(commit, Kernel(built.image, built.manifest), out)
 
 
-def measure_endpoints(ctx: samples.Context, top: Path, store: Path, opts: Options, good: str,
-                      bad: str) -> stats.Verdict:  # fmt: skip
+def measure_endpoints(
+    ctx: samples.Context, top: Path, store: Path, opts: Options, good: str, bad: str
+) -> stats.Verdict:
     """runs-min samples of each, then one more of each until the difference is
     significant (at a confidence adjusted for the repeated looks) or runs-max is reached."""
     progress.step(f"measuring the endpoints: good {good[:12]}, bad {bad[:12]}")
-    g = target(top, good, opts, samples.commit_dir(store, good))
-    b = target(top, bad, opts, samples.commit_dir(store, bad))
+    g = revision(ctx, top, good, opts, samples.commit_dir(store, good))
+    b = revision(ctx, top, bad, opts, samples.commit_dir(store, bad))
     n = opts.runs_min
     # Looking again after every extra pair inflates the false-alarm rate: split the 5%
     # over the possible looks (Bonferroni), as sequential.py does for bisect steps.
     confidence = 1 - 0.05 / (opts.runs_max - opts.runs_min + 1)
     while True:
         tg, tb = samples.interleaved(ctx, g, b, n)
-        v = stats.verdict(tg, tb, higher_is_better=opts.higher_is_better, confidence=confidence,
-                          boots_flag="--runs-max")  # fmt: skip
+        v = stats.verdict(
+            tg,
+            tb,
+            higher_is_better=opts.higher_is_better,
+            confidence=confidence,
+            boots_flag="--runs-max",
+        )
         if v.kind == "regression" or n >= opts.runs_max:
             return v
         n += 1
@@ -58,8 +64,10 @@ def check_endpoints(v: stats.Verdict) -> None:
     if v.kind == "regression":
         return
     r = v.ratio
-    numbers = (f"good {v.a.mean:.1f} tps (n={v.a.n}), bad {v.b.mean:.1f} tps (n={v.b.n}), "
-               f"ratio {r.ratio:.3f} [{r.low:.3f}, {r.high:.3f}]")  # fmt: skip
+    numbers = (
+        f"good {v.a.mean:.1f} tps (n={v.a.n}), bad {v.b.mean:.1f} tps (n={v.b.n}), "
+        f"ratio {r.ratio:.3f} [{r.low:.3f}, {r.high:.3f}]"
+    )
     if v.kind == "improvement":
         raise BadEndpoints(f"bad is better than good: {numbers}; swapped --good/--bad?")
     raise BadEndpoints(f"the endpoints do not differ significantly: {numbers}")
@@ -71,8 +79,9 @@ def pick_threshold(given: float | None, good_mean: float, bad_mean: float) -> tu
         return math.sqrt(good_mean * bad_mean), "geometric mean of the endpoint means"
     low, high = sorted((good_mean, bad_mean))
     if not low < given < high:
-        raise BadEndpoints(f"--threshold {given:g} is outside the endpoints' range "
-                           f"({low:.1f} .. {high:.1f} tps)")  # fmt: skip
+        raise BadEndpoints(
+            f"--threshold {given:g} is outside the endpoints' range ({low:.1f} .. {high:.1f} tps)"
+        )
     return given, "given"
 
 
@@ -86,26 +95,39 @@ def recheck_pair(top: Path, outcome: Outcome) -> tuple[str, str]:
     return goods[-1], bads[-1]
 
 
-def recheck(ctx: samples.Context, top: Path, run_dir: Path, opts: Options, outcome: Outcome
-            ) -> dict[str, Any]:  # fmt: skip
+def recheck(
+    ctx: samples.Context, top: Path, run_dir: Path, opts: Options, outcome: Outcome
+) -> dict[str, Any]:
     """The culprit against its parent: --recheck-samples fresh samples each, interleaved."""
     parent, culprit = recheck_pair(top, outcome)
-    progress.step(f"re-checking {culprit[:12]} against {parent[:12]}, "
-                  f"{opts.recheck_samples} fresh samples each")  # fmt: skip
+    progress.step(
+        f"re-checking {culprit[:12]} against {parent[:12]}, "
+        f"{opts.recheck_samples} fresh samples each"
+    )
     out = run_dir / "recheck"
-    p = target(top, parent, opts, out / parent, RECHECK_INDEX)
-    c = target(top, culprit, opts, out / culprit, RECHECK_INDEX)
+    p = revision(ctx, top, parent, opts, out / parent)
+    c = revision(ctx, top, culprit, opts, out / culprit)
     result: dict[str, Any] = {"parent": parent, "culprit": culprit}
     try:
         tp, tc = samples.interleaved(ctx, p, c, opts.recheck_samples)
     except (BootError, BenchmarkError) as exc:
         return {**result, "confirmed": False, "error": str(exc)}
-    v = stats.verdict(tp, tc, higher_is_better=opts.higher_is_better,
-                      boots_flag="--recheck-samples")  # fmt: skip
+    v = stats.verdict(
+        tp, tc, higher_is_better=opts.higher_is_better, boots_flag="--recheck-samples"
+    )
     r = v.ratio
-    return {**result, "parent_tps": tp, "culprit_tps": tc, "kind": v.kind, "ratio": r.ratio,
-            "low": r.low, "high": r.high, "method": r.method, "warnings": list(v.warnings),
-            "confirmed": v.kind == "regression"}  # fmt: skip
+    return {
+        **result,
+        "parent_tps": tp,
+        "culprit_tps": tc,
+        "kind": v.kind,
+        "ratio": r.ratio,
+        "low": r.low,
+        "high": r.high,
+        "method": r.method,
+        "warnings": list(v.warnings),
+        "confirmed": v.kind == "regression",
+    }
 
 
 def recheck_line(rc: dict[str, Any]) -> str:
@@ -114,5 +136,7 @@ def recheck_line(rc: dict[str, Any]) -> str:
     word = "confirmed" if rc["confirmed"] else "NOT CONFIRMED"
     before = sum(rc["parent_tps"]) / len(rc["parent_tps"])
     after = sum(rc["culprit_tps"]) / len(rc["culprit_tps"])
-    return (f"re-check: {before:.1f} -> {after:.1f} tps, ratio {rc['ratio']:.3f} "
-            f"[{rc['low']:.3f}, {rc['high']:.3f}] (95% CI): {rc['kind']}, {word}")  # fmt: skip
+    return (
+        f"re-check: {before:.1f} -> {after:.1f} tps, ratio {rc['ratio']:.3f} "
+        f"[{rc['low']:.3f}, {rc['high']:.3f}] (95% CI): {rc['kind']}, {word}"
+    )

@@ -24,8 +24,20 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from kbisect import git, paths, progress, results, scenario, tree, worktree
-from kbisect.bisect import check, gitbisect, report, samples, state
+from kbisect import (
+    build,
+    git,
+    kconfig,
+    options,
+    paths,
+    progress,
+    results,
+    scenario,
+    targets,
+    tree,
+    worktree,
+)
+from kbisect.bisect import check, gitbisect, report, samples, state, step
 from kbisect.bisect.state import Options, Outcome
 from kbisect.exceptions import EXIT_NEGATIVE, EXIT_OK, UserError
 
@@ -33,8 +45,9 @@ from kbisect.exceptions import EXIT_NEGATIVE, EXIT_OK, UserError
 def validate(opts: Options) -> tuple[Path, str, str]:
     """The tree's top level and the full ids of good and bad, or a one-line UserError."""
     if not 2 <= opts.runs_min <= opts.runs_max:
-        raise UserError(f"--runs-min {opts.runs_min} --runs-max {opts.runs_max}: "
-                        "need 2 <= runs-min <= runs-max")  # fmt: skip
+        raise UserError(
+            f"--runs-min {opts.runs_min} --runs-max {opts.runs_max}: need 2 <= runs-min <= runs-max"
+        )
     if opts.recheck_samples < 3:
         raise UserError(f"--recheck-samples {opts.recheck_samples}: need at least 3")
     if opts.threshold is not None and not opts.threshold > 0:
@@ -65,18 +78,19 @@ def _exclusive(top: Path) -> Iterator[None]:
         yield
 
 
-def drive(opts: Options, run_dir: Path | None = None, data: dict[str, Any] | None = None
-          ) -> int:  # fmt: skip
+def drive(opts: Options, run_dir: Path | None = None, data: dict[str, Any] | None = None) -> int:
     """Run (or, with run_dir and data, resume) a bisection; its exit code."""
     checked = opts if data is None else replace(opts, good=data["good"], bad=data["bad"])
     top, good, bad = validate(checked)
-    ctx = samples.Context(scenario.load(opts.scenario), opts.append, opts.arch)
-    with _exclusive(top):
+    with targets.get(opts.target, opts.arch) as target, _exclusive(top):
+        target.preflight()
+        scen = scenario.load(opts.scenario).with_overrides(list(opts.sets))
+        ctx = samples.Context(scen, opts.append, target)
         if run_dir is None or data is None:
-            store = samples.store_for(None, top, ctx, opts.configs)
+            store = samples.store_for(None, top, ctx, opts.configs, opts.base_config)
             run_dir = results.new_run_dir("bisect", ctx.scen.name)
-            scen = {"name": ctx.scen.name, "hash": ctx.scen.hash}
-            data = state.new(opts, scen, top, good, bad, store)
+            ident = {"name": ctx.scen.name, "hash": ctx.scen.hash}
+            data = state.new(opts, ident, top, good, bad, store)
             state.save(run_dir, data)
         progress.step(f"bisect run dir: {run_dir}")
         try:
@@ -86,23 +100,26 @@ def drive(opts: Options, run_dir: Path | None = None, data: dict[str, Any] | Non
             raise
 
 
-def _endpoints(ctx: samples.Context, top: Path, run_dir: Path, data: dict[str, Any],
-               opts: Options) -> None:  # fmt: skip
+def _endpoints(
+    ctx: samples.Context, top: Path, run_dir: Path, data: dict[str, Any], opts: Options
+) -> None:
     store = Path(data["store"])
     v = check.measure_endpoints(ctx, top, store, opts, data["good"], data["bad"])
     data["endpoints"] = v.as_dict()
     try:
         check.check_endpoints(v)
         data["threshold"], data["threshold_source"] = check.pick_threshold(
-            opts.threshold, v.a.mean, v.b.mean)  # fmt: skip
+            opts.threshold, v.a.mean, v.b.mean
+        )
     except check.BadEndpoints as exc:
         state.save(run_dir, {**data, "phase": "done", "refused": str(exc)})
         raise
     progress.step(f"threshold {data['threshold']:.1f} tps ({data['threshold_source']})")
 
 
-def _phases(ctx: samples.Context, top: Path, run_dir: Path, data: dict[str, Any],
-            opts: Options) -> int:  # fmt: skip
+def _phases(
+    ctx: samples.Context, top: Path, run_dir: Path, data: dict[str, Any], opts: Options
+) -> int:
     if data["phase"] == "endpoints":
         _endpoints(ctx, top, run_dir, data, opts)
         data["phase"] = "bisecting"
@@ -131,8 +148,10 @@ def _print_answer(top: Path, outcome: Outcome, rc: dict[str, Any], written: Path
             print(f"  {c} {git.subject(top, c)}")
     print(check.recheck_line(rc))
     if not rc["confirmed"]:
-        progress.warn("the re-check does NOT confirm this culprit: treat it as suspect "
-                      "(noise, a flaky boot, or a threshold too close to one side)")  # fmt: skip
+        progress.warn(
+            "the re-check does NOT confirm this culprit: treat it as suspect "
+            "(noise, a flaky boot, or a threshold too close to one side)"
+        )
     print(f"report: {written}")
 
 
@@ -141,20 +160,26 @@ def configure(parser: argparse.ArgumentParser) -> None:
     add("--tree", help="kernel git tree (default: the embedded 6.12 tree)")
     add("--good", help="a revision with the good (fast) figure")
     add("--bad", help="a later revision with the bad (slow) figure")
-    add("--scenario", help="scenario name or .toml file")
-    add("--threshold", type=float, metavar="TPS",
-        help="good above, bad below (default: geometric mean of the endpoint means)")  # fmt: skip
-    add("--lower-is-better", action="store_true", help="the figure is better when lower")
-    add("--append", default="", help="kernel command line extras")
-    add("--runs-min", type=int, default=3, help="samples before deciding (default 3)")
-    add("--runs-max", type=int, default=10, help="skip a revision after this (default 10)")
-    add("--recheck-samples", type=int, default=8,
-        help="fresh samples of the culprit and its parent (default 8)")  # fmt: skip
-    add("--config", action="append", default=[], metavar="NAME",
-        help="extra fragment from kernel-configs/ (repeatable)")  # fmt: skip
-    add("--arch", default="x86_64", help="x86_64 or arm64")
-    add("--resume", nargs="?", const="", metavar="RUN_DIR",
-        help="continue an interrupted bisect (default: the newest unfinished one)")  # fmt: skip
+    step.add_measured(parser, required=False)
+    add(
+        "--threshold",
+        type=options.positive,
+        metavar="TPS",
+        help="good above, bad below (default: geometric mean of the endpoint means)",
+    )
+    add(
+        "--recheck-samples",
+        type=options.count(3, 1000),
+        default=8,
+        help="fresh samples of the culprit and its parent (default 8)",
+    )
+    add(
+        "--resume",
+        nargs="?",
+        const="",
+        metavar="RUN_DIR",
+        help="continue an interrupted bisect (default: the newest unfinished one)",
+    )
 
 
 def _absolute(path: str | None) -> str | None:
@@ -164,16 +189,40 @@ def _absolute(path: str | None) -> str | None:
     return str(Path(path).resolve())
 
 
+def _file_or_name(spec: str) -> str:
+    """A scenario or target: a file (made absolute: steps run elsewhere) or a name."""
+    if "/" in spec or spec.endswith(".toml"):
+        return str(_absolute(spec))
+    return spec
+
+
 def options_from_args(args: argparse.Namespace) -> Options:
     missing = [f"--{n}" for n in ("good", "bad", "scenario") if not getattr(args, n)]
     if missing:
         raise UserError(f"missing {', '.join(missing)} (or use --resume)")
-    scen = args.scenario
-    if "/" in scen or scen.endswith(".toml"):  # a file, as scenario.load() reads it
-        scen = _absolute(scen)
-    return Options(_absolute(args.tree), args.good, args.bad, str(scen), args.threshold,
-                   not args.lower_is_better, args.append, args.runs_min, args.runs_max,
-                   args.recheck_samples, tuple(args.config), args.arch)  # fmt: skip
+    where = _file_or_name(args.target)
+    arch = targets.get(where, args.arch).arch.name  # resolved once, then passed on
+    kconfig.resolve(list(args.config), arch)  # an unknown fragment: exit 2 before any run dir
+    build.check_base(args.base_config)
+    return Options(
+        _absolute(args.tree),
+        args.good,
+        args.bad,
+        _file_or_name(args.scenario),
+        args.threshold,
+        not args.lower_is_better,
+        args.append,
+        args.runs_min,
+        args.runs_max,
+        args.recheck_samples,
+        tuple(args.config),
+        arch,
+        where,
+        tuple(args.set),
+        _file_or_name(args.base_config)
+        if args.base_config not in build.BASES
+        else args.base_config,
+    )
 
 
 def main(args: argparse.Namespace) -> int:

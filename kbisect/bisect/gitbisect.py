@@ -41,23 +41,6 @@ def reset_command(wt: Path) -> list[str]:
     return ["git", "-C", str(wt), "bisect", "reset"]
 
 
-def step_args(opts: Options, threshold: float, store: Path, runs_max: int) -> list[str]:
-    """bisect/run's options, the same for every step of one pass."""
-    scen = opts.scenario
-    if Path(scen).is_file():
-        scen = str(Path(scen).resolve())  # git runs the step in the worktree
-    out = ["--scenario", scen, "--threshold", repr(threshold), "--runs-min",
-           str(opts.runs_min), "--runs-max", str(runs_max), "--arch", opts.arch,
-           "--store", str(store)]  # fmt: skip
-    if not opts.higher_is_better:
-        out.append("--lower-is-better")
-    if opts.append:
-        out += ["--append", opts.append]
-    for c in opts.configs:
-        out += ["--config", c]
-    return out
-
-
 def bisect_log(wt: Path) -> str:
     return git.git(wt, "bisect", "log", check=False)
 
@@ -104,8 +87,9 @@ def _begin(wt: Path, run_dir: Path, data: dict[str, Any]) -> None:
     proc.run(replay_command(wt, replay), capture=True)
 
 
-def one_pass(top: Path, run_dir: Path, data: dict[str, Any], opts: Options, runs_max: int
-             ) -> Outcome:  # fmt: skip
+def one_pass(
+    top: Path, run_dir: Path, data: dict[str, Any], opts: Options, runs_max: int
+) -> Outcome:
     """Start (or replay), then `git bisect run` until git has an answer."""
     wt = worktree.checkout(top, data["bad"], SLOT)
     _begin(wt, run_dir, data)
@@ -114,15 +98,22 @@ def one_pass(top: Path, run_dir: Path, data: dict[str, Any], opts: Options, runs
         if not log.exists():
             log.write_text(progress.log_header(opts.argv()))
         progress.step(f"git bisect run in {wt}, up to {runs_max} samples a revision ({log})")
-        args = step_args(opts, data["threshold"], Path(data["store"]), runs_max)
-        proc.run(run_command(wt, RUN_SCRIPT, args), cwd=wt, log=log, check=False,
-                   env={step.DRIVER_ENV: str(os.getpid())},
-                   on_line=_Watch(wt, run_dir, data))  # fmt: skip
+        args = opts.step_argv(data["threshold"], Path(data["store"]), runs_max)
+        proc.run(
+            run_command(wt, RUN_SCRIPT, args),
+            cwd=wt,
+            log=log,
+            check=False,
+            env={step.DRIVER_ENV: str(os.getpid())},
+            on_line=_Watch(wt, run_dir, data),
+        )
         data["bisect_log"] = bisect_log(wt)
         state.save(run_dir, data)
         if not parse_log(data["bisect_log"]).finished:
-            raise BisectStopped(f"git bisect run stopped: {_stop_reason(log)} (log: {log}); "
-                                f"fix it, then: kbisect bisect --resume {run_dir}")  # fmt: skip
+            raise BisectStopped(
+                f"git bisect run stopped: {_stop_reason(log)} (log: {log}); "
+                f"fix it, then: kbisect bisect --resume {run_dir}"
+            )
     data["bisect_log"] = bisect_log(wt)
     reset(wt)
     return parse_log(data["bisect_log"])
@@ -136,9 +127,14 @@ def run(top: Path, run_dir: Path, data: dict[str, Any], opts: Options) -> Outcom
     unclear = state.unclear_skips(Path(data["store"]), outcome)
     if second or not unclear:
         return outcome
-    progress.step(f"{len(unclear)} unclear revision(s) hide the answer: measuring them "
-                  f"again with up to {2 * opts.runs_max} samples")  # fmt: skip
-    data.update(escalated=True, first_pass_log=data["bisect_log"],
-                bisect_log=state.without_skips(data["bisect_log"], unclear))  # fmt: skip
+    progress.step(
+        f"{len(unclear)} unclear revision(s) hide the answer: measuring them "
+        f"again with up to {2 * opts.runs_max} samples"
+    )
+    data.update(
+        escalated=True,
+        first_pass_log=data["bisect_log"],
+        bisect_log=state.without_skips(data["bisect_log"], unclear),
+    )
     state.save(run_dir, data)
     return one_pass(top, run_dir, data, opts, 2 * opts.runs_max)

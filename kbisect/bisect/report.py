@@ -11,7 +11,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from kbisect import atomic, git, plots, progress, results
+from kbisect import atomic, clock, git, plots, progress, results
 from kbisect.bisect import samples
 from kbisect.bisect.state import Mark, Outcome
 
@@ -25,11 +25,19 @@ def _row(store: Path, index: int, mark: Mark) -> dict[str, Any]:
     step_file = out / "step.json"
     step = json.loads(step_file.read_text()) if step_file.exists() else {}
     role = "endpoint" if index < 2 else "step"
-    return {"commit": mark.commit, "subject": mark.subject, "verdict": mark.verdict,
-            "role": role, "tps": tps, "failures": failures, "n": len(tps),
-            "mean": sum(tps) / len(tps) if tps else None,
-            "reason": "endpoint, measured by the driver" if role == "endpoint"
-            else step.get("reason", "")}  # fmt: skip
+    return {
+        "commit": mark.commit,
+        "subject": mark.subject,
+        "verdict": mark.verdict,
+        "role": role,
+        "tps": tps,
+        "failures": failures,
+        "n": len(tps),
+        "mean": sum(tps) / len(tps) if tps else None,
+        "reason": "endpoint, measured by the driver"
+        if role == "endpoint"
+        else step.get("reason", ""),
+    }
 
 
 def summary(top: Path, data: dict[str, Any], outcome: Outcome, argv: list[str]) -> dict[str, Any]:
@@ -44,18 +52,30 @@ def summary(top: Path, data: dict[str, Any], outcome: Outcome, argv: list[str]) 
         result = f"first bad commit {answer['commit']} {answer['subject']}"
     kind = rc.get("kind", "re-check failed") if rc["confirmed"] else "not confirmed"
     return {
-        "version": 1, "kind": "bisect", "created": results.utc_now(),
-        "command": progress.reproduce_line(argv), "scenario": data["scenario"], "sides": {},
+        "version": 1,
+        "kind": "bisect",
+        "created": clock.utc_now(),
+        "command": progress.reproduce_line(argv),
+        "scenario": data["scenario"],
+        "sides": {},
         "stats": {"endpoints": data.get("endpoints")},
         "verdict": {"kind": kind, "result": result, "warnings": rc.get("warnings", [])},
-        "tree": data["tree"], "good": data["good"], "bad": data["bad"],
-        "options": data["options"], "threshold": data["threshold"],
-        "threshold_source": data.get("threshold_source"), "revisions": rows,
-        "first_bad": answer, "candidates": candidates, "recheck": rc,
-        "confirmed": bool(rc["confirmed"]), "second_pass": bool(data.get("escalated")),
-        "bisect_log": data["bisect_log"], "first_pass_log": data.get("first_pass_log"),
+        "tree": data["tree"],
+        "good": data["good"],
+        "bad": data["bad"],
+        "options": data["options"],
+        "threshold": data["threshold"],
+        "threshold_source": data.get("threshold_source"),
+        "revisions": rows,
+        "first_bad": answer,
+        "candidates": candidates,
+        "recheck": rc,
+        "confirmed": bool(rc["confirmed"]),
+        "second_pass": bool(data.get("escalated")),
+        "bisect_log": data["bisect_log"],
+        "first_pass_log": data.get("first_pass_log"),
         "exit": data.get("exit"),
-    }  # fmt: skip
+    }
 
 
 def _fmt(x: float | None) -> str:
@@ -66,8 +86,11 @@ def _answer(s: dict[str, Any]) -> list[str]:
     if s["first_bad"]:
         c = s["first_bad"]
         return [f"**First bad commit: `{c['commit']}` {c['subject']}**", ""]
-    lines = ["**First bad commit: one of these; skipped revisions (build or boot failures, "
-             "or no clear verdict) hide which:**", ""]  # fmt: skip
+    lines = [
+        "**First bad commit: one of these; skipped revisions (build or boot failures, "
+        "or no clear verdict) hide which:**",
+        "",
+    ]
     lines += [f"- `{c['commit']}` {c['subject']}" for c in s["candidates"]]
     return [*lines, ""]
 

@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kbisect import atomic, results
+from kbisect import atomic, clock, progress
+from kbisect.arch import host_arch
 from kbisect.bisect import samples
 from kbisect.exceptions import UserError
 
@@ -36,58 +37,127 @@ class Options:
     runs_max: int = 10
     recheck_samples: int = 8
     configs: tuple[str, ...] = ()
-    arch: str = "x86_64"
+    arch: str = field(default_factory=host_arch)  # resolved: targets.get(target, --arch)
+    target: str = "vng"
+    sets: tuple[str, ...] = ()  # scenario overrides (--set)
+    base_config: str = "tinyconfig"
 
-    def argv(self) -> list[str]:
-        """The `kbisect bisect` arguments that reproduce this bisection."""
-        out = ["bisect", "--tree", self.tree or "default", "--good", self.good, "--bad",
-               self.bad, "--scenario", self.scenario]  # fmt: skip
-        if self.threshold is not None:
-            out += ["--threshold", f"{self.threshold:g}"]
+    def measured_argv(self) -> list[str]:
+        """What is measured and where: the options the driver and every step share."""
+        out = ["--scenario", self.scenario, "--target", self.target, "--arch", self.arch]
         if not self.higher_is_better:
             out.append("--lower-is-better")
         if self.append:
             out += ["--append", self.append]
-        out += ["--runs-min", str(self.runs_min), "--runs-max", str(self.runs_max),
-                "--recheck-samples", str(self.recheck_samples), "--arch", self.arch]  # fmt: skip
         for c in self.configs:
             out += ["--config", c]
+        for s in self.sets:
+            out += ["--set", s]
+        if self.base_config != "tinyconfig":
+            out += ["--base-config", self.base_config]
         return out
 
+    def argv(self) -> list[str]:
+        """The `kbisect bisect` arguments that reproduce this bisection."""
+        out = ["bisect", "--tree", self.tree or "default", "--good", self.good, "--bad", self.bad]
+        if self.threshold is not None:
+            out += ["--threshold", f"{self.threshold:g}"]
+        out += [
+            "--runs-min",
+            str(self.runs_min),
+            "--runs-max",
+            str(self.runs_max),
+            "--recheck-samples",
+            str(self.recheck_samples),
+        ]
+        return out + self.measured_argv()
+
+    def step_argv(self, threshold: float, store: Path, runs_max: int) -> list[str]:
+        """bisect/run's arguments, the same for every step of one pass."""
+        out = [
+            "--threshold",
+            repr(threshold),
+            "--runs-min",
+            str(self.runs_min),
+            "--runs-max",
+            str(runs_max),
+            "--store",
+            str(store),
+        ]
+        return out + self.measured_argv()
+
     def as_dict(self) -> dict[str, Any]:
-        return {**asdict(self), "configs": list(self.configs)}
+        return {**asdict(self), "configs": list(self.configs), "sets": list(self.sets)}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Options:
-        return cls(**{**data, "configs": tuple(data["configs"])})
+        """Options saved by this or an earlier kbisect (which had no --target: vng)."""
+        return cls(
+            **{**data, "configs": tuple(data["configs"]), "sets": tuple(data.get("sets", ()))}
+        )
 
 
-def new(opts: Options, scen: dict[str, str], top: Path, good: str, bad: str, store: Path
-        ) -> dict[str, Any]:  # fmt: skip
+def new(
+    opts: Options, scen: dict[str, str], top: Path, good: str, bad: str, store: Path
+) -> dict[str, Any]:
     """The state of a bisection that has not measured anything yet."""
-    return {"version": 1, "created": results.utc_now(), "options": opts.as_dict(),
-            "scenario": scen, "tree": str(top), "good": good, "bad": bad, "store": str(store),
-            "phase": "endpoints", "threshold": None, "bisect_log": ""}  # fmt: skip
+    return {
+        "version": 1,
+        "created": clock.utc_now(),
+        "options": opts.as_dict(),
+        "scenario": scen,
+        "tree": str(top),
+        "good": good,
+        "bad": bad,
+        "store": str(store),
+        "phase": "endpoints",
+        "threshold": None,
+        "bisect_log": "",
+    }
 
 
 def save(run_dir: Path, data: dict[str, Any]) -> None:
     atomic.write_json(run_dir / STATE_FILE, {**data, "kind": STATE_KIND})
 
 
+REQUIRED = ("version", "options", "scenario", "tree", "good", "bad", "store", "phase")
+
+
+class BadState(UserError):
+    """A state.json that kbisect cannot resume from."""
+
+
 def load(run_dir: Path) -> dict[str, Any]:
+    """The saved state; BadState, one line, if it is missing, truncated or incomplete."""
     f = run_dir / STATE_FILE
     if not f.is_file():
-        raise UserError(f"{run_dir}: not a kbisect bisect run (no {STATE_FILE})")
-    data: dict[str, Any] = json.loads(f.read_text())
+        raise BadState(f"{run_dir}: not a kbisect bisect run (no {STATE_FILE})")
+    try:
+        data = json.loads(f.read_text())
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        raise BadState(f"{f}: unreadable ({exc}); this run cannot be resumed") from None
+    if not isinstance(data, dict) or data.get("kind") != STATE_KIND:
+        raise BadState(f"{f}: not a kbisect bisect state")
+    if missing := [k for k in REQUIRED if k not in data]:
+        raise BadState(f"{f}: incomplete (no {', '.join(missing)}); it cannot be resumed")
+    try:
+        Options.from_dict(data["options"])
+    except (TypeError, KeyError) as exc:
+        raise BadState(f"{f}: its options do not parse ({exc})") from None
     return data
 
 
 def newest_unfinished(root: Path) -> Path:
-    """The most recently started bisect run under root that has not finished."""
+    """The most recently started bisect run under root that has not finished; runs
+    whose state cannot be read are named in a warning and passed over."""
     runs = []
     for f in root.glob(f"*/{STATE_FILE}"):
-        data = json.loads(f.read_text())
-        if data.get("kind") == STATE_KIND and data.get("phase") != "done":
+        try:
+            data = load(f.parent)
+        except BadState as exc:
+            progress.warn(f"skipping {f.parent}: {exc}")
+            continue
+        if data.get("phase") != "done":
             runs.append((data.get("created", ""), f.parent.name, f.parent))
     if not runs:
         raise UserError(f"no unfinished bisect run under {root}")

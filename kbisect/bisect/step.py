@@ -26,10 +26,11 @@ from pathlib import Path
 from types import FrameType
 from typing import NoReturn
 
-from kbisect import arch as arch_mod
-from kbisect import atomic, build, git, progress, scenario, sequential, tree
+from kbisect import atomic, build, git, options, progress, scenario, sequential, tree
+from kbisect.arch import Arch
 from kbisect.bisect import samples
 from kbisect.exceptions import BenchmarkError, BootError, BuildError, KbisectError, UserError
+from kbisect.targets import Kernel
 
 GOOD, BAD, SKIP, ABORT = 0, 1, 125, 128
 EXIT_FOR = {"good": GOOD, "bad": BAD, "unclear": SKIP}
@@ -49,37 +50,48 @@ class Policy:
         if not self.threshold > 0:
             raise UserError(f"--threshold {self.threshold}: must be a positive tps figure")
         if not 2 <= self.runs_min <= self.runs_max:
-            raise UserError(f"--runs-min {self.runs_min} --runs-max {self.runs_max}: "
-                            "need 2 <= runs-min <= runs-max")  # fmt: skip
+            raise UserError(
+                f"--runs-min {self.runs_min} --runs-max {self.runs_max}: "
+                "need 2 <= runs-min <= runs-max"
+            )
 
 
-def sample_until(tps: list[float], draw: Callable[[], float], policy: Policy
-                 ) -> sequential.Decision:  # fmt: skip
+def sample_until(
+    tps: list[float], draw: Callable[[], float], policy: Policy
+) -> sequential.Decision:
     """Add samples (draw() each) to `tps` until the decision is not "more"."""
     while True:
-        d = sequential.decide(tps, policy.threshold, higher_is_better=policy.higher_is_better,
-                              runs_min=policy.runs_min, runs_max=policy.runs_max)  # fmt: skip
+        d = sequential.decide(
+            tps,
+            policy.threshold,
+            higher_is_better=policy.higher_is_better,
+            runs_min=policy.runs_min,
+            runs_max=policy.runs_max,
+        )
         if d.verdict != "more":
             return d
         if len(tps) >= policy.runs_max:
-            return sequential.Decision("unclear", f"still unclear after {len(tps)} samples",
-                                       d.mean, d.low, d.high, d.n)  # fmt: skip
+            return sequential.Decision(
+                "unclear", f"still unclear after {len(tps)} samples", d.mean, d.low, d.high, d.n
+            )
         tps.append(draw())
 
 
-def judge(ctx: samples.Context, policy: Policy, target: samples.Target) -> sequential.Decision:
+def judge(ctx: samples.Context, policy: Policy, rev: samples.Revision) -> sequential.Decision:
     """The verdict on a built revision; BootError/BenchmarkError (skip it) if a boot failed."""
-    tps, failures = samples.stored(target.out)
+    tps, failures = samples.stored(rev.out)
     if failures and not tps:
         raise BootError(f"stored failure, not retried: {failures[-1]}")
     if tps:
-        progress.step(f"reusing {len(tps)} stored sample(s) of {target.commit[:12]}")
-    return sample_until(tps, lambda: samples.draw(ctx, target), policy)
+        progress.step(f"reusing {len(tps)} stored sample(s) of {rev.commit[:12]}")
+    return sample_until(tps, lambda: samples.draw(ctx, rev), policy)
 
 
-def build_here(top: Path, arch: str, configs: tuple[str, ...]) -> build.BuildResult:
+def build_here(
+    top: Path, arch: Arch, configs: tuple[str, ...], base: str = "tinyconfig"
+) -> build.BuildResult:
     """Build the checkout at top as it is (in place; cached per commit)."""
-    req = build.Request(top, "HEAD", arch=arch_mod.get(arch), configs=configs, in_place=True)
+    req = build.Request(top, "HEAD", arch=arch, configs=configs, base=base, in_place=True)
     return build.build(req)
 
 
@@ -95,19 +107,37 @@ def _check_driver() -> None:
     try:
         os.kill(int(pid), 0)
     except ProcessLookupError:
-        raise UserError(f"the kbisect bisect driver (pid {pid}) is gone; "
-                        "continue with `kbisect bisect --resume`") from None  # fmt: skip
+        raise UserError(
+            f"the kbisect bisect driver (pid {pid}) is gone; "
+            "continue with `kbisect bisect --resume`"
+        ) from None
 
 
-def _record(out: Path, commit: str, verdict: str, reason: str, threshold: float,
-            skip: str | None = None, d: sequential.Decision | None = None) -> None:  # fmt: skip
+def _record(
+    out: Path,
+    commit: str,
+    verdict: str,
+    reason: str,
+    threshold: float,
+    skip: str | None = None,
+    d: sequential.Decision | None = None,
+) -> None:
     """step.json: this visit's verdict, for the report and the driver's second pass.
 
     skip: why the revision was skipped: "build", "boot", "benchmark" or "unclear".
     """
     numbers = d.as_dict() if d is not None else {}
-    atomic.write_json(out / "step.json", {**numbers, "commit": commit, "verdict": verdict,
-                      "reason": reason, "skip": skip, "threshold": threshold})  # fmt: skip
+    atomic.write_json(
+        out / "step.json",
+        {
+            **numbers,
+            "commit": commit,
+            "verdict": verdict,
+            "reason": reason,
+            "skip": skip,
+            "threshold": threshold,
+        },
+    )
 
 
 def _skip_kind(exc: Exception) -> str:
@@ -121,19 +151,20 @@ def step(args: argparse.Namespace) -> int:
     policy = Policy(args.threshold, not args.lower_is_better, args.runs_min, args.runs_max)
     policy.check()
     top = tree.check_kernel_tree(Path.cwd())
-    ctx = samples.Context(scenario.load(args.scenario), args.append, args.arch)
-    store = samples.store_for(args.store, top, ctx, tuple(args.config))
-    commit = git.rev_parse(top, "HEAD")
-    out = samples.commit_dir(store, commit)
-    progress.step(f"step: {commit[:12]} {git.subject(top, commit)}")
-    try:
-        built = build_here(top, args.arch, tuple(args.config))
-        d = judge(ctx, policy, samples.Target(commit, built.image, built.manifest, out))
-    except (BuildError, BootError, BenchmarkError) as exc:
-        kind = _skip_kind(exc)
-        progress.step(f"step: {commit[:12]} skip: {kind} failed: {exc}")
-        _record(out, commit, "skip", f"{kind} failed: {exc}", policy.threshold, kind)
-        return SKIP
+    with options.target(args) as target:
+        scen = scenario.load(args.scenario).with_overrides(args.set)
+        ctx = samples.Context(scen, args.append, target)
+        store = samples.store_for(args.store, top, ctx, tuple(args.config), args.base_config)
+        commit = git.rev_parse(top, "HEAD")
+        out = samples.commit_dir(store, commit)
+        progress.step(f"step: {commit[:12]} {git.subject(top, commit)}")
+        try:
+            target.preflight()
+            built = build_here(top, target.arch, tuple(args.config), args.base_config)
+            rev = samples.Revision(commit, Kernel(built.image, built.manifest), out)
+            d = judge(ctx, policy, rev)
+        except (BuildError, BootError, BenchmarkError) as exc:
+            return _skip(out, commit, exc, policy.threshold)
     code = EXIT_FOR[d.verdict]
     progress.step(describe(commit, d))
     verdict = {GOOD: "good", BAD: "bad"}.get(code, "skip")
@@ -142,20 +173,49 @@ def step(args: argparse.Namespace) -> int:
     return code
 
 
-def configure(parser: argparse.ArgumentParser) -> None:
+def _skip(out: Path, commit: str, exc: Exception, threshold: float) -> int:
+    kind = _skip_kind(exc)
+    progress.step(f"step: {commit[:12]} skip: {kind} failed: {exc}")
+    _record(out, commit, "skip", f"{kind} failed: {exc}", threshold, kind)
+    return SKIP
+
+
+def add_measured(parser: argparse.ArgumentParser, required: bool = True) -> None:
+    """The options `kbisect bisect` and every step share: what is measured, where, and how
+    a revision is judged (state.Options.measured_argv turns them back into argv)."""
+    options.add_scenario(parser, required)
+    options.add_where(parser)
+    options.add_append(parser)
+    options.add_set(parser)
+    options.add_configs(parser)
     add = parser.add_argument
-    add("--scenario", required=True, help="scenario name or .toml file")
-    add("--threshold", type=float, required=True, metavar="TPS",
-        help="good above it (below it with --lower-is-better)")  # fmt: skip
+    add("--base-config", default="tinyconfig", help="base config for builds")
     add("--lower-is-better", action="store_true", help="the figure is better when lower")
-    add("--append", default="", help="kernel command line extras")
-    add("--runs-min", type=int, default=3, help="samples before deciding (default 3)")
-    add("--runs-max", type=int, default=10, help="skip the revision after this (default 10)")
-    add("--config", action="append", default=[], metavar="NAME",
-        help="extra fragment from kernel-configs/ (repeatable)")  # fmt: skip
-    add("--arch", default="x86_64", help="x86_64 or arm64")
+    add(
+        "--runs-min",
+        type=options.count(2, 100),
+        default=3,
+        help="samples before deciding (default 3)",
+    )
+    add(
+        "--runs-max",
+        type=options.count(2, 1000),
+        default=10,
+        help="skip a revision after this (default 10)",
+    )
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    add_measured(parser)
+    parser.add_argument(
+        "--threshold",
+        type=options.positive,
+        required=True,
+        metavar="TPS",
+        help="good above it (below it with --lower-is-better)",
+    )
     where = f"${samples.STORE_ENV}, else one in the results dir"
-    add("--store", type=Path, help=f"sample store (default {where})")
+    parser.add_argument("--store", type=Path, help=f"sample store (default {where})")
 
 
 def main(args: argparse.Namespace) -> int:
@@ -184,6 +244,15 @@ def _sigterm(signum: int, frame: FrameType | None) -> None:
     raise KeyboardInterrupt
 
 
+def bisecting(where: Path) -> bool:
+    """Is a `git bisect` in progress in the checkout at `where`?"""
+    try:
+        start = git.git(where, "rev-parse", "--path-format=absolute", "--git-path", "BISECT_START")
+    except KbisectError:
+        return False
+    return Path(start).is_file()
+
+
 def entry(argv: list[str]) -> int:
     """bisect/run's way in: parse argv, run one step; only ever 0, 1, 125 or 128."""
     signal.signal(signal.SIGTERM, _sigterm)
@@ -193,6 +262,14 @@ def entry(argv: list[str]) -> int:
         args = parser.parse_args(argv)
     except UserError as exc:
         print(f"kbisect: {exc}", file=sys.stderr, flush=True)
+        return ABORT
+    if not bisecting(Path.cwd()):
+        print(
+            "kbisect: bisect/run: no `git bisect` in progress here; it runs under "
+            "`git bisect run` (for one measurement: kbisect bisect-step)",
+            file=sys.stderr,
+            flush=True,
+        )
         return ABORT
     progress.set_command(["kbisect", "bisect-step", *argv])  # what the logs say
     try:

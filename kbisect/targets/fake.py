@@ -21,6 +21,7 @@ from kbisect.arch import Arch
 from kbisect.exceptions import UserError
 from kbisect.targets.base import Job, Target
 
+GUEST = Path(__file__).with_name("fakeguest.py")  # run as a script: no kbisect imports
 MODES = ("ok", "panic", "hang", "spin", "noharness", "pgfail")
 # setting: (type, default, meaning)
 SETTINGS: dict[str, tuple[type, Any, str]] = {
@@ -84,8 +85,7 @@ class FakeTarget(Target):
         m = job.kernel.manifest or {}
         cmd = [
             sys.executable,
-            "-m",
-            "kbisect.targets.fakeguest",
+            str(GUEST),
             "--settings",
             str(settings_file),
             "--image",

@@ -1,7 +1,7 @@
 """The machine of the fake target (kbisect/targets/fake.py): prints what a booting kernel
 and the harness would, and writes guest-result.json, as scripted. Standard library only.
 
-    python -m kbisect.targets.fakeguest --settings FILE --image IMG --boot-dir DIR
+    python3 kbisect/targets/fakeguest.py --settings FILE --image IMG --boot-dir DIR
         [--commit SHA] [--subject TEXT] [--append ITEM]...
 """
 

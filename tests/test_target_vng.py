@@ -1,4 +1,5 @@
-"""One boot = one sample, with a fake vng (tests/fakevng/vng) in place of QEMU."""
+"""The vng target: the command line it gives virtme-ng, with a fake vng (tests/fakevng/vng)
+in place of QEMU; `kbisect run` through it. The sample itself: tests/test_sample.py."""
 
 from __future__ import annotations
 
@@ -11,8 +12,10 @@ from typing import Any
 
 import pytest
 
-from kbisect import cli, measure, results, scenario
-from kbisect.exceptions import EXIT_BENCHMARK, EXIT_BOOT, EXIT_USER, BenchmarkError, BootError
+from kbisect import cli, results, sample, scenario, targets
+from kbisect.exceptions import EXIT_BENCHMARK, EXIT_BOOT, EXIT_USER, BootError
+from kbisect.targets import Kernel
+from kbisect.targets.base import KernelNotFound
 
 FAKEVNG = Path(__file__).resolve().parent / "fakevng"
 SHORT = ["timeouts.boot_s=1", "timeouts.idle_s=1", "timeouts.total_s=20"]
@@ -63,38 +66,26 @@ def stored(out: Path) -> list[dict[str, Any]]:
 # -- a good boot -----------------------------------------------------------------------
 
 
-def test_sample_is_valid_and_tps_is_the_mean_of_measured_runs(tmp_path: Path, state: Path) -> None:
-    image, out = fake_image(tmp_path / "k"), tmp_path / "run"
-    manifest = {"commit": "a" * 40, "config_hash": "b" * 64}
-    s = measure.sample(
-        image,
-        smoke("pgbench.runs=3"),
-        append="preempt=full",
-        out_dir=out,
-        label="A",
-        manifest=manifest,
-    )
+def vng_sample(image: Path, scen: scenario.Scenario, out: Path, **kw: Any) -> dict[str, Any]:
+    return sample.take(targets.get("vng"), Kernel(image), scen, out_dir=out, **kw)
+
+
+def test_a_vng_sample_records_the_target_and_accelerator(tmp_path: Path, state: Path) -> None:
+    s = vng_sample(fake_image(tmp_path / "k"), smoke(), tmp_path / "run", label="A")
     results.validate(s, "sample")
-    assert [stored_s["tps"] for stored_s in stored(out)] == [s["tps"]]
-    warm = [r["tps"] for r in s["runs"] if r["warmup"]]
-    measured = [r["tps"] for r in s["runs"] if not r["warmup"]]
-    assert len(warm) == 1 and len(measured) == 3
-    assert s["tps"] == pytest.approx(sum(measured) / 3) == pytest.approx(1000.0)
-    assert s["tps"] != pytest.approx(sum(warm + measured) / 4)  # the warm-up is left out
-    assert (s["status"], s["error"], s["accel"], s["label"]) == ("ok", None, "tcg", "A")
-    assert s["append"] == "preempt=full"
-    assert s["kernel"]["image"] == str(image.resolve())
-    assert s["kernel"]["release"] == "6.12.0-fake"
-    assert s["kernel"]["commit"] == "a" * 40 and s["kernel"]["config_hash"] == "b" * 64
-    assert s["scenario"]["hash"] == smoke("pgbench.runs=3").hash
-    assert s["timings"]["bench_s"] == 1.0 and s["timings"]["total_s"] > 0
+    assert s["target"] == {
+        "kind": "vng",
+        "name": "vng",
+        "arch": "x86_64",
+        "accel": "tcg",
+        "root": None,
+    }
+    assert s["kernel"]["image"] == str((tmp_path / "k" / "bzImage").resolve())
 
 
 def test_the_vng_command_and_the_boot_dir(tmp_path: Path, state: Path) -> None:
     out = tmp_path / "run"
-    s = measure.sample(
-        fake_image(tmp_path / "k"), smoke(), append="preempt=full quiet", out_dir=out
-    )
+    s = vng_sample(fake_image(tmp_path / "k"), smoke(), out, append="preempt=full quiet")
     [call] = vng_calls(state)
     argv = call["argv"]
     assert "--disable-kvm" in argv and call["append"] == [
@@ -114,43 +105,17 @@ def test_the_vng_command_and_the_boot_dir(tmp_path: Path, state: Path) -> None:
     assert argv[argv.index("--cpus") + 1] == "2" and argv[argv.index("--memory") + 1] == "1024M"
 
 
-# -- failures: an error raised AND a failed sample stored --------------------------------
+# -- failures: the fake vng panics; every mode is in test_sample.py --------------------------
 
 
-@pytest.mark.parametrize(
-    ("mode", "overrides", "error", "status", "message"),
-    [
-        ("panic", [], BootError, "boot-failed", "kernel panic or oops: .*Kernel panic"),
-        ("noharness", [], BootError, "boot-failed", "never reached the harness"),
-        ("hang", SHORT, BootError, "boot-failed", "printed nothing for 1s"),
-        (
-            "spin",
-            ["timeouts.boot_s=1", "timeouts.idle_s=30"],
-            BootError,
-            "boot-failed",
-            "did not reach the harness within 1s",
-        ),
-        ("pgfail", [], BenchmarkError, "benchmark-failed", "initdb failed"),
-    ],
-)
-def test_failures_raise_and_store_a_failed_sample(
-    tmp_path: Path,
-    monkeypatch: pytest.MonkeyPatch,
-    state: Path,
-    mode: str,
-    overrides: list[str],
-    error: type[Exception],
-    status: str,
-    message: str,
+def test_a_guest_panic_is_a_boot_failure(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, state: Path
 ) -> None:
-    monkeypatch.setenv("FAKEVNG_MODE", mode)
-    out = tmp_path / "run"
-    with pytest.raises(error, match=message) as info:
-        measure.sample(fake_image(tmp_path / "k"), smoke(*overrides), out_dir=out, label="B")
-    assert "console.log" in str(info.value)
-    [s] = stored(out)
-    assert (s["status"], s["tps"], s["label"]) == (status, None, "B")
-    assert s["error"] == str(info.value)
+    monkeypatch.setenv("FAKEVNG_MODE", "panic")
+    with pytest.raises(BootError, match="Kernel panic"):
+        vng_sample(fake_image(tmp_path / "k"), smoke(), tmp_path / "run", label="B")
+    [s] = stored(tmp_path / "run")
+    assert (s["status"], s["tps"], s["label"]) == ("boot-failed", None, "B")
 
 
 def test_failure_exit_codes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, state: Path) -> None:
@@ -195,14 +160,14 @@ def test_run_cli_takes_one_sample_per_boot(
 
 def test_find_kernel(tmp_path: Path) -> None:
     image = fake_image(tmp_path / "art")
-    assert measure.find_kernel(str(image)) == (image.resolve(), None)
+    assert Kernel.find(str(image)) == Kernel(image.resolve(), None)
     (tmp_path / "art" / "manifest.json").write_text('{"commit": null}')
-    assert measure.find_kernel(str(tmp_path / "art")) == (image.resolve(), {"commit": None})
+    assert Kernel.find(str(tmp_path / "art")) == Kernel(image.resolve(), {"commit": None})
     (tmp_path / "empty").mkdir()
-    with pytest.raises(measure.KernelNotFound, match="no bzImage or Image"):
-        measure.find_kernel(str(tmp_path / "empty"))
-    with pytest.raises(measure.KernelNotFound, match="no such kernel image"):
-        measure.find_kernel(str(tmp_path / "nope"))
+    with pytest.raises(KernelNotFound, match="no bzImage or Image"):
+        Kernel.find(str(tmp_path / "empty"))
+    with pytest.raises(KernelNotFound, match="no such kernel image"):
+        Kernel.find(str(tmp_path / "nope"))
 
 
 @pytest.mark.parametrize(

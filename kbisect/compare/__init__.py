@@ -1,0 +1,12 @@
+"""`kbisect compare`: two sides measured fairly, a ratio with its uncertainty, a verdict.
+
+A side is a kernel (a revision to build, or a prebuilt image) plus kernel command-line
+extras plus scenario overrides, so "base vs base+revert", "preempt=none vs preempt=full
+on one kernel" and "huge pages off vs on" are the same command. Boots are interleaved in
+ABBA blocks so that drift (thermal, page cache, the host) hits both sides alike.
+
+    sides.py     the two sides from the options: kernels, revisions, builds, checks
+    schedule.py  the boot order, plan.json, and where an interrupted run stands
+    summary.py   summary.json, the table printed at the end, a partial run's summary
+    command.py   the command: configure(), main(), --resume
+"""

@@ -1,0 +1,99 @@
+"""The boot order of a compare, saved as plan.json before the first boot, and where an
+interrupted run stands: replaying the stored samples against the plan says which boot
+comes next, so `kbisect compare --resume` loses and duplicates no sample.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from kbisect import atomic, results
+from kbisect.exceptions import UserError
+
+PLAN = "plan.json"
+PLAN_KIND = "compare-plan"
+
+
+class NotResumable(UserError):
+    """The run directory holds no compare that can be continued."""
+
+
+def order(boots: int, scheme: str = "abba", seed: int | None = None) -> list[str]:
+    """Boot order for `boots` per side: ABBA blocks, or pairs in random order."""
+    if scheme == "random":
+        rng = random.Random(seed)
+        return [x for _ in range(boots) for x in rng.sample(["A", "B"], 2)]
+    pairs = [["A", "B"] if i % 2 == 0 else ["B", "A"] for i in range(boots)]
+    return [x for pair in pairs for x in pair]
+
+
+def save(out: Path, plan: dict[str, Any]) -> None:
+    atomic.write_json(out / PLAN, {**plan, "kind": PLAN_KIND})
+
+
+def load(out: Path) -> dict[str, Any]:
+    """The saved plan, or one line saying why this directory cannot be resumed."""
+    path = out / PLAN
+    if not path.is_file():
+        raise NotResumable(
+            f"{out}: no {PLAN}: not a compare run, or one interrupted "
+            "before its first boot (run the command again: builds are cached)"
+        )
+    try:
+        plan: dict[str, Any] = json.loads(path.read_text())
+    except (OSError, ValueError) as exc:
+        raise NotResumable(f"{path}: unreadable: {exc}") from None
+    keys = {"order", "retries", "sides", "scenario", "target", "arch", "command"}
+    if plan.get("kind") != PLAN_KIND or not keys <= set(plan):
+        raise NotResumable(f"{path}: not a compare plan (missing {sorted(keys - set(plan))})")
+    return plan
+
+
+def newest_unfinished(root: Path) -> Path:
+    """The most recently started compare under root without a summary."""
+    runs = sorted(
+        p.parent for p in root.glob(f"*/{PLAN}") if not (p.parent / results.SUMMARY).exists()
+    )
+    if not runs:
+        raise NotResumable(f"no unfinished compare under {root}")
+    return runs[-1]
+
+
+@dataclass
+class Standing:
+    """How far a run got: the next boot of the plan, the retries it has used, and every
+    stored sample counted per side."""
+
+    slot: int = 0
+    attempts: int = 0
+    tps: dict[str, list[float]] = field(default_factory=lambda: {"A": [], "B": []})
+    failed: dict[str, int] = field(default_factory=lambda: {"A": 0, "B": 0})
+
+
+def standing(plan: list[str], retries: int, stored: list[dict[str, Any]]) -> Standing:
+    """Replay the stored samples (in the order taken) against the plan."""
+    st = Standing()
+    for s in stored:
+        label = s.get("label")
+        if st.slot >= len(plan) or label != plan[st.slot]:
+            where = (
+                f"boot {st.slot + 1} of the plan is side {plan[st.slot]}"
+                if st.slot < len(plan)
+                else "the plan is done"
+            )
+            raise NotResumable(
+                f"a stored sample of side {label} does not follow the plan ({where})"
+            )
+        if s.get("status") == "ok":
+            st.tps[str(label)].append(float(s["tps"]))
+            st.slot, st.attempts = st.slot + 1, 0
+        else:
+            st.failed[str(label)] += 1
+            st.attempts += 1
+            if st.attempts > retries:
+                st.slot, st.attempts = st.slot + 1, 0
+    return st

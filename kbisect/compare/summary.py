@@ -1,0 +1,95 @@
+"""A compare's summary.json, the table printed at its end, and the summary of a run that
+has not finished (for `kbisect report` of a partial run)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from kbisect import clock, progress, results, stats
+from kbisect.compare import schedule
+from kbisect.compare.sides import NAMES, Side
+
+
+def sample_files(out: Path) -> dict[str, list[str]]:
+    """This run's sample files per side, relative to the run dir."""
+    files: dict[str, list[str]] = {}
+    for path in results.sample_paths(out):
+        label = json.loads(path.read_text()).get("label") or "?"
+        files.setdefault(label, []).append(str(path.relative_to(out)))
+    return files
+
+
+def summary(
+    sides: dict[str, Side], plan: dict[str, Any], verdict: stats.Verdict, duration: float, out: Path
+) -> dict[str, Any]:
+    files = sample_files(out)
+    a = sides["A"]
+    return {
+        "version": 1,
+        "kind": "compare",
+        "command": plan["command"],
+        "created": clock.utc_now(),
+        "scenario": {"name": a.scen.name, "hash": a.scen.hash},
+        "sides": {x: {**sides[x].describe(), "samples": files.get(x, [])} for x in NAMES},
+        "order": plan["order"],
+        "failed": {x: sides[x].failed for x in NAMES},
+        "stats": {"A": verdict.a.as_dict(), "B": verdict.b.as_dict()},
+        "verdict": verdict.as_dict(),
+        "min_effect": plan["min_effect"],
+        "confidence": 0.95,
+        "duration_s": round(duration, 1),
+        "target": plan["target_described"],
+        "resumed": plan.get("resumed", 0),
+    }
+
+
+def partial(out: Path) -> dict[str, Any]:
+    """What `kbisect report` shows of a compare that has not finished: its plan's sides,
+    every stored sample, marked partial (the verdict is recomputed from the samples)."""
+    plan = schedule.load(out)
+    files = sample_files(out)
+    sides = {
+        x: {
+            **{k: v for k, v in plan["sides"][x].items() if k not in ("sets", "image", "manifest")},
+            "samples": files.get(x, []),
+        }
+        for x in NAMES
+    }
+    return {
+        "version": 1,
+        "kind": "compare",
+        "partial": True,
+        "command": plan["command"],
+        "created": plan["created"],
+        "scenario": plan["scenario_id"],
+        "sides": sides,
+        "order": plan["order"],
+        "stats": {},
+        "min_effect": plan["min_effect"],
+        "confidence": 0.95,
+        "target": plan["target_described"],
+        "verdict": {
+            "kind": "partial",
+            "result": "interrupted: not every boot was taken",
+            "warnings": [],
+        },
+    }
+
+
+def print_table(sides: dict[str, Side], verdict: stats.Verdict) -> None:
+    print(
+        f"{'side':<4} {'label':<44} {'n':>3} {'mean':>9} {'median':>9} {'CV':>6} "
+        f"{'min':>9} {'max':>9}"
+    )
+    for name, s in zip(NAMES, (verdict.a, verdict.b), strict=True):
+        label = sides[name].label
+        print(
+            f"{name:<4} {label[:44]:<44} {s.n:>3} {s.mean:>9.1f} {s.median:>9.1f} "
+            f"{s.cv * 100:>5.1f}% {s.min:>9.1f} {s.max:>9.1f}"
+        )
+    r = verdict.ratio
+    print(f"B/A = {r.ratio:.3f}x [{r.low:.3f}, {r.high:.3f}] (95% CI): {verdict.kind}")
+    for w in verdict.warnings:
+        progress.warn(w)

@@ -1,0 +1,46 @@
+"""`kbisect run`: boot a kernel on a target and run a pinned pgbench scenario there.
+
+One boot is one sample (kbisect/sample.py); `--runs N` takes N of them in a row.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from kbisect import options, progress, results, sample, scenario, stats
+from kbisect.targets import Kernel
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--kernel", required=True, help="kernel image, or a build artifact dir")
+    options.add_scenario(parser)
+    options.add_append(parser)
+    options.add_set(parser)
+    parser.add_argument("--runs", type=options.count(1), default=1, help="boots (one sample each)")
+    options.add_where(parser)
+    parser.add_argument(
+        "--out", type=Path, help="results dir (default: a new one in results/; adds to one)"
+    )
+
+
+def main(args: argparse.Namespace) -> int:
+    kernel = Kernel.find(args.kernel)
+    scen = scenario.load(args.scenario).with_overrides(args.set)
+    with options.target(args) as target:
+        target.validate(kernel)
+        target.preflight()
+        out = results.out_dir(args.out, "run", scen.name, fresh=False)
+        tps: list[float] = []
+        for i in range(args.runs):
+            progress.step(f"boot {i + 1}/{args.runs}")
+            s = sample.take(target, kernel, scen, append=args.append, out_dir=out)
+            tps.append(s["tps"])
+            preempt = (s["fingerprint"] or {}).get("preempt")
+            print(f"boot {i + 1}: {s['tps']:.1f} tps  (preempt={preempt})")
+    summary = stats.summarize(tps)
+    print(
+        f"{scen.name}: mean {summary.mean:.1f} tps over {summary.n} boot(s), "
+        f"CV {summary.cv * 100:.1f}%  results: {out}"
+    )
+    return 0

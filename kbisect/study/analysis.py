@@ -1,0 +1,218 @@
+"""A study's numbers, recomputed from the stored samples every time.
+
+- Per cell and kernel: the mean tps with its t interval (kbisect.stats), failed boots.
+- Per cell: each kernel's ratio to the baseline kernel (delta method on the log, Welch).
+- Steps: every pair of consecutive kernels in every cell is one test of "no change" (a
+  Welch t test on the log ratio). The family is all those pairs x cells; Holm's step-down
+  correction keeps its familywise error at ALPHA. A step is called when its Holm-adjusted
+  p is below ALPHA and the change is at least the study's min effect. Intervals shown are
+  per-comparison 95% intervals. Each step comes with the `kbisect bisect` line that
+  looks for its commit with that cell's settings.
+- Interactions: for two axes with two levels each (preempt none/full x huge pages
+  off/on), per kernel and per level of the other axes, the ratio of ratios
+  (x2/x1 at y2) / (x2/x1 at y1) with its interval (the four cells' log variances add;
+  Welch-Satterthwaite df): an interval away from 1 says the effect of one axis depends
+  on the other.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import shlex
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from kbisect import fingerprint, stats
+from kbisect.study import store
+from kbisect.study.inference import CONFIDENCE, combine, holm, log_terms
+from kbisect.study.interactions import Interaction, interactions
+
+ALPHA = 0.05
+Unit = tuple[int, int]  # (kernel, cell)
+
+
+@dataclass(frozen=True)
+class Point:
+    kernel: int
+    cell: int
+    tps: tuple[float, ...]
+    failed: int
+    fingerprints: tuple[Mapping[str, Any], ...]
+
+    @property
+    def n(self) -> int:
+        return len(self.tps)
+
+    @property
+    def summary(self) -> stats.Summary | None:
+        return stats.summarize(self.tps) if self.tps else None
+
+    @property
+    def ci(self) -> tuple[float, float, float] | None:
+        return stats.mean_ci(self.tps, CONFIDENCE) if self.n >= 2 else None
+
+
+@dataclass(frozen=True)
+class Step:
+    cell: int
+    a: int  # kernel indices, a before b
+    b: int
+    ratio: stats.RatioCI
+    p: float
+    p_holm: float
+    kind: str  # "regression", "improvement" or stats.NO_DIFFERENCE
+    bisect: str | None  # the command that looks for the commit, if both are revisions
+    differences: tuple[str, ...]  # fingerprint fields that differ between a and b
+
+
+@dataclass(frozen=True)
+class Analysis:
+    definition: Mapping[str, Any]
+    points: dict[Unit, Point]
+    vs_baseline: dict[Unit, stats.RatioCI]
+    steps: list[Step]
+    tests: int  # the family Holm corrected over
+    interactions: list[Interaction]
+    warnings: list[str]
+
+    @property
+    def baseline(self) -> int:
+        return int(self.definition.get("baseline") or 0)
+
+    def kernel(self, k: int) -> str:
+        kernel = self.definition["kernels"][k]
+        return str(kernel.get("name") or kernel["label"])
+
+    def cell(self, c: int) -> str:
+        return str(self.definition["cells"][c]["label"])
+
+    def sentence(self, s: Step) -> str:
+        """`clients=16: v1 -> v2: 0.620x (-38.0%), 95% CI [...], 3 + 3 boots, Holm p ...`."""
+        r = s.ratio
+        return (
+            f"{self.cell(s.cell)}: {self.kernel(s.a)} -> {self.kernel(s.b)}: "
+            f"{r.ratio:.3f}x ({(r.ratio - 1) * 100:+.1f}%), 95% CI [{r.low:.3f}, "
+            f"{r.high:.3f}], {self.points[(s.a, s.cell)].n} + "
+            f"{self.points[(s.b, s.cell)].n} boots, Holm p {s.p_holm:.2g}: {s.kind}"
+        )
+
+    def significant(self) -> list[Step]:
+        return [s for s in self.steps if s.kind != stats.NO_DIFFERENCE]
+
+
+def points(
+    definition: Mapping[str, Any], samples: Sequence[Mapping[str, Any]]
+) -> dict[Unit, Point]:
+    found: dict[Unit, list[Mapping[str, Any]]] = {}
+    for s in samples:
+        unit = store.unit_of(s.get("label"))
+        if unit is not None:
+            found.setdefault(unit, []).append(s)
+    out = {}
+    for k, c in itertools.product(
+        range(len(definition["kernels"])), range(len(definition["cells"]))
+    ):
+        got = found.get((k, c), [])
+        ok = [s for s in got if s.get("status") == "ok" and s.get("tps")]
+        out[(k, c)] = Point(
+            k,
+            c,
+            tuple(float(s["tps"]) for s in ok),
+            len(got) - len(ok),
+            tuple(s.get("fingerprint") or {} for s in ok),
+        )
+    return out
+
+
+def bisect_line(d: Mapping[str, Any], cell: int, a: int, b: int, improvement: bool) -> str | None:
+    """`kbisect bisect --good A --bad B --scenario S --set ... --append ...` for one step."""
+    ka, kb, c = d["kernels"][a], d["kernels"][b], d["cells"][cell]
+    if not (ka.get("rev") and kb.get("rev")):
+        return None
+    words = [
+        "kbisect",
+        "bisect",
+        "--good",
+        ka["rev"],
+        "--bad",
+        kb["rev"],
+        "--scenario",
+        d["scenario"]["source"],
+    ]
+    if d.get("tree"):
+        words += ["--tree", d["tree"]]
+    for item in [*d["sets"], *c["set"]]:
+        words += ["--set", item]
+    if append := " ".join(filter(None, [d["append"], c["append"]])):
+        words += ["--append", append]
+    for name in d["configs"]:
+        words += ["--config", name]
+    words += ["--arch", d["arch"], *(["--lower-is-better"] if improvement else [])]
+    return shlex.join(words)
+
+
+def _differences(pa: Point, pb: Point) -> tuple[str, ...]:
+    rows = fingerprint.diff({"a": list(pa.fingerprints), "b": list(pb.fingerprints)})
+    return tuple(
+        f"{r.field}: {' / '.join(r.values['a'])} -> {' / '.join(r.values['b'])}"
+        for r in rows
+        if r.differs
+    )
+
+
+def _ratio(pa: Point, pb: Point) -> tuple[stats.RatioCI, float] | None:
+    """B/A with its interval and the p of "no change"; None without 2 samples a side."""
+    sa, sb = pa.summary, pb.summary
+    if sa is None or sb is None or sa.n < 2 or sb.n < 2:
+        return None
+    r = stats.ratio_ci(pa.tps, pb.tps, CONFIDENCE)
+    p, _, _ = combine([log_terms(sa), log_terms(sb)], math.log(r.ratio))
+    return r, p
+
+
+def steps(d: Mapping[str, Any], pts: Mapping[Unit, Point]) -> tuple[list[Step], int]:
+    raw = []
+    for c in range(len(d["cells"])):
+        for a in range(len(d["kernels"]) - 1):
+            if (got := _ratio(pts[(a, c)], pts[(a + 1, c)])) is not None:
+                raw.append((c, a, *got))
+    adjusted = holm([p for *_, p in raw])
+    effect = float(d.get("min_effect", 0.02))
+    out = []
+    for (c, a, r, p), p_adj in zip(raw, adjusted, strict=True):
+        kind = stats.NO_DIFFERENCE
+        if p_adj < ALPHA and abs(r.ratio - 1) >= effect:
+            kind = "regression" if r.ratio < 1 else "improvement"
+        line = bisect_line(d, c, a, a + 1, kind == "improvement")
+        out.append(
+            Step(c, a, a + 1, r, p, p_adj, kind, line, _differences(pts[(a, c)], pts[(a + 1, c)]))
+        )
+    return out, len(raw)
+
+
+def _warnings(d: Mapping[str, Any], pts: Mapping[Unit, Point]) -> list[str]:
+    out = []
+    kernels, cells = d["kernels"], d["cells"]
+    for (k, c), p in sorted(pts.items()):
+        where = f"{kernels[k]['label']} in {cells[c]['label']}"
+        if p.n < 2:
+            out.append(f"{where}: {p.n} good sample(s): no interval, left out of the steps")
+        if p.failed:
+            out.append(f"{where}: {p.failed} failed boot(s), kept out of the statistics")
+        if (s := p.summary) is not None and s.n >= 2 and s.cv > stats.HIGH_CV:
+            out.append(f"{where}: CV {s.cv * 100:.1f}% is high: add boots")
+    return out
+
+
+def analyze(definition: Mapping[str, Any], samples: Sequence[Mapping[str, Any]]) -> Analysis:
+    d = definition
+    pts = points(d, samples)
+    base = int(d.get("baseline") or 0)
+    vs = {}
+    for (k, c), p in pts.items():
+        if k != base and (got := _ratio(pts[(base, c)], p)) is not None:
+            vs[(k, c)] = got[0]
+    found, tests = steps(d, pts)
+    return Analysis(d, pts, vs, found, tests, interactions(d, pts), _warnings(d, pts))

@@ -1,0 +1,258 @@
+"""The study report: summary.json, report.md, report.txt and the figures, recomputed
+from the stored samples every time (`kbisect report RUN_DIR` re-renders them)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from kbisect import atomic, clock, progress, results, stats
+from kbisect.study import analysis, figures, store, text
+from kbisect.study.analysis import Analysis
+
+DEFINITION = store.DEFINITION
+REPORT = "report.md"
+
+
+def _mean(a: Analysis, k: int, c: int) -> str:
+    p = a.points[(k, c)]
+    if (ci := p.ci) is None:
+        return f"{p.tps[0]:,.1f} (n=1)" if p.n else "—"
+    return f"{ci[0]:,.1f} [{ci[1]:,.1f}, {ci[2]:,.1f}] n={p.n}"
+
+
+def _ratio(a: Analysis, k: int, c: int) -> str:
+    if k == a.baseline:
+        return "1 (baseline)"
+    r = a.vs_baseline.get((k, c))
+    return "—" if r is None else f"{r.ratio:.3f} [{r.low:.3f}, {r.high:.3f}]"
+
+
+def _grid(a: Analysis, cell_fn: Any) -> list[str]:
+    cells = range(len(a.definition["cells"]))
+    out = [
+        "| kernel | " + " | ".join(a.cell(c) for c in cells) + " |",
+        "|---|" + "---:|" * len(cells),
+    ]
+    for k in range(len(a.definition["kernels"])):
+        out.append(f"| {a.kernel(k)} | " + " | ".join(cell_fn(a, k, c) for c in cells) + " |")
+    return out
+
+
+def _findings(a: Analysis) -> list[str]:
+    found = a.significant()
+    if not found:
+        return [
+            f"No significant step between consecutive kernels in any cell "
+            f"({a.tests} comparisons, Holm-corrected).",
+            "",
+        ]
+    out = []
+    for s in found:
+        out += [f"- **{a.sentence(s)}**"]
+        out += [f"  - fingerprint differences: {'; '.join(s.differences) or 'none'}"]
+        out += [
+            f"  - bisect it: `{s.bisect}`"
+            if s.bisect
+            else "  - not bisectable: a side is a prebuilt image, not a revision"
+        ]
+    return [*out, ""]
+
+
+def _interactions(a: Analysis) -> list[str]:
+    if not a.interactions:
+        return ["None: no two axes with two levels each.", ""]
+    out = [
+        "| kernel | effect of | at | ratio at first | ratio at second | ratio of ratios "
+        "[95% CI] | depends? |",
+        "|---|---|---|---:|---:|---:|---|",
+    ]
+    for i in a.interactions:
+        fixed = " ".join(f"{n.rsplit('.', 1)[-1]}={v}" for n, v in i.fixed)
+        depends = "**yes**" if i.low > 1 or i.high < 1 else "no"
+        out.append(
+            f"| {a.kernel(i.kernel)} | {i.x}: {i.x_levels[1]} vs {i.x_levels[0]} | "
+            f"{i.y}: {i.y_levels[0]}, {i.y_levels[1]} {fixed} | {i.effect_y1:.3f} | "
+            f"{i.effect_y2:.3f} | {i.ratio:.3f} [{i.low:.3f}, {i.high:.3f}] | {depends} |"
+        )
+    return [*out, ""]
+
+
+def _steps_table(a: Analysis) -> list[str]:
+    out = [
+        "| cell | from | to | ratio | 95% CI | p | Holm p | verdict |",
+        "|---|---|---|---:|---|---:|---:|---|",
+    ]
+    for s in a.steps:
+        r = s.ratio
+        out.append(
+            f"| {a.cell(s.cell)} | {a.kernel(s.a)} | {a.kernel(s.b)} | {r.ratio:.3f} | "
+            f"[{r.low:.3f}, {r.high:.3f}] | {s.p:.3g} | {s.p_holm:.3g} | {s.kind} |"
+        )
+    return out
+
+
+def _kernels(a: Analysis) -> list[str]:
+    out = ["| # | kernel | commit | subject / image |", "|---:|---|---|---|"]
+    for i, k in enumerate(a.definition["kernels"]):
+        base = " (baseline)" if i == a.baseline else ""
+        out.append(
+            f"| {i} | `{k['label']}`{base} | {(k.get('commit') or '—')[:12]} | "
+            f"{(k.get('subject') or k.get('image') or '').replace('|', '/')} |"
+        )
+    return out
+
+
+def _cells(a: Analysis) -> list[str]:
+    out = ["| cell | label | scenario overrides | kernel command line |", "|---|---|---|---|"]
+    for c in a.definition["cells"]:
+        sets = " ".join([*a.definition["sets"], *c["set"]]) or "—"
+        append = " ".join(filter(None, [a.definition["append"], c["append"]])) or "—"
+        out.append(f"| {c['id']} | {c['label']} | `{sets}` | `{append}` |")
+    return out
+
+
+def _machines(d: dict[str, Any]) -> list[str]:
+    shares = d.get("shares") or [{"dir": ".", "machine": d.get("machine"), "share": d.get("share")}]
+    out = []
+    for s in shares:
+        m = s.get("machine") or {}
+        cells = " ".join((s.get("share") or {}).get("cells") or []) or "all cells"
+        out.append(
+            f"- {m.get('hostname', '?')}: {m.get('cpu_model')}, {m.get('cores')} cores, "
+            f"target {m.get('target')} ({m.get('arch')}, {m.get('accel')}): {cells}"
+        )
+    return out
+
+
+def markdown(a: Analysis, pictures: list[str]) -> str:
+    d = a.definition
+    n = len(a.significant())
+    lines = [
+        f"# Study {d['name']}: {n or 'no'} significant step{'s' if n != 1 else ''}",
+        "",
+        "Reproduce:",
+        "",
+        "```sh",
+        d.get("command") or "",
+        "```",
+        "",
+        d.get("description") or "",
+        "",
+        "## Steps between consecutive kernels",
+        "",
+        *_findings(a),
+        f"Method: each consecutive pair of kernels in each cell is a Welch t test on the log "
+        f"ratio of means; the family is all {a.tests} such comparisons, corrected with "
+        f"Holm's step-down method at {analysis.ALPHA:g}; a step is called when its Holm "
+        f"p is below {analysis.ALPHA:g} and it changes tps by at least "
+        f"{float(d.get('min_effect', 0.02)) * 100:g}%. Intervals are per-comparison 95%.",
+        "",
+        "## Interactions",
+        "",
+        *_interactions(a),
+        "## tps per kernel and cell (mean, 95% CI, good boots)",
+        "",
+        *_grid(a, _mean),
+        "",
+        f"## Ratio to the baseline ({a.kernel(a.baseline)})",
+        "",
+        *_grid(a, _ratio),
+        "",
+        "## Figures",
+        "",
+        *pictures,
+        "",
+        "## Every step",
+        "",
+        *_steps_table(a),
+        "",
+        "## Warnings",
+        "",
+        *([f"- {w}" for w in a.warnings] or ["None."]),
+        "",
+        "## Kernels",
+        "",
+        *_kernels(a),
+        "",
+        "## Cells",
+        "",
+        *_cells(a),
+        "",
+        "## Machines",
+        "",
+        *_machines(dict(d)),
+        "",
+        f"Scenario `{d['scenario']['name']}` (hash `{d['scenario']['hash']}`), {d['boots']} "
+        f"boots per kernel and cell in randomized complete blocks (seed {d.get('seed')}).",
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def summary(a: Analysis) -> dict[str, Any]:
+    d = a.definition
+    n = len(a.significant())
+    pts = [
+        {"kernel": k, "cell": c, "n": p.n, "failed": p.failed, "tps": list(p.tps)}
+        for (k, c), p in sorted(a.points.items())
+    ]
+    steps = [
+        {
+            "cell": s.cell,
+            "a": s.a,
+            "b": s.b,
+            "ratio": s.ratio.as_dict(),
+            "p": s.p,
+            "p_holm": s.p_holm,
+            "kind": s.kind,
+            "bisect": s.bisect,
+        }
+        for s in a.steps
+    ]
+    return {
+        "version": 1,
+        "kind": "study",
+        "created": clock.utc_now(),
+        "command": d.get("command") or "kbisect study",
+        "name": d["name"],
+        "scenario": {"name": d["scenario"]["name"], "hash": d["scenario"]["hash"]},
+        "sides": {},
+        "stats": {"points": pts, "steps": steps, "tests": a.tests},
+        "verdict": {
+            "kind": "steps" if n else stats.NO_DIFFERENCE,
+            "result": f"{n} significant step(s) in {a.tests} comparisons (Holm)",
+            "warnings": a.warnings,
+        },
+    }
+
+
+def load(run_dir: Path) -> Analysis:
+    return analysis.analyze(store.load_definition(run_dir), store.samples(run_dir))
+
+
+def write(run_dir: Path) -> Path:
+    """summary.json, report.md, report.txt and the PNGs; the report's path."""
+    a = load(run_dir)
+    try:
+        pictures = figures.draw(a, run_dir)
+    except ImportError as exc:
+        progress.warn(f"no figures ({exc}): install matplotlib (scripts/setup)")
+        pictures = [f"No figures: {exc}."]
+    results.write_summary(run_dir, summary(a))
+    atomic.write_text(run_dir / text.TEXT, text.render(a))
+    atomic.write_text(run_dir / REPORT, markdown(a, pictures))
+    return run_dir / REPORT
+
+
+def text_of(run_dir: Path) -> str:
+    return text.render(load(run_dir))
+
+
+def print_findings(a: Analysis) -> None:
+    for s in a.significant():
+        print(a.sentence(s))
+        if s.bisect:
+            print(f"  {s.bisect}")
+    if not a.significant():
+        print(f"no significant step ({a.tests} comparisons, Holm-corrected)")

@@ -1,0 +1,224 @@
+"""Running a study: every check before the first build (`prepare`), the plan printed
+and saved, the kernels built once, the boots taken in blocks, the report written;
+`--resume` picks up the saved plan where it stopped."""
+
+from __future__ import annotations
+
+import argparse
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from kbisect import clock, progress, results, scenario, targets, tree
+from kbisect.exceptions import EXIT_OK, BootError, UserError
+from kbisect.study import (
+    analysis,
+    axes,
+    budget,
+    fanout,
+    kernels,
+    machine,
+    report,
+    schedule,
+    spec,
+    store,
+)
+from kbisect.study.spec import Study
+from kbisect.targets import Target
+
+
+@dataclass(frozen=True)
+class Prepared:
+    study: Study
+    definition: dict[str, Any]
+    refs: list[kernels.Ref]
+    repo: Path | None
+    cells: list[int]  # this run's cells (all, or a share's)
+    estimate: budget.Estimate
+
+
+def _scenario_source(name: str) -> str:
+    return str(Path(name).resolve()) if ("/" in name or name.endswith(".toml")) else name
+
+
+def _baseline(study: Study, refs: list[kernels.Ref]) -> int:
+    if study.baseline is None:
+        return 0
+    for i, ref in enumerate(refs):
+        if study.baseline in (ref.label, ref.rev) or (ref.commit or "").startswith(study.baseline):
+            return i
+    raise UserError(f"baseline {study.baseline!r} is not one of the study's kernels")
+
+
+def _tree_field(study: Study) -> str | None:
+    t = study.kernels.tree
+    return None if t in (None, "default") else str(Path(str(t)).expanduser().resolve())
+
+
+def cells(study: Study) -> tuple[list[axes.Cell], list[scenario.Scenario], scenario.Scenario]:
+    if study.boots < 2:
+        raise UserError(f"--boots {study.boots}: need at least 2 per cell for an interval")
+    base = scenario.load(study.scenario)
+    all_cells = axes.cells(study.axes)
+    return all_cells, axes.scenarios(base, study.sets, all_cells, study.axes), base
+
+
+def _cell_dicts(
+    study: Study, all_cells: list[axes.Cell], scens: list[scenario.Scenario]
+) -> list[dict[str, Any]]:
+    return [
+        {
+            "id": c.id,
+            "label": c.label(study.axes),
+            "values": c.values,
+            "set": list(c.sets),
+            "append": c.append,
+            "scenario_hash": s.hash,
+        }
+        for c, s in zip(all_cells, scens, strict=True)
+    ]
+
+
+def prepare(study: Study, target: Target, share: tuple[int, int] | None) -> Prepared:
+    """Every check before the first build; the study.json to save."""
+    all_cells, scens, base = cells(study)
+    repo, refs = kernels.resolve(study.kernels)
+    kernels.check_arches(refs, target.arch.name)
+    chosen = list(range(len(all_cells)))
+    share_info = None
+    if share is not None:
+        parts = fanout.partition([budget.boot_seconds(s) for s in scens], share[1])
+        chosen = parts[share[0]]
+        share_info = {"index": share[0] + 1, "of": share[1], "cells": [f"c{c}" for c in chosen]}
+    builds = sum(1 for r in refs if r.rev is not None)
+    est = budget.estimate(len(refs), builds, [scens[c] for c in chosen], study.boots)
+    d = {
+        "version": 1,
+        "kind": "study-definition",
+        "name": study.name,
+        "description": study.description,
+        "source": study.source,
+        "command": progress.reproduce_line(),
+        "created": clock.utc_now(),
+        "scenario": {
+            "name": base.name,
+            "source": _scenario_source(study.scenario),
+            "hash": base.hash,
+        },
+        "sets": list(study.sets),
+        "append": study.append,
+        "boots": study.boots,
+        "retries": study.retries,
+        "min_effect": study.min_effect,
+        "baseline": _baseline(study, refs),
+        "seed": study.seed,
+        "arch": target.arch.name,
+        "target": target.name,
+        "tree": _tree_field(study),
+        "configs": list(study.kernels.configs),
+        "base_config": study.kernels.base_config,
+        "budget_hours": study.budget_hours,
+        "kernels": [{**r.as_dict(), "name": r.short} for r in refs],
+        "axes": [a.as_dict() for a in study.axes],
+        "cells": _cell_dicts(study, all_cells, scens),
+        "share": share_info,
+    }
+    return Prepared(study, d, refs, repo, chosen, est)
+
+
+def announce(p: Prepared) -> None:
+    d = p.definition
+    print(f"study {d['name']}: scenario {d['scenario']['name']} on {d['target']} ({d['arch']})")
+    print(
+        f"kernels ({len(p.refs)}): {', '.join(r.short for r in p.refs)}; baseline "
+        f"{p.refs[d['baseline']].short}"
+    )
+    share = d["share"]
+    where = f" (share {share['index']}/{share['of']})" if share else ""
+    print(f"cells ({len(p.cells)} of {len(d['cells'])}){where}:")
+    for c in p.cells:
+        print(f"  c{c:<3} {d['cells'][c]['label']}")
+    print(f"{p.estimate.line()} (budget {p.study.budget_hours:g} h)")
+
+
+def _scens(d: dict[str, Any]) -> dict[int, scenario.Scenario]:
+    """Each cell's scenario again (on resume too), checked against the stored hashes."""
+    base = scenario.load(d["scenario"]["source"])
+    out = {}
+    for i, c in enumerate(d["cells"]):
+        out[i] = base.with_overrides([*d["sets"], *c["set"]])
+        if out[i].hash != c["scenario_hash"]:
+            raise UserError(
+                f"cell {c['id']}: the scenario {d['scenario']['name']} changed "
+                "since the study started: start a new study"
+            )
+    return out
+
+
+def execute(out: Path, d: dict[str, Any], target: Target, repo: Path | None) -> int:
+    refs = [kernels.Ref.from_dict(k) for k in d["kernels"]]
+    spec_k = spec.KernelSpec(configs=tuple(d["configs"]), base_config=d["base_config"])
+    scens = _scens(d)
+    built = kernels.build_all(refs, repo, spec_k, d["arch"])
+    appends = {
+        i: " ".join(filter(None, [d["append"], c["append"]])) for i, c in enumerate(d["cells"])
+    }
+
+    def name(slot: schedule.Slot) -> str:
+        return f"{refs[slot.kernel].short} in {d['cells'][slot.cell]['label']}"
+
+    boots = schedule.Boots(target, built, scens, appends, name)
+    slots = schedule.from_json(store.load_schedule(out))
+    with target:
+        missing = schedule.run(boots, slots, out, int(d["retries"]))
+    written = report.write(out)
+    report.print_findings(analysis.analyze(d, store.samples(out)))
+    print(f"report: {written}")
+    if missing:
+        raise BootError(
+            f"{len(missing)} planned sample(s) still missing after retries: "
+            f"`kbisect study --resume {out}` takes them"
+        )
+    return EXIT_OK
+
+
+def start(args: argparse.Namespace, file: str | None) -> int:
+    study = spec.from_args(args, spec.load(file) if file else None)
+    target = targets.get(args.target, study.kernels.arch)
+    share = fanout.parse_share(args.share) if args.share else None
+    p = prepare(study, target, share)
+    announce(p)
+    budget.check(p.estimate, study.budget_hours, args.yes)
+    if args.dry_run:
+        return EXIT_OK
+    target.preflight()
+    if args.out is not None and (args.out / store.DEFINITION).exists():
+        raise UserError(f"--out {args.out}: already holds a study (continue it with --resume)")
+    out = args.out or results.new_run_dir("study", study.name)
+    seed = study.seed if study.seed is not None else schedule.new_seed()
+    where = args.target
+    if where.endswith(".toml") or "/" in where:
+        where = str(Path(where).expanduser().resolve())
+    d = {**p.definition, "seed": seed, "target_spec": where, "machine": machine.host(target)}
+    store.write_definition(out, d)
+    slots = schedule.plan(len(p.refs), p.cells, study.boots, seed)
+    store.write_schedule(out, schedule.to_json(slots, seed, study.boots))
+    progress.step(f"{len(slots)} boots in {study.boots} blocks (seed {seed}); results in {out}")
+    return execute(out, store.load_definition(out), target, p.repo)
+
+
+def resume(args: argparse.Namespace) -> int:
+    out = Path(args.resume) if args.resume else store.unfinished()
+    d = store.load_definition(out)
+    slots = schedule.from_json(store.load_schedule(out))
+    if not schedule.pending(slots, store.ok_counts(out)):
+        raise UserError(
+            f"{out}: every planned sample is taken: nothing to resume "
+            "(`kbisect report` re-renders it)"
+        )
+    target = targets.get(d.get("target_spec") or d["target"], d["arch"])
+    repo = None
+    if any(k.get("rev") for k in d["kernels"]):
+        repo = tree.resolve(d["tree"])
+    progress.step(f"resuming study {d['name']} in {out}")
+    return execute(out, d, target, repo)

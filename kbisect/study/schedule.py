@@ -1,0 +1,129 @@
+"""The boot plan of a study: randomized complete blocks, saved before the first boot.
+
+Each block boots every kernel in every cell once, in an order shuffled with a recorded
+seed, so drift (the host, thermal state, page cache) hits every kernel and cell alike;
+a study with N boots per cell has N blocks. The plan is saved (schedule.json) before the
+first boot. Resume walks it again: the k-th planned slot of a (kernel, cell) is done when
+that unit has at least k good samples, so no sample is taken twice and none is lost. A
+failed boot is stored (sample.take does it), kept out of the statistics and retried in
+place like compare does; one still failing after its retries stays pending for the next
+--resume.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from kbisect import progress, sample
+from kbisect.exceptions import BenchmarkError, BootError
+from kbisect.scenario import Scenario
+from kbisect.study import store
+from kbisect.targets import Kernel, Target
+
+VERSION = 1
+
+
+@dataclass(frozen=True)
+class Slot:
+    block: int
+    kernel: int
+    cell: int
+
+    @property
+    def unit(self) -> tuple[int, int]:
+        return (self.kernel, self.cell)
+
+    @property
+    def label(self) -> str:
+        return store.label(self.kernel, self.cell)
+
+
+def new_seed() -> int:
+    return random.SystemRandom().randrange(2**31)
+
+
+def plan(kernels: int, cells: Sequence[int], boots: int, seed: int) -> list[Slot]:
+    """`boots` blocks; each is every kernel x cell once, shuffled."""
+    rng = random.Random(seed)
+    slots: list[Slot] = []
+    for block in range(boots):
+        units = [(k, c) for k in range(kernels) for c in cells]
+        rng.shuffle(units)
+        slots += [Slot(block, k, c) for k, c in units]
+    return slots
+
+
+def to_json(slots: Sequence[Slot], seed: int, boots: int) -> dict[str, Any]:
+    return {
+        "version": VERSION,
+        "kind": "study-schedule",
+        "seed": seed,
+        "blocks": boots,
+        "slots": [asdict(s) for s in slots],
+    }
+
+
+def from_json(data: Mapping[str, Any]) -> list[Slot]:
+    return [Slot(int(s["block"]), int(s["kernel"]), int(s["cell"])) for s in data["slots"]]
+
+
+def pending(slots: Sequence[Slot], done: Mapping[tuple[int, int], int]) -> list[Slot]:
+    """The slots still to take, in plan order: a unit's first `done[unit]` slots are done."""
+    seen: dict[tuple[int, int], int] = {}
+    out = []
+    for slot in slots:
+        seen[slot.unit] = seen.get(slot.unit, 0) + 1
+        if seen[slot.unit] > done.get(slot.unit, 0):
+            out.append(slot)
+    return out
+
+
+@dataclass
+class Boots:
+    """What the schedule boots: per kernel index its image, per cell its scenario and
+    command line; `name(slot)` for progress lines."""
+
+    target: Target
+    kernels: Sequence[Kernel]
+    scens: Mapping[int, Scenario]
+    appends: Mapping[int, str]
+    name: Callable[[Slot], str]
+
+
+def take(b: Boots, slot: Slot, out: Path, retries: int) -> bool:
+    """One planned sample, retried up to `retries` times; True if it was taken."""
+    for attempt in range(retries + 1):
+        again = f", retry {attempt}" if attempt else ""
+        progress.step(f"block {slot.block + 1}: {b.name(slot)}{again}")
+        try:
+            s = sample.take(
+                b.target,
+                b.kernels[slot.kernel],
+                b.scens[slot.cell],
+                append=b.appends[slot.cell],
+                out_dir=out,
+                label=slot.label,
+            )
+        except (BootError, BenchmarkError) as exc:
+            progress.warn(f"{b.name(slot)}: failed, kept out of the statistics: {exc}")
+            continue
+        progress.step(f"{b.name(slot)}: {s['tps']:.1f} tps")
+        return True
+    return False
+
+
+def run(b: Boots, slots: Sequence[Slot], out: Path, retries: int) -> list[Slot]:
+    """Take every pending slot in plan order; return those still missing."""
+    todo = pending(slots, store.ok_counts(out))
+    if len(todo) < len(slots):
+        progress.step(f"resuming: {len(slots) - len(todo)} of {len(slots)} samples already taken")
+    missing = []
+    for i, slot in enumerate(todo, 1):
+        progress.step(f"sample {i}/{len(todo)}")
+        if not take(b, slot, out, retries):
+            missing.append(slot)
+    return missing

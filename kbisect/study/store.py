@@ -1,0 +1,129 @@
+"""A study's run directory (results/<time>-study-<name>/):
+
+study.json      the resolved study: kernels, axes, cells, settings, machine, share
+schedule.json   the boot plan, saved before the first boot (resume walks it)
+samples/NNN-k<kernel>-c<cell>.json   one per boot (kbisect/sample.py)
+summary.json, report.md, report.txt, *.png   written at the end, re-rendered by
+                `kbisect report`
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from kbisect import atomic, paths, results
+from kbisect.exceptions import UserError
+
+DEFINITION = "study.json"
+SCHEDULE = "schedule.json"
+LABEL = re.compile(r"k(\d+)-c(\d+)")
+IDENTITY_KEYS = (
+    "name",
+    "scenario",
+    "sets",
+    "append",
+    "boots",
+    "kernels",
+    "cells",
+    "seed",
+    "arch",
+    "configs",
+    "base_config",
+)
+
+
+class NotAStudy(UserError):
+    """A directory that holds no study run."""
+
+
+def label(kernel: int, cell: int) -> str:
+    return f"k{kernel}-c{cell}"
+
+
+def unit_of(sample_label: str | None) -> tuple[int, int] | None:
+    m = LABEL.fullmatch(sample_label or "")
+    return (int(m[1]), int(m[2])) if m else None
+
+
+def identity(definition: Mapping[str, Any]) -> str:
+    """What makes two run dirs shares of one study: a hash of the study itself (kernels by
+    commit, cells, settings, seed), not of where or when it ran."""
+    view = {k: definition.get(k) for k in IDENTITY_KEYS}
+    kernels = view["kernels"] or []
+    view["kernels"] = [{"label": k["label"], "commit": k.get("commit")} for k in kernels]
+    text = json.dumps(view, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def _read(path: Path, what: str) -> dict[str, Any]:
+    if not path.is_file():
+        raise NotAStudy(f"{path.parent}: no {path.name} (not a kbisect study run directory)")
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise NotAStudy(f"{path}: unreadable {what}: {exc}") from None
+    if not isinstance(data, dict):
+        raise NotAStudy(f"{path}: not a {what}")
+    return data
+
+
+def write_definition(run_dir: Path, definition: dict[str, Any]) -> None:
+    atomic.write_json(run_dir / DEFINITION, {**definition, "study_id": identity(definition)})
+
+
+def load_definition(run_dir: Path) -> dict[str, Any]:
+    if not run_dir.is_dir():
+        raise NotAStudy(f"{run_dir}: no such directory")
+    return _read(run_dir / DEFINITION, "study definition")
+
+
+def write_schedule(run_dir: Path, schedule: dict[str, Any]) -> None:
+    atomic.write_json(run_dir / SCHEDULE, schedule)
+
+
+def load_schedule(run_dir: Path) -> dict[str, Any]:
+    return _read(run_dir / SCHEDULE, "schedule")
+
+
+def samples(run_dir: Path) -> list[dict[str, Any]]:
+    """This run's samples that belong to a kernel and cell, in boot order."""
+    try:
+        found = results.load_samples(run_dir)
+    except results.InvalidResult as exc:
+        raise NotAStudy(str(exc)) from None
+    return [s for s in found if unit_of(s.get("label")) is not None]
+
+
+def ok_counts(run_dir: Path) -> dict[tuple[int, int], int]:
+    """Good samples per (kernel, cell): what resume counts as done."""
+    counts: dict[tuple[int, int], int] = {}
+    for s in samples(run_dir):
+        unit = unit_of(s.get("label"))
+        if unit is not None and s.get("status") == "ok":
+            counts[unit] = counts.get(unit, 0) + 1
+    return counts
+
+
+def planned(run_dir: Path) -> dict[tuple[int, int], int]:
+    """Samples the schedule plans per (kernel, cell)."""
+    counts: dict[tuple[int, int], int] = {}
+    for s in load_schedule(run_dir)["slots"]:
+        unit = (int(s["kernel"]), int(s["cell"]))
+        counts[unit] = counts.get(unit, 0) + 1
+    return counts
+
+
+def unfinished() -> Path:
+    """The newest study run with samples still to take (`--resume` with no directory)."""
+    root = paths.results_dir()
+    runs = sorted(root.glob("*-study-*/" + SCHEDULE)) if root.is_dir() else []
+    for schedule in reversed(runs):
+        done = ok_counts(schedule.parent)
+        if any(n > done.get(unit, 0) for unit, n in planned(schedule.parent).items()):
+            return schedule.parent
+    raise NotAStudy(f"no unfinished study in {root}: name its directory")

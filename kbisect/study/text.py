@@ -1,0 +1,107 @@
+"""A study as a mailing-list text (at most 72 columns, kbisect/textreport.py's helpers):
+the steps first, each with its interval, sample counts, bisect line and fingerprint
+differences; then interactions, the figures per cell, the command, the machines."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kbisect import textreport as tr
+from kbisect.study.analysis import Analysis
+
+TEXT = tr.TEXT
+
+
+def _steps(a: Analysis) -> list[str]:
+    out: list[str] = []
+    for s in a.significant():
+        out += ["", *tr.para(a.sentence(s), "  ")]
+        out += (
+            ["", "  bisect:", *tr.command(s.bisect, "    ")]
+            if s.bisect
+            else ["", "  not bisectable: a side is a prebuilt image, not a revision"]
+        )
+        out += ["  fingerprint differences:" if s.differences else "  fingerprints: no difference"]
+        out += [x for diff in s.differences for x in tr.para(f"- {diff}", "    ", "  ")]
+    return out
+
+
+def _interactions(a: Analysis) -> list[str]:
+    out: list[str] = []
+    for i in a.interactions:
+        fixed = " ".join(f"{n.rsplit('.', 1)[-1]}={v}" for n, v in i.fixed)
+        depends = "depends" if i.low > 1 or i.high < 1 else "does not depend"
+        out += [
+            "",
+            *tr.para(
+                f"{a.kernel(i.kernel)}{' ' + fixed if fixed else ''}: the effect of {i.x} "
+                f"({i.x_levels[1]} vs {i.x_levels[0]}) is {i.effect_y1:.3f}x at {i.y}="
+                f"{i.y_levels[0]} and {i.effect_y2:.3f}x at {i.y}={i.y_levels[1]}; ratio of "
+                f"ratios {i.ratio:.3f} [{i.low:.3f}, {i.high:.3f}]: it {depends} on {i.y}.",
+                "  ",
+            ),
+        ]
+    return out
+
+
+def _table(a: Analysis) -> list[str]:
+    out: list[str] = []
+    width = max(len(a.kernel(k)) for k in range(len(a.definition["kernels"])))
+    width = min(width, 28)
+    for c in range(len(a.definition["cells"])):
+        out += ["", *tr.para(f"{a.definition['cells'][c]['id']} {a.cell(c)}:", "  ")]
+        for k in range(len(a.definition["kernels"])):
+            p = a.points[(k, c)]
+            ci = p.ci
+            mean = f"{ci[0]:9.1f} [{ci[1]:.1f}, {ci[2]:.1f}]" if ci else f"{'-':>9}"
+            r = a.vs_baseline.get((k, c))
+            ratio = "  base" if k == a.baseline else (f"{r.ratio:6.3f}" if r else "     -")
+            out.append(f"    {a.kernel(k)[:width]:<{width}} {mean} n={p.n} {ratio}")
+    return out
+
+
+def _machines(d: dict[str, Any]) -> list[str]:
+    shares = d.get("shares") or [{"machine": d.get("machine"), "share": d.get("share")}]
+    out: list[str] = []
+    for s in shares:
+        m = s.get("machine") or {}
+        cells = " ".join((s.get("share") or {}).get("cells") or []) or "all cells"
+        out += tr.para(
+            f"{m.get('cpu_model')}, {m.get('cores')} cores, target "
+            f"{m.get('target')} ({m.get('arch')}, accelerator {m.get('accel')}): "
+            f"{cells}",
+            "  ",
+        )
+    return out
+
+
+def render(a: Analysis) -> str:
+    d = a.definition
+    n = len(a.significant())
+    kernels, cells = len(d["kernels"]), len(d["cells"])
+    head = (
+        f"kbisect study {d['name']}: {n or 'no'} significant step{'s' if n != 1 else ''} "
+        f"in pgbench tps ({d['scenario']['name']}; {kernels} kernels x {cells} cells, "
+        f"{d['boots']} boots each; Holm-corrected over {a.tests} consecutive-kernel "
+        f"comparisons, steps under {float(d.get('min_effect', 0.02)) * 100:g}% not "
+        "called)."
+    )
+    lines = [*tr.para(head), *_steps(a)]
+    if a.interactions:
+        lines += ["", "interactions (ratio of ratios, 95% CI):", *_interactions(a)]
+    lines += ["", "tps per kernel and cell (mean [95% CI], good boots, ratio to", "the baseline):"]
+    lines += _table(a)
+    lines += ["", "reproduce:", *tr.command(d.get("command") or "kbisect study"), ""]
+    lines += ["machine:", *_machines(dict(d)), ""]
+    lines += [
+        "scenario:",
+        *tr.para(
+            f"{d['scenario']['name']} (sha256 "
+            f"{d['scenario']['hash'][:12]}), overrides per cell as listed; seed "
+            f"{d.get('seed')}",
+            "  ",
+        ),
+    ]
+    if a.warnings:
+        lines += ["", "warnings:", *[x for w in a.warnings for x in tr.para(f"- {w}", "  ", "  ")]]
+    return tr.fit(lines)

@@ -1,0 +1,96 @@
+"""Choosing a target: `--target NAME`, TOML files, the arch resolved once."""
+
+from __future__ import annotations
+
+import platform
+from pathlib import Path
+
+import pytest
+
+from kbisect import arch, cli, targets
+from kbisect.exceptions import EXIT_USER, UserError
+from kbisect.targets.fake import FakeTarget
+from kbisect.targets.vng import VngTarget
+from tests.fakes import fake_target
+
+
+def test_vng_is_the_default_and_runs_this_hosts_arch() -> None:
+    t = targets.get()
+    assert isinstance(t, VngTarget) and t.name == "vng"
+    assert t.arch.name == arch.host_arch()
+
+
+def test_on_an_arm64_host_everything_defaults_to_arm64(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(platform, "machine", lambda: "aarch64")
+    assert arch.host_arch() == "arm64"
+    assert targets.get().arch.name == "arm64" and targets.get().arch.is_native()
+    assert targets.get("vng", "x86_64").arch.cross_compile == "x86_64-linux-gnu-"
+    parser = cli.build_parser()
+    args = parser.parse_args(["build"])
+    from kbisect import build
+
+    assert build.request_from_args(args).arch.name == "arm64"
+    assert parser.parse_args(["doctor"]).arch == "arm64"
+
+
+def test_a_toml_file_names_a_target_by_path_or_by_name(tmp_path: Path) -> None:
+    path = fake_target(tmp_path, name="bench", cv=0.0, arch="arm64")
+    by_path = targets.get(str(path))
+    assert isinstance(by_path, FakeTarget) and by_path.name == "bench"
+    assert by_path.arch.name == "arm64"  # the target's own arch
+    configured = targets.config_dir()
+    configured.mkdir(parents=True)
+    (configured / "bench.toml").write_text(path.read_text())
+    assert targets.get("bench").describe()["kind"] == "fake"
+    assert "bench" in targets.names()
+
+
+@pytest.mark.parametrize(
+    ("name", "arch_name", "content", "message"),
+    [
+        ("nope", None, None, "unknown target 'nope'"),
+        ("/no/such.toml", None, None, "no such file"),
+        ("m", None, 'kind = "teleport"\n', "kind must be one of"),
+        ("m", None, "kind = ", "cannot read"),
+        ("m", None, 'kind = "fake"\nwobble = 1\n', "unknown fake setting 'wobble'"),
+        ("m", None, 'kind = "fake"\ncv = "high"\n', "cv must be a float"),
+        ("m", None, 'kind = "fake"\nmode = "explode"\n', "unknown mode 'explode'"),
+        ("m", "x86_64", 'kind = "fake"\narch = "arm64"\n', "--arch x86_64: target m runs arm64"),
+        ("vng", "sparc", None, "unknown arch 'sparc'"),
+    ],
+)
+def test_bad_targets_are_one_line_user_errors(
+    tmp_path: Path, name: str, arch_name: str | None, content: str | None, message: str
+) -> None:
+    if content is not None:
+        targets.config_dir().mkdir(parents=True, exist_ok=True)
+        (targets.config_dir() / f"{name}.toml").write_text(content)
+    with pytest.raises(UserError, match=message):
+        targets.get(name, arch_name)
+
+
+def test_an_unknown_target_exits_2_before_anything_runs(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    image = tmp_path / "bzImage"
+    image.write_text("fake-kernel\n")
+    argv = ["run", "--kernel", str(image), "--scenario", "smoke", "--target", "nope"]
+    assert cli.main([*argv, "--out", str(tmp_path / "r")]) == EXIT_USER
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "unknown target 'nope'" in err
+    assert not (tmp_path / "r").exists()
+
+
+@pytest.mark.parametrize("where", ["/proc/x", "afile"])
+def test_run_out_that_cannot_hold_a_run_is_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], where: str
+) -> None:
+    (tmp_path / "afile").write_text("x")
+    out = where if where.startswith("/") else str(tmp_path / where)
+    image = tmp_path / "bzImage"
+    image.write_text("fake-kernel\n6.12.0-fake\n\n0\n")
+    target = fake_target(tmp_path)
+    argv = ["run", "--kernel", str(image), "--scenario", "smoke", "--target", str(target)]
+    assert cli.main([*argv, "--out", out]) == EXIT_USER
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and f"--out {out}: cannot create it" in err
