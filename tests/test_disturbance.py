@@ -38,6 +38,11 @@ def test_cpu_times_from_real_proc_stat():
         disturbance.cpu_times("intr 1 2 3\n")
 
 
+def test_loadavg_from_real_proc_loadavg():
+    got = disturbance.loadavg(text("loadavg"))
+    assert got == [float(x) for x in text("loadavg").split()[:3]] and len(got) == 3
+
+
 def test_proc_stat_with_a_parenthesis_in_the_name():
     raw = text("pid-odd-name")
     assert raw.split()[1] == "(a)"  # a naive split would be off by one
