@@ -1,8 +1,8 @@
 """The fio preflight: what the PGDATA filesystem does for PostgreSQL, measured each boot.
 
 Three jobs, one after the other (`stonewall`), psync, queue depth 1, 8 KiB blocks, each
-`time_based` for the scenario's `fio.seconds`, on files in a scratch directory of the
-PGDATA filesystem (removed after):
+`time_based` for the scenario's `fio.seconds`, on one file of `fio.size_mb` in a scratch
+directory of the PGDATA filesystem (removed after):
   wal        sequential writes with fdatasync after each (a commit's WAL flush)
   randread   random reads with O_DIRECT (a buffer miss that reaches the device)
   randwrite  random writes with O_DIRECT, fsync every 32 (checkpoint writes)
@@ -24,23 +24,22 @@ from harness.proc import HarnessError, echo
 
 TOOL_PATH = "/usr/bin:/bin:/usr/sbin:/sbin"
 BLOCK = "8k"
-WAL_MB = 16  # one WAL segment
-# Every file is written in full before its job measures (fio lays it out for a read job,
-# and for the WAL job because of overwrite=1): reads of never-written (unwritten extent)
-# blocks return zeros without touching the device, and PostgreSQL's WAL segments are
-# zero-filled before use, so a commit's flush is an overwrite too.
+# One file, written in full by the first job before it measures (overwrite=1): reads of
+# never-written (unwritten extent) blocks return zeros without touching the device, and
+# PostgreSQL zero-fills a WAL segment before using it, so a commit's flush is an
+# overwrite too. One layout for the three jobs keeps the preflight short.
+FILE = "kbisect-fio.dat"
 JOBS: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("wal", ("--filename=wal.dat", f"--size={WAL_MB}m", "--overwrite=1", "--rw=write",
-             "--fdatasync=1")),
-    ("randread", ("--filename=data.dat", "--rw=randread", "--direct=1")),
-    ("randwrite", ("--filename=data.dat", "--rw=randwrite", "--direct=1", "--fsync=32")),
-)  # fmt: skip
+    ("wal", ("--overwrite=1", "--rw=write", "--fdatasync=1")),
+    ("randread", ("--rw=randread", "--direct=1")),
+    ("randwrite", ("--rw=randwrite", "--direct=1", "--fsync=32")),
+)
 
 
 def command(fio: str, directory: Path, seconds: int, size_mb: int, output: Path) -> list[str]:
     """fio with the three jobs, JSON into `output` (global options first, then each job)."""
     cmd = [fio, "--output-format=json", f"--output={output}", f"--directory={directory}",
-           f"--size={size_mb}m", f"--bs={BLOCK}", "--ioengine=psync",
+           f"--filename={FILE}", f"--size={size_mb}m", f"--bs={BLOCK}", "--ioengine=psync",
            "--iodepth=1", "--time_based", f"--runtime={seconds}", "--randrepeat=1"]  # fmt: skip
     for index, (name, options) in enumerate(JOBS):
         cmd += [f"--name={name}", *(["--stonewall"] if index else []), *options]

@@ -34,7 +34,7 @@ FIELDS: dict[str, dict[str, Any]] = {
     "disk": {**DISK, "size_gb": 4, "device": None, "throttle_iops": None},
     "path": {"path": None},
 }
-FIO = {"seconds": 3, "size_mb": 64}
+FIO = {"seconds": 2, "size_mb": 16}
 # What a scenario did before [storage] and [fio] existed: left out of the scenario hash.
 UNHASHED_DEFAULTS = {"storage": {"kind": "tmpfs"}, "fio": {"enabled": False, **FIO}}
 

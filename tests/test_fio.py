@@ -37,7 +37,8 @@ def test_command_runs_three_jobs_one_after_the_other():
     # every job after the first waits for the one before (stonewall), none before
     jobs = " ".join(cmd[first:]).split("--name=")[1:]
     assert ["--stonewall" in job for job in jobs] == [False, True, True]
-    assert "--fdatasync=1" in jobs[0] and "--overwrite=1" in jobs[0]
+    assert "--fdatasync=1" in jobs[0] and "--overwrite=1" in jobs[0]  # lays the file out
+    assert "--filename=kbisect-fio.dat" in glob and not any("--size" in j for j in jobs)
     assert "--direct=1" in jobs[1] and "--rw=randread" in jobs[1]
     assert "--direct=1" in jobs[2] and "--fsync=32" in jobs[2]
 

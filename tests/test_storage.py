@@ -46,7 +46,7 @@ def test_a_disk_fills_in_its_defaults_and_changes_the_hash():
     s = smoke('storage.kind="disk"')
     assert s.data["storage"] == {"kind": "disk", "backing": "file", "size_gb": 4, "fs": "ext4",
                                  "mount_options": "", "cache": "none"}  # fmt: skip
-    assert s.data["fio"] == {"enabled": False, "seconds": 3, "size_mb": 64}  # smoke says off
+    assert s.data["fio"] == {"enabled": False, **storage.FIO}  # smoke says off
     assert s.hash != smoke().hash
     assert smoke('storage.kind="disk"', 'storage.fs="xfs"').hash != s.hash
     assert smoke('storage.kind="disk"', "fio.enabled=true").hash != s.hash
@@ -57,7 +57,7 @@ def test_fio_defaults_on_for_a_disk_in_a_scenario_that_does_not_say(tmp_path: Pa
     path = tmp_path / "simple-update-2vcpu.toml"
     path.write_text(text + '\n[storage]\nkind = "disk"\nsize_gb = 2\n')
     s = scenario.load(str(path))
-    assert s.data["fio"] == {"enabled": True, "seconds": 3, "size_mb": 64}
+    assert s.data["fio"] == {"enabled": True, "seconds": 2, "size_mb": 16}
     assert s.data["storage"]["size_gb"] == 2
 
 
