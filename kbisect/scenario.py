@@ -318,9 +318,17 @@ def _make(raw: dict[str, Any], source: str, base: Path | None) -> Scenario:
     return Scenario(data=data, raw=raw, source=source, base=base, hash=scenario_hash(data))
 
 
+# PostgreSQL 14 and older: the statistics collector needs a UDP socket on localhost
+# (without one it turns track_counts, and with it autovacuum, off); 15 keeps statistics
+# in shared memory and runs on the Unix socket alone.
+INET_UP_TO_MAJOR = 14
+
+
 def kernel_fragments(scen: Scenario) -> list[str]:
-    """The `--config` fragments a kernel needs to run `scen` (xfs for an xfs disk)."""
-    return storage.kernel_fragments(scen.data)
+    """The `--config` fragments a kernel needs to run `scen`: xfs for an xfs disk, inet
+    (IPv4) for PostgreSQL 14 and older."""
+    inet = ["inet"] if scen.data["postgres"]["major"] <= INET_UP_TO_MAJOR else []
+    return storage.kernel_fragments(scen.data) + inet
 
 
 def names() -> list[str]:

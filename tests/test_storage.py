@@ -106,7 +106,17 @@ def test_kernel_fragments_come_with_the_filesystem():
     assert frags[-1].name == "xfs.config" and frags[-1].settings["CONFIG_XFS_FS"] == "y"
     base = kconfig.resolve([], "x86_64")
     assert all("CONFIG_XFS_FS" not in f.settings for f in base)
+    assert all("CONFIG_INET" not in f.settings for f in base)
     assert any(f.settings.get("CONFIG_EXT4_FS") == "y" for f in base)
+
+
+def test_postgresql_14_and_older_get_ipv4():
+    assert scenario.kernel_fragments(smoke("postgres.major=14")) == ["inet"]
+    both = smoke("postgres.major=13", 'storage.kind="disk"', 'storage.fs="xfs"')
+    assert scenario.kernel_fragments(both) == ["xfs", "inet"]
+    assert scenario.kernel_fragments(smoke("postgres.major=15")) == []
+    [inet] = kconfig.resolve(["inet"], "x86_64")[-1:]
+    assert inet.settings["CONFIG_INET"] == "y"
 
 
 def test_the_host_and_the_guest_agree_on_the_serial():
