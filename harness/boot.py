@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from harness import fingerprint, pgbench, proc, system, template
+from harness import fingerprint, fio, pgbench, proc, storage, system, template
 from harness.postgres import (
     FINGERPRINT_SETTINGS,
     PG_ROOT,
@@ -49,13 +49,17 @@ class Boot:
         host_test: bool | None = None,
         bindir: Path | None = None,
     ) -> None:
-        """`workdir`: where PGDATA goes (None: GUEST_WORKDIR); in the guest (or on a
-        machine) a tmpfs is mounted there. `host_test` (default: a workdir was given):
-        touch nothing on the system. `bindir`: PostgreSQL's programs (None: Debian's
-        layout for the pinned major)."""
+        """`workdir`: where PGDATA goes (None: in the guest or on a machine, PGDATA's
+        filesystem at GUEST_WORKDIR, or the scenario's storage.path). `host_test`
+        (default: a workdir was given): touch nothing on the system. `bindir`:
+        PostgreSQL's programs (None: Debian's layout for the pinned major)."""
         self.scenario, self.out, self.template_dir = scenario, out, template_dir
         self.host_test = workdir is not None if host_test is None else host_test
-        self.workdir = workdir if workdir is not None else GUEST_WORKDIR
+        self.storage = storage.section(scenario)
+        self.workdir = (
+            workdir if workdir is not None else storage.workdir(self.storage, GUEST_WORKDIR)
+        )
+        self.mounted = False  # a disk this boot formatted and mounted (unmounted by stop)
         self.major = int(get(scenario, "postgres.major"))
         self.bindir = bindir or PG_ROOT / str(self.major) / "bin"
         self.own_bindir = bindir is not None
@@ -64,7 +68,9 @@ class Boot:
         self.server: Server | None = None
         self.account: Account | None = None
         self.fp: dict[str, Any] = {}
-        self.timings: dict[str, float | None] = {"restore_s": None, "init_s": None, "bench_s": None}
+        self.timings: dict[str, float | None] = dict.fromkeys(
+            ("fio_s", "restore_s", "init_s", "bench_s")
+        )
 
     # -- init: check versions, prepare the system, fingerprint ---------------------------
     def prepare(self) -> None:
@@ -88,6 +94,7 @@ class Boot:
             raise HarnessError(problem)
         if problem:
             echo(f"[harness] warning: {problem}")
+        self.fp["storage"] = {**storage.describe(self.storage, self.workdir), "fio": None}
         version = proc.run([str(self.bindir / "postgres"), "--version"], timeout=60)
         self.fp["pg_version"] = fingerprint.pg_version(version.output)
 
@@ -101,7 +108,8 @@ class Boot:
             system.reserve_hugepages(int(guest["hugepages"]))
         if guest.get("thp"):
             system.set_thp(str(guest["thp"]))
-        system.mount_tmpfs(self.workdir, int(guest["pgdata_size_mb"]))
+        storage.prepare(self.storage, self.workdir, int(guest["pgdata_size_mb"]))
+        self.mounted = self.storage["kind"] == "disk"
 
     def _dmesg(self) -> str | None:
         try:
@@ -119,6 +127,18 @@ class Boot:
         return Server(
             self.bindir, self.pgdata, self.sockdir, port, self.account, self.out / "postgres.log"
         )
+
+    # -- fio: what the PGDATA filesystem does, before anything else writes to it -------------
+    def fio(self) -> None:
+        options = self.scenario.get("fio") or {}
+        if not options.get("enabled"):
+            return
+        echo("[harness] fio preflight on the PGDATA filesystem")
+        figures = fio.preflight(
+            self.workdir / "fio", self.out, 1, int(options["seconds"]), int(options["size_mb"])
+        )
+        self.fp["storage"]["fio"] = figures
+        self.timings["fio_s"] = figures["total_s"]
 
     # -- restore (or build) the database ---------------------------------------------------
     def database(self) -> None:
@@ -251,3 +271,8 @@ class Boot:
         if self.server is not None:
             self.server.stop()
             self.server = None
+        if self.mounted:
+            self.mounted = False
+            problem = storage.unmount(self.workdir)
+            if problem:
+                echo(f"[harness] warning: cannot unmount {self.workdir}: {problem}")

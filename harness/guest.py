@@ -2,7 +2,7 @@
 """kbisect guest harness: restore (or build) the database template, run pgbench, report.
 
 Runs inside the booted guest as root, standard library only. Protocol lines on stdout:
-  kbisect-guest: phase <init|restore|start|warmup|run|stop|done>
+  kbisect-guest: phase <init|fio|restore|start|warmup|run|stop|done>
   kbisect-guest: tps <value>         (every second of every pgbench run)
   kbisect-guest: result <path>       (the last line)
 It writes <out>/guest-result.json atomically and exits 0 (status ok) or 3 (benchmark-failed).
@@ -44,6 +44,8 @@ def write_result(out: Path, result: dict[str, Any]) -> Path:
 def execute(boot: Boot, result: dict[str, Any]) -> None:
     """Every phase from init to the last run; fills `result`. The caller stops the server."""
     boot.prepare()
+    say("phase fio")
+    boot.fio()
     boot.database()
     say("phase start")
     boot.start()
@@ -80,6 +82,7 @@ def main(argv: list[str] | None = None) -> int:
     timings = boot.timings if boot is not None else {}
     result["fingerprint"] = (boot.fp or None) if boot is not None else None
     result["timings"] = {
+        "fio_s": None,
         "restore_s": None,
         "init_s": None,
         "bench_s": None,

@@ -28,6 +28,11 @@ FIELDS = (
     "pg_version",
 )
 PG_PREFIX = "pg_settings."
+# Where PGDATA lived (harness/storage.py): compared like the fields above. The fio
+# figures vary from boot to boot; fiodiff.py compares them with a noise margin.
+STORAGE_FIELDS = ("kind", "fs", "device", "mount_options", "backing", "size_gb", "cache",
+                  "throttle_iops")  # fmt: skip
+STORAGE_PREFIX = "storage."
 MISSING = "—"
 
 
@@ -70,6 +75,10 @@ def flatten(fp: Mapping[str, Any]) -> dict[str, str]:
     settings = fp.get("pg_settings") or {}
     for key in sorted(settings):
         flat[PG_PREFIX + key] = show(settings[key])
+    storage = fp.get("storage")
+    if isinstance(storage, Mapping):  # fingerprints from before [storage] have none
+        for key in STORAGE_FIELDS:
+            flat[STORAGE_PREFIX + key] = show(storage.get(key))
     return flat
 
 

@@ -15,7 +15,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from kbisect import atomic, fingerprint, options, plots, progress, results, stats, textreport
+from kbisect import (
+    atomic,
+    fingerprint,
+    fiodiff,
+    options,
+    plots,
+    progress,
+    results,
+    stats,
+    textreport,
+)
 from kbisect.bisect import report as bisect_report
 from kbisect.compare import schedule
 from kbisect.compare import summary as compare_summary
@@ -200,6 +210,7 @@ def _warnings(run: Run) -> list[str]:
             f"the sides ran on different targets or accelerators ({seen}): the ratio "
             "mixes places; rerun both sides on the same one"
         )
+    out += fiodiff.warnings(_storage(run), {x: x for x in SIDES})
     stored = run.summary.get("verdict") or {}
     kind = stored.get("kind") or stored.get("result")
     new = run.verdict.kind
@@ -211,6 +222,12 @@ def _warnings(run: Run) -> list[str]:
     ):
         out.append(f"summary.json says '{kind}'; recomputed from the samples: '{new}'")
     return out
+
+
+def _storage(run: Run) -> list[fiodiff.Row]:
+    """The sides' fio preflight figures (fiodiff.py), from the boots that count."""
+    ok = {x: [b.get("fingerprint") for b in run.side(x) if b.get("status") == "ok"] for x in SIDES}
+    return fiodiff.rows(ok)
 
 
 def _boot_table(samples: Sequence[Mapping[str, Any]]) -> list[str]:
@@ -290,6 +307,10 @@ def markdown(run: Run, *, override: bool = False) -> str:
         "## Fingerprints",
         "",
         *fingerprint.markdown(rows, {x: run.name(x) for x in SIDES}),
+        "",
+        "## Storage",
+        "",
+        *fiodiff.markdown(_storage(run), {x: run.name(x) for x in SIDES}),
         "",
         "## Boots, in run order",
         "",

@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from kbisect import atomic, clock, paths, progress, results
+from kbisect import atomic, clock, disturbance, paths, progress, results
 from kbisect.exceptions import BenchmarkError, BootError, CommandTimeout
 from kbisect.scenario import Scenario
 from kbisect.targets.base import Job, Kernel, Target
@@ -101,13 +101,16 @@ def take(
     progress.step(f"booting {kernel.image.name} on {target.name} ({extras})")
     start = time.monotonic()
     error: BootError | BenchmarkError | None = None
+    monitor = disturbance.Monitor()
     try:
-        target.boot(job)
+        with monitor:
+            target.boot(job)
     except CommandTimeout as exc:
         error = BootError(f"{exc}; console log kept")
     except BootError as exc:
         error = BootError(f"{exc} (log: {log})")
     data = record(target, job, console, time.monotonic() - start, label, append)
+    data["disturbance"] = monitor.result
     error = error or classify(data, console, log)
     if error is not None:
         data.update(

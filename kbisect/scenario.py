@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from kbisect import paths
+from kbisect import paths, storage
 from kbisect.exceptions import UserError
 
 Check = Callable[[Any], "str | None"]
@@ -58,7 +58,28 @@ def _name(value: Any) -> str | None:
 
 DAY_S = 86400
 HUGEPAGE_MB = 2  # the default huge page size of both arches (x86_64, arm64 with 4 KB pages)
-SECTIONS = ("postgres", "postgres.settings", "pgbench", "guest", "compare", "timeouts")
+
+
+def _absolute(value: Any) -> str | None:
+    ok = re.fullmatch(r"/[A-Za-z0-9_./+-]*", value) and "/../" not in f"{value}/"
+    return None if ok else "must be an absolute path of letters, digits and _ . / + -"
+
+
+def _options(value: Any) -> str | None:
+    ok = re.fullmatch(r"[A-Za-z0-9_=,.:+-]*", value)
+    return None if ok else "must be comma-separated mount options (no spaces)"
+
+
+SECTIONS = (
+    "postgres",
+    "postgres.settings",
+    "pgbench",
+    "guest",
+    "storage",
+    "fio",
+    "compare",
+    "timeouts",
+)
 # dotted field: (type, default or REQUIRED or None for "optional, no default", check)
 FIELDS: dict[str, tuple[str, Any, Check | None]] = {
     "name": ("str", REQUIRED, _name),
@@ -86,6 +107,19 @@ FIELDS: dict[str, tuple[str, Any, Check | None]] = {
     "guest.pgdata": ("str", "tmpfs", _one_of("tmpfs")),
     "guest.pgdata_size_mb": ("int", REQUIRED, _range(64, 4 * 1024 * 1024)),
     "guest.append": ("str", "", None),
+    # [storage] and [fio]: kind-dependent defaults and rules are in storage.py
+    "storage.kind": ("str", None, _one_of(*storage.KINDS)),
+    "storage.backing": ("str", None, _one_of("file", "device")),
+    "storage.size_gb": ("int", None, _range(1, 65536)),
+    "storage.device": ("str", None, _absolute),
+    "storage.fs": ("str", None, _one_of(*storage.FILESYSTEMS)),
+    "storage.mount_options": ("str", None, _options),
+    "storage.cache": ("str", None, _one_of("none", "writeback")),
+    "storage.throttle_iops": ("int", None, _range(1, 10_000_000)),
+    "storage.path": ("str", None, _absolute),
+    "fio.enabled": ("bool", None, None),
+    "fio.seconds": ("int", None, _range(1, 600)),
+    "fio.size_mb": ("int", None, _range(16, 65536)),
     "compare.boots": ("int", 5, _range(1, 1000)),
     "timeouts.boot_s": ("int", 300, _range(1, DAY_S)),
     "timeouts.idle_s": ("int", 120, _range(1, DAY_S)),
@@ -238,7 +272,7 @@ def validate(raw: dict[str, Any], source: str, base: Path | None = None) -> dict
         if problem:
             raise ScenarioError(f"{source}: postgres.settings.{name} {problem}")
         data["postgres"]["settings"][name] = value
-    problem = cross_check(data)
+    problem = cross_check(data) or storage.complete(data)
     if problem:
         raise ScenarioError(f"{source}: {problem}")
     data["timeouts"].setdefault("total_s", _default_total_s(data))
@@ -247,9 +281,14 @@ def validate(raw: dict[str, Any], source: str, base: Path | None = None) -> dict
 
 
 def scenario_hash(data: dict[str, Any]) -> str:
-    """sha256 of the canonical JSON of everything but the description."""
+    """sha256 of the canonical JSON of everything but the description, and but [storage]
+    and [fio] while they say what a scenario did before they existed (tmpfs, no fio), so a
+    scenario without them keeps the hash it had."""
     view = copy.deepcopy(data)
     view.pop("description", None)
+    for section, default in storage.UNHASHED_DEFAULTS.items():
+        if view.get(section) == default:
+            view.pop(section)
     script = view["pgbench"].get("script")
     if script is not None:
         digest = hashlib.sha256(Path(script).read_bytes()).hexdigest()
@@ -306,6 +345,19 @@ def parse_override(item: str) -> tuple[str, Any]:
 def _make(raw: dict[str, Any], source: str, base: Path | None) -> Scenario:
     data = validate(raw, source, base)
     return Scenario(data=data, raw=raw, source=source, base=base, hash=scenario_hash(data))
+
+
+# PostgreSQL 14 and older: the statistics collector needs a UDP socket on localhost
+# (without one it turns track_counts, and with it autovacuum, off); 15 keeps statistics
+# in shared memory and runs on the Unix socket alone.
+INET_UP_TO_MAJOR = 14
+
+
+def kernel_fragments(scen: Scenario) -> list[str]:
+    """The `--config` fragments a kernel needs to run `scen`: xfs for an xfs disk, inet
+    (IPv4) for PostgreSQL 14 and older."""
+    inet = ["inet"] if scen.data["postgres"]["major"] <= INET_UP_TO_MAJOR else []
+    return storage.kernel_fragments(scen.data) + inet
 
 
 def names() -> list[str]:

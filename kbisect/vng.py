@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import shlex
 import shutil
 import sys
@@ -33,6 +34,23 @@ class Share:
 
 
 @dataclass(frozen=True)
+class Disk:
+    """A raw virtio-blk disk: a host file or block device. In the guest it is the vd* whose
+    /sys/block/<vdX>/serial is `serial` (/dev/disk/by-id/virtio-<serial> with udev)."""
+
+    path: Path
+    serial: str
+    size_gb: int | None = None  # a file of this size made for the boot; None: it exists
+    cache: str = "none"  # QEMU's cache mode: none (O_DIRECT on the host) or writeback
+    iops: int | None = None  # QEMU throttling.iops-total: a deliberately slow disk
+
+    def __post_init__(self) -> None:
+        # vng hands --qemu-opts to a shell, and QEMU splits options at ','
+        if not re.fullmatch(r"[A-Za-z0-9_./+-]+", str(self.path)):
+            raise UserError(f"{self.path}: a disk path must be letters, digits and _ . / + -")
+
+
+@dataclass(frozen=True)
 class Boot:
     image: Path
     arch: Arch
@@ -43,6 +61,7 @@ class Boot:
     append: list[str] = field(default_factory=list)
     shares: list[Share] = field(default_factory=list)
     root: Path | None = None  # a root fs for foreign arches (else the host's own)
+    disks: list[Disk] = field(default_factory=list)
 
 
 def accel_args(boot: Boot) -> list[str]:
@@ -67,6 +86,18 @@ def kernel_args(boot: Boot) -> list[str]:
     return [a for item in cmdline for a in ("--append", item)]
 
 
+def disk_args(boot: Boot) -> list[str]:
+    """QEMU options through vng's --qemu-opts (vng's own --disk names the disk after its
+    path, and virtio-blk keeps only 20 bytes of a serial): one drive and device per disk."""
+    device = "virtio-blk-pci" if boot.arch.name == "x86_64" else "virtio-blk-device"
+    opts = []
+    for index, disk in enumerate(boot.disks):
+        drive = f"if=none,id=kbdisk{index},file={disk.path},format=raw,cache={disk.cache}"
+        drive += f",throttling.iops-total={disk.iops}" if disk.iops else ""
+        opts += ["-drive", drive, "-device", f"{device},drive=kbdisk{index},serial={disk.serial}"]
+    return [f"--qemu-opts={' '.join(opts)}"] if opts else []
+
+
 def binary() -> str:
     """vng from PATH, else the one installed beside this Python (the venv)."""
     return shutil.which("vng") or str(Path(sys.executable).parent / "vng")
@@ -85,5 +116,6 @@ def command(boot: Boot, vng: str = "vng") -> list[str]:
     cmd += kernel_args(boot)
     for share in boot.shares:
         cmd += share.args()
+    cmd += disk_args(boot)
     cmd += ["--exec", shlex.join(boot.exec_argv)]
     return cmd

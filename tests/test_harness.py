@@ -347,7 +347,7 @@ def check_ok(code: int, lines: list[str], result: dict[str, Any], s: scenario.Sc
     assert code == 0, lines[-20:]
     assert result["status"] == "ok" and result["error"] is None
     phases = [ln.split()[-1] for ln in lines if ln.startswith("kbisect-guest: phase ")]
-    assert phases == ["init", "restore", "start", "warmup", "run", "stop", "done"]
+    assert phases == ["init", "fio", "restore", "start", "warmup", "run", "stop", "done"]
     assert lines[-1].startswith("kbisect-guest: result ")
     assert sum(ln.startswith("kbisect-guest: tps ") for ln in lines) >= 8
     duration = s.get("pgbench.duration_s")

@@ -134,3 +134,31 @@ def test_binary_prefers_path_then_the_venv(monkeypatch: pytest.MonkeyPatch) -> N
 def test_env_puts_vngs_own_directory_first(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("PATH", "/usr/bin:/bin")
     assert vng.env("/venv/bin/vng") == {"PATH": "/venv/bin:/usr/bin:/bin"}
+
+
+def test_a_disk_goes_to_qemu_through_one_qemu_opts_argument() -> None:
+    disk = vng.Disk(Path("/c/disks/1-A.raw"), "kbisect-pgdata", size_gb=4)
+    cmd = vng.command(boot(disks=[disk]))
+    [opts] = [a for a in cmd if a.startswith("--qemu-opts=")]
+    assert cmd.index(opts) < cmd.index("--exec")
+    assert shlex.split(opts.removeprefix("--qemu-opts=")) == [
+        "-drive",
+        "if=none,id=kbdisk0,file=/c/disks/1-A.raw,format=raw,cache=none",
+        "-device",
+        "virtio-blk-pci,drive=kbdisk0,serial=kbisect-pgdata",
+    ]
+    assert vng.disk_args(boot()) == []
+
+
+def test_a_throttled_disk_and_a_foreign_arch_disk() -> None:
+    disk = vng.Disk(Path("/dev/sdb"), "s", cache="writeback", iops=150)
+    [opts] = vng.disk_args(boot(disks=[disk], arch=arch.get("arm64")))
+    drive, device = opts.split()[1], opts.split()[3]
+    assert drive.endswith(",cache=writeback,throttling.iops-total=150")
+    assert device == "virtio-blk-device,drive=kbdisk0,serial=s"  # virtio-mmio, as virtme's
+
+
+@pytest.mark.parametrize("path", ["/a b/disk.raw", "/a,b.raw", "/x=y.raw", "/$(id).raw"])
+def test_a_disk_path_the_shell_or_qemu_would_split_is_refused(path: str) -> None:
+    with pytest.raises(UserError, match="a disk path must be"):
+        vng.Disk(Path(path), "s")

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from kbisect import image as rootfs
-from kbisect import kvm, paths, proc, vng
+from kbisect import kvm, paths, proc, storage, vng
 from kbisect.arch import Arch
 from kbisect.scenario import Scenario
 from kbisect.targets.base import Job, Target
@@ -58,6 +58,7 @@ def boot_spec(job: Job, arch: Arch, accel: str, root: Path | None) -> vng.Boot:
         shares=shares,
         exec_argv=argv,
         root=root,
+        disks=storage.vng_disks(job.scen.data, job.boot_dir),
     )
 
 
@@ -91,12 +92,13 @@ class VngTarget(Target):
     def boot(self, job: Job) -> None:
         spec = boot_spec(job, self.arch, self.accel, self.root)
         binary = vng.binary()
-        proc.run(
-            vng.command(spec, binary),
-            env=vng.env(binary),
-            log=job.log,
-            timeout=job.timeout_s,
-            idle_timeout=job.idle_s,
-            on_line=job.console,
-            check=False,
-        )
+        with storage.attached(spec.disks):  # a file-backed disk lives for this boot
+            proc.run(
+                vng.command(spec, binary),
+                env=vng.env(binary),
+                log=job.log,
+                timeout=job.timeout_s,
+                idle_timeout=job.idle_s,
+                on_line=job.console,
+                check=False,
+            )

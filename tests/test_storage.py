@@ -1,0 +1,185 @@
+"""[storage] and [fio] in scenarios, their kernel fragments, and the host side of a disk."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from harness import storage as guest_storage
+from kbisect import kconfig, paths, scenario, storage, vng
+from kbisect.exceptions import UserError
+from kbisect.scenario import ScenarioError
+
+# The hashes the shipped scenarios had before [storage] and [fio] existed (commit 771de85).
+OLD_HASHES = {
+    "m8g-7dadeaa6e851": "5429926fd211",
+    "simple-update-2vcpu": "32521c58378b",
+    "simple-update-2vcpu-hugepages": "3a2e4dfa8d73",
+    "smoke": "939d902907b8",
+}
+
+
+def smoke(*overrides: str) -> scenario.Scenario:
+    return scenario.load("smoke").with_overrides(list(overrides))
+
+
+def error(*overrides: str) -> str:
+    with pytest.raises(ScenarioError) as info:
+        smoke(*overrides)
+    message = str(info.value)
+    assert "\n" not in message
+    return message
+
+
+def test_shipped_scenarios_keep_their_hashes_and_are_tmpfs_without_fio():
+    for name, prefix in OLD_HASHES.items():
+        s = scenario.load(name)
+        assert s.hash.startswith(prefix), name
+        assert s.data["storage"] == {"kind": "tmpfs"}
+        assert s.data["fio"]["enabled"] is False
+
+
+def test_a_disk_fills_in_its_defaults_and_changes_the_hash():
+    s = smoke('storage.kind="disk"')
+    assert s.data["storage"] == {"kind": "disk", "backing": "file", "size_gb": 4, "fs": "ext4",
+                                 "mount_options": "", "cache": "none"}  # fmt: skip
+    assert s.data["fio"] == {"enabled": False, **storage.FIO}  # smoke says off
+    assert s.hash != smoke().hash
+    assert smoke('storage.kind="disk"', 'storage.fs="xfs"').hash != s.hash
+    assert smoke('storage.kind="disk"', "fio.enabled=true").hash != s.hash
+
+
+def test_fio_defaults_on_for_a_disk_in_a_scenario_that_does_not_say(tmp_path: Path):
+    text = (paths.scenarios_dir() / "simple-update-2vcpu.toml").read_text()
+    path = tmp_path / "simple-update-2vcpu.toml"
+    path.write_text(text + '\n[storage]\nkind = "disk"\nsize_gb = 2\n')
+    s = scenario.load(str(path))
+    assert s.data["fio"] == {"enabled": True, "seconds": 2, "size_mb": 16}
+    assert s.data["storage"]["size_gb"] == 2
+
+
+def test_a_device_disk_and_a_path():
+    s = smoke('storage.kind="disk"', 'storage.backing="device"', 'storage.device="/dev/sdb"')
+    assert s.data["storage"]["device"] == "/dev/sdb" and "size_gb" not in s.data["storage"]
+    s = smoke('storage.kind="path"', 'storage.path="/srv/pg"')
+    assert s.data["storage"] == {"kind": "path", "path": "/srv/pg"}
+
+
+@pytest.mark.parametrize(
+    ("overrides", "expected"),
+    [
+        (['storage.kind="nfs"'], "storage.kind must be one of tmpfs, disk, path"),
+        (['storage.kind="disk"', 'storage.fs="btrfs"'], "storage.fs must be one of ext4, xfs"),
+        (['storage.kind="disk"', "storage.size_gb=0"], "storage.size_gb must be 1 to 65536"),
+        (["storage.size_gb=2"], 'storage.size_gb does not go with storage.kind = "tmpfs"'),
+        (['storage.kind="path"'], 'storage.kind = "path" needs storage.path'),
+        (['storage.kind="path"', 'storage.path="srv"'], "storage.path must be an absolute path"),
+        (['storage.kind="disk"', 'storage.backing="device"'], "needs storage.device"),
+        (['storage.kind="disk"', 'storage.device="/dev/sdb"'],
+         'storage.device does not go with storage.backing = "file"'),
+        (['storage.kind="disk"', 'storage.backing="device"', 'storage.device="/dev/sdb"',
+          "storage.size_gb=3"], 'storage.size_gb does not go with storage.backing = "device"'),
+        (['storage.kind="disk"', 'storage.mount_options="noatime, nobarrier"'],
+         "storage.mount_options must be comma-separated mount options"),
+        (['storage.kind="disk"', "storage.throttle_iops=0"], "storage.throttle_iops must be 1"),
+        (["fio.seconds=0"], "fio.seconds must be 1 to 600"),
+        (["fio.size_mb=8"], "fio.size_mb must be 16 to 65536"),
+        (["fio.enabled=1"], "fio.enabled must be a boolean"),
+        (["storage.speed=1"], "unknown field storage.speed"),
+    ],
+)  # fmt: skip
+def test_bad_storage_is_one_line_naming_the_field(overrides: list[str], expected: str):
+    message = error(*overrides)
+    assert expected in message and message.startswith("smoke.toml with "), message
+
+
+def test_kernel_fragments_come_with_the_filesystem():
+    assert scenario.kernel_fragments(smoke()) == []
+    assert scenario.kernel_fragments(smoke('storage.kind="disk"')) == []
+    xfs = smoke('storage.kind="disk"', 'storage.fs="xfs"')
+    assert scenario.kernel_fragments(xfs) == ["xfs"]
+    # and the name resolves to a shipped fragment that sets XFS, which base/ no longer does
+    frags = kconfig.resolve(scenario.kernel_fragments(xfs), "x86_64")
+    assert frags[-1].name == "xfs.config" and frags[-1].settings["CONFIG_XFS_FS"] == "y"
+    base = kconfig.resolve([], "x86_64")
+    assert all("CONFIG_XFS_FS" not in f.settings for f in base)
+    assert [f.settings["CONFIG_INET"] for f in base if "CONFIG_INET" in f.settings] == ["n"]
+    assert any(f.settings.get("CONFIG_EXT4_FS") == "y" for f in base)
+
+
+def test_postgresql_14_and_older_get_ipv4():
+    assert scenario.kernel_fragments(smoke("postgres.major=14")) == ["inet"]
+    both = smoke("postgres.major=13", 'storage.kind="disk"', 'storage.fs="xfs"')
+    assert scenario.kernel_fragments(both) == ["xfs", "inet"]
+    assert scenario.kernel_fragments(smoke("postgres.major=15")) == []
+    [inet] = kconfig.resolve(["inet"], "x86_64")[-1:]
+    assert inet.settings["CONFIG_INET"] == "y"
+
+
+def test_the_host_and_the_guest_agree_on_the_serial():
+    assert storage.SERIAL == guest_storage.SERIAL
+    assert len(storage.SERIAL) <= 20  # virtio-blk keeps 20 bytes of a serial
+
+
+def test_vng_disks_per_kind(tmp_path: Path):
+    boot_dir = tmp_path / "boots" / "123-A"
+    assert storage.vng_disks(smoke().data, boot_dir) == []
+    [disk] = storage.vng_disks(smoke('storage.kind="disk"', "storage.size_gb=2").data, boot_dir)
+    assert disk == vng.Disk(paths.cache_dir() / "disks" / "123-A.raw", storage.SERIAL, 2, "none")
+    s = smoke('storage.kind="disk"', 'storage.backing="device"', 'storage.device="/dev/sdb"',
+              "storage.throttle_iops=200", 'storage.cache="writeback"')  # fmt: skip
+    [disk] = storage.vng_disks(s.data, boot_dir)
+    assert (disk.path, disk.size_gb, disk.iops, disk.cache) == (Path("/dev/sdb"), None, 200,
+                                                                "writeback")  # fmt: skip
+    with pytest.raises(UserError, match="needs a machine target"):
+        storage.vng_disks(smoke('storage.kind="path"', 'storage.path="/srv"').data, boot_dir)
+
+
+def test_attached_makes_a_sparse_file_for_the_boot_and_deletes_it(tmp_path: Path):
+    disk = vng.Disk(tmp_path / "disks" / "b.raw", storage.SERIAL, size_gb=2)
+    device = vng.Disk(tmp_path / "dev", storage.SERIAL)  # given: never made nor deleted
+    device.path.write_bytes(b"x")
+    with storage.attached([disk, device]):
+        st = disk.path.stat()
+        assert st.st_size == 2 * 2**30 and st.st_blocks * 512 < 2**20
+    assert not disk.path.exists() and device.path.read_bytes() == b"x"
+    with pytest.raises(RuntimeError), storage.attached([disk]):
+        raise RuntimeError("boot failed")
+    assert not disk.path.exists()
+
+
+def test_device_problems(tmp_path: Path):
+    assert "No such file" in str(storage.device_problem(tmp_path / "none", ""))
+    (tmp_path / "f").write_text("")
+    assert "is not a block device" in str(storage.device_problem(tmp_path / "f", ""))
+    loops = sorted(Path("/dev").glob("loop[0-9]*"))
+    if not loops or not os.access(loops[0], os.W_OK):
+        pytest.skip("no writable /dev/loopN to stand for a block device")
+    dev = loops[0]
+    assert storage.device_problem(dev, "/dev/vda / ext4 rw 0 0\n") is None
+    mounted = f"{dev} /mnt ext4 rw 0 0\n"
+    assert "is mounted on this host" in str(storage.device_problem(dev, mounted))
+
+
+def test_check_host_wants_room_for_the_file(monkeypatch: pytest.MonkeyPatch):
+    storage.check_host(smoke('storage.kind="disk"', "storage.size_gb=1").data)
+    with pytest.raises(UserError, match=r"storage\.size_gb = 65536 but .* GB free"):
+        storage.check_host(smoke('storage.kind="disk"', "storage.size_gb=65536").data)
+    with pytest.raises(UserError, match=r"storage\.device /dev/kbisect-none: No such file"):
+        storage.check_host(smoke('storage.kind="disk"', 'storage.backing="device"',
+                                 'storage.device="/dev/kbisect-none"').data)  # fmt: skip
+    storage.check_host(smoke().data)  # tmpfs: nothing to check
+
+
+def test_doctor_rows_for_the_guests_storage_programs(monkeypatch: pytest.MonkeyPatch):
+    rows = {r.name: r for r in storage.checks()}
+    assert set(rows) == {"fio", "mkfs.ext4", "mkfs.xfs"}
+    for row in rows.values():
+        assert row.status == ("OK" if shutil.which(row.name, path=storage.TOOL_PATH) else "WARN")
+    monkeypatch.setattr(storage, "TOOL_PATH", "/nonexistent")
+    xfs = {r.name: r for r in storage.checks()}["mkfs.xfs"]
+    assert (xfs.status, xfs.fix) == ("WARN", "apt-get install xfsprogs")
+    assert xfs.detail == 'missing: needed by storage.fs = "xfs" disks'
