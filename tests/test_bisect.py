@@ -52,9 +52,12 @@ def kbisect(*argv: str) -> int:
     return cli.main(["bisect", *argv])
 
 
-def args(env: dict[str, Path], good: str, bad: str, *extra: str) -> list[str]:
-    return ["--tree", str(env["repo"]), "--good", good, "--bad", bad,
-            "--scenario", str(env["scenario"]), "--target", str(env["log"]), *extra]  # fmt: skip
+def args(env: dict[str, Path], good: str, bad: str, *extra: str, method: str = "git"
+         ) -> list[str]:  # fmt: skip
+    """The command line of a bisection (these tests test git's method unless told)."""
+    return ["--tree", str(env["repo"]), "--good", good, "--bad", bad, "--method", method,
+            "--references", "0", "--scenario", str(env["scenario"]),
+            "--target", str(env["log"]), *extra]  # fmt: skip
 
 
 def run_dirs(results: Path) -> list[Path]:

@@ -1,17 +1,21 @@
-"""`kbisect bisect`: find the commit that made a scenario slower, through `git bisect run`.
+"""`kbisect bisect`: find the commit that made a scenario slower.
 
 Phases, each saved in the run's state.json (state.py), so that `--resume`
 continues after Ctrl-C, a kill or a reboot:
 
 1. endpoints: check the tree and revisions; measure both endpoints and refuse unless good
    is significantly better than bad; pick the threshold (check.py);
-2. bisecting: `git bisect start B G` and `git bisect run bisect/run ...` in a scratch
-   worktree, never the user's checkout (gitbisect.py);
-3. recheck: the first bad commit against its parent with fresh samples;
-4. done: report.md, summary.json and bisect.png (report.py).
+2. bisecting, `--method posterior` (the default): the posterior over the culprit from
+   every sample, the next revision by information per cost, the adaptive re-check of the
+   answer (search.py, recheck.py); `--method git`: `git bisect start B G` and
+   `git bisect run bisect/run ...` in a scratch worktree, never the user's checkout
+   (gitbisect.py);
+3. recheck (git): the first bad commit against its parent with fresh samples;
+4. done: report.md, summary.json and the plots (report.py, postreport.py).
 
-Exit 0 when the re-check confirms the culprit, 1 when it does not (the report says the
-answer is suspect), 2 for bad input (one line), 3 when a step aborted the bisect.
+Exit 0 when the re-check confirms the culprit, 1 when it does not or no answer holds the
+confidence (the report says the answer is suspect), 2 for bad input (one line), 3 when a
+step aborted the bisect.
 """
 
 from __future__ import annotations
@@ -39,9 +43,11 @@ from kbisect import (
     tree,
     worktree,
 )
-from kbisect.bisect import check, gitbisect, report, samples, state, step
+from kbisect.bisect import check, gitbisect, postreport, report, samples, search, state, step
 from kbisect.bisect.state import Options, Outcome
 from kbisect.exceptions import EXIT_NEGATIVE, EXIT_OK, UserError
+
+METHODS = ("posterior", "git")
 
 
 def validate(opts: Options) -> tuple[Path, str, str]:
@@ -50,6 +56,10 @@ def validate(opts: Options) -> tuple[Path, str, str]:
         raise UserError(
             f"--runs-min {opts.runs_min} --runs-max {opts.runs_max}: need 2 <= runs-min <= runs-max"
         )
+    if opts.method not in METHODS:
+        raise UserError(f"--method {opts.method}: one of {', '.join(METHODS)}")
+    if not 0.5 < opts.confidence < 1:
+        raise UserError(f"--confidence {opts.confidence:g}: must be between 0.5 and 1")
     if opts.recheck_samples < 3:
         raise UserError(f"--recheck-samples {opts.recheck_samples}: need at least 3")
     if opts.threshold is not None and not opts.threshold > 0:
@@ -138,6 +148,8 @@ def _phases(
         _endpoints(ctx, top, run_dir, data, opts)
         data["phase"] = "bisecting"
         state.save(run_dir, data)
+    if opts.method == "posterior":
+        return _posterior(ctx, top, run_dir, data, opts)
     if data["phase"] == "bisecting":
         gitbisect.run(top, run_dir, data, opts)
         data["phase"] = "recheck"
@@ -150,6 +162,24 @@ def _phases(
     state.save(run_dir, data)
     summary = report.summary(top, data, outcome, opts.argv())
     _print_answer(top, outcome, data["recheck"], report.write(run_dir, summary))
+    return int(data["exit"])
+
+
+def _posterior(
+    ctx: samples.Context, top: Path, run_dir: Path, data: dict[str, Any], opts: Options
+) -> int:
+    if data["phase"] == "bisecting":
+        found = search.Search(ctx, top, run_dir, data, opts)
+        answer = found.run()
+        data["answer"] = answer.as_dict()
+        data["git_bisect_log"] = postreport.replay_log(top, found.post, answer, data)
+        data["phase"] = "done"
+        state.save(run_dir, data)
+    summary = postreport.summary(top, run_dir, data, opts.argv())
+    data["exit"] = EXIT_OK if summary["confirmed"] else EXIT_NEGATIVE
+    state.save(run_dir, data)
+    written = report.write(run_dir, {**summary, "exit": data["exit"]})
+    postreport.print_answer(summary, written)
     return int(data["exit"])
 
 
@@ -185,8 +215,30 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "--recheck-samples",
         type=options.count(3, 1000),
         default=8,
-        help="fresh samples of the culprit and its parent (default 8)",
+        help="fresh samples of the culprit and its parent (default 8; posterior: at most, "
+        "adaptive from 3)",
     )
+    add(
+        "--method",
+        choices=METHODS,
+        default="posterior",
+        help="posterior (default): every sample is evidence; git: git bisect run bisect/run",
+    )
+    add(
+        "--confidence",
+        type=options.positive,
+        default=0.95,
+        help="posterior: stop when one commit holds this probability (default 0.95)",
+    )
+    add(
+        "--max-boots",
+        type=options.count(1, 100_000),
+        default=100,
+        help="posterior: boots after the endpoints, re-checks included (default 100)",
+    )
+    add("--references", type=options.count(0, 1000), default=3, metavar="N",
+        help="a boot of the good or bad endpoint after every N test boots, so drift is "
+        "measured and corrected (default 3; 0: none)")  # fmt: skip
     add(
         "--resume",
         nargs="?",
@@ -236,6 +288,10 @@ def options_from_args(args: argparse.Namespace) -> Options:
         _file_or_name(args.base_config)
         if args.base_config not in build.BASES
         else args.base_config,
+        args.method,
+        args.confidence,
+        args.max_boots,
+        args.references,
     )
 
 

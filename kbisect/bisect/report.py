@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from kbisect import atomic, clock, git, plots, progress, results
-from kbisect.bisect import samples
+from kbisect.bisect import postview, samples
 from kbisect.bisect.state import Mark, Outcome
 
 PLOT = "bisect.png"
@@ -190,6 +190,8 @@ def plot(s: dict[str, Any], path: Path) -> Path | None:
 def write(run_dir: Path, s: dict[str, Any]) -> Path:
     """Write summary.json (validated), bisect.png and report.md; return the report's path."""
     results.write_summary(run_dir, s)
+    if s.get("method") == "posterior":
+        return postview.render(run_dir, s)
     plot(s, run_dir / PLOT)
     report = run_dir / REPORT
     atomic.write_text(report, markdown(s))
@@ -199,6 +201,8 @@ def write(run_dir: Path, s: dict[str, Any]) -> Path:
 def render(run_dir: Path) -> Path:
     """Re-render report.md and bisect.png from the run's summary.json (`kbisect report`)."""
     s = results.load_summary(run_dir)
+    if s.get("method") == "posterior":
+        return postview.render(run_dir, s)
     plot(s, run_dir / PLOT)
     atomic.write_text(run_dir / REPORT, markdown(s))
     return run_dir / REPORT
