@@ -22,13 +22,17 @@ from kbisect.bisect import drift
 _BOOT_DIR = re.compile(r"(\d{13})-")  # sample.new_boot_dir: <ms since the epoch>-<label>
 
 
-def when(sample: Mapping[str, Any]) -> float:
+def when(sample: Mapping[str, Any]) -> float | None:
     """Seconds since the epoch at which the sample's boot started: the boot directory's
-    millisecond stamp, else the record's `created` (to the second, at its end)."""
+    millisecond stamp, else the record's `created` (to the second, at its end); None for
+    a record with neither."""
     m = _BOOT_DIR.match(Path(str(sample.get("boot_dir") or "")).name)
     if m:
         return int(m.group(1)) / 1000.0
-    created = dt.datetime.strptime(str(sample["created"]), clock.FORMAT)
+    try:
+        created = dt.datetime.strptime(str(sample.get("created")), clock.FORMAT)
+    except ValueError:
+        return None
     return created.replace(tzinfo=dt.UTC).timestamp()
 
 
@@ -44,7 +48,7 @@ def timed(
         for s in samples
         if s.get("status") == "ok" and s.get("tps")
     ]
-    kept = [(g, t, tps) for g, t, tps in rows if g is not None]
+    kept = [(g, t, tps) for g, t, tps in rows if g is not None and t is not None]
     if not kept:
         return []
     start = min(t for _, t, _ in kept) if t0 is None else t0
@@ -86,3 +90,11 @@ def plot(
         return plots.tps_over_time(groups, path, title=title)
     except ImportError:
         return None
+
+
+def sides(samples: Sequence[Mapping[str, Any]]) -> tuple[list[drift.Timed], str | None]:
+    """A compare's samples against time by side, and the warning if both sides moved."""
+    rows = timed(samples, lambda s: str(s.get("label")) if s.get("label") else None)
+    action = ("the boots were interleaved, so it hit both sides alike: the ratio is fair, "
+              "each side's mean and CV include it")  # fmt: skip
+    return rows, check(rows, "both sides", action)[1]

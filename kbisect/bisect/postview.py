@@ -69,8 +69,11 @@ def _recheck(rc: dict[str, Any]) -> list[str]:
     ]
 
 
-def _drift(s: dict[str, Any]) -> list[str]:
-    d = s.get("drift") or {}
+def drift_lines(s: dict[str, Any]) -> list[str]:
+    """The drift paragraph of a bisect report (either method)."""
+    if "drift" not in s:  # a run from before drift was checked
+        return []
+    d = s["drift"]
     tr = d.get("trend")
     if d.get("warning"):
         return [f"**{d['warning']}**", "", f"![tps against time]({wallclock.PLOT})", ""]
@@ -143,7 +146,7 @@ def markdown(s: dict[str, Any]) -> str:
             "",
             *_answer(s),
             *_recheck(s["recheck"]),
-            *_drift(s),
+            *drift_lines(s),
             "## The posterior after each sample",
             "",
             f"![posterior]({TRAIL})",

@@ -32,7 +32,7 @@ from kbisect.bisect import check, drift, graph, recheck, samples, state
 from kbisect.bisect.likelihood import Model
 from kbisect.bisect.posterior import Answer, Cost, Posterior
 from kbisect.bisect.state import Options
-from kbisect.exceptions import BenchmarkError, BootError, BuildError
+from kbisect.exceptions import BenchmarkError, BootError, BuildError, InfraError
 
 BUILD_COST = 0.15  # a build, in boots: an incremental build ~20 s against a ~2.5 min boot
 
@@ -84,10 +84,10 @@ class Search:
         for path in results.sample_paths(out):
             if str(path) not in self.seen:
                 s = json.loads(path.read_text())
-                self.seen[str(path)] = timeline.when(s)
+                self.seen[str(path)] = _when(s)
                 new.append(s)
         added = 0
-        for s in sorted(new, key=timeline.when):
+        for s in sorted(new, key=_when):
             ok = s.get("status") == "ok" and bool(s.get("tps"))
             t = self.t(s)
             self.rows.append(
@@ -110,7 +110,7 @@ class Search:
 
     def t(self, sample: dict[str, Any]) -> float:
         """A sample's time for the posterior: seconds since the bisection began."""
-        return timeline.when(sample) - float(self.data["bisect_t0"])
+        return _when(sample) - float(self.data["bisect_t0"])
 
     def boots(self) -> int:
         """Boots since the bisection began (the endpoints' are before it)."""
@@ -204,3 +204,11 @@ class Search:
         probs = self.post.probabilities()
         best = max(range(self.graph.n), key=lambda i: probs[i])
         return f"most likely {self.graph.commits[best][:12]} at P = {probs[best]:.3f}"
+
+
+def _when(sample: dict[str, Any]) -> float:
+    """When a sample this bisection stored was taken (every one has a time)."""
+    t = timeline.when(sample)
+    if t is None:
+        raise InfraError(f"a stored sample without a time: {sample.get('boot_dir')}")
+    return t

@@ -10,7 +10,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from kbisect import results, timeline
+from kbisect import timeline
 from kbisect.bisect import drift, samples
 
 PLOT = "tps-time.png"
@@ -39,11 +39,7 @@ def action(method: str, references: int) -> str:
 def store_rows(store: Path, commits: Sequence[str], t0: float | None = None) -> list[drift.Timed]:
     """The stored ok samples of commits as drift.Timed (seconds since t0, default the
     first), oldest first."""
-    loaded: list[dict[str, Any]] = []
-    for c in dict.fromkeys(commits):
-        out = samples.commit_dir(store, c)
-        if (out / results.SAMPLES).is_dir():
-            loaded += [{**s, "_commit": c} for s in results.load_samples(out)]
+    loaded = [s for c in dict.fromkeys(commits) for s in samples.loaded(store, c)]
     return timeline.timed(loaded, lambda s: str(s["_commit"]), t0)
 
 
@@ -59,7 +55,9 @@ def check(
 
 
 def plot(rows: Sequence[drift.Timed], path: Path, names: Mapping[str, str]) -> Path | None:
-    """tps against time, one colour per revision (endpoints first)."""
+    """tps against time, one colour per revision (endpoints first); None without rows."""
+    if not rows:
+        return None
     order = sorted(rows, key=lambda r: (r.revision not in names, r.t))
     return timeline.plot(
         order,
