@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from kbisect import clock, git, progress
+from kbisect.bisect import drift, recheck, replay, wallclock
 from kbisect.bisect import graph as graph_mod
-from kbisect.bisect import recheck, replay, wallclock
 from kbisect.bisect.posterior import Answer, Posterior
 
 
@@ -115,10 +115,8 @@ def summary(top: Path, run_dir: Path, data: dict[str, Any], argv: list[str]) -> 
     confirmed = bool(rc.get("confirmed"))
     opts = data["options"]
     rows = [r for r in data.get("samples", [])]
-    timed = wallclock.store_rows(
-        Path(data["store"]), [data["good"], data["bad"]], float(data["bisect_t0"])
-    )
-    drift = wallclock.check(timed, data["good"], data["bad"], "posterior", opts["references"])
+    timed = [drift.Timed(r["commit"], r["t"], float(r["tps"])) for r in rows if r["tps"]]
+    moved = wallclock.check(timed, "posterior", opts["references"])
     names = [c for c, _ in answer.candidates[:3]]
     return {
         "version": 1,
@@ -132,7 +130,7 @@ def summary(top: Path, run_dir: Path, data: dict[str, Any], argv: list[str]) -> 
         "verdict": {
             "kind": _kind(answer, rc),
             "result": _result(answer, candidates),
-            "warnings": [w for w in [drift["warning"]] if w],
+            "warnings": [w for w in [moved["warning"]] if w],
         },
         "tree": data["tree"],
         "good": data["good"],
@@ -151,7 +149,7 @@ def summary(top: Path, run_dir: Path, data: dict[str, Any], argv: list[str]) -> 
         "samples": rows,
         "trail": _trail(post, rows, names),
         "trail_names": names,
-        "drift": drift,
+        "drift": moved,
         "boots": sum(1 for r in rows if r["role"] != "endpoint"),
         "bisect_log": data.get("git_bisect_log", ""),
         "exit": data.get("exit"),

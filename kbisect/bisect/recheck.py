@@ -99,11 +99,11 @@ def line(culprit: str, rc: dict[str, Any]) -> str:
     """The re-check in one line, as the driver prints it."""
     if "error" in rc:
         return f"re-check of {culprit[:12]} failed: {rc['error']}: NOT CONFIRMED"
-    word = "confirmed" if rc["confirmed"] else "NOT CONFIRMED"
+    word = "confirmed" if rc["confirmed"] else f"{rc['kind']}, NOT CONFIRMED"
     before = sum(rc["parent_tps"]) / len(rc["parent_tps"])
     after = sum(rc["culprit_tps"]) / len(rc["culprit_tps"])
     return (
         f"re-check: {before:.1f} -> {after:.1f} tps ({rc['n']} fresh pairs), ratio "
         f"{rc['ratio']:.3f} [{rc['low']:.3f}, {rc['high']:.3f}] "
-        f"({rc['level']:.1%} CI): {rc['kind']}, {word}"
+        f"({rc['level']:.1%} CI): {word}"
     )

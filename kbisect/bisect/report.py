@@ -53,8 +53,8 @@ def summary(top: Path, data: dict[str, Any], outcome: Outcome, argv: list[str]) 
     kind = rc.get("kind", "re-check failed") if rc["confirmed"] else "not confirmed"
     opts = data["options"]
     timed = wallclock.store_rows(store, [data["good"], data["bad"], *(r["commit"] for r in rows)])
-    drift = wallclock.check(timed, data["good"], data["bad"], "git", opts.get("references", 0))
-    warnings = [*rc.get("warnings", []), *([drift["warning"]] if drift["warning"] else [])]
+    moved = wallclock.check(timed, "git", opts.get("references", 0))
+    warnings = [*rc.get("warnings", []), *([moved["warning"]] if moved["warning"] else [])]
     return {
         "version": 1,
         "kind": "bisect",
@@ -64,7 +64,7 @@ def summary(top: Path, data: dict[str, Any], outcome: Outcome, argv: list[str]) 
         "sides": {},
         "stats": {"endpoints": data.get("endpoints")},
         "verdict": {"kind": kind, "result": result, "warnings": warnings},
-        "drift": drift,
+        "drift": moved,
         "samples": [{"commit": r.revision, "t": r.t, "tps": r.tps} for r in timed],
         "tree": data["tree"],
         "good": data["good"],

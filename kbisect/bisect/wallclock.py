@@ -1,7 +1,8 @@
 """A bisection's samples against wall-clock time (both methods): the drift check on the
-references' samples (the good and bad endpoints, measured at the start and, with
-`--references N`, again alongside the revisions under test), its one-line warning saying
-what was done about it, and the plot of tps against time per revision.
+revisions sampled more than once (the good and bad endpoints at the start and, with
+`--references N`, again alongside the revisions under test; revisions sampled again; the
+re-check's pairs), its one-line warning saying what was done about it, and the plot of
+tps against time per revision.
 """
 
 from __future__ import annotations
@@ -43,14 +44,12 @@ def store_rows(store: Path, commits: Sequence[str], t0: float | None = None) -> 
     return timeline.timed(loaded, lambda s: str(s["_commit"]), t0)
 
 
-def check(
-    rows: Sequence[drift.Timed], good: str, bad: str, method: str, references: int
-) -> dict[str, Any]:
-    """The trend test on the references' samples: {"trend": ... | None, "warning": ...}."""
-    refs = [r for r in rows if r.revision in (good, bad)]
-    tr, line = timeline.check(
-        refs, "the references (good and bad endpoints)", action(method, references)
-    )
+def check(rows: Sequence[drift.Timed], method: str, references: int) -> dict[str, Any]:
+    """The trend test over every revision sampled more than once (the slope within each,
+    so that a revision's own level never passes for drift): the endpoints at the start
+    and as references, revisions sampled again, the re-check's pairs.
+    {"trend": ... | None, "warning": ...}."""
+    tr, line = timeline.check(rows, "revisions sampled more than once", action(method, references))
     return {"trend": tr.as_dict() if tr else None, "warning": line}
 
 
