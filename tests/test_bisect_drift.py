@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 import time
 from pathlib import Path
 from typing import Any
@@ -14,6 +15,8 @@ import pytest
 
 from kbisect import cli
 from kbisect.bisect import judge
+from kbisect.study import analysis as study_analysis
+from kbisect.study import store as study_store
 from tests.fakes import fake_image, fake_target, git
 from tests.test_bisect import history, kbisect, run_dirs
 from tests.test_bisect_step import at, fake, fixed_dates, step, write_scenario
@@ -108,3 +111,26 @@ def test_bisect_run_warns_that_its_threshold_is_stale(tmp_path, monkeypatch, cap
     capsys.readouterr()
     step(scen, "--runs-min", "2", "--runs-max", "2", threshold="10")
     assert "drift: the endpoints' stored samples got" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("per_boot", [0.02, 0.0])
+def test_a_study_warns_when_its_cells_drift(per_boot):
+    noise = [0.004, -0.003, 0.001, -0.002, 0.003, -0.004] * 2
+    samples = [{"label": study_store.label(i % 2, 0), "status": "ok", "target": {"name": "vng"},
+                "tps": (1000 + 300 * (i % 2)) * (1 + per_boot * i + noise[i]),
+                "created": f"2026-01-01T00:{3 * i:02d}:00Z"} for i in range(12)]  # fmt: skip
+    rows, lines = study_analysis.drifted(samples)
+    assert len(rows) == 12 and rows[-1].t == 33 * 60
+    if per_boot:
+        assert len(lines) == 1 and lines[0].startswith("drift: the samples of each kernel")
+        assert "faster over 33 min" in lines[0] and "not corrected" in lines[0]
+    else:
+        assert lines == []
+
+
+@pytest.mark.parametrize("bad", [["--bogus"], ["--at", "x"], ["--at"], ["--hogs", "0"]])
+def test_drift_demo_refuses_bad_arguments_with_its_usage(bad):
+    script = Path(__file__).resolve().parent.parent / "scripts" / "drift-demo"
+    got = subprocess.run([str(script), *bad], capture_output=True, text=True, check=False)
+    assert got.returncode == 2 and got.stderr.startswith("usage: scripts/drift-demo")
+    assert got.stdout == ""
