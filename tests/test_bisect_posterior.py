@@ -60,7 +60,7 @@ def test_finds_the_culprit_and_git_replays_it(env, capsys):
     run = run_dirs(env["results"])[0]
     assert f"{shas[9]} is the first bad commit" in replay_names(env["repo"], run)
     report = (run / "report.md").read_text()
-    for words in ("Reproduce:", "P =", "Re-check with fresh pairs", "posterior.png",
+    for words in ("Reproduce:", "(P ", "Re-check, fresh pairs", "posterior.png",
                   "Every sample, in time order", "git bisect replay"):  # fmt: skip
         assert words in report
     for png in ("posterior.png", "bisect.png", "tps-time.png"):

@@ -85,7 +85,7 @@ def _revisions(top: Path, post: Posterior, data: dict[str, Any]) -> list[dict[st
                 "failures": [str(r["error"]) for r in own if r["tps"] is None],
                 "n": len(tps),
                 "mean": sum(tps) / len(tps) if tps else None,
-                "reason": data["failed"].get(commit) or f"P(bad) = {p_bad:.4f}",
+                "reason": data["failed"].get(commit, ""),
                 "role": "endpoint" if commit in (data["good"], data["bad"]) else "step",
             }
         )

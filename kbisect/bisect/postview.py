@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from kbisect import atomic, plots, progress
-from kbisect.bisect import drift, recheck, wallclock
+from kbisect.bisect import drift, wallclock
 
 REPORT = "report.md"
 PLOT = "bisect.png"
@@ -19,18 +19,19 @@ LOG = "git-bisect.log"
 
 
 def _p(p: float) -> str:
-    return "> 0.9999" if p > 0.9999 else f"{p:.4f}"
+    """ "P = 0.9939", or "P > 0.9999"."""
+    return "P > 0.9999" if p > 0.9999 else f"P = {p:.4f}"
 
 
 def _answer(s: dict[str, Any]) -> list[str]:
     a, conf = s["answer"], s["options"]["confidence"]
     if a["kind"] == "culprit":
         c = s["candidates"][0]
-        head = [f"**First bad commit: `{c['commit']}` {c['subject']}** (P = {_p(c['p'])})"]
+        head = [f"**First bad commit: `{c['commit']}` {c['subject']}** ({_p(c['p'])})"]
     elif a["kind"] == "range":
         head = [
             f"**First bad commit: one of these {len(s['candidates'])}, which no test can "
-            f"tell apart (untestable neighbours hide the boundary), P = {_p(a['probability'])} "
+            f"tell apart (untestable neighbours hide the boundary), {_p(a['probability'])} "
             "together:**",
             "",
         ]
@@ -42,7 +43,7 @@ def _answer(s: dict[str, Any]) -> list[str]:
             "",
         ]
     if a["kind"] != "culprit":
-        head += [f"- `{c['commit']}` {c['subject']}: P = {_p(c['p'])}" for c in s["candidates"]]
+        head += [f"- `{c['commit']}` {c['subject']}: {_p(c['p'])}" for c in s["candidates"]]
     first = s.get("first_stop")
     note = []
     if first:
@@ -58,10 +59,18 @@ def _answer(s: dict[str, Any]) -> list[str]:
 def _recheck(rc: dict[str, Any]) -> list[str]:
     if "culprit" not in rc or "error" in rc:
         return [f"Re-check: {rc.get('error')}. **The answer is not confirmed.**", ""]
-    word = "confirmed" if rc["confirmed"] else "**NOT CONFIRMED: treat the answer as suspect**"
+    word = (
+        "confirmed"
+        if rc["confirmed"]
+        else (f"{rc['kind']}, **NOT CONFIRMED: treat the answer as suspect**")
+    )
+    pm = sum(rc["parent_tps"]) / len(rc["parent_tps"])
+    cm = sum(rc["culprit_tps"]) / len(rc["culprit_tps"])
     return [
-        f"Re-check with fresh pairs (adaptive, {rc['n']} pairs): {recheck.line(rc['culprit'], rc)}"
-        f"; minimum effect {rc['min_effect']:.0%}: {word}.",
+        f"Re-check, fresh pairs of the culprit and its parent until the ratio is clear: "
+        f"{pm:.1f} -> {cm:.1f} tps ({rc['n']} pairs), ratio {rc['ratio']:.3f}, "
+        f"{rc['level']:.1%} CI [{rc['low']:.3f}, {rc['high']:.3f}], minimum effect "
+        f"{rc['min_effect']:.0%}: {word}.",
         "",
         f"- parent `{rc['parent'][:12]}`: {', '.join(f'{x:.1f}' for x in rc['parent_tps'])}",
         f"- culprit `{rc['culprit'][:12]}`: {', '.join(f'{x:.1f}' for x in rc['culprit_tps'])}",
@@ -80,7 +89,8 @@ def drift_lines(s: dict[str, Any]) -> list[str]:
     if tr is None:
         return ["Drift: too few reference samples over time to test.", ""]
     return [
-        f"Drift: none detected on the references ({tr['moved']:+.1%} over the run, "
+        f"Drift: none detected ({tr['moved']:+.1%} over the run within revisions sampled "
+        f"more than once, "
         f"p = {tr['p']:.2g}, {tr['n']} samples; the test warns at p < {drift.ALPHA} and "
         f"a move of {drift.NOTICEABLE:.0%}).",
         "",
@@ -131,7 +141,7 @@ def markdown(s: dict[str, Any]) -> str:
     )
     return "\n".join(
         [
-            f"# kbisect bisect: {o['scenario']}",
+            f"# kbisect bisect: {s['scenario']['name']}",
             "",
             "Reproduce:",
             "",
