@@ -25,7 +25,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "--threshold",
         type=options.positive,
         metavar="TPS",
-        help="good above, bad below (default: geometric mean of the endpoint means)",
+        help="git method: good above, bad below (default: geometric mean of the endpoint "
+        "means; a given threshold turns --references off)",
     )
     add(
         "--recheck-samples",
