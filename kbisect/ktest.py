@@ -237,11 +237,13 @@ def add_booted_options(add: Callable[..., Any]) -> None:
 def booted_step(args: argparse.Namespace) -> int:
     """Samples of the booted kernel until step.py's sequential rule answers; git's (and
     ktest's) exit codes: 0 good, 1 bad, 125 skip."""
-    from kbisect.bisect import step  # step.py calls this module
+    from kbisect.bisect import judge, step  # step.py calls this module
 
     if not args.kernel:
         raise UserError("--booted needs --kernel (the image that was booted) and --target")
-    policy = step.Policy(args.threshold, not args.lower_is_better, args.runs_min, args.runs_max)
+    if args.threshold is None:
+        raise UserError("--booted needs --threshold TPS (references are for kbisect's builds)")
+    policy = judge.Policy(args.threshold, not args.lower_is_better, args.runs_min, args.runs_max)
     policy.check()
     t = targets.get(args.target)
     if not isinstance(t, SshTarget):
@@ -256,7 +258,7 @@ def booted_step(args: argparse.Namespace) -> int:
         return float(taken["tps"])
 
     try:
-        d = step.sample_until([], draw, policy)
+        d = judge.sample_until([], draw, policy)
     except (BootError, BenchmarkError) as exc:
         progress.step(f"step: booted {kernel.image.name}: skip: {exc}")
         return step.SKIP

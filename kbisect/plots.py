@@ -1,4 +1,5 @@
-"""PNG plots for reports: tps per boot, per-second tps series, tps along a bisect path.
+"""PNG plots for reports: tps per boot, per-second tps series, tps along a bisect path,
+tps against wall-clock time, the posterior of a bisection after each sample.
 
 matplotlib is imported inside the functions so that `kbisect --help` stays fast. Figures
 are built with `matplotlib.figure.Figure` (no pyplot, no global state, Agg rendering) and
@@ -17,6 +18,7 @@ from kbisect import atomic
 SIDE_COLOURS = {"A": "#2f6db5", "B": "#e07b16"}
 OTHER_COLOUR = "#6b6b6b"
 VERDICT_COLOURS = {"good": "#2e8b3a", "bad": "#c8302c", "skip": "#9a9a9a"}
+TIME_COLOURS = ("#2e8b3a", "#c8302c", "#7b4fa0", "#1b9e9e", "#b8860b", "#d9488b", "#6b6b6b")
 PER_BOOT = "tps-per-boot.png"
 SERIES = "tps-series.png"
 
@@ -193,4 +195,65 @@ def tps_along_path(
     ax.grid(axis="y", alpha=0.3)
     if seen or threshold is not None:
         ax.legend(loc="best", fontsize=8)
+    return _save(fig, path)
+
+
+def tps_over_time(
+    groups: Mapping[str, Sequence[tuple[float, float]]],
+    path: Path,
+    *,
+    title: str = "tps against wall-clock time",
+) -> Path:
+    """Each group's samples (minutes since the first sample, tps), one colour per group in
+    the given order, joined by a thin line: a host that drifts shows as a slope shared
+    by the groups; a legend when there are at most 12 groups."""
+    fig = _figure()
+    ax = fig.add_subplot()
+    colours = [SIDE_COLOURS["A"], SIDE_COLOURS["B"], *TIME_COLOURS]
+    for i, (name, points) in enumerate(groups.items()):
+        xs, ys = zip(*sorted(points), strict=True) if points else ((), ())
+        colour = colours[i % len(colours)]
+        ax.plot(xs, ys, color=colour, linewidth=0.6, alpha=0.5)
+        ax.scatter(xs, ys, s=24, color=colour, label=f"{name} (n={len(xs)})", zorder=3)
+    ax.set_xlabel("minutes since the first sample")
+    ax.set_ylabel("tps")
+    ax.set_title(title, fontsize=10)
+    ax.set_ylim(bottom=0)
+    ax.grid(axis="y", alpha=0.3)
+    if 0 < len(groups) <= 12:
+        ax.legend(loc="lower left", fontsize=7)
+    return _save(fig, path)
+
+
+def posterior_trail(
+    lines: Mapping[str, Sequence[float]],
+    path: Path,
+    *,
+    marks: Sequence[str] = (),
+    confidence: float | None = None,
+    title: str = "P(first bad commit) after each sample",
+) -> Path:
+    """Each named candidate's probability after each sample (x: the sample's number);
+    `marks` labels the samples (the revision sampled) under the axis when there are at
+    most 40; `confidence` a dotted line."""
+    n = max((len(v) for v in lines.values()), default=0)
+    fig = _figure(max(8.0, 2.0 + 0.22 * n), 4.5, bottom=0.22 if marks else 0.11)
+    ax = fig.add_subplot()
+    colours = [*TIME_COLOURS, SIDE_COLOURS["A"], SIDE_COLOURS["B"]]
+    for i, (name, ps) in enumerate(lines.items()):
+        ax.plot(range(1, len(ps) + 1), list(ps), color=colours[i % len(colours)], linewidth=1.4,
+                marker="o", markersize=3, label=name)  # fmt: skip
+    if confidence is not None:
+        ax.axhline(confidence, color=OTHER_COLOUR, linestyle=":", linewidth=1.2,
+                   label=f"confidence {confidence:g}")  # fmt: skip
+    if marks and len(marks) <= 40:
+        ax.set_xticks(range(1, len(marks) + 1))
+        ax.set_xticklabels(list(marks), rotation=60, ha="right", fontsize=6)
+    ax.set_xlabel("sample (in time order)")
+    ax.set_ylabel("probability")
+    ax.set_ylim(0, 1.02)
+    ax.set_title(title, fontsize=10)
+    ax.grid(axis="y", alpha=0.3)
+    if lines:
+        ax.legend(loc="upper left", fontsize=7)
     return _save(fig, path)

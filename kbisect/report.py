@@ -25,6 +25,7 @@ from kbisect import (
     results,
     stats,
     textreport,
+    timeline,
 )
 from kbisect.bisect import report as bisect_report
 from kbisect.compare import schedule
@@ -33,6 +34,7 @@ from kbisect.exceptions import EXIT_OK, UserError
 from kbisect.study import report as study_report
 
 REPORT = "report.md"
+TIME = "tps-time.png"
 SIDES = ("A", "B")
 METHODS = {stats.METHOD: "delta method on the log ratio, Welch df"}
 TCG_NOTE = (
@@ -190,7 +192,7 @@ def _side_table(run: Run) -> list[str]:
 
 
 def _warnings(run: Run) -> list[str]:
-    out = [*run.verdict.warnings, *run.copies]
+    out = [*run.verdict.warnings, *run.copies, *filter(None, [timeline.sides(run.samples)[1]])]
     for side in SIDES:
         boots = run.side(side)
         failed = len(boots) - len(ok_tps(boots))
@@ -254,6 +256,8 @@ def _plots(run: Run) -> list[str]:
     try:
         plots.tps_per_boot(run.samples, run.dir / plots.PER_BOOT, names=names, bands=bands)
         plots.series(run.samples, run.dir / plots.SERIES, names=names)
+        timeline.plot(timeline.sides(run.samples)[0], run.dir / TIME, names=names,
+                      title="tps against wall-clock time, per side")  # fmt: skip
     except ImportError as exc:
         progress.warn(f"no plots ({exc}): install matplotlib (scripts/setup)")
         return [f"No plots: {exc}."]
@@ -261,6 +265,8 @@ def _plots(run: Run) -> list[str]:
         f"![tps per boot]({plots.PER_BOOT})",
         "",
         f"![tps per second of each run]({plots.SERIES})",
+        "",
+        f"![tps against wall-clock time]({TIME})",
     ]
 
 

@@ -246,12 +246,12 @@ def bisect_text(run_dir: Path, s: Mapping[str, Any]) -> str:
         else ["  (the bisect store with the samples is not with this report)"]
     )
     lines += ["", "machine:", *machine(culprit + parent), ""]
-    lines += [
-        f"threshold {s['threshold']:.1f} tps ({s.get('threshold_source')}); "
-        f"append {o['append']!r}; arch {o['arch']}",
-        "",
-        "revisions tested:",
-    ]
+    how = (
+        f"posterior method, P(first bad commit) {s['answer']['probability']:.4f} after the re-check"
+        if s.get("method") == "posterior"
+        else f"threshold {s['threshold']:.1f} tps ({s.get('threshold_source')})"
+    )
+    lines += [f"{how}; append {o['append']!r}; arch {o['arch']}", "", "revisions tested:"]
     for i, r in enumerate(s.get("revisions") or []):
         mean = f"{r['mean']:.1f}" if r.get("mean") is not None else "-"
         lines.append(f"  {i:>2} {r['commit'][:12]} {r['verdict']:<5} n={r['n']:<2} {mean:>8} tps")
@@ -262,6 +262,7 @@ def bisect_text(run_dir: Path, s: Mapping[str, Any]) -> str:
             *para(f"parent: {numbers(rc['parent_tps'])}", "  "),
             *para(f"culprit: {numbers(rc['culprit_tps'])}", "  "),
         ]
-    if rc.get("warnings"):
-        lines += ["", "warnings:", *[x for w in rc["warnings"] for x in para(f"- {w}", "  ", "  ")]]
+    warned = [*rc.get("warnings", []), *((s.get("drift") or {}).get("warning") or "",)]
+    if warned := [w for w in warned if w]:
+        lines += ["", "warnings:", *[x for w in warned for x in para(f"- {w}", "  ", "  ")]]
     return fit(lines)

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from kbisect import cli, stale, worktree
-from kbisect.bisect import driver as bisect
+from kbisect.bisect import args as bisect_args
 from kbisect.bisect import gitbisect as bisect_git
 from kbisect.bisect import state as bisect_state
 from kbisect.bisect import step as bisect_step
@@ -49,9 +49,12 @@ def kbisect(*argv: str) -> int:
     return cli.main(["bisect", *argv])
 
 
-def args(env: dict[str, Path], good: str, bad: str, *extra: str) -> list[str]:
-    return ["--tree", str(env["repo"]), "--good", good, "--bad", bad,
-            "--scenario", str(env["scenario"]), "--target", str(env["log"]), *extra]  # fmt: skip
+def args(env: dict[str, Path], good: str, bad: str, *extra: str, method: str = "git"
+         ) -> list[str]:  # fmt: skip
+    """The command line of a bisection (these tests test git's method unless told)."""
+    return ["--tree", str(env["repo"]), "--good", good, "--bad", bad, "--method", method,
+            "--references", "0", "--scenario", str(env["scenario"]),
+            "--target", str(env["log"]), *extra]  # fmt: skip
 
 
 def run_dirs(results: Path) -> list[Path]:
@@ -261,12 +264,14 @@ def test_resume_after_a_kill_gives_the_same_answer(env, monkeypatch, tmp_path):
     assert kbisect("--resume", str(run)) == 2  # finished runs are not resumed
 
 
-def test_reproduce_line_parses_back():
+@pytest.mark.parametrize("how", [("git", 0.95, 100, 0), ("posterior", 0.99, 40, 2)])
+def test_reproduce_line_parses_back(how):
+    sets = ("pgbench.clients=4", "guest.vcpus=1")
     opts = bisect_state.Options("/t", "v1", "v2", "smoke", 812.5, False, "preempt=full", 3,
-                                10, 8, ("preempt-none",), "arm64", "vng",
-                                ("pgbench.clients=4", "guest.vcpus=1"), "defconfig")  # fmt: skip
+                                10, 8, ("preempt-none",), "arm64", "vng", sets, "defconfig",
+                                *how)  # fmt: skip
     ns = cli.build_parser().parse_args(opts.argv())
-    assert bisect.options_from_args(ns) == opts
+    assert bisect_args.options_from_args(ns) == opts
 
 
 def test_step_args_pass_every_option_to_the_step():

@@ -14,6 +14,8 @@ from typing import Any
 import pytest
 
 from kbisect import paths, progress, sample, scenario, sequential, targets
+from kbisect.bisect import judge as bisect_judge
+from kbisect.bisect import liveness
 from kbisect.bisect import samples as bisect_samples
 from kbisect.bisect import step as bisect_step
 from kbisect.exceptions import BootError
@@ -201,7 +203,7 @@ def test_bad_numbers_abort_without_measuring(repo, env, extra):
 def test_dead_driver_aborts(repo, env, monkeypatch):
     proc = subprocess.Popen(["true"])  # a pid that has exited
     proc.wait()
-    monkeypatch.setenv(bisect_step.DRIVER_ENV, str(proc.pid))
+    monkeypatch.setenv(liveness.DRIVER_ENV, str(proc.pid))
     at(repo[1])
     assert step(env["scenario"]) == bisect_step.ABORT
 
@@ -221,15 +223,17 @@ def test_revisit_reuses_samples_and_only_adds(repo, env):
 def test_sample_until_stops_at_the_first_clear_verdict():
     draws = iter([1000.0, 1002.0, 998.0, 1001.0, 999.0])
     tps: list[float] = []
-    policy = bisect_step.Policy(800.0, True, 3, 10)
-    d = bisect_step.sample_until(tps, lambda: next(draws), policy)
+    policy = bisect_judge.Policy(800.0, True, 3, 10)
+    d = bisect_judge.sample_until(tps, lambda: next(draws), policy)
     assert d.verdict == "good" and d.n == 3 and tps == [1000.0, 1002.0, 998.0]
 
 
 def test_sample_until_gives_up_at_runs_max():
     values = iter([900.0, 1100.0] * 10)
     tps: list[float] = []
-    d = bisect_step.sample_until(tps, lambda: next(values), bisect_step.Policy(1000.0, True, 3, 6))
+    d = bisect_judge.sample_until(
+        tps, lambda: next(values), bisect_judge.Policy(1000.0, True, 3, 6)
+    )
     assert d.verdict == "unclear" and len(tps) == 6
     assert bisect_step.EXIT_FOR[d.verdict] == bisect_step.SKIP
 

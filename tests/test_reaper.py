@@ -20,7 +20,7 @@ import pytest
 
 from kbisect import proc, reaper, stale, worktree
 from kbisect.bisect import driver as bisect_driver
-from kbisect.bisect import gitbisect
+from kbisect.bisect import gitbisect, liveness
 from kbisect.bisect import step as bisect_step
 from kbisect.exceptions import UserError
 from tests.test_bisect_step import RUN, at, calls
@@ -196,7 +196,7 @@ def test_a_step_whose_driver_pid_lives_on_in_another_process_aborts(repo, env) -
     other = subprocess.Popen(["sleep", "300"])
     try:
         code = run_step(
-            env["scenario"], subprocess.DEVNULL, **{bisect_step.DRIVER_ENV: str(other.pid)}
+            env["scenario"], subprocess.DEVNULL, **{liveness.DRIVER_ENV: str(other.pid)}
         )
     finally:
         other.kill()
@@ -206,9 +206,7 @@ def test_a_step_whose_driver_pid_lives_on_in_another_process_aborts(repo, env) -
 
 def test_a_step_under_its_driver_answers(repo, env) -> None:
     at(repo[1])
-    code = run_step(
-        env["scenario"], subprocess.DEVNULL, **{bisect_step.DRIVER_ENV: str(os.getpid())}
-    )
+    code = run_step(env["scenario"], subprocess.DEVNULL, **{liveness.DRIVER_ENV: str(os.getpid())})
     assert code == bisect_step.GOOD
 
 

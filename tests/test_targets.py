@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from kbisect import arch, cli, targets
+from kbisect import arch, cli, results, targets
 from kbisect.exceptions import EXIT_USER, UserError
 from kbisect.targets.fake import FakeTarget
 from kbisect.targets.vng import VngTarget
-from tests.fakes import fake_target
+from tests.fakes import fake_image, fake_target
 
 
 def test_vng_is_the_default_and_runs_this_hosts_arch() -> None:
@@ -94,3 +94,14 @@ def test_run_out_that_cannot_hold_a_run_is_one_line(
     assert cli.main([*argv, "--out", out]) == EXIT_USER
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and f"--out {out}: cannot create it" in err
+
+
+def test_a_drifting_fake_host_moves_by_drift_per_call(tmp_path: Path) -> None:
+    image = fake_image(tmp_path / "k", tps=1000.0)
+    target = fake_target(tmp_path, cv=0.0, drift_per_call=0.1)
+    argv = ["run", "--kernel", str(image), "--scenario", "smoke", "--runs", "4"]
+    assert cli.main([*argv, "--target", str(target), "--out", str(tmp_path / "r")]) == 0
+    got = [s["tps"] for s in results.load_samples(tmp_path / "r")]
+    assert got == pytest.approx([1000.0, 1100.0, 1200.0, 1300.0])
+    with pytest.raises(UserError, match="drift_per_call must be a float"):
+        targets.get(str(fake_target(tmp_path, name="bad", drift_per_call="fast")), None)

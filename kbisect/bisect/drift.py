@@ -136,13 +136,15 @@ def threshold(refs: Sequence[Timed], good: str, bad: str, slope: float) -> float
     return math.sqrt(mean(good) * mean(bad))
 
 
-def warning(tr: Trend | None, span: str, action: str) -> str | None:
-    """One line when the references moved significantly and noticeably, else None.
-    span: how the time span reads ("95 min", "40 boots"); action: what was done."""
+def warning(tr: Trend | None, span: str, action: str, what: str = "the references"
+            ) -> str | None:  # fmt: skip
+    """One line when the samples moved significantly and noticeably, else None.
+    span: how the time span reads ("95 min", "40 boots"); action: what was done;
+    what: whose samples moved ("the references", "both sides")."""
     if tr is None or tr.p >= ALPHA or abs(tr.moved()) < NOTICEABLE:
         return None
     word = "faster" if tr.slope > 0 else "slower"
-    return (f"drift: the references got {abs(tr.moved()):.1%} {word} over {span} "
+    return (f"drift: {what} got {abs(tr.moved()):.1%} {word} over {span} "
             f"(95% CI {tr.moved(tr.low):+.1%} .. {tr.moved(tr.high):+.1%}, "
             f"p = {tr.p:.2g}, {tr.n} samples): {action}")  # fmt: skip
 

@@ -1,17 +1,21 @@
-"""`kbisect bisect`: find the commit that made a scenario slower, through `git bisect run`.
+"""`kbisect bisect`: find the commit that made a scenario slower.
 
 Phases, each saved in the run's state.json (state.py), so that `--resume`
 continues after Ctrl-C, a kill or a reboot:
 
 1. endpoints: check the tree and revisions; measure both endpoints and refuse unless good
    is significantly better than bad; pick the threshold (check.py);
-2. bisecting: `git bisect start B G` and `git bisect run bisect/run ...` in a scratch
-   worktree, never the user's checkout (gitbisect.py);
-3. recheck: the first bad commit against its parent with fresh samples;
-4. done: report.md, summary.json and bisect.png (report.py).
+2. bisecting, `--method posterior` (the default): the posterior over the culprit from
+   every sample, the next revision by information per cost, the adaptive re-check of the
+   answer (search.py, recheck.py); `--method git`: `git bisect start B G` and
+   `git bisect run bisect/run ...` in a scratch worktree, never the user's checkout
+   (gitbisect.py);
+3. recheck (git): the first bad commit against its parent with fresh samples;
+4. done: report.md, summary.json and the plots (report.py, postreport.py).
 
-Exit 0 when the re-check confirms the culprit, 1 when it does not (the report says the
-answer is suspect), 2 for bad input (one line), 3 when a step aborted the bisect.
+Exit 0 when the re-check confirms the culprit, 1 when it does not or no answer holds the
+confidence (the report says the answer is suspect), 2 for bad input (one line), 3 when a
+step aborted the bisect.
 """
 
 from __future__ import annotations
@@ -26,10 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from kbisect import (
-    build,
     git,
-    kconfig,
-    options,
     paths,
     progress,
     results,
@@ -39,7 +40,9 @@ from kbisect import (
     tree,
     worktree,
 )
-from kbisect.bisect import check, gitbisect, report, samples, state, step
+from kbisect.bisect import check, gitbisect, postreport, report, samples, search, state
+from kbisect.bisect.args import METHODS, options_from_args
+from kbisect.bisect.args import configure as configure
 from kbisect.bisect.state import Options, Outcome
 from kbisect.exceptions import EXIT_NEGATIVE, EXIT_OK, UserError
 
@@ -50,6 +53,10 @@ def validate(opts: Options) -> tuple[Path, str, str]:
         raise UserError(
             f"--runs-min {opts.runs_min} --runs-max {opts.runs_max}: need 2 <= runs-min <= runs-max"
         )
+    if opts.method not in METHODS:
+        raise UserError(f"--method {opts.method}: one of {', '.join(METHODS)}")
+    if not 0.5 < opts.confidence < 1:
+        raise UserError(f"--confidence {opts.confidence:g}: must be between 0.5 and 1")
     if opts.recheck_samples < 3:
         raise UserError(f"--recheck-samples {opts.recheck_samples}: need at least 3")
     if opts.threshold is not None and not opts.threshold > 0:
@@ -138,6 +145,8 @@ def _phases(
         _endpoints(ctx, top, run_dir, data, opts)
         data["phase"] = "bisecting"
         state.save(run_dir, data)
+    if opts.method == "posterior":
+        return _posterior(ctx, top, run_dir, data, opts)
     if data["phase"] == "bisecting":
         gitbisect.run(top, run_dir, data, opts)
         data["phase"] = "recheck"
@@ -150,6 +159,24 @@ def _phases(
     state.save(run_dir, data)
     summary = report.summary(top, data, outcome, opts.argv())
     _print_answer(top, outcome, data["recheck"], report.write(run_dir, summary))
+    return int(data["exit"])
+
+
+def _posterior(
+    ctx: samples.Context, top: Path, run_dir: Path, data: dict[str, Any], opts: Options
+) -> int:
+    if data["phase"] == "bisecting":
+        found = search.Search(ctx, top, run_dir, data, opts)
+        answer = found.run()
+        data["answer"] = answer.as_dict()
+        data["git_bisect_log"] = postreport.replay_log(top, found.post, answer, data)
+        data["phase"] = "done"
+        state.save(run_dir, data)
+    summary = postreport.summary(top, run_dir, data, opts.argv())
+    data["exit"] = EXIT_OK if summary["confirmed"] else EXIT_NEGATIVE
+    state.save(run_dir, data)
+    written = report.write(run_dir, {**summary, "exit": data["exit"]})
+    postreport.print_answer(summary, written)
     return int(data["exit"])
 
 
@@ -167,76 +194,6 @@ def _print_answer(top: Path, outcome: Outcome, rc: dict[str, Any], written: Path
             "(noise, a flaky boot, or a threshold too close to one side)"
         )
     print(f"report: {written}")
-
-
-def configure(parser: argparse.ArgumentParser) -> None:
-    add = parser.add_argument
-    add("--tree", help="kernel git tree (default: the embedded 6.12 tree)")
-    add("--good", help="a revision with the good (fast) figure")
-    add("--bad", help="a later revision with the bad (slow) figure")
-    step.add_measured(parser, required=False)
-    add(
-        "--threshold",
-        type=options.positive,
-        metavar="TPS",
-        help="good above, bad below (default: geometric mean of the endpoint means)",
-    )
-    add(
-        "--recheck-samples",
-        type=options.count(3, 1000),
-        default=8,
-        help="fresh samples of the culprit and its parent (default 8)",
-    )
-    add(
-        "--resume",
-        nargs="?",
-        const="",
-        metavar="RUN_DIR",
-        help="continue an interrupted bisect (default: the newest unfinished one)",
-    )
-
-
-def _absolute(path: str | None) -> str | None:
-    """A path made absolute, so that --resume and the reproduce line work from anywhere."""
-    if path is None or path == "default" or not Path(path).exists():
-        return path
-    return str(Path(path).resolve())
-
-
-def _file_or_name(spec: str) -> str:
-    """A scenario or target: a file (made absolute: steps run elsewhere) or a name."""
-    if "/" in spec or spec.endswith(".toml"):
-        return str(_absolute(spec))
-    return spec
-
-
-def options_from_args(args: argparse.Namespace) -> Options:
-    missing = [f"--{n}" for n in ("good", "bad", "scenario") if not getattr(args, n)]
-    if missing:
-        raise UserError(f"missing {', '.join(missing)} (or use --resume)")
-    where = _file_or_name(args.target)
-    arch = targets.get(where, args.arch).arch.name  # resolved once, then passed on
-    kconfig.resolve(list(args.config), arch)  # an unknown fragment: exit 2 before any run dir
-    build.check_base(args.base_config)
-    return Options(
-        _absolute(args.tree),
-        args.good,
-        args.bad,
-        _file_or_name(args.scenario),
-        args.threshold,
-        not args.lower_is_better,
-        args.append,
-        args.runs_min,
-        args.runs_max,
-        args.recheck_samples,
-        tuple(args.config),
-        arch,
-        where,
-        tuple(args.set),
-        _file_or_name(args.base_config)
-        if args.base_config not in build.BASES
-        else args.base_config,
-    )
 
 
 def main(args: argparse.Namespace) -> int:

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from kbisect import git, paths, proc, progress, worktree
-from kbisect.bisect import state, step
+from kbisect.bisect import liveness, state
 from kbisect.bisect.state import Options, Outcome, parse_log
 from kbisect.exceptions import InfraError
 
@@ -87,6 +87,15 @@ def _begin(wt: Path, run_dir: Path, data: dict[str, Any]) -> None:
     proc.run(replay_command(wt, replay), capture=True)
 
 
+def references(data: dict[str, Any]) -> tuple[str, str] | None:
+    """The endpoints, for the steps to sample alongside (drift-aware references), unless
+    --references 0 or a given --threshold (an absolute figure: nothing to re-measure)."""
+    opts = Options.from_dict(data["options"])
+    if opts.references and opts.threshold is None:
+        return data["good"], data["bad"]
+    return None
+
+
 def one_pass(
     top: Path, run_dir: Path, data: dict[str, Any], opts: Options, runs_max: int
 ) -> Outcome:
@@ -98,13 +107,13 @@ def one_pass(
         if not log.exists():
             log.write_text(progress.log_header(opts.argv()))
         progress.step(f"git bisect run in {wt}, up to {runs_max} samples a revision ({log})")
-        args = opts.step_argv(data["threshold"], Path(data["store"]), runs_max)
+        args = opts.step_argv(data["threshold"], Path(data["store"]), runs_max, references(data))
         proc.run(
             run_command(wt, RUN_SCRIPT, args),
             cwd=wt,
             log=log,
             check=False,
-            env={step.DRIVER_ENV: str(os.getpid())},
+            env={liveness.DRIVER_ENV: str(os.getpid())},
             on_line=_Watch(wt, run_dir, data),
         )
         data["bisect_log"] = bisect_log(wt)

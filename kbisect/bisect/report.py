@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from kbisect import atomic, clock, git, plots, progress, results
-from kbisect.bisect import samples
+from kbisect.bisect import drift, postview, samples, wallclock
 from kbisect.bisect.state import Mark, Outcome
 
 PLOT = "bisect.png"
@@ -51,6 +51,10 @@ def summary(top: Path, data: dict[str, Any], outcome: Outcome, argv: list[str]) 
     if answer:
         result = f"first bad commit {answer['commit']} {answer['subject']}"
     kind = rc.get("kind", "re-check failed") if rc["confirmed"] else "not confirmed"
+    opts = data["options"]
+    timed = wallclock.store_rows(store, [data["good"], data["bad"], *(r["commit"] for r in rows)])
+    moved = wallclock.check(timed, "git", opts.get("references", 0))
+    warnings = [*rc.get("warnings", []), *([moved["warning"]] if moved["warning"] else [])]
     return {
         "version": 1,
         "kind": "bisect",
@@ -59,7 +63,9 @@ def summary(top: Path, data: dict[str, Any], outcome: Outcome, argv: list[str]) 
         "scenario": data["scenario"],
         "sides": {},
         "stats": {"endpoints": data.get("endpoints")},
-        "verdict": {"kind": kind, "result": result, "warnings": rc.get("warnings", [])},
+        "verdict": {"kind": kind, "result": result, "warnings": warnings},
+        "drift": moved,
+        "samples": [{"commit": r.revision, "t": r.t, "tps": r.tps} for r in timed],
         "tree": data["tree"],
         "good": data["good"],
         "bad": data["bad"],
@@ -158,6 +164,7 @@ def markdown(s: dict[str, Any]) -> str:
         *_answer(s),
         *_second_pass(s),
         *_recheck(s["recheck"]),
+        *postview.drift_lines(s),
         "## Revisions tested, in bisection order",
         "",
         *_table(s["revisions"]),
@@ -178,7 +185,9 @@ def plot(s: dict[str, Any], path: Path) -> Path | None:
     points = [
         (f"{i} {r['commit'][:8]}", r["tps"], r["verdict"]) for i, r in enumerate(s["revisions"])
     ]
+    timed = [drift.Timed(r["commit"], r["t"], r["tps"]) for r in s.get("samples", [])]
     try:
+        wallclock.plot(timed, path.with_name(wallclock.PLOT), {s["good"]: "good", s["bad"]: "bad"})
         return plots.tps_along_path(
             points, path, title=f"tps along the bisection; threshold {s['threshold']:.1f} tps"
         )
@@ -190,6 +199,8 @@ def plot(s: dict[str, Any], path: Path) -> Path | None:
 def write(run_dir: Path, s: dict[str, Any]) -> Path:
     """Write summary.json (validated), bisect.png and report.md; return the report's path."""
     results.write_summary(run_dir, s)
+    if s.get("method") == "posterior":
+        return postview.render(run_dir, s)
     plot(s, run_dir / PLOT)
     report = run_dir / REPORT
     atomic.write_text(report, markdown(s))
@@ -199,6 +210,8 @@ def write(run_dir: Path, s: dict[str, Any]) -> Path:
 def render(run_dir: Path) -> Path:
     """Re-render report.md and bisect.png from the run's summary.json (`kbisect report`)."""
     s = results.load_summary(run_dir)
+    if s.get("method") == "posterior":
+        return postview.render(run_dir, s)
     plot(s, run_dir / PLOT)
     atomic.write_text(run_dir / REPORT, markdown(s))
     return run_dir / REPORT

@@ -13,6 +13,7 @@ import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from kbisect import git, paths, progress, results, sample, scenario
 from kbisect.exceptions import BootError
@@ -78,6 +79,14 @@ def stored(out: Path) -> tuple[list[float], list[str]]:
         else:
             failures.append(str(s["error"]))
     return tps, failures
+
+
+def loaded(store: Path, commit: str) -> list[dict[str, Any]]:
+    """The stored samples of commit (every status), each with its commit as "_commit"."""
+    out = commit_dir(store, commit)
+    if not (out / results.SAMPLES).is_dir():
+        return []
+    return [{**s, "_commit": commit} for s in results.load_samples(out)]
 
 
 def draw(ctx: Context, rev: Revision) -> float:

@@ -41,6 +41,10 @@ class Options:
     target: str = "vng"
     sets: tuple[str, ...] = ()  # scenario overrides (--set)
     base_config: str = "tinyconfig"
+    method: str = "posterior"  # or "git": git bisect run with bisect/run
+    confidence: float = 0.95  # posterior: stop when one commit (or group) holds this
+    max_boots: int = 100  # posterior: boots after the endpoints, re-checks included
+    references: int = 3  # a reference boot after every N test boots; 0: none
 
     def measured_argv(self) -> list[str]:
         """What is measured and where: the options the driver and every step share."""
@@ -62,28 +66,22 @@ class Options:
         out = ["bisect", "--tree", self.tree or "default", "--good", self.good, "--bad", self.bad]
         if self.threshold is not None:
             out += ["--threshold", f"{self.threshold:g}"]
-        out += [
-            "--runs-min",
-            str(self.runs_min),
-            "--runs-max",
-            str(self.runs_max),
-            "--recheck-samples",
-            str(self.recheck_samples),
-        ]
+        out += ["--method", self.method, "--references", str(self.references)]
+        if self.method == "posterior":
+            out += ["--confidence", f"{self.confidence:g}", "--max-boots", str(self.max_boots)]
+        out += ["--runs-min", str(self.runs_min), "--runs-max", str(self.runs_max),
+                "--recheck-samples", str(self.recheck_samples)]  # fmt: skip
         return out + self.measured_argv()
 
-    def step_argv(self, threshold: float, store: Path, runs_max: int) -> list[str]:
-        """bisect/run's arguments, the same for every step of one pass."""
-        out = [
-            "--threshold",
-            repr(threshold),
-            "--runs-min",
-            str(self.runs_min),
-            "--runs-max",
-            str(runs_max),
-            "--store",
-            str(store),
-        ]
+    def step_argv(self, threshold: float, store: Path, runs_max: int,
+                  refs: tuple[str, str] | None = None) -> list[str]:  # fmt: skip
+        """bisect/run's arguments, the same for every step of one pass; refs: the good and
+        bad references each step samples alongside (drift-aware references)."""
+        out = ["--threshold", repr(threshold), "--runs-min", str(self.runs_min),
+               "--runs-max", str(runs_max), "--store", str(store)]  # fmt: skip
+        if refs is not None:
+            out += ["--reference-good", refs[0], "--reference-bad", refs[1],
+                    "--reference-every", str(self.references)]  # fmt: skip
         return out + self.measured_argv()
 
     def as_dict(self) -> dict[str, Any]:
@@ -91,10 +89,11 @@ class Options:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Options:
-        """Options saved by this or an earlier kbisect (which had no --target: vng)."""
-        return cls(
-            **{**data, "configs": tuple(data["configs"]), "sets": tuple(data.get("sets", ()))}
-        )
+        """Options saved by this or an earlier kbisect (which had no --target: vng, and
+        only git's method, without references)."""
+        old = {"method": "git", "references": 0}
+        return cls(**{**old, **data, "configs": tuple(data["configs"]),
+                      "sets": tuple(data.get("sets", ()))})  # fmt: skip
 
 
 def new(

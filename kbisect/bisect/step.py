@@ -19,72 +19,20 @@ import argparse
 import os
 import signal
 import sys
+import time
 import traceback
-from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
 from typing import NoReturn
 
 from kbisect import atomic, build, git, ktest, options, progress, scenario, sequential, tree
 from kbisect.arch import Arch
-from kbisect.bisect import samples
+from kbisect.bisect import judge, liveness, samples, state
 from kbisect.exceptions import BenchmarkError, BootError, BuildError, KbisectError, UserError
 from kbisect.targets import Kernel
 
 GOOD, BAD, SKIP, ABORT = 0, 1, 125, 128
 EXIT_FOR = {"good": GOOD, "bad": BAD, "unclear": SKIP}
-DRIVER_ENV = "KBISECT_BISECT_DRIVER"  # pid of the `kbisect bisect` that started git
-
-
-@dataclass(frozen=True)
-class Policy:
-    """How a revision is judged: against a threshold, with sequential sampling."""
-
-    threshold: float
-    higher_is_better: bool = True
-    runs_min: int = 3
-    runs_max: int = 10
-
-    def check(self) -> None:
-        if not self.threshold > 0:
-            raise UserError(f"--threshold {self.threshold}: must be a positive tps figure")
-        if not 2 <= self.runs_min <= self.runs_max:
-            raise UserError(
-                f"--runs-min {self.runs_min} --runs-max {self.runs_max}: "
-                "need 2 <= runs-min <= runs-max"
-            )
-
-
-def sample_until(
-    tps: list[float], draw: Callable[[], float], policy: Policy
-) -> sequential.Decision:
-    """Add samples (draw() each) to `tps` until the decision is not "more"."""
-    while True:
-        d = sequential.decide(
-            tps,
-            policy.threshold,
-            higher_is_better=policy.higher_is_better,
-            runs_min=policy.runs_min,
-            runs_max=policy.runs_max,
-        )
-        if d.verdict != "more":
-            return d
-        if len(tps) >= policy.runs_max:
-            return sequential.Decision(
-                "unclear", f"still unclear after {len(tps)} samples", d.mean, d.low, d.high, d.n
-            )
-        tps.append(draw())
-
-
-def judge(ctx: samples.Context, policy: Policy, rev: samples.Revision) -> sequential.Decision:
-    """The verdict on a built revision; BootError/BenchmarkError (skip it) if a boot failed."""
-    tps, failures = samples.stored(rev.out)
-    if failures and not tps:
-        raise BootError(f"stored failure, not retried: {failures[-1]}")
-    if tps:
-        progress.step(f"reusing {len(tps)} stored sample(s) of {rev.commit[:12]}")
-    return sample_until(tps, lambda: samples.draw(ctx, rev), policy)
 
 
 def build_here(
@@ -98,30 +46,6 @@ def build_here(
 def describe(commit: str, d: sequential.Decision) -> str:
     """The one line that logs a decision with its numbers."""
     return f"step: {commit[:12]} {d.verdict}: {d.reason}"
-
-
-def _check_driver() -> None:
-    """UserError (abort) unless the `kbisect bisect` that started git is still alive: it
-    must be an ancestor of this step (a dead driver's pid may be some other process's)."""
-    pid = os.environ.get(DRIVER_ENV)
-    if pid and pid.isdigit() and not _is_ancestor(int(pid)):
-        raise UserError(
-            f"the kbisect bisect driver (pid {pid}) is gone; "
-            "continue with `kbisect bisect --resume`"
-        )
-
-
-def _is_ancestor(pid: int) -> bool:
-    here = os.getppid()
-    while here > 1:
-        if here == pid:
-            return True
-        try:  # the parent's pid is the 2nd field after the command name "(...)"
-            stat = Path(f"/proc/{here}/stat").read_text()
-        except OSError:
-            return False
-        here = int(stat.rsplit(")", 1)[1].split()[1])
-    return False
 
 
 def _record(
@@ -160,8 +84,11 @@ def _skip_kind(exc: Exception) -> str:
 def step(args: argparse.Namespace) -> int:
     if args.booted:  # ktest.pl's TEST: the kernel ktest booted on a machine (ktest.py)
         return ktest.booted_step(args)
-    _check_driver()
-    policy = Policy(args.threshold, not args.lower_is_better, args.runs_min, args.runs_max)
+    liveness.check_driver()
+    ends = _reference_args(args)
+    policy = judge.Policy(
+        args.threshold or 1.0, not args.lower_is_better, args.runs_min, args.runs_max
+    )
     policy.check()
     top = tree.check_kernel_tree(Path.cwd())
     with options.target(args) as target:
@@ -171,19 +98,65 @@ def step(args: argparse.Namespace) -> int:
         commit = git.rev_parse(top, "HEAD")
         out = samples.commit_dir(store, commit)
         progress.step(f"step: {commit[:12]} {git.subject(top, commit)}")
+        target.preflight(ctx.scen)
+        refs = _references(ctx, top, args, store, ends) if ends else None
+        threshold = policy.threshold
         try:
-            target.preflight(ctx.scen)
             built = build_here(top, target.arch, tuple(args.config), args.base_config)
             rev = samples.Revision(commit, Kernel(built.image, built.manifest), out)
-            d = judge(ctx, policy, rev)
+            if refs is None:
+                _warn_stale(top, store)
+                d = judge.judge(ctx, policy, rev)
+            else:
+                d, threshold, slope = judge.judge_with_refs(ctx, policy, rev, refs, store)
+                progress.step(f"step: drift-corrected threshold {threshold:.1f} tps at the "
+                              f"start, drift {slope * 3600:+.2%} per hour")  # fmt: skip
         except (BuildError, BootError, BenchmarkError) as exc:
-            return _skip(out, commit, exc, policy.threshold)
+            return _skip(out, commit, exc, threshold)
     code = EXIT_FOR[d.verdict]
     progress.step(describe(commit, d))
     verdict = {GOOD: "good", BAD: "bad"}.get(code, "skip")
     skip = "unclear" if code == SKIP else None
-    _record(out, commit, verdict, d.reason, policy.threshold, skip, d)
+    _record(out, commit, verdict, d.reason, threshold, skip, d)
     return code
+
+
+def _reference_args(args: argparse.Namespace) -> tuple[str, str] | None:
+    """(good, bad) references, or None; UserError without them and without --threshold."""
+    good, bad = args.reference_good, args.reference_bad
+    if (good is None) != (bad is None):
+        raise UserError("--reference-good and --reference-bad go together")
+    if good is None and args.threshold is None:
+        raise UserError("--threshold TPS is needed (or --reference-good and --reference-bad)")
+    return None if good is None else (good, bad)
+
+
+def _references(ctx: samples.Context, top: Path, args: argparse.Namespace, store: Path,
+                ends: tuple[str, str]) -> judge.References:  # fmt: skip
+    """The references built (cached per commit; else in kbisect's build worktree). One
+    that does not build is bad input, not this revision's skip."""
+    revs = []
+    for rev in ends:
+        commit = git.rev_parse(top, rev)
+        req = build.Request(top, commit, arch=ctx.target.arch, configs=tuple(args.config),
+                            base=args.base_config)  # fmt: skip
+        try:
+            built = build.build(req)
+        except BuildError as exc:
+            raise UserError(f"reference {rev} does not build: {exc}") from None
+        kernel = Kernel(built.image, built.manifest)
+        revs.append(samples.Revision(commit, kernel, samples.commit_dir(store, commit)))
+    return judge.References(revs[0], revs[1], args.reference_every)
+
+
+def _warn_stale(top: Path, store: Path) -> None:
+    """A fixed threshold: say so when the endpoints' stored samples are old or drifted."""
+    marks = state.parse_log(git.git(top, "bisect", "log", check=False)).marks
+    firsts = {m.verdict: m.commit for m in reversed(marks) if m.verdict in ("good", "bad")}
+    if "good" in firsts and "bad" in firsts:
+        good, bad = (git.rev_parse(top, firsts[v]) for v in ("good", "bad"))
+        for line in judge.stale_warning(store, good, bad, time.time()):
+            progress.warn(line)
 
 
 def _skip(out: Path, commit: str, exc: Exception, threshold: float) -> int:
@@ -220,23 +193,37 @@ def add_measured(parser: argparse.ArgumentParser, required: bool = True) -> None
 
 def configure(parser: argparse.ArgumentParser) -> None:
     add_measured(parser)
-    parser.add_argument(
+    add = parser.add_argument
+    add(
         "--threshold",
         type=options.positive,
-        required=True,
         metavar="TPS",
-        help="good above it (below it with --lower-is-better)",
+        help="good above it (below it with --lower-is-better); unused with references",
     )
     where = f"${samples.STORE_ENV}, else one in the results dir"
-    parser.add_argument("--store", type=Path, help=f"sample store (default {where})")
-    ktest.add_booted_options(parser.add_argument)
+    add("--store", type=Path, help=f"sample store (default {where})")
+    ktest.add_booted_options(add)
+    add(
+        "--reference-good",
+        metavar="REV",
+        help="drift-aware: sample this good revision "
+        "alongside, and decide on the position between it and --reference-bad",
+    )
+    add("--reference-bad", metavar="REV", help="the bad reference (with --reference-good)")
+    add(
+        "--reference-every",
+        type=options.count(1, 1000),
+        default=3,
+        metavar="N",
+        help="a reference boot after every N test boots (default 3)",
+    )
 
 
 def main(args: argparse.Namespace) -> int:
     """One step; returns git bisect's exit code, never raises."""
     try:
         code = step(args)
-        _check_driver()  # no verdict for a driver that died meanwhile
+        liveness.check_driver()  # no verdict for a driver that died meanwhile
         return code
     except KbisectError as exc:
         progress.step(f"step: abort: {exc}")

@@ -22,6 +22,7 @@ from kbisect import (
     scenario,
     stats,
     targets,
+    timeline,
 )
 from kbisect.compare import schedule
 from kbisect.compare import sides as sides_mod
@@ -192,6 +193,8 @@ def _run(target: Target, sides: dict[str, Side], plan: dict[str, Any], out: Path
     duration = time.time() - float(plan["started"])
     results.write_summary(out, summaries.summary(sides, plan, verdict, duration, out))
     summaries.print_table(sides, verdict)
+    if moved := timeline.sides(results.load_samples(out))[1]:
+        progress.warn(moved)
     print(f"report: {report.render_compare(out)}")
     return EXIT_NEGATIVE if verdict.kind == "regression" else EXIT_OK
 

@@ -24,7 +24,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from kbisect import fingerprint, stats
+from kbisect import fingerprint, stats, timeline
+from kbisect.bisect import drift
 from kbisect.study import store
 from kbisect.study.inference import CONFIDENCE, combine, holm, log_terms
 from kbisect.study.interactions import Interaction, interactions
@@ -76,6 +77,7 @@ class Analysis:
     tests: int  # the family Holm corrected over
     interactions: list[Interaction]
     warnings: list[str]
+    timed: tuple[drift.Timed, ...] = ()  # ok samples against time, grouped by cell@machine
 
     @property
     def baseline(self) -> int:
@@ -215,4 +217,18 @@ def analyze(definition: Mapping[str, Any], samples: Sequence[Mapping[str, Any]])
         if k != base and (got := _ratio(pts[(base, c)], p)) is not None:
             vs[(k, c)] = got[0]
     found, tests = steps(d, pts)
-    return Analysis(d, pts, vs, found, tests, interactions(d, pts), _warnings(d, pts))
+    timed, moved = drifted(samples)
+    return Analysis(d, pts, vs, found, tests, interactions(d, pts),
+                    [*_warnings(d, pts), *moved], tuple(timed))  # fmt: skip
+
+
+def drifted(samples: Sequence[Mapping[str, Any]]) -> tuple[list[drift.Timed], list[str]]:
+    """The samples against time, grouped by kernel × cell and machine, and the warning
+    if they moved together over the study (the trend within each group)."""
+    rows = timeline.timed(
+        samples, lambda s: f"{s.get('label')}@{(s.get('target') or {}).get('name')}"
+    )
+    line = timeline.check(rows, "the samples of each kernel and cell",
+                          "not corrected: the randomized blocks spread it over every cell, "
+                          "widening the intervals")[1]  # fmt: skip
+    return rows, [line] if line else []

@@ -11,12 +11,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from kbisect import plots
+from kbisect import plots, timeline
 from kbisect.study.analysis import Analysis
 
 TPS = "study-tps.png"
 RATIOS = "study-ratios.png"
 CLIENTS = "study-clients.png"
+TIME = "study-time.png"
 CLIENTS_AXIS = "pgbench.clients"
 
 
@@ -110,4 +111,7 @@ def draw(a: Analysis, run_dir: Path) -> list[str]:
     names = [x["name"] for x in a.definition["axes"]]
     if CLIENTS_AXIS in names and _clients_series(a):
         out += [f"![tps vs clients]({tps_vs_clients(a, run_dir / CLIENTS).name})", ""]
+    if a.timed and timeline.plot(a.timed, run_dir / TIME, title="tps against wall-clock "
+                                 "time, per kernel and cell") is not None:  # fmt: skip
+        out += [f"![tps against time]({TIME})", ""]
     return out

@@ -31,6 +31,7 @@ SETTINGS: dict[str, tuple[type, Any, str]] = {
     "append_tps": (dict, {}, "--append item -> tps (first match wins)"),
     "cv": (float, 0.01, "noise: tps * (1 + cv * N(0,1)), seeded"),
     "seed": (int, 0, "noise seed"),
+    "drift_per_call": (float, 0.0, "a drifting host: tps * (1 + drift_per_call * call number)"),
     "noise_key": (str, "commit", "what the noise is keyed by: commit, subject or image"),
     "noise_nth": (str, "calls", "the draw's number: calls (earlier boots of the key) or stored"),
     "mode": (str, "ok", f"what every boot does: {', '.join(MODES)}"),

@@ -76,6 +76,11 @@ def noisy(base: float, s: dict[str, Any], key: str, nth: int) -> float:
     return max(base * (1 + float(s["cv"]) * z), 0.001)
 
 
+def drifted(tps: float, s: dict[str, Any], index: int) -> float:
+    """A host whose speed moves by drift_per_call with every boot (call 0 unchanged)."""
+    return max(tps * (1 + float(s.get("drift_per_call", 0.0)) * index), 0.001)
+
+
 def mode_of(s: dict[str, Any], index: int, args: argparse.Namespace) -> str:
     if index < len(s["script"]):
         return str(s["script"][index])
@@ -194,7 +199,7 @@ def main(argv: list[str]) -> int:
     if s["kill_at"] and index + 1 == s["kill_at"]:
         kill(s)
     mode = mode_of(s, index, args)
-    return play(mode, s, args, noisy(base_tps(s, args), s, key, nth))
+    return play(mode, s, args, drifted(noisy(base_tps(s, args), s, key, nth), s, index))
 
 
 if __name__ == "__main__":
