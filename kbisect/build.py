@@ -11,35 +11,32 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
-import os
-import shutil
 import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import kbisect.machineconfig as machineconfig  # --base target:NAME
 from kbisect import arch as arch_mod
 from kbisect import (
     atomic,
+    buildmanifest,
     ccache,
-    clock,
     git,
     kconfig,
+    kmake,
     options,
     paths,
-    proc,
     progress,
     scratch,
     tree,
     worktree,
 )
-from kbisect.exceptions import BuildError, CommandFailed, CommandTimeout, MissingTool, UserError
-
-BASES = ("tinyconfig", "allnoconfig", "defconfig")
-BUILD_TIMEOUT_S = 4 * 3600
-IDLE_TIMEOUT_S = 30 * 60
-MANIFEST_VERSION = 1
+from kbisect.buildconfig import BASES as BASES
+from kbisect.buildconfig import check_base as check_base
+from kbisect.buildconfig import inputs_key as inputs_key
+from kbisect.buildconfig import make_config
+from kbisect.exceptions import BuildError, CommandFailed, CommandTimeout, UserError
+from kbisect.kmake import make_command as make_command
 
 
 @dataclass(frozen=True)
@@ -60,111 +57,6 @@ class Request:
     allow_dropped: frozenset[str] = frozenset()
     in_place: bool = False
     jobs: int = 0
-
-
-def make_command(
-    src: Path, obj: Path, arch: arch_mod.Arch, *targets: str, jobs: int = 0, cc: str | None = None
-) -> list[str]:
-    """The make command line for a kernel build step (pure)."""
-    cmd = ["make", "-C", str(src), f"O={obj}", *arch.make_vars()]
-    if cc:
-        cmd.append(f"CC={cc}")
-    if jobs:
-        cmd.append(f"-j{jobs}")
-    return [*cmd, *targets]
-
-
-def build_env() -> dict[str, str]:
-    """Fixed build identity, so two builds of one tree give the same image."""
-    return {
-        "KBUILD_BUILD_TIMESTAMP": "2025-01-01",
-        "KBUILD_BUILD_USER": "kbisect",
-        "KBUILD_BUILD_HOST": "kbisect",
-    }
-
-
-def inputs_key(req: Request, fragments: list[kconfig.Fragment]) -> str:
-    base = req.base
-    if (machine_name := machineconfig.target_name(base)) is not None:
-        base = machineconfig.inputs_hash(machine_name)
-    elif base not in BASES:
-        base = hashlib.sha256(Path(base).read_bytes()).hexdigest()
-    text = "\n".join([req.arch.name, base, kconfig.fragments_hash(fragments)])
-    return hashlib.sha256(text.encode()).hexdigest()[:12]
-
-
-def _configure(
-    req: Request, src: Path, obj: Path, fragments: list[kconfig.Fragment], log: Path
-) -> list[str]:
-    progress.step(f"configuring ({req.base} + {len(fragments)} fragments)")
-    obj.mkdir(parents=True, exist_ok=True)
-    if req.base in BASES:
-        proc.run(make_command(src, obj, req.arch, req.base), log=log, env=build_env())
-    elif (machine_name := machineconfig.target_name(req.base)) is not None:
-        machineconfig.configure(machine_name, src, obj, req.arch, log)
-    else:
-        shutil.copyfile(req.base, obj / ".config")
-    proc.run(
-        kconfig.merge_command(src, obj, [f.path for f in fragments]),
-        log=log,
-        cwd=obj,
-        env={**build_env(), **_arch_env(req.arch)},
-    )
-    proc.run(make_command(src, obj, req.arch, "olddefconfig"), log=log, env=build_env())
-    warnings = kconfig.verify((obj / ".config").read_text(), fragments, set(req.allow_dropped))
-    for w in warnings:
-        progress.warn(w)
-    return warnings
-
-
-def _arch_env(a: arch_mod.Arch) -> dict[str, str]:
-    env = {"ARCH": a.kernel_arch}
-    if a.cross_compile:
-        env["CROSS_COMPILE"] = a.cross_compile
-    return env
-
-
-class _Progress:
-    """Turns make's output into a progress line every few seconds."""
-
-    def __init__(self) -> None:
-        self.objects = 0
-        self.last = time.monotonic()
-
-    def __call__(self, line: str) -> None:
-        if line.lstrip().startswith(("CC ", "AS ", "LD ", "AR ")):
-            self.objects += 1
-        if time.monotonic() - self.last > 15:
-            self.last = time.monotonic()
-            progress.step(f"compiling: {self.objects} objects so far")
-
-
-def check_compiler(a: arch_mod.Arch) -> None:
-    if shutil.which(a.compiler()) is None:
-        raise MissingTool(
-            f"{a.compiler()}: compiler for {a.name} not installed (run scripts/setup)"
-        )
-
-
-def _compile(req: Request, src: Path, obj: Path, log: Path) -> None:
-    cc = req.arch.compiler()
-    if shutil.which("ccache"):
-        cc = f"ccache {cc}"
-    jobs = req.jobs or os.cpu_count() or 1
-    progress.step(f"compiling {req.arch.image_target} with {cc}, {jobs} jobs")
-    proc.run(
-        make_command(src, obj, req.arch, req.arch.image_target, jobs=jobs, cc=cc),
-        log=log,
-        env=build_env(),
-        timeout=BUILD_TIMEOUT_S,
-        idle_timeout=IDLE_TIMEOUT_S,
-        on_line=_Progress(),
-    )
-
-
-def _tail(log: Path, n: int = 15) -> str:
-    lines = log.read_text(errors="replace").splitlines()
-    return "\n".join(lines[-n:])
 
 
 OBJ_PREFIX = ".kbisect-o-"  # O= dirs inside kbisect's own checkouts (worktree.checkout keeps them)
@@ -190,7 +82,7 @@ def obj_dir(root: Path, src: Path) -> Path:
 def build(req: Request) -> BuildResult:
     """Build (or reuse) the artifact for req; raise BuildError when the kernel fails."""
     commit = scratch.rev_parse(req.tree, req.rev)
-    check_compiler(req.arch)
+    kmake.check_compiler(req.arch)
     if req.in_place and git.is_dirty(req.tree):
         raise UserError(f"--in-place: {req.tree} has uncommitted changes; commit or stash them")
     fragments = kconfig.resolve(list(req.configs), req.arch.name, base=req.base)
@@ -220,13 +112,13 @@ def build(req: Request) -> BuildResult:
         before = ccache.stats()
         start = time.monotonic()
         try:
-            warnings = _configure(req, src, obj, fragments, log)
-            _compile(req, src, obj, log)
+            warnings = make_config(req, src, obj, fragments, log)
+            kmake.compile_image(req.arch, req.jobs, src, obj, log)
         except (CommandFailed, CommandTimeout) as exc:
-            progress.step(f"build failed; last lines of {log}:\n{_tail(log)}")
+            progress.step(f"build failed; last lines of {log}:\n{kmake.tail(log)}")
             raise BuildError(f"build of {commit[:12]} failed: {exc}") from None
         duration = time.monotonic() - start
-        manifest = _manifest(
+        manifest = buildmanifest.manifest(
             req,
             commit,
             src,
@@ -236,55 +128,11 @@ def build(req: Request) -> BuildResult:
             duration,
             ccache.delta(before, ccache.stats()),
         )
-        image = _collect(req.arch, obj, artifact)
+        image = buildmanifest.collect(req.arch, obj, artifact)
         manifest["image_sha256"] = hashlib.sha256(image.read_bytes()).hexdigest()
         atomic.write_json(artifact / "manifest.json", manifest)
     progress.step(f"built {commit[:12]} in {duration:.0f}s: {image}")
     return BuildResult(artifact, image, manifest, False)
-
-
-def _collect(a: arch_mod.Arch, obj: Path, artifact: Path) -> Path:
-    image = artifact / Path(a.image).name
-    shutil.copyfile(obj / a.image, image)
-    shutil.copyfile(obj / ".config", artifact / "config")
-    if (obj / "System.map").exists():
-        shutil.copyfile(obj / "System.map", artifact / "System.map")
-    return image
-
-
-def _manifest(
-    req: Request,
-    commit: str,
-    src: Path,
-    obj: Path,
-    fragments: list[kconfig.Fragment],
-    warnings: list[str],
-    duration: float,
-    cache: dict[str, float],
-) -> dict[str, Any]:
-    config_text = (obj / ".config").read_text()
-    release = proc.capture(
-        make_command(src, obj, req.arch, "-s", "kernelrelease"), check=False
-    ).splitlines()
-    return {
-        "version": MANIFEST_VERSION,
-        "command": progress.reproduce_line(),
-        "created": clock.utc_now(),
-        "tree": str(req.tree),
-        "commit": commit,
-        "describe": git.describe(scratch.reader(req.tree, commit), commit),
-        "subject": git.subject(scratch.reader(req.tree, commit), commit),
-        "arch": req.arch.name,
-        "base": req.base,
-        "fragments": [{"name": f.name, "sha256": f.sha256} for f in fragments],
-        "allowed_drops": warnings,
-        "compiler": proc.capture([req.arch.compiler(), "--version"]).splitlines()[0],
-        "duration_s": round(duration, 1),
-        "ccache": cache,
-        "config_hash": kconfig.config_hash(config_text),
-        "kernelrelease": release[-1] if release else None,
-        "in_place": req.in_place,
-    }
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -314,15 +162,6 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "-j", "--jobs", type=options.count(0, 4096), default=0, help="make jobs (0: one per CPU)"
     )
     parser.add_argument("--json", action="store_true", help="print the manifest as JSON")
-
-
-def check_base(base: str, option: str = "--base-config") -> None:
-    """A base config kbisect knows, a config file, or target:NAME (a machine's: fetched
-    now, so a bad machine is one line and exit 2 before any build); else exit 2."""
-    if (machine_name := machineconfig.target_name(base)) is not None:
-        machineconfig.fetch(machine_name)
-    elif base not in BASES and not Path(base).is_file():
-        raise UserError(f"{option} {base}: not one of {', '.join(BASES)}, a file nor target:NAME")
 
 
 def request_from_args(args: argparse.Namespace) -> Request:

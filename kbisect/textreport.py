@@ -136,7 +136,7 @@ def _kernel(info: Mapping[str, Any]) -> str:
 
 
 def compare_text(run: Any) -> str:
-    """A compare run (kbisect.report.Run) as a mailing-list text."""
+    """A compare run (kbisect.reportrun.Run) as a mailing-list text."""
     v, s = run.verdict, run.summary
     r, scen = v.ratio, s["scenario"]
     what = {"regression": "a regression", "improvement": "an improvement"}.get(v.kind)

@@ -10,7 +10,7 @@ from typing import Any
 import jsonschema
 import pytest
 
-from kbisect import clock, results
+from kbisect import clock, results, schemacheck
 from kbisect.exceptions import EXIT_INFRA, EXIT_USER
 from kbisect.results import InvalidResult, NoResults
 from tests.test_atomic import fsync_spy, ident
@@ -140,7 +140,7 @@ def test_failed_sample_never_carries_a_figure():
 
 def test_shipped_schemas_are_valid_draft_2020_12():
     for name in ("sample", "summary"):
-        sch = results.schema(name)
+        sch = schemacheck.schema(name)
         assert sch["$schema"] == "https://json-schema.org/draft/2020-12/schema"
         jsonschema.Draft202012Validator.check_schema(sch)
 
@@ -149,7 +149,7 @@ def test_our_validator_agrees_with_jsonschema():
     cases = [sample(), sample(label=None), failed(), failed("boot-failed")]
     cases += [mutate(sample(), p, v) for p, v, _ in BAD_SAMPLES]
     cases += [sample() | {"extra": 1}, failed() | {"tps": 1.0}]
-    checker = jsonschema.Draft202012Validator(results.schema("sample"))
+    checker = jsonschema.Draft202012Validator(schemacheck.schema("sample"))
     for case in cases:
         ours = True
         try:
@@ -167,7 +167,7 @@ def test_our_validator_agrees_with_jsonschema():
         mutate(summary(), "sides.A", {"label": "A"}),
         mutate(summary(), "stats", KeyError),
     ]
-    checker = jsonschema.Draft202012Validator(results.schema("summary"))
+    checker = jsonschema.Draft202012Validator(schemacheck.schema("summary"))
     for case in summaries:
         ours = True
         try:
@@ -179,7 +179,7 @@ def test_our_validator_agrees_with_jsonschema():
 
 def test_validator_refuses_keywords_it_does_not_implement():
     with pytest.raises(ValueError, match="does not support"):
-        results._check(1, {"oneOf": [{"type": "integer"}]}, {}, "$")
+        schemacheck._check(1, {"oneOf": [{"type": "integer"}]}, {}, "$")
 
 
 def test_new_run_dir_is_unique_and_named(isolated_env, tmp_path):

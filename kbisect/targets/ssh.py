@@ -3,36 +3,34 @@ sample kexecs the machine into the kernel, verifies it, runs the harness there o
 and copies the result back; at the end (and on Ctrl-C) the machine is brought back to
 its known-good kernel, verified. A hang, a panic or a silent harness power-cycles it
 and records a boot failure. The emulated machine (kbisect/emu/) is one of these.
+The switch is in sshswitch.py, the way back in sshrestore.py.
 """
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
-import hashlib
 import json
 import shlex
-import time
 from collections.abc import Mapping
 from pathlib import Path
 from typing import IO, Any
 
-from kbisect import atomic, kexec, kimage, machine, proc, progress, scenario
+from kbisect import atomic, kexec, kimage, machine, progress, scenario
 from kbisect.arch import Arch
 from kbisect.checks import FAIL, Check
-from kbisect.exceptions import BootError, CommandTimeout, InfraError, UserError
+from kbisect.exceptions import BootError, CommandTimeout, UserError
 from kbisect.remote import ConsoleFeed, Session, Unreachable, lock
 from kbisect.targets import sshcheck, sshjob
 from kbisect.targets.base import Job, Kernel, Target, WrongArch
-
-REBOOT_AGAIN_S = 60.0
+from kbisect.targets.sshrestore import Restoring
+from kbisect.targets.sshswitch import Switching
 
 
 class MachineNotReady(UserError):
     """The machine is unreachable or lacks something kbisect needs."""
 
 
-class SshTarget(Target):
+class SshTarget(Switching, Restoring, Target):
     kind = "ssh"
 
     def __init__(self, name: str, arch: Arch, m: machine.Machine) -> None:
@@ -167,61 +165,6 @@ class SshTarget(Target):
                     f"{reason} (machine power-cycled, back on its known-good kernel)"
                 ) from None
 
-    def _install(self, image: Path) -> str:
-        """A file in kbisect's dir on the machine, checksummed; its path there."""
-        digest = hashlib.sha256(image.read_bytes()).hexdigest()
-        where = f"{self.m.workdir}/kernels/{digest[:16]}"
-        path = f"{where}/{image.name}"
-        have = self.session.run(f"{self.m.sudo}sha256sum {shlex.quote(path)} 2>/dev/null").output
-        if have.split()[:1] == [digest]:
-            return path
-        progress.step(f"copying {image.name} to {self.name}:{where}")
-        self.session.check(f"{self.m.sudo}mkdir -p {shlex.quote(where)}")
-        self.session.put([image], f"{path}.part")
-        got = self.session.check(f"{self.m.sudo}sha256sum {shlex.quote(path)}.part").split()[:1]
-        if got != [digest]:
-            raise InfraError(f"{self.name}: {path} arrived corrupted ({got} != {digest})")
-        self.session.check(f"{self.m.sudo}mv {shlex.quote(path)}.part {shlex.quote(path)}")
-        return path
-
-    def _switch(self, image: str, cmdline: str, ramdisk: str | None) -> None:
-        if self.m.switch == "script":
-            self._switch_by_script(image, cmdline, ramdisk)
-            return
-        progress.step(f"{self.name}: kexec into {image.rsplit('/', 1)[-1]} ({cmdline})")
-        script = kexec.switch_script(image, cmdline, ramdisk)
-        done = self.session.run(f"{self.m.sudo}sh -c {shlex.quote(script)}")
-        if done.returncode != 0:
-            raise BootError(f"kexec refused the kernel: {done.output.strip()[-200:]}")
-        self.switched = True
-        self.session.drop_master()
-
-    def _switch_by_script(self, image: str, cmdline: str, ramdisk: str | None) -> None:
-        """switch = "script": the user's local command boots the image (machine.py)."""
-        assert self.m.switch_script is not None
-        progress.step(f"{self.name}: switch_script into {image.rsplit('/', 1)[-1]} ({cmdline})")
-        self.session.drop_master()
-        self.switched = True
-        done = proc.run(
-            ["sh", "-c", self.m.switch_script],
-            env=sshjob.script_env(self.m, image, cmdline, ramdisk),
-            log=self.session.log,
-            timeout=self.m.boot_timeout_s,
-            check=False,
-        )
-        if done.returncode != 0:
-            raise BootError(f"switch_script exited {done.returncode}: {done.output.strip()[-200:]}")
-
-    def _await(self, nonce: str, feed: ConsoleFeed) -> None:
-        start = time.monotonic()
-        self.session.poll(
-            "cat /proc/cmdline",
-            lambda out: kexec.has_nonce(out, nonce),
-            start + self.m.boot_timeout_s,
-            lambda: f"kernel panic: {feed.panic[:160]}" if feed.panic else None,
-        )
-        progress.step(f"{self.name}: up with the nonce after {time.monotonic() - start:.0f}s")
-
     def _verify(self, want: dict[str, str | None]) -> None:
         facts = self._facts([])
         got = {"release": facts.get("release"), "build_id": sshcheck.build_id(facts)}
@@ -252,53 +195,6 @@ class SshTarget(Target):
         result = job.boot_dir / "machine" / job.result_file.name
         if result.is_file():
             atomic.write_bytes(job.result_file, result.read_bytes())
-
-    # -- back to the known-good kernel ----------------------------------------------------
-    def _restore(self, known: sshcheck.KnownGood, power: bool = False) -> None:
-        """Reboot (or power-cycle) into the known-good kernel and verify it; a power cycle
-        when a reboot does not get there in time; InfraError when nothing does."""
-        for cycle in [True] if power else [False, True]:
-            if cycle:
-                self.session.power_cycle()
-            else:
-                self._reboot()
-            try:
-                self._await_known(known, reboot=not cycle)
-                return
-            except CommandTimeout:
-                progress.step(f"{self.name}: not back on its known-good kernel in time")
-        raise InfraError(f"{self.name} did not come back to its known-good kernel {known.release}")
-
-    def _reboot(self) -> None:
-        """A clean reboot into the machine's own default kernel (nothing left loaded)."""
-        self.session.drop_master()
-        with contextlib.suppress(Unreachable, CommandTimeout):  # down already, or going
-            self.session.run(
-                f"{self.m.sudo}sh -c 'kexec -u; systemctl --no-block reboot'", shared=False
-            )
-        self.rebooted = time.monotonic()
-
-    def _await_known(self, known: sshcheck.KnownGood, reboot: bool) -> None:
-        """Poll until the known-good kernel answers. With `reboot`, a kernel kbisect
-        switched to that answers meanwhile (it was still booting when the reboot was
-        asked for) is asked again."""
-        start = time.monotonic()
-
-        def back(out: str) -> bool:
-            facts = sshcheck.parse(out)
-            if known.matches(facts) is None:
-                return True
-            late = time.monotonic() - self.rebooted > REBOOT_AGAIN_S
-            if reboot and late and kexec.nonce_of(facts.get("cmdline", "")):
-                self._reboot()
-            return False
-
-        self.session.poll(
-            sshcheck.facts_script(self.m, []), back, start + self.m.boot_timeout_s, lambda: None
-        )
-        self.switched = False
-        took = time.monotonic() - start
-        progress.step(f"{self.name}: back on {known.release} (verified) after {took:.0f}s")
 
     def close(self) -> None:
         try:
