@@ -12,7 +12,14 @@ from kbisect import paths, scenario
 from kbisect.exceptions import EXIT_USER
 from kbisect.scenario import ScenarioError
 
-SHIPPED = ["m8g-7dadeaa6e851", "simple-update-2vcpu", "simple-update-2vcpu-hugepages", "smoke"]
+SHIPPED = [
+    "io-bound-2vcpu",
+    "m8g-7dadeaa6e851",
+    "m8g-io-bound",
+    "simple-update-2vcpu",
+    "simple-update-2vcpu-hugepages",
+    "smoke",
+]
 
 
 def smoke_text() -> str:

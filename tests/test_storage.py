@@ -42,6 +42,15 @@ def test_shipped_scenarios_keep_their_hashes_and_are_tmpfs_without_fio():
         assert s.data["fio"]["enabled"] is False
 
 
+def test_the_io_bound_pair_puts_more_data_than_memory_on_storage_with_fio():
+    for name in ("io-bound-2vcpu", "m8g-io-bound"):
+        s = scenario.load(name)
+        assert s.data["storage"]["kind"] in ("disk", "path") and s.data["fio"]["enabled"]
+        data_mb = s.get("pgbench.scale") * 15  # pgbench: about 15 MB per scale unit
+        assert data_mb > s.get("guest.memory_mb"), name
+    assert scenario.load("io-bound-2vcpu").data["storage"]["size_gb"] * 1024 > 3 * 100 * 15
+
+
 def test_a_disk_fills_in_its_defaults_and_changes_the_hash():
     s = smoke('storage.kind="disk"')
     assert s.data["storage"] == {"kind": "disk", "backing": "file", "size_gb": 4, "fs": "ext4",
