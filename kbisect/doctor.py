@@ -17,7 +17,7 @@ from glob import glob
 from pathlib import Path
 
 from kbisect import arch as arch_mod
-from kbisect import image, kvm, paths, proc, targets, tree
+from kbisect import disturbance, image, kvm, paths, proc, targets, tree
 from kbisect.checks import FAIL, OK, WARN, Check
 from kbisect.exceptions import EXIT_NEGATIVE, EXIT_OK, KbisectError
 
@@ -76,6 +76,9 @@ class Host:
 
     def kvm(self, arch: str, recheck: bool) -> kvm.KvmStatus:
         return kvm.status(arch, recheck=recheck)
+
+    def host_load(self) -> Check:
+        return disturbance.check()
 
 
 def is_static_elf(head: bytes) -> bool:
@@ -292,7 +295,7 @@ def checks(host: Host, arches: list[str], recheck: bool = False) -> list[Check]:
     out += [check_image(host, a, a.name in arches) for a in known if not a.is_native()]
     out += [check_headers(host, *header) for header in HEADERS]
     out += [check_virtiofsd(host), check_busybox(host), *check_postgres(host)]
-    out += [check_tree(host), check_disk(host), *check_machine(host)]
+    out += [check_tree(host), check_disk(host), *check_machine(host), host.host_load()]
     return out + [check_kvm(host, a, recheck) for a in arches]
 
 

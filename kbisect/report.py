@@ -17,6 +17,7 @@ from typing import Any
 
 from kbisect import (
     atomic,
+    disturbreport,
     fingerprint,
     fiodiff,
     options,
@@ -126,6 +127,7 @@ def load_run(run_dir: Path, summary: Mapping[str, Any], min_effect: float | None
         raise NotAReport(str(exc)) from exc
     for line in copies:
         progress.warn(line)
+    samples = disturbreport.counted(samples)  # a retaken sample is listed on its own
     listed = [f for side in summary["sides"].values() for f in side.get("samples") or []]
     if listed and not samples:
         raise NotAReport(
@@ -318,6 +320,7 @@ def markdown(run: Run, *, override: bool = False) -> str:
         "",
         *fiodiff.markdown(_storage(run), {x: run.name(x) for x in SIDES}),
         "",
+        *disturbreport.markdown(disturbreport.rows(run.dir)),
         "## Boots, in run order",
         "",
         "Failed boots are listed here and kept out of every statistic above.",
