@@ -45,7 +45,7 @@ def checks(host: Host, arches: list[str], recheck: bool = False) -> list[Check]:
     out += [check_image(host, a, a.name in arches) for a in known if not a.is_native()]
     out += [check_headers(host, *header) for header in HEADERS]
     out += [check_virtiofsd(host), check_busybox(host), *check_postgres(host)]
-    out += [check_tree(host), check_disk(host), *check_machine(host)]
+    out += [check_tree(host), check_disk(host), *check_machine(host), host.host_load()]
     return out + [check_kvm(host, a, recheck) for a in arches]
 
 

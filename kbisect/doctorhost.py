@@ -9,7 +9,8 @@ import sys
 from glob import glob
 from pathlib import Path
 
-from kbisect import kvm, proc
+from kbisect import disturbance, kvm, proc
+from kbisect.checks import Check
 from kbisect.exceptions import KbisectError
 
 
@@ -64,6 +65,9 @@ class Host:
 
     def kvm(self, arch: str, recheck: bool) -> kvm.KvmStatus:
         return kvm.status(arch, recheck=recheck)
+
+    def host_load(self) -> Check:
+        return disturbance.check()
 
 
 def is_static_elf(head: bytes) -> bool:

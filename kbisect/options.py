@@ -14,7 +14,7 @@ import argparse
 import math
 from collections.abc import Callable
 
-from kbisect import targets
+from kbisect import disturbance, retake, targets
 from kbisect.targets import Target
 
 
@@ -122,3 +122,30 @@ def _finite(text: str) -> float:
     if not math.isfinite(value):
         raise argparse.ArgumentTypeError(f"{text} is not a finite number")
     return value
+
+
+# --- disturbed samples (retake.py) ------------------------------------------------------
+
+
+def add_disturbance(p: argparse.ArgumentParser | argparse._ArgumentGroup) -> None:
+    """--retakes and --disturbed-share: when a sample counts as disturbed, and what then."""
+    p.add_argument(
+        "--retakes",
+        type=count(0, 20),
+        default=retake.RETAKES,
+        metavar="N",
+        help="take a disturbed sample again, up to N times per boot (default "
+        f"{retake.RETAKES}); 0 keeps disturbed samples, flagged in the report",
+    )
+    p.add_argument(
+        "--disturbed-share",
+        type=fraction,
+        default=disturbance.THRESHOLD,
+        metavar="F",
+        help="a sample is disturbed when other work used more than F of the host's CPUs "
+        f"in any {disturbance.WINDOW_S:g} s (default {disturbance.THRESHOLD:g})",
+    )
+
+
+def retake_policy(args: argparse.Namespace) -> retake.Policy:
+    return retake.Policy(args.retakes, args.disturbed_share)

@@ -7,7 +7,16 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from kbisect import fingerprint, fiodiff, plots, progress, reportwarn, stats, timeline
+from kbisect import (
+    disturbreport,
+    fingerprint,
+    fiodiff,
+    plots,
+    progress,
+    reportwarn,
+    stats,
+    timeline,
+)
 from kbisect.reportrun import SIDES, Run, ok_tps, verdict_line
 
 TIME = "tps-time.png"
@@ -148,6 +157,7 @@ def markdown(run: Run, *, override: bool = False) -> str:
         "",
         *fiodiff.markdown(reportwarn.storage(run), {x: run.name(x) for x in SIDES}),
         "",
+        *disturbreport.markdown(disturbreport.rows(run.dir)),
         "## Boots, in run order",
         "",
         "Failed boots are listed here and kept out of every statistic above.",

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from kbisect import progress, results, stats
+from kbisect import disturbreport, progress, results, stats
 from kbisect.compare import schedule
 from kbisect.compare import summary as compare_summary
 from kbisect.exceptions import UserError
@@ -95,6 +95,7 @@ def load_run(run_dir: Path, summary: Mapping[str, Any], min_effect: float | None
         raise NotAReport(str(exc)) from exc
     for line in copies:
         progress.warn(line)
+    samples = disturbreport.counted(samples)  # a retaken sample is listed on its own
     listed = [f for side in summary["sides"].values() for f in side.get("samples") or []]
     if listed and not samples:
         raise NotAReport(

@@ -8,7 +8,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from kbisect import options, progress, results, sample, scenario, stats
+from kbisect import options, progress, results, retake, scenario, stats
 from kbisect.targets import Kernel
 
 
@@ -19,6 +19,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     options.add_set(parser)
     parser.add_argument("--runs", type=options.count(1), default=1, help="boots (one sample each)")
     options.add_where(parser)
+    options.add_disturbance(parser)
     parser.add_argument(
         "--out", type=Path, help="results dir (default: a new one in results/; adds to one)"
     )
@@ -31,10 +32,12 @@ def main(args: argparse.Namespace) -> int:
         target.validate(kernel)
         target.preflight(scen)
         out = results.out_dir(args.out, "run", scen.name, fresh=False)
+        target.warn_if_busy()
+        policy = options.retake_policy(args)
         tps: list[float] = []
         for i in range(args.runs):
             progress.step(f"boot {i + 1}/{args.runs}")
-            s = sample.take(target, kernel, scen, append=args.append, out_dir=out)
+            s = retake.take(target, kernel, scen, append=args.append, out_dir=out, policy=policy)
             tps.append(s["tps"])
             preempt = (s["fingerprint"] or {}).get("preempt")
             print(f"boot {i + 1}: {s['tps']:.1f} tps  (preempt={preempt})")

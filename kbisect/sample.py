@@ -23,6 +23,7 @@ VERSION = 2
 PANIC = re.compile(r"Kernel panic|Oops:|BUG: |general protection fault|Unable to mount root")
 GUEST = "kbisect-guest: "
 TIMINGS = ("boot_s", "restore_s", "init_s", "bench_s", "total_s")
+DISTURBED = "disturbed"  # the status of a sample kept on disk but retaken (retake.py)
 
 
 class Console:
@@ -74,9 +75,13 @@ def take(
     append: str = "",
     out_dir: Path,
     label: str | None = None,
+    threshold: float = disturbance.THRESHOLD,
+    retake: bool = False,
 ) -> dict[str, Any]:
     """Boot once on `target`; return the sample (also written under out_dir/samples/).
-    Raises BootError or BenchmarkError after storing a failed sample."""
+    Raises BootError or BenchmarkError after storing a failed sample. A good sample taken
+    while others used more than `threshold` of the host is stored with status DISTURBED
+    when `retake` (the caller takes it again), else kept with its disturbance flag."""
     target.validate(kernel)
     boot_dir = new_boot_dir(out_dir, label)
     templates = paths.cache_dir() / "pg-templates"
@@ -101,7 +106,7 @@ def take(
     progress.step(f"booting {kernel.image.name} on {target.name} ({extras})")
     start = time.monotonic()
     error: BootError | BenchmarkError | None = None
-    monitor = disturbance.Monitor()
+    monitor = target.monitor(job, threshold)
     try:
         with monitor:
             target.boot(job)
@@ -118,6 +123,8 @@ def take(
             error=str(error),
             tps=None,
         )
+    elif retake and (monitor.result or {}).get("disturbed"):
+        data["status"] = DISTURBED
     results.write_sample(out_dir, data)
     if error is not None:
         raise error

@@ -15,7 +15,7 @@ import pytest
 
 from kbisect import arch, disturbance, results, sample, scenario
 from kbisect.disturbance import Point
-from kbisect.targets import Kernel
+from kbisect.targets import Kernel, Target
 from kbisect.targets.fake import FakeTarget
 
 DATA = Path(__file__).parent / "data" / "proc"
@@ -140,7 +140,9 @@ def test_monitor_counts_our_own_children_as_ours_and_a_stranger_as_others():
 
 
 def test_every_sample_records_its_disturbance(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
-    """sample.take around a fake target (a real child process) stores the Monitor's record."""
+    """sample.take around a fake target (a real child process) stores the Monitor's record
+    (the real one, which reads /proc, in place of the fake target's scripted one)."""
+    monkeypatch.setattr(FakeTarget, "monitor", Target.monitor)
     stored: list[dict[str, Any]] = []
     monkeypatch.setattr(results, "write_sample", lambda _, data: stored.append(data))
     image = tmp_path / "bzImage"

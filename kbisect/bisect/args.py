@@ -109,4 +109,6 @@ def options_from_args(args: argparse.Namespace) -> Options:
         args.confidence,
         args.max_boots,
         args.references,
+        args.retakes,
+        args.disturbed_share,
     )

@@ -106,7 +106,8 @@ def drive(opts: Options, run_dir: Path | None = None, data: dict[str, Any] | Non
     with targets.get(opts.target, opts.arch) as target, _exclusive(top):
         scen = scenario.load(opts.scenario).with_overrides(list(opts.sets))
         target.preflight(scen)
-        ctx = samples.Context(scen, opts.append, target)
+        ctx = samples.Context(scen, opts.append, target, opts.policy())
+        target.warn_if_busy()
         if run_dir is None or data is None:
             store = samples.store_for(None, top, ctx, opts.configs, opts.base_config)
             run_dir = results.new_run_dir("bisect", ctx.scen.name)

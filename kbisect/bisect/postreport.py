@@ -14,7 +14,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from kbisect import clock, git, progress
+from kbisect import clock, disturbreport, git, progress
 from kbisect.bisect import drift, recheck, replay, wallclock
 from kbisect.bisect import graph as graph_mod
 from kbisect.bisect.posterior import Answer, Posterior
@@ -152,6 +152,7 @@ def summary(top: Path, run_dir: Path, data: dict[str, Any], argv: list[str]) -> 
         "drift": moved,
         "boots": sum(1 for r in rows if r["role"] != "endpoint"),
         "bisect_log": data.get("git_bisect_log", ""),
+        "disturbed": disturbreport.of_store(Path(data["store"]), data["visited"]),
         "exit": data.get("exit"),
     }
 

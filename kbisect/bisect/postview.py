@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from kbisect import atomic, plots, progress
+from kbisect import atomic, disturbreport, plots, progress
 from kbisect.bisect import drift, wallclock
 
 REPORT = "report.md"
@@ -167,6 +167,7 @@ def markdown(s: dict[str, Any]) -> str:
             "",
             f"![tps per revision]({PLOT})",
             "",
+            *disturbreport.markdown(s.get("disturbed")),
             "## Every sample, in time order",
             "",
             *_samples(s),

@@ -11,7 +11,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from kbisect import atomic, clock, git, plots, progress, results
+from kbisect import atomic, clock, disturbreport, git, plots, progress, results
 from kbisect.bisect import drift, postview, samples, wallclock
 from kbisect.bisect.state import Mark, Outcome
 
@@ -44,6 +44,7 @@ def summary(top: Path, data: dict[str, Any], outcome: Outcome, argv: list[str]) 
     """Everything the report shows, as JSON that schema/summary.json accepts."""
     store = Path(data["store"])
     rows = [_row(store, i, m) for i, m in enumerate(outcome.marks)]
+    ids = [str(r["commit"]) for r in rows]
     candidates = [{"commit": c, "subject": git.subject(top, c)} for c in outcome.candidates]
     rc = data["recheck"]
     answer = candidates[0] if outcome.first_bad else None
@@ -80,6 +81,7 @@ def summary(top: Path, data: dict[str, Any], outcome: Outcome, argv: list[str]) 
         "second_pass": bool(data.get("escalated")),
         "bisect_log": data["bisect_log"],
         "first_pass_log": data.get("first_pass_log"),
+        "disturbed": disturbreport.of_store(store, [data["good"], data["bad"], *ids]),
         "exit": data.get("exit"),
     }
 
@@ -165,6 +167,7 @@ def markdown(s: dict[str, Any]) -> str:
         *_second_pass(s),
         *_recheck(s["recheck"]),
         *postview.drift_lines(s),
+        *disturbreport.markdown(s.get("disturbed")),
         "## Revisions tested, in bisection order",
         "",
         *_table(s["revisions"]),

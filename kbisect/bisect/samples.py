@@ -11,11 +11,11 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kbisect import git, paths, progress, results, sample, scenario
+from kbisect import git, paths, progress, results, retake, scenario
 from kbisect.exceptions import BootError
 from kbisect.targets import Kernel, Target
 
@@ -29,6 +29,7 @@ class Context:
     scen: scenario.Scenario
     append: str
     target: Target
+    policy: retake.Policy = field(default_factory=retake.Policy)  # disturbed: retaken how often
 
 
 @dataclass(frozen=True)
@@ -76,7 +77,7 @@ def stored(out: Path) -> tuple[list[float], list[str]]:
     for s in results.load_samples(out):
         if s["status"] == "ok":
             tps.append(float(s["tps"]))
-        else:
+        elif s["status"] != retake.DISTURBED:  # kept, retaken: neither figure nor failure
             failures.append(str(s["error"]))
     return tps, failures
 
@@ -92,11 +93,20 @@ def loaded(store: Path, commit: str) -> list[dict[str, Any]]:
 def draw(ctx: Context, rev: Revision) -> float:
     """One more sample of rev; a boot failure is retried once (both are stored). A panic
     that is the commit's doing fails twice and the step is skipped; a one-off emulation
-    hiccup costs one boot."""
+    hiccup costs one boot. A disturbed sample is retaken (retake.py), counting the retakes
+    already stored for this draw."""
+    stored_now = results.load_samples(rev.out) if (rev.out / results.SAMPLES).is_dir() else []
+    slot = retake.Slot(retake.trailing(stored_now))
     for attempt in (1, 2):
         try:
-            taken = sample.take(
-                ctx.target, rev.kernel, ctx.scen, append=ctx.append, out_dir=rev.out
+            taken = retake.take(
+                ctx.target,
+                rev.kernel,
+                ctx.scen,
+                append=ctx.append,
+                out_dir=rev.out,
+                policy=ctx.policy,
+                slot=slot,
             )
             return float(taken["tps"])
         except BootError as exc:

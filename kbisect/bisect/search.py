@@ -27,7 +27,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from kbisect import progress, results, timeline
+from kbisect import progress, results, retake, timeline
 from kbisect.bisect import check, drift, graph, recheck, samples, state
 from kbisect.bisect.likelihood import Model
 from kbisect.bisect.posterior import Answer, Cost, Posterior
@@ -88,6 +88,8 @@ class Search:
                 new.append(s)
         added = 0
         for s in sorted(new, key=_when):
+            if s.get("status") == retake.DISTURBED:  # kept aside and retaken: no evidence
+                continue
             ok = s.get("status") == "ok" and bool(s.get("tps"))
             t = self.t(s)
             self.rows.append(

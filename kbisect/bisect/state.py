@@ -13,7 +13,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kbisect import atomic, clock, progress
+from kbisect import atomic, clock, disturbance, progress, retake
 from kbisect.arch import host_arch
 from kbisect.bisect import samples
 from kbisect.exceptions import UserError
@@ -45,6 +45,8 @@ class Options:
     confidence: float = 0.95  # posterior: stop when one commit (or group) holds this
     max_boots: int = 100  # posterior: boots after the endpoints, re-checks included
     references: int = 3  # a reference boot after every N test boots; 0: none
+    retakes: int = retake.RETAKES  # of a disturbed sample (retake.py)
+    disturbed_share: float = disturbance.THRESHOLD
 
     def measured_argv(self) -> list[str]:
         """What is measured and where: the options the driver and every step share."""
@@ -59,7 +61,12 @@ class Options:
             out += ["--set", s]
         if self.base_config != "tinyconfig":
             out += ["--base-config", self.base_config]
+        if self.policy() != retake.Policy():
+            out += ["--retakes", str(self.retakes), "--disturbed-share", repr(self.disturbed_share)]
         return out
+
+    def policy(self) -> retake.Policy:
+        return retake.Policy(self.retakes, self.disturbed_share)
 
     def argv(self) -> list[str]:
         """The `kbisect bisect` arguments that reproduce this bisection."""

@@ -93,7 +93,7 @@ def step(args: argparse.Namespace) -> int:
     top = tree.check_kernel_tree(Path.cwd())
     with options.target(args) as target:
         scen = scenario.load(args.scenario).with_overrides(args.set)
-        ctx = samples.Context(scen, args.append, target)
+        ctx = samples.Context(scen, args.append, target, options.retake_policy(args))
         store = samples.store_for(args.store, top, ctx, tuple(args.config), args.base_config)
         commit = git.rev_parse(top, "HEAD")
         out = samples.commit_dir(store, commit)
@@ -189,6 +189,7 @@ def add_measured(parser: argparse.ArgumentParser, required: bool = True) -> None
         default=10,
         help="skip a revision after this (default 10)",
     )
+    options.add_disturbance(parser)
 
 
 def configure(parser: argparse.ArgumentParser) -> None:

@@ -18,7 +18,7 @@ from kbisect import (
     progress,
     report,
     results,
-    sample,
+    retake,
     scenario,
     stats,
     targets,
@@ -67,6 +67,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
         default=1,
         help="retry a failed boot this many times (default 1); failures are kept",
     )
+    options.add_disturbance(m)
     m.add_argument("--seed", type=int, help="seed for --order random")
     m.add_argument(
         "--min-effect",
@@ -127,6 +128,7 @@ def start(args: argparse.Namespace) -> int:
             "scheme": args.order,
             "seed": args.seed,
             "retries": args.retries,
+            **options.retake_policy(args).as_dict(),
             "min_effect": args.min_effect,
             "target": args.target,
             "arch": target.arch.name,
@@ -180,7 +182,8 @@ def _run(target: Target, sides: dict[str, Side], plan: dict[str, Any], out: Path
         st = schedule.standing(plan["order"], plan["retries"], results.load_samples(out))
         for x in NAMES:
             sides[x].tps, sides[x].failed = st.tps[x], st.failed[x]
-        if st.slot or st.attempts:
+        target.warn_if_busy()
+        if st.slot or st.attempts or st.retakes:
             progress.step(f"{st.slot} of {len(plan['order'])} boots already done")
         progress.step(
             f"{len(plan['order'])} boots, interleaved ({plan['scheme']}); results in {out}"
@@ -204,18 +207,27 @@ def _measure(
 ) -> None:
     """Boot in plan order from where the run stands; a failed boot is recorded, kept out
     of the statistics and retried in place (up to the plan's retries) so that both sides
-    keep their boot count."""
+    keep their boot count. A disturbed sample is kept and retaken in place (retake.py)."""
     order, retries = plan["order"], int(plan["retries"])
+    policy = retake.Policy.from_dict(plan)
     for i in range(st.slot, len(order)):
         side = sides[order[i]]
         assert side.kernel is not None
         first = st.attempts if i == st.slot else 0
+        slot = retake.Slot(st.retakes if i == st.slot else 0)
         for attempt in range(first, retries + 1):
             again = f", retry {attempt}" if attempt else ""
             progress.step(f"boot {i + 1}/{len(order)}: side {side.name} ({side.label}){again}")
             try:
-                s = sample.take(
-                    target, side.kernel, side.scen, append=side.append, out_dir=out, label=side.name
+                s = retake.take(
+                    target,
+                    side.kernel,
+                    side.scen,
+                    append=side.append,
+                    out_dir=out,
+                    label=side.name,
+                    policy=policy,
+                    slot=slot,
                 )
             except (BootError, BenchmarkError) as exc:
                 side.failed += 1

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kbisect import atomic, results
+from kbisect import atomic, results, retake
 from kbisect.exceptions import UserError
 
 PLAN = "plan.json"
@@ -65,11 +65,12 @@ def newest_unfinished(root: Path) -> Path:
 
 @dataclass
 class Standing:
-    """How far a run got: the next boot of the plan, the retries it has used, and every
-    stored sample counted per side."""
+    """How far a run got: the next boot of the plan, the retries and retakes (of disturbed
+    samples, retake.py) it has used, and every stored sample counted per side."""
 
     slot: int = 0
     attempts: int = 0
+    retakes: int = 0
     tps: dict[str, list[float]] = field(default_factory=lambda: {"A": [], "B": []})
     failed: dict[str, int] = field(default_factory=lambda: {"A": 0, "B": 0})
 
@@ -88,12 +89,14 @@ def standing(plan: list[str], retries: int, stored: list[dict[str, Any]]) -> Sta
             raise NotResumable(
                 f"a stored sample of side {label} does not follow the plan ({where})"
             )
-        if s.get("status") == "ok":
+        if s.get("status") == retake.DISTURBED:
+            st.retakes += 1
+        elif s.get("status") == "ok":
             st.tps[str(label)].append(float(s["tps"]))
-            st.slot, st.attempts = st.slot + 1, 0
+            st.slot, st.attempts, st.retakes = st.slot + 1, 0, 0
         else:
             st.failed[str(label)] += 1
             st.attempts += 1
             if st.attempts > retries:
-                st.slot, st.attempts = st.slot + 1, 0
+                st.slot, st.attempts, st.retakes = st.slot + 1, 0, 0
     return st

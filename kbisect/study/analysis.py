@@ -24,7 +24,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from kbisect import fingerprint, stats, timeline
+from kbisect import disturbreport, fingerprint, retake, stats, timeline
 from kbisect.bisect import drift
 from kbisect.study import store
 from kbisect.study.inference import CONFIDENCE, combine, holm, log_terms
@@ -78,6 +78,7 @@ class Analysis:
     interactions: list[Interaction]
     warnings: list[str]
     timed: tuple[drift.Timed, ...] = ()  # ok samples against time, grouped by cell@machine
+    disturbed: list[dict[str, Any]] | None = None  # disturbreport rows
 
     @property
     def baseline(self) -> int:
@@ -122,7 +123,7 @@ def points(
             k,
             c,
             tuple(float(s["tps"]) for s in ok),
-            len(got) - len(ok),
+            sum(s.get("status") not in ("ok", retake.DISTURBED) for s in got),
             tuple(s.get("fingerprint") or {} for s in ok),
         )
     return out
@@ -219,7 +220,8 @@ def analyze(definition: Mapping[str, Any], samples: Sequence[Mapping[str, Any]])
     found, tests = steps(d, pts)
     timed, moved = drifted(samples)
     return Analysis(d, pts, vs, found, tests, interactions(d, pts),
-                    [*_warnings(d, pts), *moved], tuple(timed))  # fmt: skip
+                    [*_warnings(d, pts), *moved], tuple(timed),
+                    disturbreport.of_samples(samples))  # fmt: skip
 
 
 def drifted(samples: Sequence[Mapping[str, Any]]) -> tuple[list[drift.Timed], list[str]]:

@@ -72,6 +72,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     m = parser.add_argument_group("measurement")
     m.add_argument("--boots", type=int, help="boots per kernel and cell (default: the study's)")
     m.add_argument("--retries", type=int, help="retry a failed boot this many times (default 1)")
+    options.add_disturbance(m)
     m.add_argument("--seed", type=int, help="seed of the block order (default: random, recorded)")
     m.add_argument("--min-effect", type=float, help="smallest step called (default 0.02)")
     m.add_argument("--budget", type=float, metavar="HOURS", help="refuse more without --yes")

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from kbisect import atomic, clock, progress, results, stats
+from kbisect import atomic, clock, disturbreport, progress, results, stats
 from kbisect.study import analysis, figures, store, text
 from kbisect.study.analysis import Analysis
 
@@ -167,6 +167,7 @@ def markdown(a: Analysis, pictures: list[str]) -> str:
         "",
         *_steps_table(a),
         "",
+        *disturbreport.markdown(a.disturbed),
         "## Warnings",
         "",
         *([f"- {w}" for w in a.warnings] or ["None."]),

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from kbisect import clock, progress, results, scenario, targets, tree
+from kbisect import clock, options, progress, results, retake, scenario, targets, tree
 from kbisect.exceptions import EXIT_OK, BootError, UserError
 from kbisect.study import (
     analysis,
@@ -167,9 +167,11 @@ def execute(out: Path, d: dict[str, Any], target: Target, repo: Path | None) -> 
     def name(slot: schedule.Slot) -> str:
         return f"{refs[slot.kernel].short} in {d['cells'][slot.cell]['label']}"
 
-    boots = schedule.Boots(target, built, scens, appends, name)
+    policy = retake.Policy.from_dict(d)
+    boots = schedule.Boots(target, built, scens, appends, name, policy)
     slots = schedule.from_json(store.load_schedule(out))
     with target:
+        target.warn_if_busy()
         missing = schedule.run(boots, slots, out, int(d["retries"]))
     written = report.write(out)
     report.print_findings(analysis.analyze(d, store.samples(out)))
@@ -200,6 +202,7 @@ def start(args: argparse.Namespace, file: str | None) -> int:
     if where.endswith(".toml") or "/" in where:
         where = str(Path(where).expanduser().resolve())
     d = {**p.definition, "seed": seed, "target_spec": where, "machine": machine.host(target)}
+    d.update(options.retake_policy(args).as_dict())
     store.write_definition(out, d)
     slots = schedule.plan(len(p.refs), p.cells, study.boots, seed)
     store.write_schedule(out, schedule.to_json(slots, seed, study.boots))

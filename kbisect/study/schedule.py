@@ -14,11 +14,11 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kbisect import progress, sample
+from kbisect import progress, retake
 from kbisect.exceptions import BenchmarkError, BootError
 from kbisect.scenario import Scenario
 from kbisect.study import store
@@ -92,21 +92,26 @@ class Boots:
     scens: Mapping[int, Scenario]
     appends: Mapping[int, str]
     name: Callable[[Slot], str]
+    policy: retake.Policy = field(default_factory=retake.Policy)  # disturbed: retaken how often
 
 
-def take(b: Boots, slot: Slot, out: Path, retries: int) -> bool:
-    """One planned sample, retried up to `retries` times; True if it was taken."""
+def take(b: Boots, slot: Slot, out: Path, retries: int, used: int = 0) -> bool:
+    """One planned sample, retried up to `retries` times, a disturbed one retaken (with
+    `used` retakes already stored); True if it was taken."""
+    retakes = retake.Slot(used)
     for attempt in range(retries + 1):
         again = f", retry {attempt}" if attempt else ""
         progress.step(f"block {slot.block + 1}: {b.name(slot)}{again}")
         try:
-            s = sample.take(
+            s = retake.take(
                 b.target,
                 b.kernels[slot.kernel],
                 b.scens[slot.cell],
                 append=b.appends[slot.cell],
                 out_dir=out,
                 label=slot.label,
+                policy=b.policy,
+                slot=retakes,
             )
         except (BootError, BenchmarkError) as exc:
             progress.warn(f"{b.name(slot)}: failed, kept out of the statistics: {exc}")
@@ -121,9 +126,10 @@ def run(b: Boots, slots: Sequence[Slot], out: Path, retries: int) -> list[Slot]:
     todo = pending(slots, store.ok_counts(out))
     if len(todo) < len(slots):
         progress.step(f"resuming: {len(slots) - len(todo)} of {len(slots)} samples already taken")
+    used = store.retakes_used(out)  # the slot in progress per unit, on resume
     missing = []
     for i, slot in enumerate(todo, 1):
         progress.step(f"sample {i}/{len(todo)}")
-        if not take(b, slot, out, retries):
+        if not take(b, slot, out, retries, used.pop(slot.unit, 0)):
             missing.append(slot)
     return missing

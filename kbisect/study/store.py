@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from kbisect import atomic, paths, results
+from kbisect import atomic, paths, results, retake
 from kbisect.exceptions import UserError
 
 DEFINITION = "study.json"
@@ -107,6 +107,16 @@ def ok_counts(run_dir: Path) -> dict[tuple[int, int], int]:
         if unit is not None and s.get("status") == "ok":
             counts[unit] = counts.get(unit, 0) + 1
     return counts
+
+
+def retakes_used(run_dir: Path) -> dict[tuple[int, int], int]:
+    """Per (kernel, cell): retakes its slot in progress already used (retake.trailing)."""
+    found: dict[tuple[int, int], list[dict[str, Any]]] = {}
+    for s in samples(run_dir):
+        unit = unit_of(s.get("label"))
+        if unit is not None:
+            found.setdefault(unit, []).append(s)
+    return {unit: retake.trailing(got) for unit, got in found.items()}
 
 
 def planned(run_dir: Path) -> dict[tuple[int, int], int]:

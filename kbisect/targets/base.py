@@ -18,6 +18,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, ClassVar
 
+from kbisect import disturbance
 from kbisect.arch import Arch
 from kbisect.checks import Check
 from kbisect.exceptions import UserError
@@ -141,6 +142,14 @@ class Target(ABC):
     def boot(self, job: Job) -> None:
         """Boot job.kernel and run the harness; raise BootError or CommandTimeout when
         the kernel never got there. Leave the harness's result in job.result_file."""
+
+    def monitor(self, job: Job, threshold: float) -> disturbance.Monitor:
+        """What watches this host's CPUs while `job` boots (a sample's "disturbance")."""
+        return disturbance.Monitor(threshold)
+
+    def warn_if_busy(self) -> None:
+        """The start of a run: one line on stderr when other work keeps this host busy."""
+        disturbance.warn_if_busy()
 
     def close(self) -> None:
         """End of the command: leave the place as it was found."""

@@ -12,11 +12,13 @@ from __future__ import annotations
 
 import json
 import sys
+import time
 from collections.abc import Mapping
 from pathlib import Path
+from types import TracebackType
 from typing import Any
 
-from kbisect import atomic, paths, proc
+from kbisect import atomic, disturbance, paths, proc, progress
 from kbisect.arch import Arch
 from kbisect.exceptions import UserError
 from kbisect.targets.base import Job, Target
@@ -42,7 +44,10 @@ SETTINGS: dict[str, tuple[type, Any, str]] = {
     "kill_at": (int, 0, "fault injection: at this call number, SIGKILL kill_pid_file's group"),
     "kill_pid_file": (str, "", "file holding the pid whose process group kill_at kills"),
     "kill_signal": (str, "KILL", f"what kill_at sends: {', '.join(SIGNALS)}"),
+    "disturb": (list, [], "a hog: others' share of the host's CPUs by call number (slows tps)"),
+    "host_busy": (float, 0.0, "others' share of the host at the start of a run (warns)"),
 }
+HOST_FILE = "fake-host.json"  # fakeguest.py writes the call's scripted share here
 
 
 class BadFakeSettings(UserError):
@@ -67,6 +72,8 @@ def check_settings(name: str, settings: dict[str, Any]) -> dict[str, Any]:
     bad = [m for m in [out["mode"], *out["script"]] if m not in MODES]
     if bad:
         raise BadFakeSettings(f"target {name}: unknown mode {bad[0]!r} (known: {', '.join(MODES)})")
+    if any(not isinstance(x, int | float) or not 0 <= x <= 1 for x in out["disturb"]):
+        raise BadFakeSettings(f"target {name}: disturb holds shares of the host, 0..1")
     for key, known in (("kill_signal", SIGNALS), ("noise_nth", NTH)):
         if out[key] not in known:
             raise BadFakeSettings(f"target {name}: {key} must be one of {', '.join(known)}")
@@ -88,6 +95,14 @@ class FakeTarget(Target):
 
     def describe(self) -> dict[str, Any]:
         return {"kind": self.kind, "name": self.name, "arch": self.arch.name, "accel": None}
+
+    def monitor(self, job: Job, threshold: float) -> disturbance.Monitor:
+        return ScriptedMonitor(job.boot_dir / HOST_FILE, threshold)
+
+    def warn_if_busy(self) -> None:
+        record = scripted(float(self.settings["host_busy"]), disturbance.THRESHOLD)
+        if text := disturbance.warning(record):
+            progress.warn(text)
 
     def command(self, job: Job, settings_file: Path) -> list[str]:
         m = job.kernel.manifest or {}
@@ -118,3 +133,36 @@ class FakeTarget(Target):
             on_line=job.console,
             check=False,
         )
+
+
+def scripted(others: float, threshold: float, seconds: float = 1.0) -> dict[str, Any]:
+    """The disturbance record of a boot during which others used `others` of the host
+    throughout: disturbance.summarize over two made-up readings, no /proc."""
+    ticks = 10_000
+    points = [
+        disturbance.Point(0.0, 0, 0, 0, 0),
+        disturbance.Point(seconds, round(others * ticks), ticks, 0, 0),
+    ]
+    return disturbance.summarize(points, [round(others * 2, 2)] * 3, threshold)
+
+
+class ScriptedMonitor(disturbance.Monitor):
+    """The fake target's monitor: the share fakeguest.py scripted for this call."""
+
+    def __init__(self, path: Path, threshold: float) -> None:
+        super().__init__(threshold)
+        self.path = path
+        self.start = 0.0
+
+    def __enter__(self) -> disturbance.Monitor:
+        self.start = time.monotonic()
+        return self
+
+    def __exit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        try:
+            share = float(json.loads(self.path.read_text())["others_share"])
+        except (OSError, ValueError, KeyError):
+            share = 0.0  # nothing scripted, or the boot died first: a quiet host
+        self.result = scripted(share, self.threshold, time.monotonic() - self.start)

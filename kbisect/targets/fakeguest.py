@@ -81,6 +81,16 @@ def drifted(tps: float, s: dict[str, Any], index: int) -> float:
     return max(tps * (1 + float(s.get("drift_per_call", 0.0)) * index), 0.001)
 
 
+def hog(s: dict[str, Any], index: int, boot_dir: Path) -> float:
+    """A scripted hog: others' share of the host during this call (the host side reads it
+    from fake-host.json, kbisect/targets/fake.py); the guest loses that share of its tps."""
+    disturb = s.get("disturb", [])
+    share = float(disturb[index]) if index < len(disturb) else 0.0
+    if share:
+        (boot_dir / "fake-host.json").write_text(json.dumps({"others_share": share}))
+    return share
+
+
 def mode_of(s: dict[str, Any], index: int, args: argparse.Namespace) -> str:
     if index < len(s["script"]):
         return str(s["script"][index])
@@ -199,7 +209,8 @@ def main(argv: list[str]) -> int:
     if s["kill_at"] and index + 1 == s["kill_at"]:
         kill(s)
     mode = mode_of(s, index, args)
-    return play(mode, s, args, drifted(noisy(base_tps(s, args), s, key, nth), s, index))
+    tps = drifted(noisy(base_tps(s, args), s, key, nth), s, index)
+    return play(mode, s, args, tps * (1 - hog(s, index, Path(args.boot_dir))))
 
 
 if __name__ == "__main__":
