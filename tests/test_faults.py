@@ -61,8 +61,9 @@ def fixed_dates() -> Iterator[None]:
 @pytest.fixture(scope="session")
 def session(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Session]:
     given = os.environ.get("KBISECT_FAULTS_DIR")  # kept: pytest keeps only 3 basetemps
-    base = Path(given) if given else tmp_path_factory.mktemp("faults")
-    base.mkdir(parents=True, exist_ok=False)
+    base = Path(given) if given else tmp_path_factory.mktemp("faults")  # mktemp makes it
+    if given:
+        base.mkdir(parents=True, exist_ok=False)  # never mixed with an earlier session's
     seed = int(os.environ.get("KBISECT_FAULTS_SEED") or random.randrange(1 << 32))
     env = session_env(base, faultprocs.make_shadow(base / "shadow"))
     with fixed_dates():  # the user's commits get the ids of every session
