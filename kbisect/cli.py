@@ -66,6 +66,9 @@ def main(argv: list[str] | None = None) -> int:
         args = build_parser().parse_args(argv)
     except SystemExit as exc:  # a usage error (one line, exit 2), --help or --version
         return exc.code if isinstance(exc.code, int) else EXIT_USER
+    except KeyboardInterrupt:  # Ctrl-C, SIGTERM or SIGHUP before anything started
+        print("kbisect: interrupted before it started; nothing was done", file=sys.stderr)
+        return EXIT_INTERRUPTED
     try:
         code: int = args._main(args)
         return code

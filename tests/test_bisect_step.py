@@ -147,6 +147,22 @@ def test_boot_failure_is_a_skip_and_is_not_retried(repo, env, monkeypatch):
     assert tps == [] and "boot" in failures[0]
 
 
+def test_a_step_interrupted_before_its_retry_owes_it(repo, env):
+    # The fault suite's case: a boot failed (stored), then the driver was killed before
+    # the one retry. The next step must give that retry, not skip the commit.
+    fake(env["scenario"].parent, boot_fail=[repo[2]])
+    at(repo[2])
+    assert step(env["scenario"]) == bisect_step.SKIP
+    samples_dir = env["store"] / repo[2] / results.SAMPLES
+    first, second = sorted(samples_dir.glob("[0-9]*-*.json"))
+    second.unlink()  # as if killed after the failed boot was stored, before its retry
+    fake(env["scenario"].parent)  # the one-off failure is gone
+    assert step(env["scenario"]) == bisect_step.BAD  # "slow": 600 tps against 800
+    tps, failures = bisect_samples.stored(env["store"] / repo[2])
+    assert len(failures) == 1 and len(tps) >= 3
+    assert bisect_samples.retry_owed(env["store"] / repo[2], [], failures)
+
+
 def test_unclear_after_runs_max_is_a_skip(repo, env, monkeypatch):
     fake(env["scenario"].parent, cv=0)  # every sample exactly on the threshold
     at(repo[1])

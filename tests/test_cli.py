@@ -114,3 +114,16 @@ def test_every_listed_module_that_exists_has_configure_and_main() -> None:
     assert "doctor" in sub.choices
     for name in sub.choices:
         assert callable(sub.choices[name].get_default("_main")), name
+
+
+def test_an_interrupt_while_parsing_is_one_line_and_130(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # The fault suite's SIGHUP once landed while the parser was being built: a traceback.
+    def interrupted() -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(cli, "build_parser", interrupted)
+    assert cli.main(["doctor"]) == 130
+    err = capsys.readouterr().err
+    assert err.startswith("kbisect: interrupted") and len(err.splitlines()) == 1

@@ -102,7 +102,7 @@ def _reference(s: Session, name: str) -> Reference:
 
 
 @pytest.mark.parametrize("sig", ["KILL", "INT", "HUP", "TERM"])
-@pytest.mark.parametrize("name", ["compare", "bisect"])
+@pytest.mark.parametrize("name", ["compare", "bisect", "bisect-posterior"])
 def test_interrupted_runs_end_like_an_uninterrupted_one(
     session: Session, name: str, sig: str
 ) -> None:

@@ -66,7 +66,9 @@ def sample_until(
 def judge(ctx: samples.Context, policy: Policy, rev: samples.Revision) -> sequential.Decision:
     """The verdict on a built revision; BootError/BenchmarkError (skip it) if a boot failed."""
     tps, failures = samples.stored(rev.out)
-    if failures and not tps:
+    if samples.retry_owed(rev.out, tps, failures):
+        tps.append(samples.owed_retry(ctx, rev, failures[-1]))
+    elif failures and not tps:
         raise BootError(f"stored failure, not retried: {failures[-1]}")
     if tps:
         progress.step(f"reusing {len(tps)} stored sample(s) of {rev.commit[:12]}")
@@ -102,7 +104,9 @@ def judge_with_refs(
     """The verdict on rev's samples brought back along the references' drift; with the
     threshold (at time 0) and the slope (log tps per second) it was decided with."""
     tps, failures = samples.stored(rev.out)
-    if failures and not tps:
+    if samples.retry_owed(rev.out, tps, failures):
+        samples.owed_retry(ctx, rev, failures[-1])  # stored: read back with the rest below
+    elif failures and not tps:
         raise BootError(f"stored failure, not retried: {failures[-1]}")
     schedule = _schedule(store, refs)
     ends = (refs.good.commit, refs.bad.commit)

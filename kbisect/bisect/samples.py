@@ -82,6 +82,20 @@ def stored(out: Path) -> tuple[list[float], list[str]]:
     return tps, failures
 
 
+def boot_failures(out: Path) -> int:
+    """How many boots of the revision failed to boot (status boot-failed)."""
+    if not (out / results.SAMPLES).is_dir():
+        return 0
+    return sum(1 for s in results.load_samples(out) if s["status"] == "boot-failed")
+
+
+def retry_owed(out: Path, tps: list[float], failures: list[str]) -> bool:
+    """No figure stored and exactly one failure, a failed boot: the run was interrupted
+    between that boot and the one retry draw() gives it, so the retry is still owed (an
+    uninterrupted run stores either a figure or two failures)."""
+    return not tps and len(failures) == 1 and boot_failures(out) == 1
+
+
 def loaded(store: Path, commit: str) -> list[dict[str, Any]]:
     """The stored samples of commit (every status), each with its commit as "_commit"."""
     out = commit_dir(store, commit)
@@ -90,14 +104,14 @@ def loaded(store: Path, commit: str) -> list[dict[str, Any]]:
     return [{**s, "_commit": commit} for s in results.load_samples(out)]
 
 
-def draw(ctx: Context, rev: Revision) -> float:
+def draw(ctx: Context, rev: Revision, attempts: int = 2) -> float:
     """One more sample of rev; a boot failure is retried once (both are stored). A panic
     that is the commit's doing fails twice and the step is skipped; a one-off emulation
     hiccup costs one boot. A disturbed sample is retaken (retake.py), counting the retakes
     already stored for this draw."""
     stored_now = results.load_samples(rev.out) if (rev.out / results.SAMPLES).is_dir() else []
     slot = retake.Slot(retake.trailing(stored_now))
-    for attempt in (1, 2):
+    for attempt in range(3 - attempts, 3):
         try:
             taken = retake.take(
                 ctx.target,
@@ -116,10 +130,18 @@ def draw(ctx: Context, rev: Revision) -> float:
     raise AssertionError("unreachable")
 
 
+def owed_retry(ctx: Context, rev: Revision, failure: str) -> float:
+    """The retry of a failed boot whose run was interrupted before it (retry_owed)."""
+    progress.warn(f"{rev.commit[:12]}: a stored failed boot, retrying it once: {failure}")
+    return draw(ctx, rev, attempts=1)
+
+
 def top_up(ctx: Context, rev: Revision, n: int) -> list[float]:
     """At least n samples of rev (stored ones count); BootError if a boot failed."""
     tps, failures = stored(rev.out)
-    if failures and not tps:
+    if retry_owed(rev.out, tps, failures):
+        tps.append(owed_retry(ctx, rev, failures[-1]))
+    elif failures and not tps:
         raise BootError(f"{rev.commit[:12]}: stored failure, not retried: {failures[-1]}")
     while len(tps) < n:
         tps.append(draw(ctx, rev))
