@@ -1,3 +1,3 @@
-from kbisect.cli import main
+from kbisect.cli import leave, main
 
-raise SystemExit(main())
+raise SystemExit(leave(main()))

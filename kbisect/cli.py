@@ -78,3 +78,17 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("kbisect: interrupted; what was finished is saved", file=sys.stderr)
         return EXIT_INTERRUPTED
+
+
+def leave(code: int) -> int:
+    """The exit code, once stdout and stderr are flushed while a late Ctrl-C, SIGTERM or
+    SIGHUP is still handled; then such signals are ignored, since one landing in the
+    interpreter's own last flush printed a traceback and exited 120 after a finished run."""
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    except KeyboardInterrupt:
+        code = EXIT_INTERRUPTED
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, signal.SIG_IGN)
+    return code

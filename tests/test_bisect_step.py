@@ -154,7 +154,7 @@ def test_a_step_interrupted_before_its_retry_owes_it(repo, env):
     at(repo[2])
     assert step(env["scenario"]) == bisect_step.SKIP
     samples_dir = env["store"] / repo[2] / results.SAMPLES
-    first, second = sorted(samples_dir.glob("[0-9]*-*.json"))
+    _, second = sorted(samples_dir.glob("[0-9]*-*.json"))
     second.unlink()  # as if killed after the failed boot was stored, before its retry
     fake(env["scenario"].parent)  # the one-off failure is gone
     assert step(env["scenario"]) == bisect_step.BAD  # "slow": 600 tps against 800

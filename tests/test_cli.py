@@ -127,3 +127,20 @@ def test_an_interrupt_while_parsing_is_one_line_and_130(
     assert cli.main(["doctor"]) == 130
     err = capsys.readouterr().err
     assert err.startswith("kbisect: interrupted") and len(err.splitlines()) == 1
+
+
+def test_a_signal_after_the_run_is_ignored_not_a_traceback() -> None:
+    # The fault suite's SIGTERM once landed in the interpreter's final flush of a
+    # finished run: "Exception ignored ... KeyboardInterrupt" and exit 120.
+    code = (
+        "import os, signal, sys\n"
+        "from kbisect import cli\n"
+        "for s in (signal.SIGTERM, signal.SIGHUP):\n"
+        "    signal.signal(s, cli._sigterm)\n"
+        "print('done')\n"
+        "status = cli.leave(0)\n"
+        "os.kill(os.getpid(), signal.SIGTERM)\n"
+        "sys.exit(status)\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert proc.returncode == 0 and proc.stdout == "done\n" and proc.stderr == ""
