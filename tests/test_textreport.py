@@ -65,7 +65,33 @@ def test_the_bisect_example_renders_in_every_format(
     assert "the bisect store with the samples is not with this report" in flat
 
 
-@pytest.mark.parametrize("name", ["demo", "demo-preempt"])
+@pytest.mark.parametrize(
+    ("name", "figure"),
+    [
+        ("demo", ("1.991x", "[1.688, 2.347]")),
+        ("demo-study", ("0.500x (-50.0%), 95% CI [0.459, 0.545]",)),
+        ("disturbed-compare", ("2.117x", "[1.624, 2.760]")),
+    ],
+)
+def test_the_examples_with_samples_render_again_in_both_formats(
+    name: str, figure: tuple[str, ...], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    run = copy(name, tmp_path)
+    for leftover in ("report.md", "report.txt"):
+        (run / leftover).unlink(missing_ok=True)
+    assert cli.main(["report", str(run)]) == 0
+    markdown = (run / "report.md").read_text()
+    capsys.readouterr()
+    text = text_of(run, capsys)
+    for out in (markdown, text):
+        assert all(f in " ".join(out.split()) for f in figure), (name, out[:2000])
+    assert max(map(len, text.splitlines())) <= textreport.WIDTH
+    if name == "disturbed-compare":
+        assert "## Disturbed samples" in markdown
+        assert markdown.count("retaken (kept on disk, not counted)") == 2
+
+
+@pytest.mark.parametrize("name", ["demo-preempt"])
 @pytest.mark.parametrize("fmt", ["markdown", "text"])
 def test_an_example_without_its_samples_fails_with_one_clear_line(
     name: str, fmt: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
