@@ -106,6 +106,47 @@ class _Reaper:
 REAPER = _Reaper()
 
 
+class _Held:
+    """Holds Ctrl-C, SIGTERM and SIGHUP while a child starts and is named to the reaper.
+
+    A KeyboardInterrupt raised inside subprocess.Popen after its fork loses the child: the
+    Popen object never reaches the caller, the reaper is never told, and the child runs
+    on. So the handlers are swapped for a recorder for those few milliseconds; a signal
+    that came is handed to the former handler by deliver(), once the child can be killed.
+    Only the main thread: Python runs signal handlers there, and nowhere else."""
+
+    SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+    def __init__(self) -> None:
+        self.former: dict[int, object] = {}
+        self.came: list[int] = []
+
+    def _record(self, signum: int, frame: object) -> None:
+        self.came.append(signum)
+
+    def __enter__(self) -> _Held:
+        if threading.current_thread() is threading.main_thread():
+            for sig in self.SIGNALS:
+                self.former[sig] = signal.signal(sig, self._record)
+        return self
+
+    def __exit__(self, exc_type: object, *rest: object) -> None:
+        for sig, handler in self.former.items():
+            signal.signal(sig, handler)  # type: ignore[arg-type]
+        if exc_type is not None:  # no child to kill: a held Ctrl-C wins over the error
+            self.deliver()
+
+    def deliver(self) -> None:
+        """Handle the signals that came, as the former handlers would have."""
+        came, self.came = self.came, []
+        for sig in came:
+            handler = self.former.get(sig)
+            if callable(handler):
+                handler(sig, None)
+            elif handler == signal.SIG_DFL:
+                os.kill(os.getpid(), sig)
+
+
 def _reader(stream: IO[bytes], lines: queue.Queue[str | None]) -> None:
     for raw in iter(stream.readline, b""):
         lines.put(raw.decode("utf-8", "replace"))
@@ -149,32 +190,35 @@ def run(
         where = f"  (in {cwd})" if cwd else ""
         logf.write(f"$ {quote(argv)}{where}\n")
         logf.flush()
+    held = _Held()
     try:
-        proc = subprocess.Popen(
-            argv,
-            cwd=cwd,
-            env=full_env,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
+        with held:  # a Ctrl-C here would lose a started child before the reaper knows it
+            proc = subprocess.Popen(
+                argv,
+                cwd=cwd,
+                env=full_env,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
+            try:
+                REAPER.tell(proc.pid, running=True)  # start_new_session: group id = pid
+            except BaseException:
+                _kill(proc)
+                raise
     except (FileNotFoundError, PermissionError) as exc:
         if logf:
             logf.close()
         what = "not installed" if isinstance(exc, FileNotFoundError) else "not executable"
         raise MissingTool(f"{argv[0]}: {what} (run scripts/setup)") from exc
     assert proc.stdout is not None
-    try:
-        REAPER.tell(proc.pid, running=True)  # start_new_session: the group id is its pid
-    except BaseException:
-        _kill(proc)
-        raise
     lines: queue.Queue[str | None] = queue.Queue()
     threading.Thread(target=_reader, args=(proc.stdout, lines), daemon=True).start()
     kept: deque[str] | list[str] = [] if capture else deque(maxlen=TAIL_LINES)
     start = last = time.monotonic()
     try:
+        held.deliver()  # a signal held while the child started: handled now
         while True:
             try:
                 line = lines.get(timeout=0.5)

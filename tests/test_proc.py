@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import signal
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -143,3 +146,35 @@ def test_non_executable_program_is_a_missing_tool(tmp_path: Path) -> None:
     script.chmod(0o644)
     with pytest.raises(MissingTool, match="not executable"):
         proc.run([str(script)])
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_a_signal_while_the_child_starts_kills_the_child(
+    sig: signal.Signals, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A Ctrl-C (or SIGTERM made one) landing inside Popen, after the fork, once left
+    the child running unknown to anyone (CI saw a `sleep 300` outlive kbisect)."""
+    started: list[subprocess.Popen[bytes]] = []
+    real = subprocess.Popen
+
+    def popen_then_signal(*args: object, **kwargs: object) -> subprocess.Popen[bytes]:
+        child = real(*args, **kwargs)  # type: ignore[call-overload]
+        started.append(child)
+        os.kill(os.getpid(), sig)
+        time.sleep(0.05)  # the handler runs here, still inside Popen
+        return child  # type: ignore[no-any-return]
+
+    def interrupt(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt
+
+    proc.REAPER.ensure()  # started before: only the child's Popen is the one under test
+    former = signal.signal(signal.SIGTERM, interrupt)
+    monkeypatch.setattr(subprocess, "Popen", popen_then_signal)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            proc.run(["sleep", "300"])
+    finally:
+        signal.signal(signal.SIGTERM, former)
+    assert len(started) == 1
+    assert wait_gone(started[0].pid)
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
