@@ -225,13 +225,22 @@ class Boot:
         script = self._script(bench)
         warmups, measured = int(bench["warmup_runs"]), int(bench["runs"])
         began, runs = time.monotonic(), []
+        cpu, measured_from = None, began
         say("phase warmup")
         for index in range(warmups + measured):
             if index == warmups:
                 say("phase run")
+                cpu, measured_from = self._cpu(), time.monotonic()
             runs.append(self._run(index, index < warmups, bench, script))
+        self.fp["cpu_during_runs"] = fingerprint.cpu_during(
+            cpu, self._cpu(), time.monotonic() - measured_from, fingerprint.read("/proc/loadavg")
+        )
         self.timings["bench_s"] = round(time.monotonic() - began, 3)
         return runs
+
+    @staticmethod
+    def _cpu() -> tuple[int, int, int] | None:
+        return fingerprint.cpu_times(fingerprint.read("/proc/stat"))
 
     def _script(self, bench: dict[str, Any]) -> Path | None:
         if not bench.get("script"):

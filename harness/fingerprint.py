@@ -186,6 +186,37 @@ def system(dmesg: Callable[[], str | None]) -> dict[str, Any]:
     }
 
 
+def cpu_times(text: str | None) -> tuple[int, int, int] | None:
+    """(busy, total, steal) in clock ticks from the `cpu ` line of /proc/stat."""
+    for line in (text or "").splitlines():
+        if line.startswith("cpu "):
+            v = [int(x) for x in line.split()[1:9]]
+            if len(v) < 8:
+                return None
+            user, nice, system_, idle, iowait, irq, softirq, steal = v
+            busy = user + nice + system_ + irq + softirq
+            return busy, busy + idle + iowait + steal, steal
+    return None
+
+
+def cpu_during(
+    before: tuple[int, int, int] | None, after: tuple[int, int, int] | None, seconds: float,
+    load: str | None,
+) -> dict[str, Any] | None:  # fmt: skip
+    """The CPUs of this kernel's machine during the measured runs: how busy they were and
+    how much of them the hypervisor gave to others (steal time: a cloud VM or a guest on
+    a busy host). Shares are of all CPUs; None when /proc/stat could not be read."""
+    if before is None or after is None:
+        return None
+    total = after[1] - before[1]
+    return {
+        "seconds": round(seconds, 1),
+        "busy_share": round((after[0] - before[0]) / total, 3) if total > 0 else 0.0,
+        "steal_share": round((after[2] - before[2]) / total, 3) if total > 0 else 0.0,
+        "loadavg": [float(x) for x in (load or "").split()[:3]] or None,
+    }
+
+
 def pg_settings(text: str) -> dict[str, str]:
     """psql's `name=value` lines -> {name: value}."""
     pairs = (line.split("=", 1) for line in text.splitlines() if "=" in line)

@@ -115,6 +115,33 @@ def summarize(
     }
 
 
+def judge(
+    host: dict[str, Any] | None, fingerprint: dict[str, Any] | None, threshold: float,
+    here: bool = True,
+) -> dict[str, Any] | None:  # fmt: skip
+    """The sample's record: the host's readings, and the machine's own CPUs during the
+    measured runs as the harness saw them (`inside`: busy, and stolen by a hypervisor).
+
+    The host's readings decide only when the kernel ran on this host (`here`: vng); a
+    machine target runs elsewhere, and the host that drives it over ssh (even a loopback
+    VM's host) says nothing of it. Steal time above `threshold` of the machine's CPUs
+    disturbs a sample wherever it ran: a cloud VM's neighbours, or a guest's busy host."""
+    cpu = (fingerprint or {}).get("cpu_during_runs")
+    if host is None and not cpu:
+        return host
+    record: dict[str, Any] = {**(host or {"threshold": threshold}), "judged_on": "host"}
+    disturbed = bool(host and host.get("disturbed"))
+    if not here:
+        record.update(judged_on="machine", host_disturbed=disturbed)
+        disturbed = False
+    if cpu:
+        stolen = float(cpu.get("steal_share") or 0.0) > threshold
+        record["inside"] = {**cpu, "disturbed": stolen}
+        disturbed = disturbed or stolen
+    record["disturbed"] = disturbed
+    return record
+
+
 def loadavg(text: str) -> list[float]:
     return [float(x) for x in text.split()[:3]]
 

@@ -3,8 +3,10 @@ used more than a set share of the host's CPUs (disturbance.py), how much it used
 whether the sample was retaken (kept on disk, left out of the statistics) or kept and
 counted, flagged (retake.py). Compare, bisect and study reports all call `markdown`.
 
-On a machine target the figures are of the host that drives it (where kbisect runs):
-steal time inside the machine is not recorded.
+Inside every kernel the harness records its CPUs during the measured runs
+(fingerprint `cpu_during_runs`); steal time above the share disturbs a sample wherever
+it ran. On a machine target only that decides: the host columns are of the host that
+drives it over ssh, recorded but not judged.
 """
 
 from __future__ import annotations
@@ -28,9 +30,11 @@ def counted(samples: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
 
 def outcome(s: Mapping[str, Any]) -> str:
     status = s.get("status")
+    inside = (s.get("disturbance") or {}).get("inside") or {}
+    why = f"{_pct(inside.get('steal_share'))} stolen inside; " if inside.get("disturbed") else ""
     if status == retake.DISTURBED:
-        return "retaken (kept on disk, not counted)"
-    return "kept and counted, flagged" if status == "ok" else f"{status} (not counted)"
+        return f"{why}retaken (kept on disk, not counted)"
+    return why + ("kept and counted, flagged" if status == "ok" else f"{status} (not counted)")
 
 
 def row(name: str, who: str, s: Mapping[str, Any]) -> dict[str, Any] | None:

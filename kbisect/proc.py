@@ -127,7 +127,8 @@ class _Held:
     def __enter__(self) -> _Held:
         if threading.current_thread() is threading.main_thread():
             for sig in self.SIGNALS:
-                self.former[sig] = signal.signal(sig, self._record)
+                if signal.getsignal(sig) is not None:  # None: set outside Python, kept
+                    self.former[sig] = signal.signal(sig, self._record)
         return self
 
     def __exit__(self, exc_type: object, *rest: object) -> None:

@@ -115,7 +115,9 @@ def take(
     except BootError as exc:
         error = BootError(f"{exc} (log: {log})")
     data = record(target, job, console, time.monotonic() - start, label, append)
-    data["disturbance"] = monitor.result
+    data["disturbance"] = disturbance.judge(
+        monitor.result, data.get("fingerprint"), threshold, target.runs_here
+    )
     error = error or classify(data, console, log)
     if error is not None:
         data.update(
@@ -123,7 +125,7 @@ def take(
             error=str(error),
             tps=None,
         )
-    elif retake and (monitor.result or {}).get("disturbed"):
+    elif retake and (data["disturbance"] or {}).get("disturbed"):
         data["status"] = DISTURBED
     results.write_sample(out_dir, data)
     if error is not None:

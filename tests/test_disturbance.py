@@ -173,3 +173,19 @@ def test_doctor_row_and_start_of_run_warning(monkeypatch: pytest.MonkeyPatch,
     assert row.detail.startswith("host busy: 80%") and row.fix
     monkeypatch.undo()
     assert disturbance.check(0.5).name == "host load"  # for real: runs and answers
+
+
+def test_judge_the_host_where_the_kernel_runs_and_steal_time_everywhere():
+    host = {"others_peak": 0.6, "threshold": 0.25, "disturbed": True}
+    quiet_inside = {"fingerprint": {"cpu_during_runs": {"seconds": 60, "steal_share": 0.01}}}
+    stolen = {"cpu_during_runs": {"seconds": 60, "busy_share": 0.9, "steal_share": 0.4}}
+    assert disturbance.judge(None, None, 0.25) is None  # an older harness, no monitor
+    here = disturbance.judge(host, quiet_inside["fingerprint"], 0.25)
+    assert here is not None and here["disturbed"] and here["judged_on"] == "host"
+    assert here["inside"]["disturbed"] is False
+    machine = disturbance.judge(host, quiet_inside["fingerprint"], 0.25, here=False)
+    assert machine is not None and not machine["disturbed"] and machine["host_disturbed"]
+    assert machine["judged_on"] == "machine"
+    robbed = disturbance.judge({**host, "disturbed": False}, stolen, 0.25, here=False)
+    assert robbed is not None and robbed["disturbed"] and robbed["inside"]["steal_share"] == 0.4
+    assert not disturbance.judge(None, stolen, 0.5)["disturbed"]  # type: ignore[index]

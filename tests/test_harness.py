@@ -403,3 +403,18 @@ def test_pgbench_failure_gives_no_number(dirs, tmp_path):
         'pgbench run 0 exited 2: ERROR: column "nonexistent_column" does not exist'
     )
     results.validate(as_sample(result, s), "sample")
+
+
+def test_cpu_during_runs_from_two_proc_stat_readings():
+    data = Path(__file__).parent / "data" / "proc"
+    before = fingerprint.cpu_times((data / "stat-0").read_text())
+    after = fingerprint.cpu_times((data / "stat-1").read_text())
+    assert before is not None and after is not None and after[1] > before[1]
+    got = fingerprint.cpu_during(before, after, 61.04, "1.50 0.90 0.40 3/200 999\n")
+    assert got is not None and 0 <= got["busy_share"] <= 1 and got["steal_share"] == 0.0
+    assert got["seconds"] == 61.0 and got["loadavg"] == [1.5, 0.9, 0.4]
+    # a guest whose hypervisor took a third of its CPUs
+    stolen = fingerprint.cpu_during((100, 1000, 0), (400, 1900, 300), 9.0, None)
+    assert stolen == {"seconds": 9.0, "busy_share": 0.333, "steal_share": 0.333, "loadavg": None}
+    assert fingerprint.cpu_during(None, after, 1.0, None) is None
+    assert fingerprint.cpu_times("intr 1 2\n") is None

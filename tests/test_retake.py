@@ -102,6 +102,25 @@ def test_retakes_0_keeps_the_disturbed_sample_flagged(
     assert json.loads((out / schedule.PLAN).read_text())["retakes"] == 0
 
 
+def test_a_machine_is_judged_by_its_steal_time_not_by_the_host_driving_it(
+    tmp_path: Path,
+) -> None:
+    """runs_here false: the fake plays a machine target. A hog on the driving host (call
+    3) is recorded and not judged; steal time inside the machine (call 2) is retaken."""
+    image = fake_image(tmp_path / "k")
+    target = hog_target(tmp_path, "machine", [0.0, 0.0, HOG], steal=[0.0, 0.5], runs_here=False)
+    out = tmp_path / "machine"
+    compare(image, target, out)
+    samples = results.load_samples(out)
+    assert statuses(out) == ["ok", "disturbed", *["ok"] * 5]
+    robbed, hogged = samples[1]["disturbance"], samples[2]["disturbance"]
+    assert robbed["judged_on"] == "machine" and robbed["inside"]["steal_share"] == 0.5
+    assert robbed["disturbed"] and not robbed["host_disturbed"]
+    assert hogged["host_disturbed"] and not hogged["disturbed"]
+    section = (out / "report.md").read_text().split("## Disturbed samples")[1]
+    assert "50% stolen inside; retaken (kept on disk" in section
+
+
 def test_retakes_stop_at_the_bound_and_the_share_is_an_option(tmp_path: Path) -> None:
     image = fake_image(tmp_path / "k")
     target, out = hog_target(tmp_path, "hog", [0.0, HOG, HOG, HOG]), tmp_path / "hog"

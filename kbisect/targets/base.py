@@ -143,6 +143,10 @@ class Target(ABC):
         """Boot job.kernel and run the harness; raise BootError or CommandTimeout when
         the kernel never got there. Leave the harness's result in job.result_file."""
 
+    # The kernel runs on this host (vng): the host's CPUs are the sample's, and other
+    # work on them disturbs it. False for a machine target, judged from inside instead.
+    runs_here = True
+
     def monitor(self, job: Job, threshold: float) -> disturbance.Monitor:
         """What watches this host's CPUs while `job` boots (a sample's "disturbance")."""
         return disturbance.Monitor(threshold)

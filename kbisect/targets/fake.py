@@ -46,6 +46,8 @@ SETTINGS: dict[str, tuple[type, Any, str]] = {
     "kill_signal": (str, "KILL", f"what kill_at sends: {', '.join(SIGNALS)}"),
     "disturb": (list, [], "a hog: others' share of the host's CPUs by call number (slows tps)"),
     "host_busy": (float, 0.0, "others' share of the host at the start of a run (warns)"),
+    "steal": (list, [], "steal time inside the machine by call number (slows tps)"),
+    "runs_here": (bool, True, "false: judged like a machine target, by steal time alone"),
 }
 HOST_FILE = "fake-host.json"  # fakeguest.py writes the call's scripted share here
 
@@ -66,14 +68,15 @@ def check_settings(name: str, settings: dict[str, Any]) -> dict[str, Any]:
         kind = SETTINGS[key][0]
         if kind is float and isinstance(value, int) and not isinstance(value, bool):
             value = float(value)
-        if not isinstance(value, kind) or isinstance(value, bool):
+        if not isinstance(value, kind) or (isinstance(value, bool) and kind is not bool):
             raise BadFakeSettings(f"target {name}: {key} must be a {kind.__name__}")
         out[key] = value
     bad = [m for m in [out["mode"], *out["script"]] if m not in MODES]
     if bad:
         raise BadFakeSettings(f"target {name}: unknown mode {bad[0]!r} (known: {', '.join(MODES)})")
-    if any(not isinstance(x, int | float) or not 0 <= x <= 1 for x in out["disturb"]):
-        raise BadFakeSettings(f"target {name}: disturb holds shares of the host, 0..1")
+    for key in ("disturb", "steal"):
+        if any(not isinstance(x, int | float) or not 0 <= x <= 1 for x in out[key]):
+            raise BadFakeSettings(f"target {name}: {key} holds shares of the CPUs, 0..1")
     for key, known in (("kill_signal", SIGNALS), ("noise_nth", NTH)):
         if out[key] not in known:
             raise BadFakeSettings(f"target {name}: {key} must be one of {', '.join(known)}")
@@ -88,6 +91,7 @@ class FakeTarget(Target):
         self.settings = check_settings(name, settings)
         if not self.settings["state"]:
             self.settings["state"] = str(paths.cache_dir() / "fake" / name)
+        self.runs_here = bool(self.settings["runs_here"])
 
     @classmethod
     def from_settings(cls, name: str, arch: Arch, settings: Mapping[str, Any]) -> Target:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import fcntl
+import hashlib
 import json
 import os
 import random
@@ -41,6 +42,15 @@ def log_call(state: Path, key: str, entry: dict[str, Any]) -> tuple[int, int]:
         same = sum(1 for e in earlier if e.get("key") == key)
         f.write(json.dumps({**entry, "key": key, "index": len(earlier), "nth": same}) + "\n")
     return len(earlier), same
+
+
+def content_key(image: Path) -> str:
+    """An image without a commit is keyed by what it holds, not where it lies: a path is
+    new on every run, which made its noise a fresh random draw each time."""
+    try:
+        return "image:" + hashlib.sha256(image.read_bytes()).hexdigest()[:16]
+    except OSError:
+        return str(image)
 
 
 def image_tps(image: Path) -> float | None:
@@ -91,6 +101,13 @@ def hog(s: dict[str, Any], index: int, boot_dir: Path) -> float:
     return share
 
 
+def stolen(s: dict[str, Any], index: int) -> float:
+    """Scripted steal time inside the fake kernel's machine during this call (a share of
+    its CPUs, in the fingerprint as the harness records it); the tps loses that share."""
+    steal = s.get("steal", [])
+    return float(steal[index]) if index < len(steal) else 0.0
+
+
 def mode_of(s: dict[str, Any], index: int, args: argparse.Namespace) -> str:
     if index < len(s["script"]):
         return str(s["script"][index])
@@ -128,6 +145,12 @@ def fingerprint(args: argparse.Namespace) -> dict[str, Any]:
         "pg_version": "15.0",
         "pg_settings": {"shared_buffers": "32MB"},
         "huge_pages_used": False,
+        "cpu_during_runs": {
+            "seconds": 1.0,
+            "busy_share": 1.0,
+            "steal_share": getattr(args, "steal", 0.0),
+            "loadavg": [2.0, 2.0, 2.0],
+        },
     }
 
 
@@ -201,7 +224,7 @@ def main(argv: list[str]) -> int:
     s = json.loads(Path(args.settings).read_text())
     key = {"commit": args.commit, "subject": args.subject, "image": args.image}.get(
         s["noise_key"], args.commit
-    ) or args.image
+    ) or content_key(Path(args.image))
     entry = {"commit": args.commit, "append": args.append, "boot_dir": args.boot_dir}
     index, nth = log_call(Path(s["state"]), key, entry)
     if s["noise_nth"] == "stored":  # a boot redone after an interruption draws the same
@@ -210,7 +233,8 @@ def main(argv: list[str]) -> int:
         kill(s)
     mode = mode_of(s, index, args)
     tps = drifted(noisy(base_tps(s, args), s, key, nth), s, index)
-    return play(mode, s, args, tps * (1 - hog(s, index, Path(args.boot_dir))))
+    args.steal = stolen(s, index)
+    return play(mode, s, args, tps * (1 - hog(s, index, Path(args.boot_dir))) * (1 - args.steal))
 
 
 if __name__ == "__main__":

@@ -32,6 +32,7 @@ class MachineNotReady(UserError):
 
 class SshTarget(Switching, Restoring, Target):
     kind = "ssh"
+    runs_here = False  # judged by the machine's steal time; this host only drives it
 
     def __init__(self, name: str, arch: Arch, m: machine.Machine) -> None:
         super().__init__(name, arch)
