@@ -7,6 +7,7 @@ import json
 import math
 import random
 from collections.abc import Sequence
+from pathlib import Path
 
 import pytest
 
@@ -208,3 +209,42 @@ def test_recheck_gives_up_at_the_maximum():
     noisy = [1000.0, 600.0, 1400.0, 900.0]
     assert confirm.decide(noisy, [900.0, 1300.0, 700.0, 1000.0], rule).kind == "unclear"
     assert rule.level == pytest.approx(1 - 2 * 0.05 / 2)
+
+
+def test_a_hog_halfway_is_explained_by_the_measured_load():
+    """The real drift-demo run (tests/data/drift-demo-hog.json): the search named the
+    culprit at P = 0.992, then two CPU hogs halved every figure. A step is no slope: with
+    the trend alone good revisions under the hog looked bad and the culprit's P fell to
+    0.48 (the run never stopped); with each sample's measured load as a regressor, the
+    same samples keep it above 0.95 from the hog's first sample on."""
+    data = json.loads((Path(__file__).parent / "data" / "drift-demo-hog.json").read_text())
+    g = linear(data["commits"])
+    culprit = g.commits[data["culprit"]]
+    trails: dict[bool, list[float]] = {}
+    for load in (True, False):
+        p = Posterior(g, Model(trend=True, load=load))
+        trails[load] = []
+        for i, tps, t, share in data["samples"]:
+            p.update("good" if i < 0 else g.commits[i], tps, t, share)
+            trails[load].append(p.probabilities()[g.index[culprit]])
+        if load:
+            answer = p.stop(0.95)
+            assert answer is not None and answer.candidates[0][0] == culprit
+            f = p.levels()
+            assert f is not None and f.regressors == ("t", "load")
+            assert -2.0 < f.coef[3] < -1.0  # log(0.5) / 0.45: the hog halved tps
+            again = Posterior.from_dict(g, json.loads(json.dumps(p.as_dict())))
+            assert again.probabilities() == pytest.approx(p.probabilities())
+    hog = next(k for k, (_, _, _, share) in enumerate(data["samples"]) if share > 0.3)
+    assert trails[False][hog - 1] > 0.95 and trails[True][hog - 1] > 0.95  # found, quiet
+    assert min(trails[False][hog:]) < 0.1 and trails[False][-1] < 0.7  # lost to the step
+    assert min(trails[True][hog:]) > 0.95  # kept
+
+
+def test_a_quiet_run_has_no_load_regressor():
+    g = linear(8)
+    p = Posterior(g, Model(trend=True))
+    for i, (commit, load) in enumerate([("good", 0.0), (g.bad, 0.03)] * 3):
+        p.update(commit, 1000.0 if commit == "good" else 700.0 + i, float(i), load)
+    f = p.levels()
+    assert f is not None and f.regressors == ("t",)

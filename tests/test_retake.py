@@ -205,3 +205,21 @@ def test_a_study_retakes_a_disturbed_boot(
 def test_doctor_shows_the_host_load_row() -> None:
     rows = doctor.checks(FakeHost(), ["x86_64"])
     assert [r.name for r in rows].count("host load") == 1
+
+
+def test_a_posterior_bisection_with_a_hog_from_halfway_keeps_its_culprit(env, capsys):  # noqa: F811
+    """--retakes 0 and a hog (half the host) from the 7th boot on, as scripts/drift-demo
+    does for real: the posterior explains the slowed samples by their measured load."""
+    shas = history(env["repo"], 12, 7)
+    fake_target(env["scenario"].parent, cv=0.05, disturb=[0.0] * 6 + [0.5] * 80)
+    argv = bisect_args(env, shas[1], shas[-1], "--retakes", "0", "--references", "3",
+                       method="posterior")  # fmt: skip
+    assert kbisect(*argv) == 0
+    assert f"first bad commit: {shas[7]}" in capsys.readouterr().out
+    (run,) = run_dirs(env["results"])
+    s = results.load_summary(run)
+    (line,) = [w for w in s["verdict"]["warnings"] if w.startswith("load:")]
+    assert "ran while other work took 50% of the CPUs" in line
+    assert s["stats"]["levels"]["load_beta"] < -0.3
+    rows = json.loads((run / "state.json").read_text())["samples"]
+    assert {r["load"] for r in rows if r["t"] >= 0} >= {0.0, 0.5}

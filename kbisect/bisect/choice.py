@@ -72,16 +72,17 @@ def entropy(parts: list[tuple[float, float, float]]) -> float:
     return total
 
 
-def _eig(classes: list[tuple[float, Fit, float]], t: float) -> float:
-    """classes: (P_k, fit_k, f_k); t: the time of the next sample."""
+def _eig(classes: list[tuple[float, Fit, float]], t: float, load: float = 0.0) -> float:
+    """classes: (P_k, fit_k, f_k); t and load: the time of the next sample, and the load
+    it is expected under (the last sample's: a hog that runs goes on running)."""
     parts, cond = [], 0.0
     for p, fit, f in classes:
         sd = math.exp(fit.log_sigma)
         cond += p * 0.5 * math.log(2 * math.pi * math.e * sd * sd)
         if f > 0:
-            parts.append((p * f, fit.level(True, t), sd))
+            parts.append((p * f, fit.level(True, t, load), sd))
         if f < 1:
-            parts.append((p * (1 - f), fit.level(False, t), sd))
+            parts.append((p * (1 - f), fit.level(False, t, load), sd))
     return max(0.0, entropy(parts) - cond)
 
 
@@ -107,12 +108,13 @@ def best(post: Posterior, cost: Cost) -> str | None:
     live = post.live_fits(LIVE)
     if not live:  # no fit yet: the plain best split
         return picks[0]
-    t = max(s.t for s in post.samples) + 1.0
+    last = max(post.samples, key=lambda s: s.t)
+    t, load = last.t + 1.0, last.load
     scores = []
     for rank, c in enumerate(picks):
         i = post.graph.index.get(c)
         classes = [(p, fit, 0.0 if i is None else (post.graph.anc[i] & mask).bit_count() / size)
                    for p, mask, size, fit in live]  # fmt: skip
         price = cost.boot + (0.0 if c in post.built_ones else cost.build)
-        scores.append((_eig(classes, t) / price, -rank, c))
+        scores.append((_eig(classes, t, load) / price, -rank, c))
     return max(scores)[2]

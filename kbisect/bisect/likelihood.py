@@ -3,17 +3,26 @@
 A hypothesis about the culprit splits every sample into the good group (z = 0) and the
 bad group (z = 1). On the log scale, x = log(tps),
 
-    x_j = mu_good·(1 - z_j) + mu_bad·z_j [+ slope·(t_j - t_mean)] + sigma·e_j
+    x_j = mu_good·(1 - z_j) + mu_bad·z_j [+ slope·(t_j - t_mean)] [+ beta·(d_j - d_mean)]
+          + sigma·e_j
 
 with e_j from a two-part mixture: N(0, 1) with weight 1 - w, and N(0, k²) with weight w
 (w = 0.05, k = 8: one boot in twenty may be far off, as TCG's slow first boots are). A
 sample far from both levels is then explained by the wide part under either hypothesis
 and moves the odds little; under a plain normal it would decide them.
 
-The levels, the noise scale and (with drift) the slope are not plugged in: the evidence
-of a split is the likelihood *integrated* over them, with flat priors on the levels and on
-log sigma (the scale-invariant prior) and a normal prior on the slope (sd: a change of
-`drift_sd` over the samples' time span). The integral is done by Laplace's
+d_j is the load of sample j: the share of the CPUs other work took while it ran, as
+measured (disturbance.py: others' share of the host where the kernel runs on it, steal
+time inside the kernel). A hog that starts halfway is a step, not a slope: the trend
+alone cannot explain it, and good revisions then look bad (seen for real, issue 19);
+with the load as a regressor the samples taken under it stay evidence. It enters only
+when the loads differ by at least LOAD_SPREAD (a run with disturbed samples kept).
+
+The levels, the noise scale, the slope and beta are not plugged in: the evidence of a
+split is the likelihood *integrated* over them, with flat priors on the levels and on
+log sigma (the scale-invariant prior), a normal prior on the slope (sd: a change of
+`drift_sd` over the samples' time span) and on beta (sd `load_sd` per unit of load).
+The integral is done by Laplace's
 method at the maximum, found by EM: log m = l(theta^) + (d/2)·log 2pi - ½·log det I(theta^),
 with I the observed information (Louis' identity for the mixture). For a plain normal
 likelihood this is exact: m ∝ (n_good·n_bad)^(-1/2)·S^(-(n-2)/2), S the residual sum of
@@ -38,10 +47,16 @@ class Model:
     outlier_scale: float = 8.0
     trend: bool = False
     drift_sd: float = 0.2  # prior sd of the slope: this change over the samples' time span
+    load: bool = True  # the measured load is a regressor when the samples' loads differ
+    load_sd: float = 2.0  # prior sd of beta: log tps change per unit of load
 
     def as_dict(self) -> dict[str, float | bool]:
         return {"outlier": self.outlier, "outlier_scale": self.outlier_scale,
-                "trend": self.trend, "drift_sd": self.drift_sd}  # fmt: skip
+                "trend": self.trend, "drift_sd": self.drift_sd, "load": self.load,
+                "load_sd": self.load_sd}  # fmt: skip
+
+
+LOAD_SPREAD = 0.05  # loads closer than this (a quiet run's background) add no regressor
 
 
 @dataclass(frozen=True)
@@ -49,15 +64,19 @@ class Fit:
     """The maximum of one split and its Laplace evidence."""
 
     log_evidence: float
-    coef: tuple[float, ...]  # mu_good, mu_bad[, slope per time unit]
+    coef: tuple[float, ...]  # mu_good, mu_bad, then one per regressor (slope, beta)
     log_sigma: float
-    loglik: float  # log likelihood + the slope's log prior: what EM maximises
+    loglik: float  # log likelihood + the regressors' log priors: what EM maximises
     t_mean: float = 0.0  # the time the slope is centred on
+    regressors: tuple[str, ...] = ()  # "t", "load": what coef[2:] are
+    centres: tuple[float, ...] = ()  # the value each regressor is centred on
 
-    def level(self, bad: bool, t: float) -> float:
-        """The fitted log tps of a good or bad revision at time t."""
-        drift = self.coef[2] * (t - self.t_mean) if len(self.coef) > 2 else 0.0
-        return self.coef[int(bad)] + drift
+    def level(self, bad: bool, t: float, load: float = 0.0) -> float:
+        """The fitted log tps of a good or bad revision at time t under a load."""
+        at = {"t": t, "load": load}
+        terms = zip(self.coef[2:], self.regressors, self.centres, strict=True)
+        extra = math.fsum(c * (at[name] - centre) for c, name, centre in terms)
+        return self.coef[int(bad)] + extra
 
 
 def _solve(a: list[list[float]], b: list[float]) -> list[float]:
@@ -127,55 +146,72 @@ class _Mixture:
 
 
 class _Data:
-    """The samples of one split: log tps, group (0 good, 1 bad), centred time or None."""
+    """The samples of one split: log tps, group (0 good, 1 bad), and the regressors (time,
+    load), each centred, with its prior precision."""
 
     def __init__(self, x: Sequence[float], z: Sequence[bool], t: Sequence[float] | None,
-                 drift_sd: float = 0.2) -> None:  # fmt: skip
+                 drift_sd: float = 0.2, load: Sequence[float] | None = None,
+                 load_sd: float = 2.0) -> None:  # fmt: skip
         self.x = list(x)
         self.z = [1 if b else 0 for b in z]
-        self.t_mean = 0.0 if t is None else math.fsum(t) / len(t)
-        self.t = None if t is None else [u - self.t_mean for u in t]
-        span = 0.0 if t is None else max(t) - min(t)
-        # the slope's prior precision: drift_sd over the span is one standard deviation
-        self.precision = (span / drift_sd) ** 2 if span > 0 else 1e12
+        self.names: list[str] = []
+        self.centres: list[float] = []
+        self.cols: list[list[float]] = []
+        self.precision: list[float] = []
+        if t is not None:
+            span = max(t) - min(t)
+            # the slope's prior precision: drift_sd over the span is one standard deviation
+            self._add("t", t, (span / drift_sd) ** 2 if span > 0 else 1e12)
+        if load is not None:
+            self._add("load", load, 1.0 / load_sd**2)
+        self.t_mean = self.centres[0] if t is not None else 0.0
+        self.k = len(self.cols)
+        rows = [list(r) for r in zip(*self.cols, strict=True)] if self.k else [[]] * len(x)
+        self.rows = rows  # each sample's regressor values
+        self.h = [[1.0 - g, float(g), *row] for g, row in zip(self.z, rows, strict=True)]
+
+    def _add(self, name: str, values: Sequence[float], precision: float) -> None:
+        centre = math.fsum(values) / len(values)
+        self.names.append(name)
+        self.centres.append(centre)
+        self.cols.append([v - centre for v in values])
+        self.precision.append(precision)
 
     def log_prior(self, coef: Sequence[float]) -> float:
-        """The slope's normal prior (0 without a trend: the flat priors cancel)."""
-        if self.t is None:
-            return 0.0
-        return 0.5 * math.log(self.precision) - 0.5 * LOG_2PI - 0.5 * self.precision * coef[2] ** 2
+        """The regressors' normal priors (0 without one: the flat priors cancel)."""
+        return math.fsum(0.5 * math.log(p) - 0.5 * LOG_2PI - 0.5 * p * c * c
+                         for p, c in zip(self.precision, coef[2:], strict=True))  # fmt: skip
 
     def residuals(self, coef: Sequence[float]) -> list[float]:
-        if self.t is None:
+        if not self.k:
             return [x - coef[g] for x, g in zip(self.x, self.z, strict=True)]
-        slope = coef[2]
-        return [x - coef[g] - slope * u for x, g, u in zip(self.x, self.z, self.t, strict=True)]
+        extra = coef[2:]
+        return [x - coef[g] - sum(c * u for c, u in zip(extra, row, strict=True))
+                for x, g, row in zip(self.x, self.z, self.rows, strict=True)]  # fmt: skip
 
     def wls(self, w: Sequence[float], s2: float = 1.0) -> list[float]:
-        """Weighted least squares: the two levels [and the slope, shrunk by its prior at
-        the noise variance s2]."""
-        sw, sx = [0.0, 0.0], [0.0, 0.0]
-        st, stt, stx = [0.0, 0.0], 0.0, 0.0
-        tt = self.t if self.t is not None else [0.0] * len(self.x)
-        for wi, x, g, u in zip(w, self.x, self.z, tt, strict=True):
-            sw[g] += wi
-            sx[g] += wi * x
-            st[g] += wi * u
-            stt += wi * u * u
-            stx += wi * u * x
-        if self.t is None:
-            return [sx[0] / sw[0], sx[1] / sw[1]]
-        a = [[sw[0], 0.0, st[0]], [0.0, sw[1], st[1]], [st[0], st[1], stt + s2 * self.precision]]
-        return _solve(a, [sx[0], sx[1], stx])
+        """Weighted least squares: the two levels [and the regressors, shrunk by their
+        priors at the noise variance s2]."""
+        n = 2 + self.k
+        a = [[0.0] * n for _ in range(n)]
+        b = [0.0] * n
+        for wi, x, h in zip(w, self.x, self.h, strict=True):
+            for i in range(n):
+                if h[i]:
+                    b[i] += wi * h[i] * x
+                    for j in range(n):
+                        a[i][j] += wi * h[i] * h[j]
+        for k, p in enumerate(self.precision):
+            a[2 + k][2 + k] += s2 * p
+        return _solve(a, b)
 
     def information(self, e: Sequence[float], resp: Sequence[float], sigma: float, k2: float
                     ) -> list[list[float]]:  # fmt: skip
         """Observed information in (coef..., log sigma), Louis' identity per sample."""
         s2 = sigma * sigma
-        q_aa, q_as = [0.0, 0.0], [0.0, 0.0]
-        q_aat, q_ast, q_aatt, q_ss = [0.0, 0.0], 0.0, 0.0, 0.0
-        tt = self.t if self.t is not None else [0.0] * len(self.x)
-        for ej, r, g, u in zip(e, resp, self.z, tt, strict=True):
+        n = 2 + self.k
+        m = [[0.0] * (n + 1) for _ in range(n + 1)]
+        for ej, r, h in zip(e, resp, self.h, strict=True):
             aa = as_ = ss = a_bar = b_bar = 0.0
             for weight, inv in ((r, 1.0), (1.0 - r, 1.0 / k2)):
                 a = ej * inv / s2
@@ -187,17 +223,16 @@ class _Data:
                 b_bar += weight * b
             aa += a_bar * a_bar
             as_ += a_bar * b_bar
-            q_ss += ss + b_bar * b_bar
-            q_aa[g] += aa
-            q_as[g] += as_
-            q_aat[g] += aa * u
-            q_aatt += aa * u * u
-            q_ast += as_ * u
-        if self.t is None:
-            return [[q_aa[0], 0.0, q_as[0]], [0.0, q_aa[1], q_as[1]], [q_as[0], q_as[1], q_ss]]
-        q_aatt += self.precision  # the slope's prior
-        return [[q_aa[0], 0.0, q_aat[0], q_as[0]], [0.0, q_aa[1], q_aat[1], q_as[1]],
-                [q_aat[0], q_aat[1], q_aatt, q_ast], [q_as[0], q_as[1], q_ast, q_ss]]  # fmt: skip
+            for i in range(n):
+                if h[i]:
+                    for j in range(n):
+                        m[i][j] += aa * h[i] * h[j]
+                    m[i][n] += as_ * h[i]
+                    m[n][i] += as_ * h[i]
+            m[n][n] += ss + b_bar * b_bar
+        for k, p in enumerate(self.precision):
+            m[2 + k][2 + k] += p
+        return m
 
 
 def _start(data: _Data) -> tuple[list[float], float]:
@@ -207,16 +242,22 @@ def _start(data: _Data) -> tuple[list[float], float]:
     return coef, math.log(max(mad, 1e-6))
 
 
+def loaded(model: Model, load: Sequence[float] | None) -> bool:
+    """Does the load enter as a regressor: asked for, and the samples' loads differ."""
+    return bool(model.load and load and max(load) - min(load) >= LOAD_SPREAD)
+
+
 def fit(x: Sequence[float], z: Sequence[bool], model: Model, t: Sequence[float] | None = None,
-        start: Fit | None = None) -> Fit:  # fmt: skip
+        start: Fit | None = None, load: Sequence[float] | None = None) -> Fit:  # fmt: skip
     """The split's maximum and Laplace evidence. Needs a sample on each side and at least
     one more sample than parameters. The mixture's likelihood can have more than one
     maximum (a boot counted as an outlier or not), so EM runs from the least-squares start
     and, if given, from `start` (the last fit of a similar split); the higher one wins."""
-    data = _Data(x, z, t if model.trend else None, model.drift_sd)
+    data = _Data(x, z, t if model.trend else None, model.drift_sd,
+                 load if loaded(model, load) else None, model.load_sd)  # fmt: skip
     mix = _Mixture(model)
     fits = [_em(data, mix, *_start(data))]
-    if start is not None and len(start.coef) == len(fits[0].coef):
+    if start is not None and start.regressors == tuple(data.names):
         fits.append(_em(data, mix, list(start.coef), start.log_sigma))
     return max(fits, key=lambda f: f.loglik)
 
@@ -243,4 +284,5 @@ def _em(data: _Data, mix: _Mixture, coef: list[float], s: float, tol: float = 1e
     logdet = _logdet(data.information(e, resp, math.exp(s), mix.k2))
     if math.isnan(logdet):  # not a maximum in every direction: the core part's information
         logdet = _logdet(data.information(e, [1.0] * len(e), math.exp(s), mix.k2))
-    return Fit(ll + 0.5 * d * LOG_2PI - 0.5 * logdet, tuple(coef), s, ll, data.t_mean)
+    return Fit(ll + 0.5 * d * LOG_2PI - 0.5 * logdet, tuple(coef), s, ll, data.t_mean,
+               tuple(data.names), tuple(data.centres))  # fmt: skip

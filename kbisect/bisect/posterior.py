@@ -71,6 +71,7 @@ class Sample:
     commit: str
     tps: float
     t: float
+    load: float = 0.0  # the share of the CPUs other work took (disturbance.load)
 
 
 @dataclass
@@ -85,13 +86,15 @@ class Posterior:
 
     # --- evidence -----------------------------------------------------------------------
 
-    def update(self, commit: str, tps: float, t: float | None = None) -> None:
-        """One sample; t is its time (any unit, increasing; default: its number)."""
+    def update(self, commit: str, tps: float, t: float | None = None, load: float = 0.0) -> None:
+        """One sample; t is its time (any unit, increasing; default: its number); load the
+        share of the CPUs other work took while it ran (0: a quiet host)."""
         if commit not in self.graph.index and commit not in self.graph.goods:
             raise UserError(f"{commit[:12]} is not in the bisected range")
         if not tps > 0 or not math.isfinite(tps):
             raise UserError(f"{commit[:12]}: tps {tps!r} is not a positive number")
-        self.samples.append(Sample(commit, tps, float(len(self.samples) if t is None else t)))
+        when = float(len(self.samples) if t is None else t)
+        self.samples.append(Sample(commit, tps, when, float(load)))
         self.built_ones.add(commit)
         self._dirty = True
 
@@ -131,7 +134,9 @@ class Posterior:
     def _identified(self) -> bool:
         goods = sum(s.commit in self.graph.goods for s in self.samples)
         bads = sum(s.commit == self.graph.bad for s in self.samples)
-        return goods >= 1 and bads >= 1 and len(self.samples) >= 4 + self.model.trend
+        loads = [s.load for s in self.samples]
+        extra = self.model.trend + likelihood.loaded(self.model, loads)
+        return goods >= 1 and bads >= 1 and len(self.samples) >= 4 + extra
 
     def _refresh(self) -> None:
         if not self._dirty:
@@ -139,6 +144,7 @@ class Posterior:
         self._classes = self._split()
         x = [math.log(s.tps) for s in self.samples]
         t = [s.t for s in self.samples]
+        load = [s.load for s in self.samples]
         index = self.graph.index
         log_n = math.log(self.graph.n)
         for c in self._classes:
@@ -147,7 +153,7 @@ class Posterior:
                 c.log_post = prior
                 continue
             z = [index.get(s.commit, -1) in c.bad for s in self.samples]
-            c.fit = likelihood.fit(x, z, self.model, t, c.fit)
+            c.fit = likelihood.fit(x, z, self.model, t, c.fit, load)
             c.log_post = prior + c.fit.log_evidence
         top = max(c.log_post for c in self._classes)
         total = top + math.log(math.fsum(math.exp(c.log_post - top) for c in self._classes))
@@ -267,6 +273,8 @@ class Posterior:
         if fit is not None:
             levels = {"good_tps": math.exp(fit.coef[0]), "bad_tps": math.exp(fit.coef[1]),
                       "noise_cv": math.expm1(math.exp(fit.log_sigma))}  # fmt: skip
+            if "load" in fit.regressors:  # log tps per unit of load (disturbance.load)
+                levels["load_beta"] = fit.coef[2 + fit.regressors.index("load")]
         return {"answer": self.answer(confidence).as_dict(), "levels": levels,
                 "top": [{"commit": self.graph.commits[i], "p": probs[i]} for i in order],
                 "samples": len(self.samples), "untestable": sorted(self.untestable)}  # fmt: skip
@@ -274,7 +282,7 @@ class Posterior:
     def as_dict(self) -> dict[str, Any]:
         return {
             "model": self.model.as_dict(),
-            "samples": [[s.commit, s.tps, s.t] for s in self.samples],
+            "samples": [[s.commit, s.tps, s.t, s.load] for s in self.samples],
             "untestable": sorted(self.untestable),
             "built": sorted(self.built_ones),
         }
@@ -282,8 +290,8 @@ class Posterior:
     @classmethod
     def from_dict(cls, graph: Graph, data: Mapping[str, Any]) -> Posterior:
         p = cls(graph, Model(**data["model"]))
-        for commit, tps, t in data["samples"]:
-            p.update(commit, tps, t)
+        for commit, tps, t, *load in data["samples"]:  # no load: a state from before it
+            p.update(commit, tps, t, *load)
         p.untestable.update(data["untestable"])
         p.built_ones.update(data["built"])
         return p

@@ -11,6 +11,7 @@ against wall-clock time (tps-time.png).
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Any
 
@@ -46,7 +47,7 @@ def _trail(post: Posterior, rows: list[dict[str, Any]], names: list[str]) -> lis
     for r in rows:
         if r["tps"] is None:
             continue
-        replayed.update(r["commit"], float(r["tps"]), float(r["t"]))
+        replayed.update(r["commit"], float(r["tps"]), float(r["t"]), float(r.get("load") or 0.0))
         probs = replayed.probabilities()
         best = max(range(post.graph.n), key=lambda i: probs[i])
         out.append(
@@ -102,6 +103,23 @@ def _final_recheck(answer: Answer, post: Posterior, data: dict[str, Any]) -> dic
     return {**rc, "culprit": culprit, "method": "delta method on the log, Welch df", "warnings": []}
 
 
+def _loaded(post: Posterior, rows: list[dict[str, Any]]) -> str | None:
+    """One line when samples taken under load count: how many, how loaded, and what the
+    posterior made of it (likelihood.py: the load as a regressor)."""
+    fit = post.levels()
+    if fit is None or "load" not in fit.regressors:
+        return None
+    beta = fit.coef[2 + fit.regressors.index("load")]
+    under = [float(r["load"]) for r in rows if r["tps"] and float(r.get("load") or 0) >= 0.1]
+    if not under:
+        return None
+    mean = math.fsum(under) / len(under)
+    return (f"load: {len(under)} samples ran while other work took {mean:.0%} of the CPUs "
+            f"on average (flagged under Disturbed samples); the posterior fitted their "
+            f"slowdown from the measured load (tps x{math.exp(beta * mean):.2f} at that "
+            f"load) and kept them as evidence")  # fmt: skip
+
+
 def summary(top: Path, run_dir: Path, data: dict[str, Any], argv: list[str]) -> dict[str, Any]:
     """Everything the report shows, as JSON that schema/summary.json accepts."""
     g = graph_mod.read(top, [data["good"]], data["bad"])
@@ -130,7 +148,7 @@ def summary(top: Path, run_dir: Path, data: dict[str, Any], argv: list[str]) -> 
         "verdict": {
             "kind": _kind(answer, rc),
             "result": _result(answer, candidates),
-            "warnings": [w for w in [moved["warning"]] if w],
+            "warnings": [w for w in [moved["warning"], _loaded(post, rows)] if w],
         },
         "tree": data["tree"],
         "good": data["good"],

@@ -27,7 +27,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from kbisect import progress, results, retake, timeline
+from kbisect import disturbance, progress, results, retake, timeline
 from kbisect.bisect import check, drift, graph, recheck, samples, state
 from kbisect.bisect.likelihood import Model
 from kbisect.bisect.posterior import Answer, Cost, Posterior
@@ -91,18 +91,19 @@ class Search:
             if s.get("status") == retake.DISTURBED:  # kept aside and retaken: no evidence
                 continue
             ok = s.get("status") == "ok" and bool(s.get("tps"))
-            t = self.t(s)
+            t, load = self.t(s), disturbance.load(s)
             self.rows.append(
                 {
                     "commit": commit,
                     "t": t,
                     "tps": s["tps"] if ok else None,
+                    "load": load,
                     "role": role if t >= 0 else self._before(commit),
                     "error": s.get("error"),
                 }
             )
             if ok:
-                self.post.update(commit, float(s["tps"]), t)
+                self.post.update(commit, float(s["tps"]), t, load)
                 added += 1
         return added
 
