@@ -208,10 +208,10 @@ def test_doctor_shows_the_host_load_row() -> None:
 
 
 def test_a_posterior_bisection_with_a_hog_from_halfway_keeps_its_culprit(env, capsys):  # noqa: F811
-    """--retakes 0 and a hog (half the host) from the 7th boot on, as scripts/drift-demo
+    """--retakes 0 and a hog (half the host) from the 11th boot on, as scripts/drift-demo
     does for real: the posterior explains the slowed samples by their measured load."""
     shas = history(env["repo"], 12, 7)
-    fake_target(env["scenario"].parent, cv=0.05, disturb=[0.0] * 6 + [0.5] * 80)
+    fake_target(env["scenario"].parent, cv=0.05, disturb=[0.0] * 10 + [0.5] * 80)
     argv = bisect_args(env, shas[1], shas[-1], "--retakes", "0", "--references", "3",
                        method="posterior")  # fmt: skip
     assert kbisect(*argv) == 0
