@@ -79,6 +79,11 @@ def of_samples(samples: Sequence[Mapping[str, Any]]) -> Rows:
     return _rows((f"#{i}", str(s.get("label") or "-"), s) for i, s in enumerate(samples, 1))
 
 
+def of_folders(folders: Iterable[tuple[Path, str]]) -> Rows:
+    """The disturbed samples of sample folders, each named by its `who`."""
+    return _rows(n for folder, who in folders for n in _named(folder, who))
+
+
 def of_store(store: Path, commits: Iterable[str]) -> Rows:
     """The disturbed samples of a bisection's revisions, each named by its commit."""
     return _rows(n for c in dict.fromkeys(commits) for n in _named(store / c, c[:12]))

@@ -209,12 +209,16 @@ def bisect_text(run_dir: Path, s: Mapping[str, Any]) -> str:
     )
     if "ratio" in rc:
         word = "confirmed" if rc.get("confirmed") else "NOT confirmed: treat it as suspect"
+        # the git method's kind is the compare verdict; the posterior's says it already
+        kind = "" if rc["kind"] in ("confirmed", "refuted", "unclear") else f"{rc['kind']}, "
+        level = float(rc.get("level") or 0.95)  # the posterior's re-check sets its own
         lines += [
             "",
             *para(
                 f"re-check, culprit vs its parent with fresh boots: {rc['ratio']:.3f}x "
-                f"({change(rc['ratio'])}), 95% CI [{rc['low']:.3f}, {rc['high']:.3f}], "
-                f"{len(rc['culprit_tps'])} + {len(rc['parent_tps'])} boots: {rc['kind']}, {word}.",
+                f"({change(rc['ratio'])}), {level * 100:.3g}% CI "
+                f"[{rc['low']:.3f}, {rc['high']:.3f}], "
+                f"{len(rc['culprit_tps'])} + {len(rc['parent_tps'])} boots: {kind}{word}.",
                 "  ",
             ),
         ]

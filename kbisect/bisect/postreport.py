@@ -170,9 +170,19 @@ def summary(top: Path, run_dir: Path, data: dict[str, Any], argv: list[str]) -> 
         "drift": moved,
         "boots": sum(1 for r in rows if r["role"] != "endpoint"),
         "bisect_log": data.get("git_bisect_log", ""),
-        "disturbed": disturbreport.of_store(Path(data["store"]), data["visited"]),
+        "disturbed": _disturbed(run_dir, data),
         "exit": data.get("exit"),
     }
+
+
+def _disturbed(run_dir: Path, data: dict[str, Any]) -> list[dict[str, Any]] | None:
+    """The disturbed samples of the visited revisions and of the re-checks' pairs."""
+    found = disturbreport.of_store(Path(data["store"]), data["visited"])
+    pairs = [(recheck.folder(run_dir, culprit, c), f"{c[:12]} (re-check)")
+             for culprit, rc in data.get("rechecks", {}).items()
+             for c in (rc["parent"], culprit)]  # fmt: skip
+    more = disturbreport.of_folders(pairs)
+    return found if more is None else [*(found or []), *more]
 
 
 def _kind(answer: Answer, rc: dict[str, Any]) -> str:

@@ -78,6 +78,10 @@ def _recheck(rc: dict[str, Any]) -> list[str]:
     ]
 
 
+def _sentence(text: str) -> str:
+    return text[:1].upper() + text[1:]
+
+
 def drift_lines(s: dict[str, Any]) -> list[str]:
     """The drift paragraph of a bisect report (either method)."""
     if "drift" not in s:  # a run from before drift was checked
@@ -86,6 +90,17 @@ def drift_lines(s: dict[str, Any]) -> list[str]:
     tr = d.get("trend")
     if d.get("warning"):
         return [f"**{d['warning']}**", "", f"![tps against time]({wallclock.PLOT})", ""]
+    loaded = [w for w in (s.get("verdict") or {}).get("warnings", []) if w.startswith("load:")]
+    if loaded and tr is not None:  # a step with the load: the time trend does not fit it
+        return [
+            f"**Drift: the host's speed moved with the load other work put on it "
+            f"({tr['moved']:+.1%} over the run within revisions sampled more than once; "
+            f"a step, which the time trend alone fits badly: p = {tr['p']:.2g}).** "
+            f"{_sentence(loaded[0].removeprefix('load: '))}.",
+            "",
+            f"![tps against time]({wallclock.PLOT})",
+            "",
+        ]
     if tr is None:
         return ["Drift: too few reference samples over time to test.", ""]
     return [
