@@ -71,7 +71,7 @@ def test_the_bisect_example_renders_in_every_format(
         ("demo", ("1.991x", "[1.688, 2.347]")),
         ("demo-study", ("0.500x (-50.0%), 95% CI [0.459, 0.545]",)),
         ("disturbed-compare", ("2.117x", "[1.624, 2.760]")),
-        ("drift-bisect", ("d59fc21905a7", "0.527x", "[0.366, 0.759]")),
+        ("drift-bisect", ("d59fc21905a7", "0.527", "98.3% CI [0.366, 0.759]")),
     ],
 )
 def test_the_examples_with_samples_render_again_in_both_formats(
