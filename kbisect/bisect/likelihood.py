@@ -67,7 +67,6 @@ class Fit:
     coef: tuple[float, ...]  # mu_good, mu_bad, then one per regressor (slope, beta)
     log_sigma: float
     loglik: float  # log likelihood + the regressors' log priors: what EM maximises
-    t_mean: float = 0.0  # the time the slope is centred on
     regressors: tuple[str, ...] = ()  # "t", "load": what coef[2:] are
     centres: tuple[float, ...] = ()  # the value each regressor is centred on
 
@@ -156,25 +155,24 @@ class _Data:
         self.z = [1 if b else 0 for b in z]
         self.names: list[str] = []
         self.centres: list[float] = []
-        self.cols: list[list[float]] = []
         self.precision: list[float] = []
+        cols: list[list[float]] = []
         if t is not None:
             span = max(t) - min(t)
             # the slope's prior precision: drift_sd over the span is one standard deviation
-            self._add("t", t, (span / drift_sd) ** 2 if span > 0 else 1e12)
+            self._add(cols, "t", t, (span / drift_sd) ** 2 if span > 0 else 1e12)
         if load is not None:
-            self._add("load", load, 1.0 / load_sd**2)
-        self.t_mean = self.centres[0] if t is not None else 0.0
-        self.k = len(self.cols)
-        rows = [list(r) for r in zip(*self.cols, strict=True)] if self.k else [[]] * len(x)
-        self.rows = rows  # each sample's regressor values
-        self.h = [[1.0 - g, float(g), *row] for g, row in zip(self.z, rows, strict=True)]
+            self._add(cols, "load", load, 1.0 / load_sd**2)
+        self.k = len(cols)
+        self.cols = cols  # each regressor's values, centred
+        self.rows = [list(r) for r in zip(*cols, strict=True)] if cols else [[]] * len(x)
 
-    def _add(self, name: str, values: Sequence[float], precision: float) -> None:
+    def _add(self, cols: list[list[float]], name: str, values: Sequence[float],
+             precision: float) -> None:  # fmt: skip
         centre = math.fsum(values) / len(values)
         self.names.append(name)
         self.centres.append(centre)
-        self.cols.append([v - centre for v in values])
+        cols.append([v - centre for v in values])
         self.precision.append(precision)
 
     def log_prior(self, coef: Sequence[float]) -> float:
@@ -183,35 +181,52 @@ class _Data:
                          for p, c in zip(self.precision, coef[2:], strict=True))  # fmt: skip
 
     def residuals(self, coef: Sequence[float]) -> list[float]:
-        if not self.k:
-            return [x - coef[g] for x, g in zip(self.x, self.z, strict=True)]
-        extra = coef[2:]
-        return [x - coef[g] - sum(c * u for c, u in zip(extra, row, strict=True))
-                for x, g, row in zip(self.x, self.z, self.rows, strict=True)]  # fmt: skip
+        out = [x - coef[g] for x, g in zip(self.x, self.z, strict=True)]
+        for c, col in zip(coef[2:], self.cols, strict=True):
+            out = [r - c * u for r, u in zip(out, col, strict=True)]
+        return out
+
+    def _gram(self, w: Sequence[float], prior: float) -> list[list[float]]:
+        """Σ w_j·h_j·h_jᵀ over the samples' design rows h_j = (1 - z_j, z_j, regressors),
+        plus each regressor's prior precision times `prior` on the diagonal."""
+        n = 2 + self.k
+        a = [[0.0] * n for _ in range(n)]
+        for wi, g, row in zip(w, self.z, self.rows, strict=True):
+            a[g][g] += wi
+            for k, u in enumerate(row):
+                wu = wi * u
+                a[g][2 + k] += wu
+                for m in range(k, self.k):
+                    a[2 + k][2 + m] += wu * row[m]
+        for k, p in enumerate(self.precision):
+            a[2 + k][2 + k] += prior * p
+        for i in range(n):
+            for j in range(i + 1, n):
+                a[j][i] = a[i][j]
+        return a
+
+    def _cross(self, v: Sequence[float]) -> list[float]:
+        """Σ v_j·h_j."""
+        out = [0.0] * (2 + self.k)
+        for vi, g, row in zip(v, self.z, self.rows, strict=True):
+            out[g] += vi
+            for k, u in enumerate(row):
+                out[2 + k] += vi * u
+        return out
 
     def wls(self, w: Sequence[float], s2: float = 1.0) -> list[float]:
         """Weighted least squares: the two levels [and the regressors, shrunk by their
         priors at the noise variance s2]."""
-        n = 2 + self.k
-        a = [[0.0] * n for _ in range(n)]
-        b = [0.0] * n
-        for wi, x, h in zip(w, self.x, self.h, strict=True):
-            for i in range(n):
-                if h[i]:
-                    b[i] += wi * h[i] * x
-                    for j in range(n):
-                        a[i][j] += wi * h[i] * h[j]
-        for k, p in enumerate(self.precision):
-            a[2 + k][2 + k] += s2 * p
-        return _solve(a, b)
+        return _solve(
+            self._gram(w, s2), self._cross([wi * x for wi, x in zip(w, self.x, strict=True)])
+        )
 
     def information(self, e: Sequence[float], resp: Sequence[float], sigma: float, k2: float
                     ) -> list[list[float]]:  # fmt: skip
         """Observed information in (coef..., log sigma), Louis' identity per sample."""
         s2 = sigma * sigma
-        n = 2 + self.k
-        m = [[0.0] * (n + 1) for _ in range(n + 1)]
-        for ej, r, h in zip(e, resp, self.h, strict=True):
+        q_aa, q_as, q_ss = [], [], 0.0
+        for ej, r in zip(e, resp, strict=True):
             aa = as_ = ss = a_bar = b_bar = 0.0
             for weight, inv in ((r, 1.0), (1.0 - r, 1.0 / k2)):
                 a = ej * inv / s2
@@ -221,18 +236,14 @@ class _Data:
                 ss += weight * (2 * ej * a - b * b)
                 a_bar += weight * a
                 b_bar += weight * b
-            aa += a_bar * a_bar
-            as_ += a_bar * b_bar
-            for i in range(n):
-                if h[i]:
-                    for j in range(n):
-                        m[i][j] += aa * h[i] * h[j]
-                    m[i][n] += as_ * h[i]
-                    m[n][i] += as_ * h[i]
-            m[n][n] += ss + b_bar * b_bar
-        for k, p in enumerate(self.precision):
-            m[2 + k][2 + k] += p
-        return m
+            q_aa.append(aa + a_bar * a_bar)
+            q_as.append(as_ + a_bar * b_bar)
+            q_ss += ss + b_bar * b_bar
+        m = self._gram(q_aa, 1.0)
+        cross = self._cross(q_as)
+        for row, c in zip(m, cross, strict=True):
+            row.append(c)
+        return [*m, [*cross, q_ss]]
 
 
 def _start(data: _Data) -> tuple[list[float], float]:
@@ -284,5 +295,5 @@ def _em(data: _Data, mix: _Mixture, coef: list[float], s: float, tol: float = 1e
     logdet = _logdet(data.information(e, resp, math.exp(s), mix.k2))
     if math.isnan(logdet):  # not a maximum in every direction: the core part's information
         logdet = _logdet(data.information(e, [1.0] * len(e), math.exp(s), mix.k2))
-    return Fit(ll + 0.5 * d * LOG_2PI - 0.5 * logdet, tuple(coef), s, ll, data.t_mean,
+    return Fit(ll + 0.5 * d * LOG_2PI - 0.5 * logdet, tuple(coef), s, ll,
                tuple(data.names), tuple(data.centres))  # fmt: skip
