@@ -17,7 +17,20 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from kbisect import atomic, kexec, paths, progress, sample, scenario, ssh, targets, tree
+from kbisect import (
+    atomic,
+    git,
+    kexec,
+    paths,
+    progress,
+    sample,
+    scenario,
+    scratch,
+    ssh,
+    targets,
+    tree,
+    worktree,
+)
 from kbisect.exceptions import BenchmarkError, BootError, UserError
 from kbisect.targets.base import Job, Kernel
 from kbisect.targets.ssh import SshTarget
@@ -157,7 +170,12 @@ def configure(parser: argparse.ArgumentParser) -> None:
         help="BUILD_TYPE = nobuild: ktest installs IMAGE as it is (a TEST round, no build)",
     )
     add("--initrd", help="an initramfs on the machine to kexec with (a distro kernel's)")
-    add("--tree", default=None, help="kernel tree ktest builds (BUILD_DIR; default embedded)")
+    add(
+        "--tree",
+        default=None,
+        help="kernel tree to bisect (default embedded); ktest builds and bisects in a "
+        "scratch worktree of it (BUILD_DIR), never in the tree itself",
+    )
     add("--test-type", choices=("test", "bisect"), default="bisect")
     add("--good", help="BISECT_GOOD (TEST_TYPE bisect)")
     add("--bad", help="BISECT_BAD (TEST_TYPE bisect)")
@@ -178,12 +196,17 @@ def main(args: argparse.Namespace) -> int:
     if not isinstance(t, SshTarget):
         raise UserError(f'--target {args.target}: ktest drives machines (kind = "ssh")')
     scen = scenario.load(args.scenario)
+    repo = tree.resolve(args.tree)
+    if args.test_type == "bisect":  # ids, read in the user's tree: ktest bisects elsewhere
+        args.good, args.bad = (scratch.rev_parse(repo, r) for r in (args.good, args.bad))
+        if not git.is_ancestor(repo, args.good, args.bad):
+            raise UserError(f"--good {args.good[:12]} is not an ancestor of --bad {args.bad[:12]}")
     with t:  # releases the machine for ktest
         t.preflight(scen)
         where = shlex.quote(str(Path(t.m.workdir, TARGET_IMAGE).parent))
         t.session.check(f"{t.m.sudo}mkdir -p {where}")  # ktest copies TARGET_IMAGE there
     assert t.known is not None
-    args.tree = tree.resolve(args.tree)
+    args.tree = repo if args.no_build is not None else build_dir(repo, t.name, args)
     args.output_dir = (args.output_dir or paths.cache_dir() / "ktest" / t.name).resolve()
     args.output_dir.mkdir(parents=True, exist_ok=True)
     if args.no_build is not None:
@@ -195,6 +218,20 @@ def main(args: argparse.Namespace) -> int:
     else:
         print(text, end="")
     return 0
+
+
+def build_dir(repo: Path, name: str, args: argparse.Namespace) -> Path:
+    """ktest's BUILD_DIR: never the user's tree (ktest.pl runs `git bisect` and checks
+    out commits in it) but a scratch worktree of kbisect's own repository, at --bad (or
+    at the tree's HEAD for a TEST round)."""
+    slot = f"ktest-{name}"
+    where = worktree.path_for(repo, slot)
+    with worktree.locked(where):
+        if where.is_dir() and git.bisect_in_progress(where):  # a ktest run cut short
+            git.git(where, "bisect", "reset", check=False)
+            if git.bisect_in_progress(where):
+                shutil.rmtree(where)  # made afresh below
+        return worktree.checkout(repo, args.bad if args.test_type == "bisect" else "HEAD", slot)
 
 
 def prebuilt(image: Path, output_dir: Path, build_target: str, config: Path | None) -> None:

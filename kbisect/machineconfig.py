@@ -53,11 +53,19 @@ def fetch(name: str) -> tuple[Path, Path]:
     return config, lsmod
 
 
+def module_names(lsmod_text: str) -> list[str]:
+    """The loaded modules' names: all that localyesconfig reads of /proc/modules (its
+    sizes, use counts and addresses change from boot to boot, KASLR's at every boot)."""
+    return sorted({line.split()[0] for line in lsmod_text.splitlines() if line.strip()})
+
+
 def inputs_hash(name: str) -> str:
-    """What the base is made of (for the build's cache key)."""
-    h = hashlib.sha256()
-    for path in files(name):
-        h.update(path.read_bytes())
+    """What the base is made of (for the build's cache key): the running config and the
+    names of the loaded modules, so that the same machine gives the same key after a
+    reboot."""
+    config, lsmod = files(name)
+    h = hashlib.sha256(config.read_bytes())
+    h.update("\n".join(["", *module_names(lsmod.read_text())]).encode())
     return h.hexdigest()
 
 

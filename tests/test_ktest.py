@@ -8,11 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from kbisect import ktest
+from kbisect import ktest, paths, proc
 from kbisect.bisect import step
 from kbisect.exceptions import UserError
 from kbisect.targets.ssh import SshTarget
-from tests.test_ssh_target import machine_target
+from tests.fakes import git, repo_snapshot, users_repo_at_work
+from tests.test_ssh_target import FakeSsh, machine_target
 
 
 @pytest.fixture
@@ -21,6 +22,17 @@ def emu(tmp_path) -> SshTarget:
         "emu",
         'port = 40022\nconsole = "tail -n0 -F /c/serial.log"\npower_cycle = "qmp:/c/qmp.sock"\n',
     )
+
+
+def machine(monkeypatch, answers) -> FakeSsh:
+    """The machine's ssh and scp faked; git and everything else really run."""
+    real, f = proc.run, FakeSsh(answers)
+
+    def run(cmd, **kwargs) -> proc.Result:
+        return f(cmd, **kwargs) if str(cmd[0]) in ("ssh", "scp") else real(cmd, **kwargs)
+
+    monkeypatch.setattr("kbisect.remote.proc.run", run)
+    return f
 
 
 def opts(tmp_path: Path, **kw) -> argparse.Namespace:
@@ -100,16 +112,26 @@ def test_booted_step_refuses_a_non_machine(tmp_path):
 
 
 def test_ktest_config_writes_a_file_after_a_preflight(monkeypatch, tmp_path, emu):
-    from tests.test_ssh_target import fake
     from tests.test_sshcheck import FACTS_TEXT
 
-    f = fake(monkeypatch, [("uid=", 0, FACTS_TEXT)])
+    f = machine(monkeypatch, [("uid=", 0, FACTS_TEXT)])
     (tmp_path / "config").write_text("CONFIG_KEXEC=y\n")
+    repo, shas = users_repo_at_work(tmp_path, [{"subject": f"c{i}"} for i in range(4)])
+    before = repo_snapshot(repo)
     out = tmp_path / "emu.conf"
-    ns = opts(tmp_path, target="emu", out=out, tree=None, output_dir=tmp_path / "ktest")
+    ns = opts(tmp_path, target="emu", out=out, tree=str(repo), good="v6.12-user", bad=shas[-1][:10],
+              output_dir=tmp_path / "ktest")  # fmt: skip
     assert ktest.main(ns) == 0
     text = out.read_text()
     assert "TEST_START" in text and "MIN_CONFIG = " + str(tmp_path / "config") in text
+    keys = dict(ln.split(" = ", 1) for ln in text.splitlines() if " = " in ln)
+    assert (keys["BISECT_GOOD"], keys["BISECT_BAD"]) == (shas[2], shas[-1])  # ids, not names
+    # ktest bisects in a scratch worktree of kbisect's repository, never in the user's
+    build = Path(keys["BUILD_DIR"])
+    assert build.is_relative_to(paths.cache_dir() / "worktrees")
+    assert git(build, "rev-parse", "HEAD") == shas[-1]
+    git(build, "bisect", "start", shas[-1], shas[2])  # what ktest.pl does there
+    assert repo_snapshot(repo) == before
     script = next(ln for ln in text.splitlines() if ln.startswith("REBOOT_SCRIPT = "))
     assert shlex.split(script)[-1] == (  # what the machine's shell runs: the known-good line
         "kexec -s -l /var/lib/kbisect/ktest/vmlinuz-test "
@@ -146,3 +168,41 @@ def test_ktest_config_needs_a_config_or_an_image(tmp_path):
     ns = opts(tmp_path, target="emu", out=None, min_config=None, test_type="test")
     with pytest.raises(UserError, match="--min-config FILE is needed"):
         ktest.main(ns)
+
+
+def test_a_ktest_run_cut_short_mid_bisect_is_reset_next_time(monkeypatch, tmp_path, emu):
+    from tests.test_sshcheck import FACTS_TEXT
+
+    machine(monkeypatch, [("uid=", 0, FACTS_TEXT)])
+    (tmp_path / "config").write_text("CONFIG_KEXEC=y\n")
+    repo, shas = users_repo_at_work(tmp_path, [{"subject": f"c{i}"} for i in range(4)])
+    ns = opts(tmp_path, target="emu", out=tmp_path / "a.conf", tree=str(repo), good=shas[1],
+              bad=shas[-1], output_dir=tmp_path / "ktest")  # fmt: skip
+    ktest.main(ns)
+    build = Path(dict(ln.split(" = ", 1) for ln in (tmp_path / "a.conf").read_text().splitlines()
+                      if " = " in ln)["BUILD_DIR"])  # fmt: skip
+    git(build, "bisect", "start", shas[-1], shas[1])
+    git(build, "bisect", "good")  # ktest killed half-way
+    ns = opts(tmp_path, target="emu", out=tmp_path / "b.conf", tree=str(repo), good=shas[2],
+              bad=shas[-2], output_dir=tmp_path / "ktest")  # fmt: skip
+    assert ktest.main(ns) == 0
+    assert not (Path(git(build, "rev-parse", "--git-dir")) / "BISECT_LOG").exists()
+    assert git(build, "rev-parse", "HEAD") == shas[-2]
+    emu.close()
+
+
+@pytest.mark.parametrize(
+    ("good", "bad", "message"),
+    [("nope", "HEAD", "unknown revision 'nope'"), ("HEAD", "v6.12-user", "is not an ancestor")],
+)
+def test_ktest_config_refuses_bad_revisions_before_the_machine(
+    monkeypatch, tmp_path, emu, good, bad, message
+):
+
+    f = machine(monkeypatch, [])
+    (tmp_path / "config").write_text("CONFIG_KEXEC=y\n")
+    repo, _ = users_repo_at_work(tmp_path, [{"subject": f"c{i}"} for i in range(4)])
+    ns = opts(tmp_path, target="emu", out=None, tree=str(repo), good=good, bad=bad)
+    with pytest.raises(UserError, match=message):
+        ktest.main(ns)
+    assert f.calls == []  # nothing ran on the machine

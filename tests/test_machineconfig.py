@@ -50,6 +50,13 @@ def test_the_build_key_follows_the_machine_config_and_modules(tmp_path):
     first = build.inputs_key(req, frags)
     lsmod.write_text("virtio_blk 20480 2 - Live 0x0\next4 1 1 - Live 0x0\n")
     assert build.inputs_key(req, frags) != first
+    second = build.inputs_key(req, frags)
+    # the same machine after a reboot: other addresses (KASLR), use counts, order
+    lsmod.write_text("ext4 1 3 - Live 0xffffffffc0744000\n"
+                     "virtio_blk 20480 1 - Live 0xffffffffc09bb000\n")  # fmt: skip
+    assert build.inputs_key(req, frags) == second
+    config.write_text("CONFIG_A=y\nCONFIG_B=y\n")
+    assert build.inputs_key(req, frags) != second
 
 
 def test_a_base_that_is_not_a_machine_is_one_line(tmp_path):
