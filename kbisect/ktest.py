@@ -31,12 +31,14 @@ from kbisect import (
     tree,
     worktree,
 )
+from kbisect.build import OBJ_PREFIX
 from kbisect.exceptions import BenchmarkError, BootError, UserError
 from kbisect.targets.base import Job, Kernel
 from kbisect.targets.ssh import SshTarget
 from kbisect.targets.sshjob import expected
 
 TARGET_IMAGE = "ktest/vmlinuz-test"  # under the machine's workdir
+OUTPUT_SUBDIR = f"{OBJ_PREFIX}ktest"  # ktest's OUTPUT_DIR in its scratch worktree
 TEST_KEYS = ("TEST", "BUILD_TYPE", "MIN_CONFIG", "BISECT_")  # the TEST_START section
 RETURN_CODES = {"BISECT_RET_GOOD": 0, "BISECT_RET_SKIP": 125, "BISECT_RET_ABORT": 128}
 
@@ -109,6 +111,7 @@ def settings(t: SshTarget, cmdline: str, opts: argparse.Namespace) -> dict[str, 
         "LOCALVERSION": "-ktest",
         "BUILD_OPTIONS": f"-j{opts.jobs}",
         "MAKE_CMD": "make CC='ccache gcc'",
+        "BUILD_NOCLEAN": "1",
         "SSH_EXEC": ssh_exec(t),
         "SCP_TO_TARGET": scp_to_target(t),
         "POWER_CYCLE": power_cycle(t),
@@ -121,7 +124,7 @@ def settings(t: SshTarget, cmdline: str, opts: argparse.Namespace) -> dict[str, 
         "REBOOT_SUCCESS_LINE": "login:",
         "TIMEOUT": str(t.m.boot_timeout_s),
         "BOOTED_TIMEOUT": "5",
-        "LOG_FILE": str(opts.output_dir / "ktest.log"),
+        "LOG_FILE": str(log_dir(t.name) / "ktest.log"),
         "CLEAR_LOG": "1",
         "TEST_TYPE": opts.test_type,
         "TEST": kbisect_command(*test),
@@ -179,7 +182,11 @@ def configure(parser: argparse.ArgumentParser) -> None:
     add("--test-type", choices=("test", "bisect"), default="bisect")
     add("--good", help="BISECT_GOOD (TEST_TYPE bisect)")
     add("--bad", help="BISECT_BAD (TEST_TYPE bisect)")
-    add("--output-dir", type=Path, help="ktest's OUTPUT_DIR (default: in the cache)")
+    add(
+        "--output-dir",
+        type=Path,
+        help=f"ktest's OUTPUT_DIR (default: {OUTPUT_SUBDIR} in ktest's scratch worktree)",
+    )
     add("-j", "--jobs", type=int, default=2)
     add("--out", type=Path, help="config file to write (default: print it)")
 
@@ -207,7 +214,14 @@ def main(args: argparse.Namespace) -> int:
         t.session.check(f"{t.m.sudo}mkdir -p {where}")  # ktest copies TARGET_IMAGE there
     assert t.known is not None
     args.tree = repo if args.no_build is not None else build_dir(repo, t.name, args)
-    args.output_dir = (args.output_dir or paths.cache_dir() / "ktest" / t.name).resolve()
+    log_dir(t.name).mkdir(parents=True, exist_ok=True)
+    if args.output_dir is None:
+        # Beside kbisect's own O= dirs, a direct subdirectory of the checkout: kbuild
+        # then names sources relatively and ktest's compiles hit ccache's objects of
+        # kbisect's builds (build.obj_dir).
+        default = log_dir(t.name) / "nobuild" if args.no_build else args.tree / OUTPUT_SUBDIR
+        args.output_dir = default
+    args.output_dir = args.output_dir.resolve()
     args.output_dir.mkdir(parents=True, exist_ok=True)
     if args.no_build is not None:
         prebuilt(args.no_build, args.output_dir, t.arch.image, args.min_config)
@@ -218,6 +232,10 @@ def main(args: argparse.Namespace) -> int:
     else:
         print(text, end="")
     return 0
+
+
+def log_dir(name: str) -> Path:
+    return paths.cache_dir() / "ktest" / name
 
 
 def build_dir(repo: Path, name: str, args: argparse.Namespace) -> Path:

@@ -120,7 +120,7 @@ def test_ktest_config_writes_a_file_after_a_preflight(monkeypatch, tmp_path, emu
     before = repo_snapshot(repo)
     out = tmp_path / "emu.conf"
     ns = opts(tmp_path, target="emu", out=out, tree=str(repo), good="v6.12-user", bad=shas[-1][:10],
-              output_dir=tmp_path / "ktest")  # fmt: skip
+              output_dir=None)  # fmt: skip
     assert ktest.main(ns) == 0
     text = out.read_text()
     assert "TEST_START" in text and "MIN_CONFIG = " + str(tmp_path / "config") in text
@@ -130,6 +130,10 @@ def test_ktest_config_writes_a_file_after_a_preflight(monkeypatch, tmp_path, emu
     build = Path(keys["BUILD_DIR"])
     assert build.is_relative_to(paths.cache_dir() / "worktrees")
     assert git(build, "rev-parse", "HEAD") == shas[-1]
+    # its builds beside kbisect's O= dirs (ccache hits theirs), incremental, logged apart
+    assert keys["OUTPUT_DIR"] == str(build / ".kbisect-o-ktest")
+    assert keys["BUILD_NOCLEAN"] == "1"
+    assert Path(keys["LOG_FILE"]).parent == paths.cache_dir() / "ktest" / "emu"
     git(build, "bisect", "start", shas[-1], shas[2])  # what ktest.pl does there
     assert repo_snapshot(repo) == before
     script = next(ln for ln in text.splitlines() if ln.startswith("REBOOT_SCRIPT = "))
