@@ -33,6 +33,7 @@ from kbisect import (
 )
 from kbisect.build import OBJ_PREFIX
 from kbisect.exceptions import BenchmarkError, BootError, UserError
+from kbisect.targets import sshcheck
 from kbisect.targets.base import Job, Kernel
 from kbisect.targets.ssh import SshTarget
 from kbisect.targets.sshjob import expected
@@ -275,6 +276,17 @@ class BootedTarget(SshTarget):
 
     def headline(self, job: Job) -> str:
         return f"as booted by ktest, on {self.m.host}:{self.m.port}"
+
+    def _known_good(self, facts: dict[str, Any]) -> sshcheck.KnownGood:
+        """The kernel that runs is ktest's test kernel, not the machine's own: the one
+        recorded by kbisect before (ktest-config's preflight) stays."""
+        stored = self._stored_known()
+        if stored is None:
+            raise UserError(
+                f"--booted: no known-good kernel of {self.name} is recorded: run `kbisect "
+                f"ktest-config --target {self.name} ...` while it runs its own kernel"
+            )
+        return stored
 
     def close(self) -> None:
         return None

@@ -112,10 +112,14 @@ def test_bisect_and_ktest_find_the_regression_on_the_machine(
                     "--good", good, "--bad", bad, "--scenario", "smoke")  # fmt: skip
     assert found.returncode == 0, found.stderr[-5000:]
     assert f"first bad commit: {regression}" in found.stdout, found.stdout
-    summary = summary_of(Path(os.environ["KBISECT_RESULTS"]))
+    results = Path(os.environ["KBISECT_RESULTS"])
+    summary = summary_of(results)
     assert summary["first_bad"]["commit"] == regression and summary["confirmed"]
-    samples = [s for s in summary["samples"] if s.get("status") == "ok"]
-    assert samples and all(s["target"]["kind"] == "ssh" for s in samples)
+    assert all(s["error"] is None and s["tps"] > 0 for s in summary["samples"])
+    # the re-check's samples: taken on the machine, each in a verified switch
+    taken = [json.loads(p.read_text()) for p in results.glob("*/recheck/*/*/samples/*.json")]
+    assert taken and all(s["target"]["kind"] == "ssh" for s in taken)
+    assert all("kbisect.boot=" in s["fingerprint"]["cmdline"] for s in taken)
     assert on_known_good(machine)
 
     # ktest.pl bisects regression~1 .. regression+1 with kbisect as its TEST

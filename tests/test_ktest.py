@@ -210,3 +210,31 @@ def test_ktest_config_refuses_bad_revisions_before_the_machine(
     with pytest.raises(UserError, match=message):
         ktest.main(ns)
     assert f.calls == []  # nothing ran on the machine
+
+
+def test_the_booted_step_keeps_the_machines_own_kernel_as_known_good(monkeypatch, emu):
+    """ktest boots its test kernel without kbisect's nonce: the step's preflight must not
+    record it as the known-good kernel (seen on the emulated machine: the next run would
+    have "restored" the machine to ktest's kernel)."""
+    from tests.test_sshcheck import FACTS_TEXT
+
+    machine(monkeypatch, [("uid=", 0, FACTS_TEXT)])
+    emu.preflight()  # ktest-config's: the machine on its own kernel
+    emu.close()
+    own = emu._stored_known()
+    assert own is not None and own.release == "6.1.0-56-amd64"
+    ktests = FACTS_TEXT.replace("release=6.1.0-56-amd64", "release=6.12.117-ktest+")
+    machine(monkeypatch, [("uid=", 0, ktests)])
+    booted = ktest.BootedTarget(emu.name, emu.arch, emu.m)
+    booted.preflight()
+    assert booted.known == own and emu._stored_known() == own
+    booted.lock = None
+
+
+def test_the_booted_step_needs_a_recorded_known_good_kernel(monkeypatch, emu):
+    from tests.test_sshcheck import FACTS_TEXT
+
+    machine(monkeypatch, [("uid=", 0, FACTS_TEXT)])
+    booted = ktest.BootedTarget(emu.name, emu.arch, emu.m)
+    with pytest.raises(UserError, match="no known-good kernel of emu is recorded"):
+        booted.preflight()

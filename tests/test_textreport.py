@@ -73,6 +73,7 @@ def test_the_bisect_example_renders_in_every_format(
         ("disturbed-compare", ("2.117x", "[1.624, 2.760]")),
         ("drift-bisect", ("d59fc21905a7", "0.527", "98.3% CI [0.366, 0.759]")),
         ("demo-preempt", ("1.028x", "[0.920, 1.148]")),
+        ("machine-bisect", ("d59fc21905a7", "0.487", "98.3% CI [0.260, 0.912]")),
     ],
 )
 def test_the_examples_with_samples_render_again_in_both_formats(

@@ -105,8 +105,13 @@ class SshTarget(Switching, Restoring, Target):
         if problem:
             raise MachineNotReady(f"target {self.name} is not ready: {problem}")
         self.facts, self.majors_ok = facts, set(majors)
-        self.known = sshcheck.known_good(facts)
-        atomic.write_json(self.known_file, dataclasses.asdict(self.known))
+        self.known = self._known_good(facts)
+
+    def _known_good(self, facts: dict[str, Any]) -> sshcheck.KnownGood:
+        """What runs now is the machine's own kernel: record it as the known-good one."""
+        known = sshcheck.known_good(facts)
+        atomic.write_json(self.known_file, dataclasses.asdict(known))
+        return known
 
     def _stored_known(self) -> sshcheck.KnownGood | None:
         try:
