@@ -52,7 +52,25 @@ class Session:
     ) -> proc.Result:
         """Run a shell command line on the machine; Unreachable when ssh itself failed."""
         r = self.shared if shared else self.plain
-        done = proc.run(
+        done = self._ssh(r, command, timeout, idle_timeout, on_line, capture)
+        if done.returncode == SSH_LOST and shared and ssh.stale_master(done.output):
+            # a master left talking to a kernel that is gone: end it, then a fresh connection
+            self.drop_master()
+            done = self._ssh(self.plain, command, timeout, idle_timeout, on_line, capture)
+        if done.returncode == SSH_LOST:
+            raise Unreachable(f"{self.m.login_name}: {ssh.diagnose(done.output)}")
+        return done
+
+    def _ssh(
+        self,
+        r: ssh.Remote,
+        command: str,
+        timeout: float,
+        idle_timeout: float | None,
+        on_line: Callable[[str], None] | None,
+        capture: bool,
+    ) -> proc.Result:
+        return proc.run(
             ssh.ssh_command(r, command),
             log=self.log,
             timeout=timeout,
@@ -61,9 +79,6 @@ class Session:
             check=False,
             capture=capture,
         )
-        if done.returncode == SSH_LOST:
-            raise Unreachable(f"{self.m.login_name}: {ssh.diagnose(done.output)}")
-        return done
 
     def check(self, command: str, timeout: float = 120) -> str:
         """Run; its output, or InfraError naming the command when it fails."""

@@ -105,6 +105,13 @@ def diagnose(output: str) -> str:
     return last[-1].strip()[:160] if last else "ssh failed"
 
 
+def stale_master(output: str) -> bool:
+    """A failure over the shared connection that a fresh connection may not have: ssh said
+    nothing we know (a master whose machine rebooted under it ends the session silently),
+    or the control socket itself failed."""
+    return not any(p.search(output) for p in (HOST_KEY, NO_KEY, UNREACHABLE))
+
+
 def host_error(host: str) -> str | None:
     """A host must be a name or a loopback address (kbisect never opens other addresses
     itself: reach a remote machine through a name, e.g. an ssh_config alias)."""

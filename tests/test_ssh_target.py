@@ -166,6 +166,44 @@ def test_close_restores_only_after_a_switch(monkeypatch, box):
     assert restored == [False]
 
 
+def test_close_ends_the_ssh_master_connection(monkeypatch, box):
+    f = fake(monkeypatch, [])
+    box.close()
+    [argv] = f.calls
+    assert argv[0] == "ssh" and "-O" in argv and argv[argv.index("-O") + 1] == "exit"
+    assert any(a.startswith("ControlPath=") for a in argv)
+
+
+def test_a_silent_failure_of_the_shared_connection_is_retried_fresh(monkeypatch, box):
+    """A master left talking to a kernel that went away ends its session without a word
+    (exit 255): the master is ended and the command runs once on a fresh connection."""
+    answers = iter([(255, ""), (0, FACTS_TEXT)])
+    calls: list[list[str]] = []
+
+    def run(cmd, **kwargs):
+        calls.append([str(c) for c in cmd])
+        if "-O" in calls[-1]:
+            return proc.Result(0, "", None)
+        code, out = next(answers)
+        return proc.Result(code, out, None)
+
+    monkeypatch.setattr("kbisect.remote.proc.run", run)
+    assert box._facts([])["release"] == sshcheck.parse(FACTS_TEXT)["release"]
+    shared = [any(a.startswith("ControlPath=") for a in c) for c in calls]
+    assert shared == [True, True, False] and "-O" in calls[1]  # the first facts call failed
+    # a failure ssh explains (refused, unreachable) is not retried
+    calls.clear()
+
+    def refused(cmd, **kwargs):
+        calls.append([str(c) for c in cmd])
+        return proc.Result(255, "Connection refused", None)
+
+    monkeypatch.setattr("kbisect.remote.proc.run", refused)
+    with pytest.raises(UserError, match="unreachable"):
+        box._facts([])
+    assert len(calls) == 1
+
+
 def test_harness_command_and_tar(tmp_path, box):
     cmd = harness_command(box.m, "/var/lib/kbisect/boots/n1", 15)
     assert cmd == (

@@ -8,6 +8,7 @@ The switch is in sshswitch.py, the way back in sshrestore.py.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import shlex
@@ -18,7 +19,7 @@ from typing import IO, Any
 from kbisect import atomic, kexec, kimage, machine, progress, scenario
 from kbisect.arch import Arch
 from kbisect.checks import FAIL, Check
-from kbisect.exceptions import BootError, CommandTimeout, UserError
+from kbisect.exceptions import BootError, CommandTimeout, InfraError, UserError
 from kbisect.remote import ConsoleFeed, Session, Unreachable, lock
 from kbisect.targets import sshcheck, sshjob
 from kbisect.targets.base import Job, Kernel, Target, WrongArch
@@ -208,6 +209,9 @@ class SshTarget(Switching, Restoring, Target):
                 progress.step(f"{self.name}: back to its known-good kernel")
                 self._restore(self.known)
         finally:
+            # no ssh master outlives kbisect (ControlPersist would keep it a minute)
+            with contextlib.suppress(InfraError):
+                self.session.drop_master()
             if self.lock is not None:
                 self.lock.close()
                 self.lock = None
