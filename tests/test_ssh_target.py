@@ -284,3 +284,17 @@ def test_switch_script_gets_the_boot_in_its_environment(monkeypatch, tmp_path):
     path.write_text(path.read_text().replace("env |", "exit 1; env |"))
     with pytest.raises(BootError, match="switch_script exited 1"):
         targets.get("scripted")._switch("/k", "c", None)  # type: ignore[attr-defined]
+
+
+def test_measure_copies_the_harness_over_and_keeps_no_copy_in_the_results(
+    monkeypatch, box, tmp_path
+):
+    f = fake(monkeypatch, [])
+    image = tmp_path / "bzImage"
+    image.write_bytes(b"\0" * 4096)
+    job = make_job(tmp_path, Kernel.find(image))
+    job.scenario_file.write_text("{}")
+    box._measure(job, "n1")
+    [put] = [c for c in f.calls if c[0] == "scp" and c[-1].endswith(":/var/lib/kbisect/boots")]
+    assert put[-3].endswith("n1.tar") and put[-2].endswith("n1.json")
+    assert not list(job.boot_dir.glob("*.tar")) and (job.boot_dir / "n1.json").is_file()

@@ -187,7 +187,10 @@ class SshTarget(Switching, Restoring, Target):
         tar = job.boot_dir / f"{nonce}.tar"
         scen = job.boot_dir / f"{nonce}.json"
         atomic.write_bytes(scen, job.scenario_file.read_bytes())
-        self.session.put([sshjob.harness_tar(tar), scen], boots)
+        try:
+            self.session.put([sshjob.harness_tar(tar), scen], boots)
+        finally:
+            tar.unlink(missing_ok=True)  # a copy of harness/: not a result to keep
         run_dir = f"{boots}/{nonce}"
         major = int(job.scen.data["postgres"]["major"])
         done = self.session.run(
