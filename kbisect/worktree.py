@@ -12,13 +12,14 @@ kbisect had made in the user's repository, and nothing else there.
 from __future__ import annotations
 
 import fcntl
+import os
 import shutil
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from kbisect import git, paths, proc, scratch, tree
+from kbisect import git, paths, proc, progress, scratch, tree
 from kbisect.exceptions import CommandFailed, UserError
 
 repo_id = scratch.repo_id
@@ -34,11 +35,21 @@ def path_for(repo: Path, slot: str) -> Path:
 
 @contextmanager
 def locked(path: Path) -> Iterator[None]:
-    """Hold an exclusive lock on `path`.lock for the duration."""
+    """Hold an exclusive lock on `path`.lock for the duration (saying so when another
+    kbisect holds it: a build of another command in the same slot waits its turn)."""
     lock = path.with_name(path.name + ".lock")
     lock.parent.mkdir(parents=True, exist_ok=True)
-    with lock.open("w") as f:
-        fcntl.flock(f, fcntl.LOCK_EX)
+    with lock.open("a+") as f:
+        try:
+            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            f.seek(0)
+            holder = f.read().strip() or "?"
+            progress.step(f"waiting for {path.name}: another kbisect (pid {holder}) works there")
+            fcntl.flock(f, fcntl.LOCK_EX)
+        f.truncate(0)
+        f.write(f"{os.getpid()}\n")
+        f.flush()
         yield
 
 

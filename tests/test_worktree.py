@@ -144,6 +144,30 @@ def test_locked_creates_the_lock_beside(tmp_path: Path) -> None:
 # -- git plumbing ------------------------------------------------------------------------
 
 
+def test_a_busy_slot_says_who_holds_it_and_waits(tmp_path: Path, capsys) -> None:
+    import subprocess
+    import sys
+    import time
+
+    slot = tmp_path / "build"
+    holder = subprocess.Popen(
+        [sys.executable, "-c",
+         "import sys; from pathlib import Path; from kbisect import worktree\n"
+         "with worktree.locked(Path(sys.argv[1])):\n    print('held', flush=True); "
+         "import time; time.sleep(2)", str(slot)],
+        stdout=subprocess.PIPE, text=True, cwd=paths.CHECKOUT,
+    )  # fmt: skip
+    assert holder.stdout is not None and holder.stdout.readline() == "held\n"
+    start = time.monotonic()
+    with worktree.locked(slot):
+        waited = time.monotonic() - start
+    holder.wait()
+    assert waited > 0.5
+    assert f"waiting for build: another kbisect (pid {holder.pid}) works there" in (
+        capsys.readouterr().err
+    )
+
+
 def test_git_plumbing(repo: tuple[Path, list[str]]) -> None:
     tree, shas = repo
     assert gitmod.rev_parse(tree, "HEAD~1") == shas[2]
