@@ -73,7 +73,7 @@ demo-preempt:
 # bisect the demo history (base good, head bad) and find the synthetic regression
 [group('demo')]
 demo-bisect:
-    @echo "kbisect demo-bisect: the posterior method, ~20-26 boots of ~2.6 min under TCG (endpoints, ~8 in the search, the adaptive re-check) plus builds: ~60-75 min on 2 cores"
+    @echo "kbisect demo-bisect: the posterior method, ~17-26 boots of ~2.5 min under TCG (endpoints, ~5-8 in the search, the adaptive re-check) plus builds: ~45-70 min on 2 cores (43 min measured, one kernel built before)"
     kbisect demo
     kbisect bisect --good v6.12-debian --bad kbisect-demo --scenario simple-update-2vcpu
 

@@ -183,11 +183,14 @@ def compare_text(run: Any) -> str:
 
 
 def _bisect_samples(run_dir: Path, commit: str | None) -> list[dict[str, Any]]:
-    """A bisected revision's samples from the bisect store, when the run still has it."""
+    """A bisected revision's samples from the bisect store, when the run still has it: the
+    store it recorded, else a `store/` beside it (an example copied with its samples)."""
     state = run_dir / "state.json"
     if commit is None or not state.is_file():
         return []
     store = Path(json.loads(state.read_text()).get("store") or "/nonexistent")
+    if not store.is_dir():
+        store = run_dir / "store"
     try:
         return results.load_samples(store / commit) if (store / commit).is_dir() else []
     except results.InvalidResult:

@@ -74,6 +74,7 @@ def test_the_bisect_example_renders_in_every_format(
         ("drift-bisect", ("d59fc21905a7", "0.527", "98.3% CI [0.366, 0.759]")),
         ("demo-preempt", ("1.028x", "[0.920, 1.148]")),
         ("machine-bisect", ("d59fc21905a7", "0.487", "98.3% CI [0.260, 0.912]")),
+        ("demo-bisect-posterior", ("d59fc21905a7", "0.578", "98.3% CI [0.445, 0.750]")),
     ],
 )
 def test_the_examples_with_samples_render_again_in_both_formats(
@@ -89,6 +90,8 @@ def test_the_examples_with_samples_render_again_in_both_formats(
     for out in (markdown, text):
         assert all(f in " ".join(out.split()) for f in figure), (name, out[:2000])
     assert max(map(len, text.splitlines())) <= textreport.WIDTH
+    if name.endswith("bisect") or name == "demo-bisect-posterior":  # the store came along
+        assert "is not with this report" not in text and "no samples with" not in text
     if name == "disturbed-compare":
         assert "## Disturbed samples" in markdown
         assert markdown.count("retaken (kept on disk, not counted)") == 2
