@@ -21,8 +21,6 @@ step aborted the bisect.
 from __future__ import annotations
 
 import argparse
-import fcntl
-import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import replace
@@ -32,6 +30,7 @@ from typing import Any
 from kbisect import (
     git,
     paths,
+    pidlock,
     progress,
     results,
     scenario,
@@ -82,20 +81,14 @@ def _exclusive(top: Path) -> Iterator[None]:
     lock = wt.with_suffix(".driver.lock")
     lock.parent.mkdir(parents=True, exist_ok=True)
     with lock.open("a+") as f:
-        try:
-            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            f.seek(0)
-            pid = f.read().strip() or "?"
-            raise UserError(f"another kbisect bisect (pid {pid}) is running on {top}") from None
+        if (pid := pidlock.holder(f)) is not None:
+            raise UserError(f"another kbisect bisect (pid {pid}) is running on {top}")
         if left := stale.wait_gone(wt):
             raise UserError(
                 f"a process of an earlier bisect still runs in {wt}: pid {left[0]} "
                 f"({left[1][:80]}); wait for it to end or kill it"
             )
-        f.truncate(0)
-        f.write(f"{os.getpid()}\n")
-        f.flush()
+        pidlock.claim(f)
         yield
 
 
