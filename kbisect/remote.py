@@ -6,6 +6,7 @@ run through proc; nothing here decides what to run.
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import os
 import tempfile
 import threading
@@ -14,7 +15,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import IO
 
-from kbisect import pidlock, proc, qmp, ssh
+from kbisect import proc, qmp, ssh
 from kbisect.exceptions import BootError, CommandTimeout, InfraError, UserError
 from kbisect.machine import Machine, state_dir
 
@@ -196,8 +197,14 @@ def lock(name: str) -> IO[str]:
     path = state_dir(name) / "lock"
     path.parent.mkdir(parents=True, exist_ok=True)
     handle = path.open("a+")
-    if (pid := pidlock.holder(handle)) is not None:
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        handle.seek(0)
+        holder = handle.read().strip() or "?"
         handle.close()
-        raise MachineBusy(f"target {name} is in use by another kbisect (pid {pid})")
-    pidlock.claim(handle)
+        raise MachineBusy(f"target {name} is in use by another kbisect (pid {holder})") from None
+    handle.truncate(0)
+    handle.write(f"{os.getpid()}\n")
+    handle.flush()
     return handle

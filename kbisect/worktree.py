@@ -12,13 +12,14 @@ kbisect had made in the user's repository, and nothing else there.
 from __future__ import annotations
 
 import fcntl
+import os
 import shutil
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from kbisect import git, paths, pidlock, proc, progress, scratch, tree
+from kbisect import git, paths, proc, progress, scratch, tree
 from kbisect.exceptions import CommandFailed, UserError
 
 repo_id = scratch.repo_id
@@ -39,10 +40,16 @@ def locked(path: Path) -> Iterator[None]:
     lock = path.with_name(path.name + ".lock")
     lock.parent.mkdir(parents=True, exist_ok=True)
     with lock.open("a+") as f:
-        if (pid := pidlock.holder(f)) is not None:
-            progress.step(f"waiting for {path.name}: another kbisect (pid {pid}) works there")
+        try:
+            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            f.seek(0)
+            holder = f.read().strip() or "?"
+            progress.step(f"waiting for {path.name}: another kbisect (pid {holder}) works there")
             fcntl.flock(f, fcntl.LOCK_EX)
-        pidlock.claim(f)
+        f.truncate(0)
+        f.write(f"{os.getpid()}\n")
+        f.flush()
         yield
 
 

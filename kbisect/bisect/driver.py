@@ -21,6 +21,8 @@ step aborted the bisect.
 from __future__ import annotations
 
 import argparse
+import fcntl
+import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import replace
@@ -30,7 +32,6 @@ from typing import Any
 from kbisect import (
     git,
     paths,
-    pidlock,
     progress,
     results,
     scenario,
@@ -81,14 +82,20 @@ def _exclusive(top: Path) -> Iterator[None]:
     lock = wt.with_suffix(".driver.lock")
     lock.parent.mkdir(parents=True, exist_ok=True)
     with lock.open("a+") as f:
-        if (pid := pidlock.holder(f)) is not None:
-            raise UserError(f"another kbisect bisect (pid {pid}) is running on {top}")
+        try:
+            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            f.seek(0)
+            pid = f.read().strip() or "?"
+            raise UserError(f"another kbisect bisect (pid {pid}) is running on {top}") from None
         if left := stale.wait_gone(wt):
             raise UserError(
                 f"a process of an earlier bisect still runs in {wt}: pid {left[0]} "
                 f"({left[1][:80]}); wait for it to end or kill it"
             )
-        pidlock.claim(f)
+        f.truncate(0)
+        f.write(f"{os.getpid()}\n")
+        f.flush()
         yield
 
 
