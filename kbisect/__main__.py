@@ -1,3 +1,3 @@
-from kbisect.cli import leave, main
+from kbisect.commands.cli import leave, main
 
 raise SystemExit(leave(main()))

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
-from kbisect import proc
+from kbisect.core import proc
 
 ROOT = Path(__file__).resolve().parent.parent
 FAKELINUX = ROOT / "tests" / "fakelinux"

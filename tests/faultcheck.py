@@ -18,7 +18,7 @@ import sys
 import time
 from pathlib import Path
 
-from kbisect import results
+from kbisect.measure import results, schema
 from tests.fakes import ROOT
 from tests.faultkit import (
     Chain,
@@ -112,11 +112,11 @@ def check_files(chain: Chain, run_dir: Path) -> None:
     for folder in {p.parent.parent for p in chain.scenario.samples(chain)}:
         try:
             results.load_samples(folder)
-        except results.InvalidResult as exc:
+        except schema.InvalidResult as exc:
             chain.problem(str(exc))
     try:
         results.load_summary(run_dir)
-    except (results.InvalidResult, results.NoResults) as exc:
+    except (schema.InvalidResult, results.NoResults) as exc:
         chain.problem(str(exc))
     report = subprocess.run(
         [sys.executable, "-m", "kbisect", "report", str(run_dir)],

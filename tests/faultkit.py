@@ -184,12 +184,12 @@ class _Watch:
     def poll(self) -> None:
         how, run = self.how, self.run
         if how["guest"] and not run.guest_killed and self.chain.calls() >= how["guest_at"]:
-            pid = _find(self.chain, "fakeguest.py")
+            pid = _find(self.chain, "fake/guest.py")
             if pid is not None:
                 _signal(pid, signal.SIGKILL)
                 run.guest_killed = True
         if how["step"] and not run.fired:
-            pid = _find(self.chain, "kbisect.bisect.step")
+            pid = _find(self.chain, "kbisect.bisect.git.step")
             if pid is not None:
                 run.fired = run.step_killed = _signal(pid, SIGNALS[self.chain.sig])
         elif how["trigger"] in ("sample", "time", "phase") and not run.fired and self.due():

@@ -10,7 +10,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from kbisect import reaper, stale
+from kbisect.core import reaper, stale
 from tests.fakes import ROOT
 
 MARK = "KBISECT_FAULTS"

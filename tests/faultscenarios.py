@@ -16,8 +16,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kbisect import results
 from kbisect.bisect import state as bisect_state
+from kbisect.measure import results
 from tests import faultprocs
 from tests.faultkit import Chain, Reference, Scenario, Worker
 

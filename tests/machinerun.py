@@ -8,9 +8,11 @@ import signal
 import sys
 from pathlib import Path
 
-from kbisect import sample, scenario, targets
-from kbisect.exceptions import KbisectError
-from kbisect.targets import Kernel
+from kbisect.core.exceptions import KbisectError
+from kbisect.measure import sample
+from kbisect.scenario import scenario
+from kbisect.targets import registry
+from kbisect.targets.base import Kernel
 
 
 def main(argv: list[str]) -> int:
@@ -19,7 +21,7 @@ def main(argv: list[str]) -> int:
     append = argv[3] if len(argv) > 3 else ""
     scen = scenario.load("smoke")
     try:
-        with targets.get(name) as target:
+        with registry.get(name) as target:
             target.preflight()
             while True:
                 try:

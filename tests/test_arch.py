@@ -7,7 +7,7 @@ import tomllib
 
 import pytest
 
-from kbisect import arch
+from kbisect.core import arch
 
 HOSTS = ["x86_64", "arm64"]
 

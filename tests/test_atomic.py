@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from kbisect import atomic
+from kbisect.core import atomic
 
 
 class Boom(Exception):

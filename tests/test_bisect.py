@@ -13,11 +13,13 @@ from typing import Any
 
 import pytest
 
-from kbisect import cli, stale, worktree
-from kbisect.bisect import args as bisect_args
-from kbisect.bisect import gitbisect as bisect_git
 from kbisect.bisect import state as bisect_state
-from kbisect.bisect import step as bisect_step
+from kbisect.bisect.git import run as bisect_git
+from kbisect.bisect.git import step as bisect_step
+from kbisect.commands import bisect as bisect_args
+from kbisect.commands import cli
+from kbisect.core import stale
+from kbisect.source import worktree
 from tests.fakes import fake_calls, git, make_fake_kernel_repo, start_driver
 from tests.test_bisect_step import calls, fake, fixed_dates, write_scenario
 

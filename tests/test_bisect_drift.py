@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
-from kbisect import cli
-from kbisect.bisect import judge
+from kbisect.bisect.git import judge
+from kbisect.commands import cli
 from kbisect.study import analysis as study_analysis
 from kbisect.study import store as study_store
 from tests.fakes import fake_image, fake_target, git

@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
-from kbisect import cli
 from kbisect.bisect import state as bisect_state
+from kbisect.commands import cli
 from tests.fakes import fake_calls, git, make_fake_kernel_repo
 from tests.test_bisect import ROOT, history, kbisect, run_dirs, summary
 from tests.test_bisect_step import fake, fixed_dates, write_scenario

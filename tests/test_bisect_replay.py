@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from kbisect.bisect import graph as graph_mod
-from kbisect.bisect import replay
-from kbisect.bisect.posterior import Posterior
+from kbisect.bisect.posterior import graph as graph_mod
+from kbisect.bisect.posterior import replay
+from kbisect.bisect.posterior.posterior import Posterior
 from kbisect.bisect.state import parse_log
 from tests.fakes import git
 

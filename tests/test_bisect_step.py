@@ -13,13 +13,17 @@ from typing import Any
 
 import pytest
 
-from kbisect import paths, progress, results, sample, scenario, sequential, targets
-from kbisect.bisect import judge as bisect_judge
-from kbisect.bisect import liveness
 from kbisect.bisect import samples as bisect_samples
-from kbisect.bisect import step as bisect_step
-from kbisect.exceptions import BootError
-from kbisect.targets import Kernel
+from kbisect.bisect.git import judge as bisect_judge
+from kbisect.bisect.git import liveness
+from kbisect.bisect.git import step as bisect_step
+from kbisect.core import paths, progress
+from kbisect.core.exceptions import BootError
+from kbisect.measure import results, sample
+from kbisect.scenario import scenario
+from kbisect.stats import sequential
+from kbisect.targets import registry
+from kbisect.targets.base import Kernel
 from tests.fakes import fake_calls, fake_target, git, make_fake_kernel_repo
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -297,7 +301,7 @@ class FlakyBoots:
 
 
 def _revision(tmp_path: Path) -> tuple[bisect_samples.Context, bisect_samples.Revision]:
-    ctx = bisect_samples.Context(scenario.load("smoke"), "", targets.get("fake"))
+    ctx = bisect_samples.Context(scenario.load("smoke"), "", registry.get("fake"))
     kernel = Kernel(tmp_path / "img")
     return ctx, bisect_samples.Revision("c0ffee", kernel, tmp_path / "out")
 

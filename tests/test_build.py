@@ -13,9 +13,12 @@ from typing import Any
 
 import pytest
 
-from kbisect import arch, build, ccache, cli, kconfig, paths, proc, progress, worktree
-from kbisect.exceptions import EXIT_BUILD, EXIT_USER, BuildError
-from kbisect.kconfig import ConfigDropped
+from kbisect.build import build, ccache, kconfig, make
+from kbisect.build.kconfig import ConfigDropped
+from kbisect.commands import cli
+from kbisect.core import arch, paths, proc, progress
+from kbisect.core.exceptions import EXIT_BUILD, EXIT_USER, BuildError
+from kbisect.source import worktree
 from tests.fakes import git, make_fake_kernel_repo, read_fake_image
 
 HISTORY: list[dict[str, Any]] = [
@@ -388,7 +391,7 @@ def test_arm64_build_produces_image(
 
 def test_make_command_is_pure() -> None:
     a = arch.get("x86_64")
-    cmd = build.make_command(Path("/src"), Path("/obj"), a, "bzImage", jobs=3, cc="ccache gcc")
+    cmd = make.make_command(Path("/src"), Path("/obj"), a, "bzImage", jobs=3, cc="ccache gcc")
     assert cmd[:4] == ["make", "-C", "/src", "O=/obj"]
     assert cmd[-3:] == ["CC=ccache gcc", "-j3", "bzImage"]
     assert "ARCH=x86" in cmd

@@ -12,8 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from kbisect import __version__, cli
-from kbisect.exceptions import BuildError, InfraError, UserError
+from kbisect import __version__
+from kbisect.commands import cli
+from kbisect.core.exceptions import BuildError, InfraError, UserError
 
 CHECKOUT = Path(__file__).resolve().parent.parent
 
@@ -134,7 +135,7 @@ def test_a_signal_after_the_run_is_ignored_not_a_traceback() -> None:
     # finished run: "Exception ignored ... KeyboardInterrupt" and exit 120.
     code = (
         "import os, signal, sys\n"
-        "from kbisect import cli\n"
+        "from kbisect.commands import cli\n"
         "for s in (signal.SIGTERM, signal.SIGHUP):\n"
         "    signal.signal(s, cli._sigterm)\n"
         "print('done')\n"

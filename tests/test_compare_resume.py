@@ -9,9 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from kbisect import cli, paths, results
+from kbisect.commands import cli
 from kbisect.compare import schedule
-from kbisect.exceptions import EXIT_OK, EXIT_USER
+from kbisect.core import paths
+from kbisect.core.exceptions import EXIT_OK, EXIT_USER
+from kbisect.measure import results
 from tests.fakes import (
     fake_calls,
     fake_image,

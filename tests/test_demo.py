@@ -8,8 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from kbisect import demo, proc, tree
-from kbisect.exceptions import InfraError
+from kbisect.core import proc
+from kbisect.core.exceptions import InfraError
+from kbisect.source import demo, tree
 from tests.fakes import git
 
 # The two functions of net/unix/af_unix.c (6.12) that open with the same scm_send lines.

@@ -13,8 +13,13 @@ from pathlib import Path
 
 import pytest
 
-from kbisect import arch, checks, cli, doctor, image, kvm, tree
-from kbisect.exceptions import MissingTool
+from kbisect.commands import cli
+from kbisect.core import arch, checks
+from kbisect.core.exceptions import MissingTool
+from kbisect.doctor import doctor
+from kbisect.doctor import host as doctor_host
+from kbisect.source import tree
+from kbisect.targets.vng import kvm, rootfs
 
 GIB = 1 << 30
 USABLE = kvm.KvmStatus(True, "a kernel booted under KVM (bzImage)", "kernel")
@@ -24,10 +29,10 @@ UNKNOWN = kvm.KvmStatus(False, kvm.NO_KERNEL, "bootsector", decided=False, contr
 
 
 def arm64_image() -> str:
-    return str(image.root_for(arch.get("arm64")).parent / image.MANIFEST)
+    return str(rootfs.root_for(arch.get("arm64")).parent / rootfs.MANIFEST)
 
 
-class FakeHost(doctor.Host):
+class FakeHost(doctor_host.Host):
     """A well-equipped 8-core x86_64 host with usable KVM; tests spoil one thing each."""
 
     def __init__(self) -> None:
@@ -380,14 +385,14 @@ def _elf(types: list[int]) -> bytes:
 
 
 def test_is_static_elf() -> None:
-    assert doctor.is_static_elf(_elf([1, 1, 4]))
-    assert not doctor.is_static_elf(_elf([6, 3, 1]))  # PT_INTERP: dynamically linked
-    assert not doctor.is_static_elf(b"#!/bin/sh\n")
-    assert not doctor.Host().is_static(sys.executable)
+    assert doctor_host.is_static_elf(_elf([1, 1, 4]))
+    assert not doctor_host.is_static_elf(_elf([6, 3, 1]))  # PT_INTERP: dynamically linked
+    assert not doctor_host.is_static_elf(b"#!/bin/sh\n")
+    assert not doctor_host.Host().is_static(sys.executable)
 
 
 def test_real_host_methods_answer(tmp_path: Path) -> None:
-    host = doctor.Host()
+    host = doctor_host.Host()
     assert host.which("sh") is not None
     assert host.which("no-such-tool-kbisect") is None
     assert host.version(["no-such-tool-kbisect", "--version"]) == ""

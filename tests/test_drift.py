@@ -8,8 +8,8 @@ import random
 
 import pytest
 
-from kbisect.bisect import drift
-from kbisect.bisect.drift import Timed
+from kbisect.stats import drift
+from kbisect.stats.drift import Timed
 
 
 def references(rng: random.Random, moved: float, n: int = 24, cv: float = 0.05) -> list[Timed]:

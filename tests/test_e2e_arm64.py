@@ -15,7 +15,8 @@ from typing import Any
 
 import pytest
 
-from kbisect import proc, results
+from kbisect.core import proc
+from kbisect.measure import results
 
 pytestmark = pytest.mark.e2e
 

@@ -16,12 +16,16 @@ from pathlib import Path
 
 import pytest
 
-from kbisect import paths, sample, scenario, targets
-from kbisect.emu import image, vm
-from kbisect.exceptions import BootError, UserError
-from kbisect.machine import state_dir
-from kbisect.targets import Kernel, sshcheck
-from kbisect.targets.ssh import SshTarget
+from kbisect.core import paths
+from kbisect.core.exceptions import BootError, UserError
+from kbisect.measure import sample
+from kbisect.scenario import scenario
+from kbisect.targets import registry
+from kbisect.targets.base import Kernel
+from kbisect.targets.emu import image, vm
+from kbisect.targets.ssh import check as sshcheck
+from kbisect.targets.ssh.config import state_dir
+from kbisect.targets.ssh.target import SshTarget
 
 pytestmark = [
     pytest.mark.e2e,
@@ -33,7 +37,7 @@ NAME = "e2e"
 
 
 def machine() -> SshTarget:
-    t = targets.get(NAME)
+    t = registry.get(NAME)
     assert isinstance(t, SshTarget)
     return t
 
@@ -60,7 +64,7 @@ def write_target(name: str, **change: object) -> None:
     for key, value in change.items():
         lines = [ln for ln in text.splitlines() if not ln.startswith(f"{key} =")]
         text = "\n".join([*lines, f"{key} = {value!r}".replace("'", '"')]) + "\n"
-    (targets.config_dir() / f"{name}.toml").write_text(text)
+    (registry.config_dir() / f"{name}.toml").write_text(text)
 
 
 def test_emulated_machine(real_cache, tmp_path):
@@ -81,12 +85,12 @@ def test_emulated_machine(real_cache, tmp_path):
 def check_bad_input(tmp_path: Path) -> None:
     write_target("closed", port=vm.free_port())
     with pytest.raises(UserError, match=r"cannot ssh to .*unreachable"):
-        targets.get("closed").preflight()
+        registry.get("closed").preflight()
     other = tmp_path / "other_key"
     subprocess.run(image.keygen_command(other), check=True)
     write_target("stranger", key=str(other))
     with pytest.raises(UserError, match="the key was refused"):
-        targets.get("stranger").preflight()
+        registry.get("stranger").preflight()
     for name in ("closed", "stranger"):  # their lock files
         shutil.rmtree(state_dir(name), ignore_errors=True)
 

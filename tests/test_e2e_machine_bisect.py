@@ -21,10 +21,12 @@ from typing import Any
 
 import pytest
 
-from kbisect import git, paths, targets, tree
-from kbisect.emu import image, vm
-from kbisect.exceptions import UserError
-from kbisect.targets.ssh import SshTarget
+from kbisect.core import paths
+from kbisect.core.exceptions import UserError
+from kbisect.source import git, tree
+from kbisect.targets import registry
+from kbisect.targets.emu import image, vm
+from kbisect.targets.ssh.target import SshTarget
 
 pytestmark = [
     pytest.mark.e2e,
@@ -45,7 +47,7 @@ def kbisect(*args: str, timeout: float = 3 * 3600) -> subprocess.CompletedProces
 
 def on_known_good(name: str) -> bool:
     """A look, not a preflight (which would bring the machine back itself)."""
-    t = targets.get(name)
+    t = registry.get(name)
     assert isinstance(t, SshTarget)
     known = t._stored_known()
     return known is not None and known.matches(t._facts([])) is None
@@ -71,8 +73,8 @@ def back_on_known_good(name: str, within_s: float) -> bool:
 def machine(real_cache: Path) -> Iterator[str]:
     given = os.environ.get("KBISECT_E2E_MACHINE")
     if given:
-        targets.config_dir().mkdir(parents=True, exist_ok=True)
-        shutil.copy(REAL_TARGETS / "targets" / f"{given}.toml", targets.config_dir())
+        registry.config_dir().mkdir(parents=True, exist_ok=True)
+        shutil.copy(REAL_TARGETS / "targets" / f"{given}.toml", registry.config_dir())
         yield given
         return
     image.build()
@@ -82,7 +84,7 @@ def machine(real_cache: Path) -> Iterator[str]:
         end = time.monotonic() + 900
         while True:
             try:
-                targets.get(NAME).preflight()
+                registry.get(NAME).preflight()
                 break
             except UserError:
                 if time.monotonic() > end:
@@ -158,4 +160,4 @@ def test_bisect_and_ktest_find_the_regression_on_the_machine(
     log = Path(keys["LOG_FILE"]).read_text(errors="replace")
     assert code == 0, log[-5000:]
     assert f"{regression} is the first bad commit" in log, log[-5000:]
-    assert back_on_known_good(machine, targets.get(machine).m.boot_timeout_s)  # type: ignore[attr-defined]
+    assert back_on_known_good(machine, registry.get(machine).m.boot_timeout_s)  # type: ignore[attr-defined]

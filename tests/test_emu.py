@@ -6,8 +6,9 @@ import socket
 import tomllib
 from pathlib import Path
 
-from kbisect import emu, machine, targets
-from kbisect.emu import image, vm
+from kbisect.targets import registry
+from kbisect.targets.emu import image, vm, where
+from kbisect.targets.ssh import config
 
 
 def test_mmdebstrap_command():
@@ -95,14 +96,14 @@ def test_target_file_is_a_valid_ssh_machine(tmp_path):
     machine_vm = vm.Vm.named("emu")
     text = vm.toml_text(vm.target_settings(machine_vm, 40022, key, tmp_path / "kh"))
     settings = tomllib.loads(text)
-    m = machine.load("emu", settings)
+    m = config.load("emu", settings)
     assert (m.host, m.port, m.user, m.key) == ("127.0.0.1", 40022, "root", key)
-    assert m.power_cycle == f"qmp:{emu.vm_dir('emu') / 'qmp.sock'}"
-    assert m.console == f"tail -n0 -F {emu.vm_dir('emu') / 'serial.log'}"
+    assert m.power_cycle == f"qmp:{where.vm_dir('emu') / 'qmp.sock'}"
+    assert m.console == f"tail -n0 -F {where.vm_dir('emu') / 'serial.log'}"
     path = vm.target_file("emu")
     path.parent.mkdir(parents=True)
     path.write_text(text)
-    assert targets.get("emu").kind == "ssh"
+    assert registry.get("emu").kind == "ssh"
 
 
 def test_free_port_is_a_loopback_port():

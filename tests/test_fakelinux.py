@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from kbisect import proc
+from kbisect.core import proc
 from tests.fakes import FAKELINUX, git, make_fake_kernel_repo, read_fake_image
 
 MERGE = Path("scripts/kconfig/merge_config.sh")

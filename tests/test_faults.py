@@ -31,7 +31,7 @@ from typing import Any
 
 import pytest
 
-from kbisect import tree
+from kbisect.source import tree
 from tests import faultkit, faultprocs, faultsetup
 from tests.fakes import repo_snapshot, users_repo_at_work
 from tests.faultcheck import reference, run_chain, tmp_files

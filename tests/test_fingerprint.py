@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from kbisect import fingerprint
+from kbisect.measure import fingerprint
 
 
 def fp(**over: Any) -> dict[str, Any]:

@@ -12,7 +12,8 @@ from typing import Any
 import pytest
 
 from harness import fio
-from kbisect import cli, fingerprint, fiodiff, report
+from kbisect.commands import cli, report
+from kbisect.measure import fingerprint, fiodiff
 from tests.test_report import make_run
 
 DATA = Path(__file__).parent / "data" / "fio"

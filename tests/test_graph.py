@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from kbisect.bisect import graph as graph_mod
-from kbisect.bisect.graph import EmptyRange, Graph
+from kbisect.bisect.posterior import graph as graph_mod
+from kbisect.bisect.posterior.graph import EmptyRange, Graph
 from kbisect.simulate import histories
 from tests.fakes import git
 

@@ -17,8 +17,10 @@ import pytest
 
 from harness import fingerprint, guest, pgbench, postgres, proc, system, template
 from harness.proc import Account, HarnessError
-from kbisect import clock, paths, results, scenario
-from kbisect import proc as host_proc
+from kbisect.core import clock, paths
+from kbisect.core import proc as host_proc
+from kbisect.measure import schema
+from kbisect.scenario import scenario
 
 DATA = Path(__file__).parent / "data" / "pgbench"
 PG15 = Path("/usr/lib/postgresql/15/bin/postgres")
@@ -361,7 +363,7 @@ def check_ok(code: int, lines: list[str], result: dict[str, Any], s: scenario.Sc
     assert fp["pg_settings"]["max_wal_size"] == "128MB"  # a scenario setting, really applied
     assert fp["huge_pages_used"] is None  # huge_pages = off
     assert fp["nproc"] >= 1 and fp["mem_total_kb"] > 0 and fp["uname_r"]
-    results.validate(as_sample(result, s), "sample")
+    schema.validate(as_sample(result, s), "sample")
 
 
 @pytest.mark.real
@@ -386,7 +388,7 @@ def test_pinned_postgresql_17_fails_clearly(dirs):
     assert result["error"] == "scenario pins PostgreSQL 17 but the guest has 15"
     assert result["runs"] == [] and "tps" not in json.dumps(result["runs"])
     assert not any(ln.startswith("kbisect-guest: tps") for ln in lines)
-    results.validate(as_sample(result, s), "sample")
+    schema.validate(as_sample(result, s), "sample")
 
 
 @pytest.mark.real
@@ -402,7 +404,7 @@ def test_pgbench_failure_gives_no_number(dirs, tmp_path):
     assert result["error"] == (
         'pgbench run 0 exited 2: ERROR: column "nonexistent_column" does not exist'
     )
-    results.validate(as_sample(result, s), "sample")
+    schema.validate(as_sample(result, s), "sample")
 
 
 def test_cpu_during_runs_from_two_proc_stat_readings():

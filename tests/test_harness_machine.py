@@ -7,7 +7,7 @@ from pathlib import Path
 
 from harness import fingerprint, guest
 from harness.boot import GUEST_WORKDIR, Boot
-from kbisect import fingerprint as host_fingerprint
+from kbisect.measure import fingerprint as host_fingerprint
 
 SCENARIO = {"postgres": {"major": 15, "settings": {}}}
 CPUINFO = """\

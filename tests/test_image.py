@@ -10,9 +10,14 @@ from pathlib import Path
 
 import pytest
 
-from kbisect import arch, cli, image, paths, sample, scenario, targets
-from kbisect.exceptions import EXIT_USER, MissingTool, UserError
-from kbisect.targets import Kernel
+from kbisect.commands import cli
+from kbisect.core import arch, paths
+from kbisect.core.exceptions import EXIT_USER, MissingTool, UserError
+from kbisect.measure import sample
+from kbisect.scenario import scenario
+from kbisect.targets import registry
+from kbisect.targets.base import Kernel
+from kbisect.targets.vng import rootfs
 from tests.test_target_vng import fake_image, use_fake_vng, vng_calls
 
 
@@ -40,39 +45,39 @@ def fake_root(where: Path) -> Path:
 
 def installed(a: arch.Arch) -> Path:
     """A finished root fs in the cache, as `kbisect image` leaves it."""
-    root = fake_root(image.root_for(a))
-    image.finish(root)
-    (root.parent / image.MANIFEST).write_text(json.dumps({"arch": a.name}))
+    root = fake_root(rootfs.root_for(a))
+    rootfs.finish(root)
+    (root.parent / rootfs.MANIFEST).write_text(json.dumps({"arch": a.name}))
     return root
 
 
 def test_mmdebstrap_command_is_exact() -> None:
     a = arch.get("arm64")
-    cmd = image.mmdebstrap_command(a, Path("/c/root.partial"))
+    cmd = rootfs.mmdebstrap_command(a, Path("/c/root.partial"))
     assert cmd[:5] == [
         "mmdebstrap",
         "--mode=root",
         "--variant=extract",
         "--architectures=arm64",
-        f"--include={','.join(image.packages())}",
+        f"--include={','.join(rootfs.packages())}",
     ]
     assert cmd[5:] == ["bookworm", "/c/root.partial"]
-    assert "postgresql-15" in image.packages() and "python3" in image.packages()
-    with_mirror = image.mmdebstrap_command(a, Path("/r"), 15, "http://mirror/debian")
+    assert "postgresql-15" in rootfs.packages() and "python3" in rootfs.packages()
+    with_mirror = rootfs.mmdebstrap_command(a, Path("/r"), 15, "http://mirror/debian")
     assert with_mirror[-1] == "http://mirror/debian"
-    assert image.packages(16)[-1] == "postgresql-16"
+    assert rootfs.packages(16)[-1] == "postgresql-16"
 
 
 def test_finish_makes_accounts_poweroff_and_mount_points(tmp_path: Path) -> None:
     root = fake_root(tmp_path / "root")
-    image.finish(root)
-    image.finish(root)  # idempotent: no second postgres entry
+    rootfs.finish(root)
+    rootfs.finish(root)  # idempotent: no second postgres entry
     passwd = (root / "etc/passwd").read_text().splitlines()
     assert passwd[0].startswith("root:") and sum(p.startswith("postgres:") for p in passwd) == 1
     assert any(g.startswith("postgres:") for g in (root / "etc/group").read_text().splitlines())
     assert (root / "usr/sbin/poweroff").is_symlink()
     assert str((root / "usr/sbin/poweroff").readlink()) == "/bin/busybox"
-    for d in (image.GUEST_HARNESS, image.GUEST_OUT, image.GUEST_TEMPLATES):
+    for d in (rootfs.GUEST_HARNESS, rootfs.GUEST_OUT, rootfs.GUEST_TEMPLATES):
         assert (root / d.relative_to("/")).is_dir()
     assert (root / "tmp/kbisect-pg").is_dir()
     assert (root / "tmp").stat().st_mode & 0o1777 == 0o1777
@@ -100,7 +105,7 @@ def test_foreign_guest_boots_the_root_fs_with_the_host_dirs_under_kbisect(
     a = arch.get("arm64")
     root = installed(a)
     kernel = fake_image(tmp_path / "k")
-    target = targets.get("vng", "arm64")
+    target = registry.get("vng", "arm64")
     s = sample.take(target, Kernel(kernel), scenario.load("smoke"), out_dir=tmp_path / "run")
     assert s["status"] == "ok" and s["tps"] > 0
     [call] = vng_calls(state)
@@ -123,7 +128,7 @@ def test_build_refuses_the_native_arch_and_a_missing_mmdebstrap(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     with pytest.raises(UserError, match="x86_64 is this host's arch"):
-        image.build(arch.get("x86_64"))
+        rootfs.build(arch.get("x86_64"))
     monkeypatch.setattr(shutil, "which", lambda name: None)
     with pytest.raises(MissingTool, match="mmdebstrap: not installed"):
-        image.build(arch.get("arm64"))
+        rootfs.build(arch.get("arm64"))

@@ -8,9 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from kbisect import kconfig, paths, proc
-from kbisect.exceptions import EXIT_BUILD, EXIT_USER, BuildError
-from kbisect.kconfig import (
+from kbisect.build import kconfig
+from kbisect.build.kconfig import (
     BadFragment,
     ConfigDropped,
     Fragment,
@@ -22,6 +21,8 @@ from kbisect.kconfig import (
     resolve,
     verify,
 )
+from kbisect.core import paths, proc
+from kbisect.core.exceptions import EXIT_BUILD, EXIT_USER, BuildError
 from tests.fakes import FAKELINUX
 
 CONFIGS = paths.configs_dir()

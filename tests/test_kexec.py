@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from kbisect import kexec
+from kbisect.targets.ssh import kexec
 
 
 def test_command_line_drops_boot_words_and_adds_extras_then_nonce():

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from kbisect import ktest, paths, proc
-from kbisect.bisect import step
-from kbisect.exceptions import UserError
-from kbisect.targets.ssh import SshTarget
+from kbisect.bisect.git import ktest, step
+from kbisect.core import paths, proc
+from kbisect.core.exceptions import UserError
+from kbisect.targets.ssh.target import SshTarget
 from tests.fakes import git, repo_snapshot, users_repo_at_work
 from tests.test_ssh_target import FakeSsh, machine_target
 
@@ -31,7 +31,7 @@ def machine(monkeypatch, answers) -> FakeSsh:
     def run(cmd, **kwargs) -> proc.Result:
         return f(cmd, **kwargs) if str(cmd[0]) in ("ssh", "scp") else real(cmd, **kwargs)
 
-    monkeypatch.setattr("kbisect.remote.proc.run", run)
+    monkeypatch.setattr("kbisect.targets.ssh.transport.proc.run", run)
     return f
 
 

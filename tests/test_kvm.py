@@ -11,8 +11,9 @@ from typing import Any
 
 import pytest
 
-from kbisect import arch, kvm, paths, proc
-from kbisect.exceptions import CommandTimeout, UserError
+from kbisect.core import arch, paths, proc
+from kbisect.core.exceptions import CommandTimeout, UserError
+from kbisect.targets.vng import kvm
 from tests.conftest import REAL_CACHE
 
 PANIC = "[    1.89] Kernel panic - not syncing: VFS: Unable to mount root fs on unknown-block(0,0)"

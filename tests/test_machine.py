@@ -6,25 +6,26 @@ from pathlib import Path
 
 import pytest
 
-from kbisect import machine, targets
-from kbisect.exceptions import UserError
+from kbisect.core.exceptions import UserError
+from kbisect.targets import registry
+from kbisect.targets.ssh import config
 
 GOOD = {"kind": "ssh", "host": "127.0.0.1", "arch": "x86_64"}
 
 
 def test_defaults():
-    m = machine.load("box", GOOD)
+    m = config.load("box", GOOD)
     assert (m.port, m.user, m.key, m.switch) == (22, "root", None, "kexec")
     assert m.workdir == "/var/lib/kbisect" and m.pgdata == "/var/lib/kbisect/pg"
     assert m.pg_bindir == "/usr/lib/postgresql/{major}/bin"
-    assert m.known_hosts == machine.state_dir("box") / "known_hosts"
+    assert m.known_hosts == config.state_dir("box") / "known_hosts"
     assert m.boot_timeout_s == 600 and m.sudo == ""
 
 
 def test_all_keys(tmp_path):
     key = tmp_path / "id"
     key.write_text("k")
-    m = machine.load(
+    m = config.load(
         "box",
         {
             **GOOD,
@@ -70,15 +71,15 @@ def test_all_keys(tmp_path):
 )
 def test_bad_keys(change, words):
     settings = {k: v for k, v in {**GOOD, **change}.items() if v is not None}
-    with pytest.raises(machine.BadMachine) as info:
-        machine.load("box", settings)
+    with pytest.raises(config.BadMachine) as info:
+        config.load("box", settings)
     assert words in str(info.value)
     assert "\n" not in str(info.value) and str(info.value).startswith("target box: ")
     assert info.value.exit_code == 2
 
 
 def write_target(name: str, text: str) -> Path:
-    path = targets.config_dir() / f"{name}.toml"
+    path = registry.config_dir() / f"{name}.toml"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(text)
     return path
@@ -86,19 +87,19 @@ def write_target(name: str, text: str) -> Path:
 
 def test_targets_get_reads_a_machine_file():
     write_target("box", 'kind = "ssh"\nhost = "127.0.0.1"\nport = 2200\narch = "x86_64"\n')
-    t = targets.get("box")
-    assert t.kind == "ssh" and t.arch.name == "x86_64" and "box" in targets.names()
+    t = registry.get("box")
+    assert t.kind == "ssh" and t.arch.name == "x86_64" and "box" in registry.names()
     assert t.describe()["host"] == "127.0.0.1:2200"
 
 
 def test_targets_get_errors_are_one_line():
     write_target("box", 'kind = "ssh"\nhost = "127.0.0.1"\narch = "x86_64"\nfoo = 1\n')
     with pytest.raises(UserError, match="unknown key 'foo'"):
-        targets.get("box")
+        registry.get("box")
     with pytest.raises(UserError, match="unknown target 'nosuch'"):
-        targets.get("nosuch")
+        registry.get("nosuch")
     with pytest.raises(UserError, match="runs x86_64"):
-        targets.get(
+        registry.get(
             "box2"
             if write_target("box2", 'kind = "ssh"\nhost = "127.0.0.1"\narch = "x86_64"\n')
             else "",

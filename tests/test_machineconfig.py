@@ -6,19 +6,21 @@ from pathlib import Path
 
 import pytest
 
-from kbisect import build, kconfig, machineconfig
-from kbisect.arch import get as get_arch
-from kbisect.exceptions import UserError
+from kbisect.build import build, kconfig
+from kbisect.build import config as build_config
+from kbisect.core.arch import get as get_arch
+from kbisect.core.exceptions import UserError
+from kbisect.targets.ssh import baseconfig
 
 
 def test_target_name():
-    assert machineconfig.target_name("target:emu") == "emu"
-    assert machineconfig.target_name("tinyconfig") is None
-    assert machineconfig.target_name("/path/config") is None
+    assert baseconfig.target_name("target:emu") == "emu"
+    assert baseconfig.target_name("tinyconfig") is None
+    assert baseconfig.target_name("/path/config") is None
 
 
 def test_streamline_command():
-    cmd = machineconfig.streamline_command(Path("/src"), Path("/obj/.x.config"))
+    cmd = baseconfig.streamline_command(Path("/src"), Path("/obj/.x.config"))
     assert cmd == [
         "sh", "-c", 'exec perl "$1" --localyesconfig "$2" Kconfig > "$3"', "sh",
         "/src/scripts/kconfig/streamline_config.pl", "/src", "/obj/.x.config",
@@ -26,7 +28,7 @@ def test_streamline_command():
 
 
 def test_streamline_env():
-    env = machineconfig.streamline_env(Path("/c/lsmod"), get_arch("x86_64"))
+    env = baseconfig.streamline_env(Path("/c/lsmod"), get_arch("x86_64"))
     assert env == {"LSMOD": "/c/lsmod", "SRCARCH": "x86", "ARCH": "x86"}
 
 
@@ -41,24 +43,24 @@ def test_resolve_adds_the_machine_fragments_only_on_a_machine_base():
 
 
 def test_the_build_key_follows_the_machine_config_and_modules(tmp_path):
-    config, lsmod = machineconfig.files("emu")
+    config, lsmod = baseconfig.files("emu")
     config.parent.mkdir(parents=True)
     config.write_text("CONFIG_A=y\n")
     lsmod.write_text("virtio_blk 20480 2 - Live 0x0\n")
     req = build.Request(tmp_path, "HEAD", get_arch("x86_64"), base="target:emu")
     frags = kconfig.resolve([], "x86_64", base=req.base)
-    first = build.inputs_key(req, frags)
+    first = build_config.inputs_key(req, frags)
     lsmod.write_text("virtio_blk 20480 2 - Live 0x0\next4 1 1 - Live 0x0\n")
-    assert build.inputs_key(req, frags) != first
-    second = build.inputs_key(req, frags)
+    assert build_config.inputs_key(req, frags) != first
+    second = build_config.inputs_key(req, frags)
     # the same machine after a reboot: other addresses (KASLR), use counts, order
     lsmod.write_text("ext4 1 3 - Live 0xffffffffc0744000\n"
                      "virtio_blk 20480 1 - Live 0xffffffffc09bb000\n")  # fmt: skip
-    assert build.inputs_key(req, frags) == second
+    assert build_config.inputs_key(req, frags) == second
     config.write_text("CONFIG_A=y\nCONFIG_B=y\n")
-    assert build.inputs_key(req, frags) != second
+    assert build_config.inputs_key(req, frags) != second
 
 
 def test_a_base_that_is_not_a_machine_is_one_line(tmp_path):
     with pytest.raises(UserError, match=r"unknown target"):
-        machineconfig.fetch("nosuch")
+        baseconfig.fetch("nosuch")

@@ -11,12 +11,12 @@ from pathlib import Path
 
 import pytest
 
-from kbisect.bisect import confirm
-from kbisect.bisect.graph import Graph
-from kbisect.bisect.likelihood import Model, fit
-from kbisect.bisect.posterior import Cost, Posterior
-from kbisect.exceptions import UserError
+from kbisect.bisect.posterior.graph import Graph
+from kbisect.bisect.posterior.likelihood import Model, fit
+from kbisect.bisect.posterior.posterior import Cost, Posterior
+from kbisect.core.exceptions import UserError
 from kbisect.simulate import histories
+from kbisect.stats import confirm
 
 NORMAL = Model(outlier=1e-9)  # the plain normal likelihood: closed form to check against
 

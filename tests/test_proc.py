@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from kbisect import proc
-from kbisect.exceptions import EXIT_USER, CommandFailed, CommandTimeout, MissingTool
+from kbisect.core import proc
+from kbisect.core.exceptions import EXIT_USER, CommandFailed, CommandTimeout, MissingTool
 
 PY = sys.executable
 

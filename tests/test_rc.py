@@ -11,8 +11,10 @@ from typing import Any
 
 import pytest
 
-from kbisect import cli, proc, rc
-from kbisect.exceptions import KbisectError, UserError
+from kbisect.commands import cli
+from kbisect.core import proc
+from kbisect.core.exceptions import KbisectError, UserError
+from kbisect.source import rc
 
 IDENTITY = {
     "GIT_AUTHOR_NAME": "t",

@@ -18,11 +18,12 @@ from pathlib import Path
 
 import pytest
 
-from kbisect import proc, reaper, stale, worktree
 from kbisect.bisect import driver as bisect_driver
-from kbisect.bisect import gitbisect, liveness
-from kbisect.bisect import step as bisect_step
-from kbisect.exceptions import UserError
+from kbisect.bisect.git import liveness, run
+from kbisect.bisect.git import step as bisect_step
+from kbisect.core import proc, reaper, stale
+from kbisect.core.exceptions import UserError
+from kbisect.source import worktree
 from tests.test_bisect_step import RUN, at, calls
 from tests.test_bisect_step import env as env
 from tests.test_bisect_step import repo as repo
@@ -32,8 +33,8 @@ MARKER = "KBISECT_REAPER_TEST"
 
 # A kbisect-like parent: runs (through proc.run) a kbisect-like child, which runs
 # (through proc.run) a shell with two background sleeps: three process groups deep.
-CHILD = "from kbisect import proc; proc.run(['sh', '-c', 'sleep 300 & sleep 300 & wait'])"
-PARENT = f"import sys; from kbisect import proc; proc.run([sys.executable, '-c', {CHILD!r}])"
+CHILD = "from kbisect.core import proc; proc.run(['sh', '-c', 'sleep 300 & sleep 300 & wait'])"
+PARENT = f"import sys; from kbisect.core import proc; proc.run([sys.executable, '-c', {CHILD!r}])"
 
 
 def marked(tag: str) -> list[int]:
@@ -102,7 +103,8 @@ def test_kill_9_of_the_parent_leaves_no_process(tag: str) -> None:
 def test_sighup_and_sigterm_stop_kbisect_like_ctrl_c(sig: signal.Signals, tag: str) -> None:
     """A closed terminal (SIGHUP) ends a command with 130, its children killed."""
     code = (
-        "import sys; from kbisect import cli, doctor, proc\n"
+        "import sys; from kbisect.commands import cli; from kbisect.core import proc\n"
+        "from kbisect.doctor import doctor\n"
         "doctor.main = lambda args: proc.run(['sleep', '300']).returncode\n"
         "sys.exit(cli.main(['doctor']))"
     )
@@ -231,7 +233,7 @@ def test_a_bisect_refuses_to_start_beside_a_stale_child_or_driver(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     top = Path.cwd()
-    wt = worktree.path_for(top, gitbisect.SLOT)
+    wt = worktree.path_for(top, run.SLOT)
     (wt / "sub").mkdir(parents=True)
     monkeypatch.setattr(stale, "WAIT_S", 0.5)
     straggler = subprocess.Popen(["sleep", "300"], cwd=wt / "sub")  # a step's QEMU, say

@@ -7,8 +7,13 @@ from typing import Any
 
 import pytest
 
-from kbisect import cli, plots, report, results, stats
 from kbisect.bisect import report as bisect_report
+from kbisect.commands import cli, report
+from kbisect.compare import markdown
+from kbisect.compare import report as compare_report
+from kbisect.measure import schema
+from kbisect.report import plots
+from kbisect.stats import means
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 COMMAND = "kbisect compare --kernel /k/bzImage --append-a preempt=none --append-b preempt=full --scenario smoke --boots 4"  # noqa: E501
@@ -79,11 +84,11 @@ def make_run(root: Path, *, accel: str = "kvm", accel_b: str = "", vary: bool = 
         if vary and label == "A":
             fp["hugepages_free"] = i
         s = sample(label, tps, status, accel_b if label == "B" and accel_b else accel, rng, fp)
-        results.validate(s, "sample")
+        schema.validate(s, "sample")
         (run / "samples").mkdir(parents=True, exist_ok=True)
         (run / "samples" / f"{i:03d}-{label}.json").write_text(json.dumps(s))
     a, b = ok_tps("A"), ok_tps("B")
-    v = stats.verdict(a, b, min_effect=0.02)
+    v = means.verdict(a, b, min_effect=0.02)
     side: dict[str, Any] = {
         "kernel": {
             "commit": "ab" * 20,
@@ -106,7 +111,7 @@ def make_run(root: Path, *, accel: str = "kvm", accel_b: str = "", vary: bool = 
         "verdict": {**v.as_dict(), "result": v.kind},
         "min_effect": 0.02, "confidence": 0.95, "duration_s": 600.0,
     }  # fmt: skip
-    results.validate(summary, "summary")
+    schema.validate(summary, "summary")
     (run / "summary.json").write_text(json.dumps(summary))
     return run
 
@@ -141,10 +146,10 @@ def run(tmp_path: Path) -> Path:
 
 
 def test_reproduce_command_and_verdict_line(rendered: str) -> None:
-    v = stats.verdict(ok_tps("A"), ok_tps("B"), min_effect=0.02)
+    v = means.verdict(ok_tps("A"), ok_tps("B"), min_effect=0.02)
     assert v.kind == "regression"
     assert f"Reproduce:\n\n```sh\n{COMMAND}\n```" in rendered
-    assert report.verdict_line(v) in rendered
+    assert compare_report.verdict_line(v) in rendered
     assert rendered.startswith(f"# smoke: regression (B/A = {v.ratio.ratio:.3f}x)\n")
     assert f"[{v.ratio.low:.3f}, {v.ratio.high:.3f}]" in rendered
 
@@ -157,7 +162,7 @@ def test_sections_in_order(rendered: str) -> None:
 
 
 def test_failed_boots_listed_and_excluded(rendered: str) -> None:
-    b = stats.summarize(ok_tps("B"))
+    b = means.summarize(ok_tps("B"))
     row = next(line for line in rendered.splitlines() if line.startswith("| B | preempt=full"))
     assert f"| 3 / 2 | {b.mean:,.1f} |" in row
     boots = rendered.split("## Boots")[1]
@@ -201,7 +206,7 @@ def test_plots_are_deterministic(shared: tuple[Path, str], tmp_path: Path) -> No
 def test_tcg_note_only_under_tcg(tmp_path: Path, rendered: str) -> None:
     assert "TCG" not in rendered
     text = report.render_compare(make_run(tmp_path / "t", accel="tcg")).read_text()
-    assert report.TCG_NOTE in text
+    assert markdown.TCG_NOTE in text
     assert "ran on: vng/tcg." in text
 
 
@@ -209,7 +214,7 @@ def test_mixed_accelerators_warned(tmp_path: Path) -> None:
     text = report.render_compare(make_run(tmp_path, accel_b="tcg")).read_text()
     warnings = text.split("## Warnings")[1].split("##")[0]
     assert "different targets or accelerators (A: vng/kvm; B: vng/tcg)" in warnings
-    assert "ran on: vng/kvm, vng/tcg." in text and report.TCG_NOTE in text
+    assert "ran on: vng/kvm, vng/tcg." in text and markdown.TCG_NOTE in text
 
 
 def test_summary_without_side_b(run: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -283,5 +288,5 @@ def test_a_copied_sample_is_left_out_with_a_warning(
     err = capsys.readouterr().err
     assert f"099-A.json repeats the boot of {first.name}: left out" in err
     assert f"099-A.json repeats the boot of {first.name}" in (run / "report.md").read_text()
-    counted = report.load_run(run, report.load(run), None)
+    counted = compare_report.load_run(run, compare_report.load(run), None)
     assert counted.verdict.a.n == len(ok_tps("A"))  # the copy is not counted

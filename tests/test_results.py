@@ -10,9 +10,11 @@ from typing import Any
 import jsonschema
 import pytest
 
-from kbisect import clock, results, schemacheck
-from kbisect.exceptions import EXIT_INFRA, EXIT_USER
-from kbisect.results import InvalidResult, NoResults
+from kbisect.core import clock
+from kbisect.core.exceptions import EXIT_INFRA, EXIT_USER
+from kbisect.measure import results, schema
+from kbisect.measure.results import NoResults
+from kbisect.measure.schema import InvalidResult
 from tests.test_atomic import fsync_spy, ident
 
 SHA = "a" * 64
@@ -124,23 +126,23 @@ BAD_SAMPLES = [
 @pytest.mark.parametrize(("path", "value", "message"), BAD_SAMPLES)
 def test_bad_sample_names_the_field(path, value, message):
     with pytest.raises(InvalidResult) as info:
-        results.validate(mutate(sample(), path, value), "sample")
+        schema.validate(mutate(sample(), path, value), "sample")
     assert message in str(info.value)
     assert info.value.exit_code == EXIT_INFRA
 
 
 def test_failed_sample_never_carries_a_figure():
-    results.validate(failed(), "sample")
-    results.validate(failed("boot-failed") | {"fingerprint": None}, "sample")
+    schema.validate(failed(), "sample")
+    schema.validate(failed("boot-failed") | {"fingerprint": None}, "sample")
     with pytest.raises(InvalidResult, match=r"\$\.tps: must be null"):
-        results.validate(failed() | {"tps": 100.0}, "sample")
+        schema.validate(failed() | {"tps": 100.0}, "sample")
     with pytest.raises(InvalidResult, match=r"\$\.error: must be string"):
-        results.validate(failed() | {"error": None}, "sample")
+        schema.validate(failed() | {"error": None}, "sample")
 
 
 def test_shipped_schemas_are_valid_draft_2020_12():
     for name in ("sample", "summary"):
-        sch = schemacheck.schema(name)
+        sch = schema.schema(name)
         assert sch["$schema"] == "https://json-schema.org/draft/2020-12/schema"
         jsonschema.Draft202012Validator.check_schema(sch)
 
@@ -149,11 +151,11 @@ def test_our_validator_agrees_with_jsonschema():
     cases = [sample(), sample(label=None), failed(), failed("boot-failed")]
     cases += [mutate(sample(), p, v) for p, v, _ in BAD_SAMPLES]
     cases += [sample() | {"extra": 1}, failed() | {"tps": 1.0}]
-    checker = jsonschema.Draft202012Validator(schemacheck.schema("sample"))
+    checker = jsonschema.Draft202012Validator(schema.schema("sample"))
     for case in cases:
         ours = True
         try:
-            results.validate(case, "sample")
+            schema.validate(case, "sample")
         except InvalidResult:
             ours = False
         assert ours == checker.is_valid(case), json.dumps(case)[:200]
@@ -167,11 +169,11 @@ def test_our_validator_agrees_with_jsonschema():
         mutate(summary(), "sides.A", {"label": "A"}),
         mutate(summary(), "stats", KeyError),
     ]
-    checker = jsonschema.Draft202012Validator(schemacheck.schema("summary"))
+    checker = jsonschema.Draft202012Validator(schema.schema("summary"))
     for case in summaries:
         ours = True
         try:
-            results.validate(case, "summary")
+            schema.validate(case, "summary")
         except InvalidResult:
             ours = False
         assert ours == checker.is_valid(case), json.dumps(case)[:200]
@@ -179,7 +181,7 @@ def test_our_validator_agrees_with_jsonschema():
 
 def test_validator_refuses_keywords_it_does_not_implement():
     with pytest.raises(ValueError, match="does not support"):
-        schemacheck._check(1, {"oneOf": [{"type": "integer"}]}, {}, "$")
+        schema._check(1, {"oneOf": [{"type": "integer"}]}, {}, "$")
 
 
 def test_new_run_dir_is_unique_and_named(isolated_env, tmp_path):
@@ -245,16 +247,16 @@ def test_summary_roundtrip_and_validation(tmp_path):
 
 
 def test_utc_now_fits_the_created_field():
-    results.validate(sample() | {"created": clock.utc_now()}, "sample")
+    schema.validate(sample() | {"created": clock.utc_now()}, "sample")
 
 
 def test_version_2_samples_name_their_target_instead_of_accel() -> None:
     """sample.take (kbisect/sample.py) writes version 2: `target` replaces `accel`."""
     s = {**sample(), "version": 2}
     del s["accel"]
-    with pytest.raises(results.InvalidResult, match=r"\$.target: is missing"):
-        results.validate(s, "sample")
-    results.validate({**s, "target": {"kind": "fake", "name": "fake", "arch": "x86_64"}}, "sample")
+    with pytest.raises(schema.InvalidResult, match=r"\$.target: is missing"):
+        schema.validate(s, "sample")
+    schema.validate({**s, "target": {"kind": "fake", "name": "fake", "arch": "x86_64"}}, "sample")
 
 
 def test_write_sample_fsyncs_the_samples_directory_after_the_link(tmp_path, monkeypatch):

@@ -12,12 +12,16 @@ from typing import Any
 
 import pytest
 
-from kbisect import arch, cli, doctor, results, retake, scenario
 from kbisect.bisect import samples as bisect_samples
+from kbisect.commands import cli
 from kbisect.compare import schedule
+from kbisect.core import arch
+from kbisect.doctor import doctor
+from kbisect.measure import results, retake
+from kbisect.scenario import scenario
 from kbisect.study import report as study_report
-from kbisect.targets import Kernel
-from kbisect.targets.fake import FakeTarget
+from kbisect.targets.base import Kernel
+from kbisect.targets.fake.target import FakeTarget
 from tests.fakes import fake_calls, fake_image, fake_target, start_driver
 from tests.test_bisect import args as bisect_args
 from tests.test_bisect import env, history, kbisect, run_dirs  # noqa: F401 (env: a fixture)

@@ -9,9 +9,11 @@ from typing import Any
 
 import pytest
 
-from kbisect import results, sample, scenario, targets
-from kbisect.exceptions import BenchmarkError, BootError, UserError
-from kbisect.targets import Kernel
+from kbisect.core.exceptions import BenchmarkError, BootError, UserError
+from kbisect.measure import results, sample, schema
+from kbisect.scenario import scenario
+from kbisect.targets import registry
+from kbisect.targets.base import Kernel
 from tests.fakes import fake_calls, fake_image, fake_target
 
 SHORT = ["timeouts.boot_s=1", "timeouts.idle_s=1", "timeouts.total_s=20"]
@@ -26,7 +28,7 @@ def stored(out: Path) -> list[dict[str, Any]]:
 
 
 def take(tmp_path: Path, scen: scenario.Scenario, **settings: Any) -> dict[str, Any]:
-    target = targets.get(str(fake_target(tmp_path, **settings)))
+    target = registry.get(str(fake_target(tmp_path, **settings)))
     kernel = Kernel(fake_image(tmp_path / "k"), {"commit": "a" * 40, "config_hash": "b" * 64})
     return sample.take(
         target, kernel, scen, append="preempt=full", out_dir=tmp_path / "run", label="A"
@@ -35,7 +37,7 @@ def take(tmp_path: Path, scen: scenario.Scenario, **settings: Any) -> dict[str, 
 
 def test_a_sample_is_valid_and_its_tps_is_the_mean_of_measured_runs(tmp_path: Path) -> None:
     s = take(tmp_path, smoke("pgbench.runs=3"), cv=0.0)
-    results.validate(s, "sample")
+    schema.validate(s, "sample")
     assert [x["tps"] for x in stored(tmp_path / "run")] == [s["tps"]]
     warm = [r["tps"] for r in s["runs"] if r["warmup"]]
     measured = [r["tps"] for r in s["runs"] if not r["warmup"]]
@@ -96,7 +98,7 @@ def test_failures_raise_and_store_a_failed_sample(
 
 
 def test_a_kernel_of_another_arch_is_refused_before_booting(tmp_path: Path) -> None:
-    target = targets.get(str(fake_target(tmp_path)))
+    target = registry.get(str(fake_target(tmp_path)))
     kernel = Kernel(fake_image(tmp_path / "k"), {"arch": "arm64"})
     with pytest.raises(UserError, match="built for arm64, but target fake runs x86_64"):
         sample.take(target, kernel, smoke(), out_dir=tmp_path / "run")
@@ -118,5 +120,5 @@ def test_old_samples_are_read_in_todays_shape(tmp_path: Path) -> None:
     results.write_sample(path, old)
     [read] = results.load_samples(path)
     assert read["target"] == {"kind": "vng", "name": "vng", "arch": None, "accel": "tcg"}
-    with pytest.raises(results.InvalidResult, match="target: is missing"):
-        results.validate({**old, "version": 2}, "sample")
+    with pytest.raises(schema.InvalidResult, match="target: is missing"):
+        schema.validate({**old, "version": 2}, "sample")

@@ -8,9 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from kbisect import paths, scenario
-from kbisect.exceptions import EXIT_USER
-from kbisect.scenario import ScenarioError
+from kbisect.core import paths
+from kbisect.core.exceptions import EXIT_USER
+from kbisect.scenario import scenario
+from kbisect.scenario.fields import ScenarioError
 
 SHIPPED = [
     "io-bound-2vcpu",

@@ -8,8 +8,8 @@ from collections import Counter
 
 import pytest
 
-from kbisect import sequential, stats
-from kbisect.exceptions import UserError
+from kbisect.core.exceptions import UserError
+from kbisect.stats import means, sequential
 
 GOOD = [812.3, 790.1, 834.5]
 
@@ -28,7 +28,7 @@ def test_per_look_level_is_bonferroni_over_the_looks() -> None:
 
 def test_clearly_above_is_good_and_reason_has_the_numbers() -> None:
     d = sequential.decide(GOOD, 600.0)
-    mean, low, high = stats.mean_ci(GOOD, 1 - 0.1 / 8)
+    mean, low, high = means.mean_ci(GOOD, 1 - 0.1 / 8)
     assert (d.verdict, d.n) == ("good", 3)
     assert (d.mean, d.low, d.high) == pytest.approx((mean, low, high))
     assert d.reason == (
@@ -45,7 +45,7 @@ def test_direction() -> None:
     assert "wholly below threshold 1000.0" in sequential.decide(GOOD, 1000.0).reason
     # a single look: each end of a 90% interval is a one-sided 95% bound
     one = sequential.decide(GOOD, 700.0, runs_max=3)
-    _, low, high = stats.mean_ci(GOOD, 0.90)
+    _, low, high = means.mean_ci(GOOD, 0.90)
     assert (one.verdict, one.low, one.high) == ("good", low, high)
     assert f"90% CI [{low:.1f}, {high:.1f}] (one-sided 95% over 1 look)" in one.reason
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from kbisect import ssh
+from kbisect.targets.ssh import command
 
 KH = Path("/k/known_hosts")
 COMMON = [
@@ -21,15 +21,15 @@ COMMON = [
 
 
 def test_ssh_command_plain():
-    r = ssh.Remote("127.0.0.1", 2222, "root", KH)
-    assert ssh.ssh_command(r, "uname -r") == [
+    r = command.Remote("127.0.0.1", 2222, "root", KH)
+    assert command.ssh_command(r, "uname -r") == [
         "ssh", *COMMON, "-p", "2222", "root@127.0.0.1", "--", "uname -r",
     ]  # fmt: skip
 
 
 def test_ssh_command_with_key_control_and_argv():
-    r = ssh.Remote("box", 22, "kb", KH, key=Path("/k/id"), control=Path("/t/c-%C"))
-    cmd = ssh.ssh_command(r, ["cat", "/proc/cmdline", "a b"])
+    r = command.Remote("box", 22, "kb", KH, key=Path("/k/id"), control=Path("/t/c-%C"))
+    cmd = command.ssh_command(r, ["cat", "/proc/cmdline", "a b"])
     assert cmd == [
         "ssh", *COMMON,
         "-o", "IdentitiesOnly=yes",
@@ -40,24 +40,24 @@ def test_ssh_command_with_key_control_and_argv():
 
 
 def test_scp_both_ways():
-    r = ssh.Remote("127.0.0.1", 2222, "root", KH)
-    assert ssh.scp_to(r, [Path("/a/bzImage"), Path("/a/s.json")], "/var/lib/kbisect/x") == [
+    r = command.Remote("127.0.0.1", 2222, "root", KH)
+    assert command.scp_to(r, [Path("/a/bzImage"), Path("/a/s.json")], "/var/lib/kbisect/x") == [
         "scp", "-q", "-p", *COMMON, "-P", "2222", "/a/bzImage", "/a/s.json",
         "root@127.0.0.1:/var/lib/kbisect/x",
     ]  # fmt: skip
-    assert ssh.scp_from(r, "/var/out", Path("/b/machine"), recursive=True) == [
+    assert command.scp_from(r, "/var/out", Path("/b/machine"), recursive=True) == [
         "scp", "-q", "-p", "-r", *COMMON, "-P", "2222", "root@127.0.0.1:/var/out", "/b/machine",
     ]  # fmt: skip
 
 
 def test_scp_brackets_an_ipv6_loopback():
-    r = ssh.Remote("::1", 22, "root", KH)
-    assert ssh.scp_to(r, [Path("/f")], "/d")[-1] == "root@[::1]:/d"
+    r = command.Remote("::1", 22, "root", KH)
+    assert command.scp_to(r, [Path("/f")], "/d")[-1] == "root@[::1]:/d"
 
 
 def test_control_exit():
-    r = ssh.Remote("box", 22, "root", KH, control=Path("/t/c"))
-    cmd = ssh.control_exit_command(r)
+    r = command.Remote("box", 22, "root", KH, control=Path("/t/c"))
+    cmd = command.control_exit_command(r)
     assert cmd[-4:] == ["22", "-O", "exit", "root@box"]
     assert "ControlPath=/t/c" in cmd
 
@@ -75,7 +75,7 @@ def test_control_exit():
     ],
 )
 def test_diagnose(output, words):
-    assert words in ssh.diagnose(output)
+    assert words in command.diagnose(output)
 
 
 @pytest.mark.parametrize(
@@ -94,4 +94,4 @@ def test_diagnose(output, words):
     ],
 )
 def test_host_error(host, ok):
-    assert (ssh.host_error(host) is None) is ok
+    assert (command.host_error(host) is None) is ok

@@ -8,12 +8,14 @@ from pathlib import Path
 
 import pytest
 
-from kbisect import proc, scenario, targets
-from kbisect.exceptions import BootError, CommandTimeout, UserError
-from kbisect.targets import Kernel, sshcheck
-from kbisect.targets.base import WrongArch
-from kbisect.targets.ssh import SshTarget
-from kbisect.targets.sshjob import expected, harness_command, harness_tar
+from kbisect.core import proc
+from kbisect.core.exceptions import BootError, CommandTimeout, UserError
+from kbisect.scenario import scenario
+from kbisect.targets import registry
+from kbisect.targets.base import Kernel, WrongArch
+from kbisect.targets.ssh import check
+from kbisect.targets.ssh.job import expected, harness_command, harness_tar
+from kbisect.targets.ssh.target import SshTarget
 from tests.test_sshcheck import FACTS_TEXT
 
 
@@ -35,10 +37,10 @@ class FakeSsh:
 
 def machine_target(name: str, extra: str) -> SshTarget:
     """An ssh target file NAME.toml on 127.0.0.1 (x86_64) with `extra` TOML lines."""
-    path = targets.config_dir() / f"{name}.toml"
+    path = registry.config_dir() / f"{name}.toml"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(f'kind = "ssh"\nhost = "127.0.0.1"\narch = "x86_64"\n{extra}')
-    t = targets.get(name)
+    t = registry.get(name)
     assert isinstance(t, SshTarget)
     return t
 
@@ -52,7 +54,7 @@ def box() -> SshTarget:
 
 def fake(monkeypatch, answers) -> FakeSsh:
     f = FakeSsh(answers)
-    monkeypatch.setattr("kbisect.remote.proc.run", f)
+    monkeypatch.setattr("kbisect.targets.ssh.transport.proc.run", f)
     return f
 
 
@@ -103,7 +105,7 @@ def test_preflight_records_the_known_good_kernel(monkeypatch, box):
         "cmdline": "root=/dev/vda rw console=ttyS0,115200",
         "build_id": "eb4fbcd037e7253717950bf2b93bd5566f47c56f",
     }
-    assert targets.get("box").describe()["known_good"] == known  # kept in the cache
+    assert registry.get("box").describe()["known_good"] == known  # kept in the cache
 
 
 def test_preflight_restores_a_machine_left_on_a_test_kernel(monkeypatch, box):
@@ -159,7 +161,7 @@ def test_close_restores_only_after_a_switch(monkeypatch, box):
     )
     box.close()
     assert restored == []
-    box.known = sshcheck.known_good(sshcheck.parse(FACTS_TEXT))
+    box.known = check.known_good(check.parse(FACTS_TEXT))
     box.switched = True
     with box:
         pass
@@ -187,8 +189,8 @@ def test_a_silent_failure_of_the_shared_connection_is_retried_fresh(monkeypatch,
         code, out = next(answers)
         return proc.Result(code, out, None)
 
-    monkeypatch.setattr("kbisect.remote.proc.run", run)
-    assert box._facts([])["release"] == sshcheck.parse(FACTS_TEXT)["release"]
+    monkeypatch.setattr("kbisect.targets.ssh.transport.proc.run", run)
+    assert box._facts([])["release"] == check.parse(FACTS_TEXT)["release"]
     shared = [any(a.startswith("ControlPath=") for a in c) for c in calls]
     assert shared == [True, True, False] and "-O" in calls[1]  # the first facts call failed
     # a failure ssh explains (refused, unreachable) is not retried
@@ -198,7 +200,7 @@ def test_a_silent_failure_of_the_shared_connection_is_retried_fresh(monkeypatch,
         calls.append([str(c) for c in cmd])
         return proc.Result(255, "Connection refused", None)
 
-    monkeypatch.setattr("kbisect.remote.proc.run", refused)
+    monkeypatch.setattr("kbisect.targets.ssh.transport.proc.run", refused)
     with pytest.raises(UserError, match="unreachable"):
         box._facts([])
     assert len(calls) == 1
@@ -241,7 +243,7 @@ def make_job(tmp_path: Path, kernel: Kernel):
 def test_one_kbisect_per_machine(monkeypatch, box):
     fake(monkeypatch, [("uid=", 0, FACTS_TEXT)])
     box.preflight()
-    other = targets.get("box")
+    other = registry.get("box")
     with pytest.raises(UserError, match=r"in use by another kbisect \(pid \d+\)"):
         other.preflight()
     box.close()  # releases it
@@ -261,13 +263,13 @@ def test_doctor_rows_name_the_machine(monkeypatch, box):
 
 def test_switch_script_gets_the_boot_in_its_environment(monkeypatch, tmp_path):
     seen = tmp_path / "seen"
-    path = targets.config_dir() / "scripted.toml"
+    path = registry.config_dir() / "scripted.toml"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(
         'kind = "ssh"\nhost = "127.0.0.1"\narch = "x86_64"\nswitch = "script"\n'
         f'switch_script = "env | grep ^KBISECT_ | sort > {seen}"\n'
     )
-    t = targets.get("scripted")
+    t = registry.get("scripted")
     assert isinstance(t, SshTarget)
     t._switch("/var/lib/kbisect/kernels/ab/bzImage", "root=/dev/vda kbisect.boot=n1", None)
     assert t.switched
@@ -283,7 +285,7 @@ def test_switch_script_gets_the_boot_in_its_environment(monkeypatch, tmp_path):
     ]
     path.write_text(path.read_text().replace("env |", "exit 1; env |"))
     with pytest.raises(BootError, match="switch_script exited 1"):
-        targets.get("scripted")._switch("/k", "c", None)  # type: ignore[attr-defined]
+        registry.get("scripted")._switch("/k", "c", None)  # type: ignore[attr-defined]
 
 
 def test_measure_copies_the_harness_over_and_keeps_no_copy_in_the_results(

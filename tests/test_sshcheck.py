@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from kbisect import machine
-from kbisect.checks import FAIL, OK, WARN
-from kbisect.targets import sshcheck
+from kbisect.core.checks import FAIL, OK, WARN
+from kbisect.targets.ssh import check, config
 
 NOTES = (
     "040000001400000003000000474e5500"  # namesz 4, descsz 20, NT_GNU_BUILD_ID, "GNU\0"
@@ -28,23 +27,23 @@ load_kexec=false
 pg_running=0
 root_dev=/dev/vda
 """
-M = machine.load("box", {"kind": "ssh", "host": "127.0.0.1", "arch": "x86_64",
+M = config.load("box", {"kind": "ssh", "host": "127.0.0.1", "arch": "x86_64",
                           "power_cycle": "qmp:/q"})  # fmt: skip
 
 
 def facts(**change: str) -> dict[str, str]:
-    return {**sshcheck.parse(FACTS_TEXT), **change}
+    return {**check.parse(FACTS_TEXT), **change}
 
 
 def test_parse_keeps_equals_in_values_and_skips_noise():
-    got = sshcheck.parse("cmdline=a=b c=d\nnoise line\n=x\nkexec=\n")
+    got = check.parse("cmdline=a=b c=d\nnoise line\n=x\nkexec=\n")
     assert got == {"cmdline": "a=b c=d", "kexec": ""}
 
 
 def test_a_ready_machine_passes():
-    rows = sshcheck.rows(M, facts(), [15])
+    rows = check.rows(M, facts(), [15])
     assert {r.status for r in rows} == {OK}
-    assert sshcheck.failures(rows) is None
+    assert check.failures(rows) is None
     assert [r.name for r in rows] == [
         "root", "arch", "python3", "lockdown", "pg stopped", "PostgreSQL 15",
         "kexec-tools", "systemd", "LOAD_KEXEC",
@@ -69,31 +68,31 @@ def test_a_ready_machine_passes():
     ],
 )
 def test_each_missing_piece_is_named(change, majors, words):
-    problem = sshcheck.failures(sshcheck.rows(M, facts(**change), majors))
+    problem = check.failures(check.rows(M, facts(**change), majors))
     assert problem is not None and words in problem and "\n" not in problem
 
 
 def test_several_pieces_one_line():
-    problem = sshcheck.failures(sshcheck.rows(M, facts(kexec="", python3=""), []))
+    problem = check.failures(check.rows(M, facts(kexec="", python3=""), []))
     assert problem is not None and "kexec-tools" in problem and "python3" in problem
     assert "\n" not in problem
 
 
 def test_no_lockdown_file_is_off_and_no_kexec_default_is_off():
-    rows = sshcheck.rows(M, facts(lockdown="", load_kexec=""), [])
-    assert sshcheck.failures(rows) is None
+    rows = check.rows(M, facts(lockdown="", load_kexec=""), [])
+    assert check.failures(rows) is None
 
 
 def test_script_switch_does_not_need_kexec_and_no_power_cycle_warns():
-    m = machine.load("box", {"kind": "ssh", "host": "127.0.0.1", "arch": "x86_64",
+    m = config.load("box", {"kind": "ssh", "host": "127.0.0.1", "arch": "x86_64",
                              "switch": "script", "switch_script": "x"})  # fmt: skip
-    rows = sshcheck.rows(m, facts(kexec=""), [])
-    assert sshcheck.failures(rows) is None
+    rows = check.rows(m, facts(kexec=""), [])
+    assert check.failures(rows) is None
     assert [r.status for r in rows if r.name == "power cycle"] == [WARN]
 
 
 def test_known_good_and_matching():
-    known = sshcheck.known_good(facts())
+    known = check.known_good(facts())
     assert known.release == "6.1.0-56-amd64"
     assert known.cmdline == "root=/dev/vda rw console=ttyS0,115200"
     assert known.build_id == "eb4fbcd037e7253717950bf2b93bd5566f47c56f"
@@ -103,18 +102,18 @@ def test_known_good_and_matching():
     )
     assert "release" in (known.matches(facts(release="6.12.0")) or "")
     assert "build id" in (known.matches(facts(notes=NOTES[:-2] + "00")) or "")
-    assert sshcheck.build_id(facts(notes="zz")) is None
+    assert check.build_id(facts(notes="zz")) is None
 
 
 def test_facts_script_asks_for_each_pinned_major():
-    m = machine.load("box", {"kind": "ssh", "host": "127.0.0.1", "arch": "x86_64",
+    m = config.load("box", {"kind": "ssh", "host": "127.0.0.1", "arch": "x86_64",
                              "pg_bindir": "/opt/pg{major}/bin"})  # fmt: skip
-    script = sshcheck.facts_script(m, [15, 17])
+    script = check.facts_script(m, [15, 17])
     assert 'echo "pg15=$(/opt/pg15/bin/postgres --version 2>/dev/null)"' in script
     assert "pg17=$(/opt/pg17/bin/postgres" in script
     assert "kexec_loaded" not in script and "rm " not in script  # it only reads
 
 
 def test_rows_have_a_fix_exactly_when_failing():
-    rows = sshcheck.rows(M, facts(kexec=""), [15])
+    rows = check.rows(M, facts(kexec=""), [15])
     assert all((r.status == FAIL) == bool(r.fix) for r in rows)

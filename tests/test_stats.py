@@ -9,8 +9,8 @@ import random
 import pytest
 from scipy import stats as sp
 
-from kbisect import stats, student
-from kbisect.exceptions import UserError
+from kbisect.core.exceptions import UserError
+from kbisect.stats import means, student
 
 # Student's sleep data (Cushny & Peebles), as in R's `t.test(extra ~ group, data = sleep)`.
 SLEEP_1 = [0.7, -1.6, -0.2, -1.2, -0.1, 3.4, 3.7, 0.8, 0.0, 2.0]
@@ -61,20 +61,20 @@ def test_t_quantile_rejects_bad_arguments() -> None:
 
 
 def test_summarize() -> None:
-    s = stats.summarize([100.0, 110.0, 90.0, 120.0])
+    s = means.summarize([100.0, 110.0, 90.0, 120.0])
     assert (s.n, s.mean, s.median, s.min, s.max) == (4, 105.0, 105.0, 90.0, 120.0)
     assert s.stdev == pytest.approx(12.909944487)
     assert s.cv == pytest.approx(s.stdev / 105.0)
     assert set(s.as_dict()) == {"n", "mean", "median", "stdev", "cv", "min", "max"}
-    one = stats.summarize([512.3])
+    one = means.summarize([512.3])
     assert (one.n, one.mean, one.stdev, one.cv) == (1, 512.3, 0.0, 0.0)
-    with pytest.raises(stats.NotEnoughSamples):
-        stats.summarize([])
+    with pytest.raises(means.NotEnoughSamples):
+        means.summarize([])
 
 
 def test_mean_ci_textbook_sleep_group_1() -> None:
     # R: t.test(sleep$extra[1:10]) -> 95 percent confidence interval: -0.5297804 2.0297804
-    mean, low, high = stats.mean_ci(SLEEP_1)
+    mean, low, high = means.mean_ci(SLEEP_1)
     assert (round(mean, 7), round(low, 7), round(high, 7)) == (0.75, -0.5297804, 2.0297804)
 
 
@@ -82,19 +82,19 @@ def test_mean_ci_textbook_sleep_group_1() -> None:
 def test_mean_ci_matches_scipy(conf: float) -> None:
     xs = [812.3, 790.1, 834.5, 801.0, 777.7]
     ref = sp.t.interval(conf, len(xs) - 1, loc=sp.tmean(xs), scale=sp.sem(xs))
-    assert stats.mean_ci(xs, conf)[1:] == pytest.approx(ref, rel=1e-10)
+    assert means.mean_ci(xs, conf)[1:] == pytest.approx(ref, rel=1e-10)
 
 
 def test_welch_ci_textbook_sleep() -> None:
     # R: t.test(extra ~ group, data = sleep): df = 17.776, CI -3.3654832 0.2054832 (1 - 2).
-    diff, low, high = stats.welch_ci(SLEEP_2, SLEEP_1)
+    diff, low, high = means.welch_ci(SLEEP_2, SLEEP_1)
     assert (round(diff, 7), round(low, 7), round(high, 7)) == (-1.58, -3.3654832, 0.2054832)
 
 
 def test_welch_ci_matches_scipy() -> None:
     a, b = [100.0, 104.0, 97.0], [120.0, 90.0, 111.0, 131.0, 99.0, 105.0]
     ref = sp.ttest_ind(b, a, equal_var=False).confidence_interval(0.9)
-    assert stats.welch_ci(a, b, 0.9)[1:] == pytest.approx((ref.low, ref.high), rel=1e-10)
+    assert means.welch_ci(a, b, 0.9)[1:] == pytest.approx((ref.low, ref.high), rel=1e-10)
 
 
 def test_ratio_ci_is_the_delta_method_on_the_log_with_welch_df() -> None:
@@ -104,40 +104,40 @@ def test_ratio_ci_is_the_delta_method_on_the_log_with_welch_df() -> None:
     df = (va + vb) ** 2 / (va**2 / (len(a) - 1) + vb**2 / (len(b) - 1))
     half = sp.t.ppf(0.975, df) * math.sqrt(va + vb)
     ratio = sp.tmean(b) / sp.tmean(a)
-    ci = stats.ratio_ci(a, b)
+    ci = means.ratio_ci(a, b)
     assert (ci.ratio, ci.low, ci.high, ci.df) == pytest.approx(
         (ratio, ratio * math.exp(-half), ratio * math.exp(half), df), rel=1e-10
     )
-    assert ci.method == stats.METHOD
-    back = stats.ratio_ci(b, a)  # A/B is exactly the reciprocal interval
+    assert ci.method == means.METHOD
+    back = means.ratio_ci(b, a)  # A/B is exactly the reciprocal interval
     assert (back.ratio, back.low, back.high) == pytest.approx(
         (1 / ci.ratio, 1 / ci.high, 1 / ci.low)
     )
 
 
 def test_ratio_ci_two_boots_per_side_is_wide_but_finite() -> None:
-    ci = stats.ratio_ci([1000.0, 1150.0], [1900.0, 2200.0])
+    ci = means.ratio_ci([1000.0, 1150.0], [1900.0, 2200.0])
     assert 0 < ci.low < 1.6 and 2.3 < ci.high < math.inf
     assert ci.low < ci.ratio < ci.high
 
 
 def test_ratio_ci_needs_two_boots_per_side() -> None:
-    with pytest.raises(stats.NotEnoughSamples, match="need at least 2 boots per side") as e:
-        stats.ratio_ci([1000.0], [900.0, 950.0])
+    with pytest.raises(means.NotEnoughSamples, match="need at least 2 boots per side") as e:
+        means.ratio_ci([1000.0], [900.0, 950.0])
     assert isinstance(e.value, UserError) and "side A" in str(e.value)
     with pytest.raises(UserError, match="side B"):
-        stats.verdict([1000.0, 990.0], [])
+        means.verdict([1000.0, 990.0], [])
 
 
 def test_ratio_ci_rejects_non_positive_means_and_bad_confidence() -> None:
-    with pytest.raises(stats.StatsError, match="positive means"):
-        stats.ratio_ci([1.0, -3.0], [1.0, 2.0])
-    with pytest.raises(stats.StatsError, match="confidence"):
-        stats.ratio_ci([1.0, 2.0], [1.0, 2.0], confidence=95)
+    with pytest.raises(means.StatsError, match="positive means"):
+        means.ratio_ci([1.0, -3.0], [1.0, 2.0])
+    with pytest.raises(means.StatsError, match="confidence"):
+        means.ratio_ci([1.0, 2.0], [1.0, 2.0], confidence=95)
 
 
 def test_ratio_ci_constant_sides_give_a_point() -> None:
-    ci = stats.ratio_ci([500.0, 500.0], [250.0, 250.0, 250.0])
+    ci = means.ratio_ci([500.0, 500.0], [250.0, 250.0, 250.0])
     assert (ci.ratio, ci.low, ci.high, ci.df) == (0.5, 0.5, 0.5, None)
 
 
@@ -148,38 +148,38 @@ A = [1000.0, 1030.0, 980.0, 1010.0, 995.0]
 
 def test_verdict_regression_improvement_and_direction() -> None:
     slower = [x * 0.8 for x in reversed(A)]
-    assert stats.verdict(A, slower).kind == "regression"
-    assert stats.verdict(slower, A).kind == "improvement"
+    assert means.verdict(A, slower).kind == "regression"
+    assert means.verdict(slower, A).kind == "improvement"
     # latency: B higher is worse
-    assert stats.verdict(A, [x * 1.25 for x in A], higher_is_better=False).kind == "regression"
-    assert stats.verdict(A, [x * 1.25 for x in A]).kind == "improvement"
+    assert means.verdict(A, [x * 1.25 for x in A], higher_is_better=False).kind == "regression"
+    assert means.verdict(A, [x * 1.25 for x in A]).kind == "improvement"
 
 
 def test_verdict_revert_example_is_defensible() -> None:
-    v = stats.verdict([512.0, 540.0, 498.0, 530.0, 515.0], [1010.0, 985.0, 1030.0, 990.0, 1005.0])
+    v = means.verdict([512.0, 540.0, 498.0, 530.0, 515.0], [1010.0, 985.0, 1030.0, 990.0, 1005.0])
     assert v.kind == "improvement"
     assert 1.85 < v.ratio.low < v.ratio.ratio < v.ratio.high < 2.1
     assert v.warnings == []
 
 
 def test_verdict_no_difference_when_the_interval_holds_one() -> None:
-    v = stats.verdict(A, [1020.0, 990.0, 1005.0, 1000.0, 985.0])
-    assert v.kind == stats.NO_DIFFERENCE and v.ratio.low < 1 < v.ratio.high
+    v = means.verdict(A, [1020.0, 990.0, 1005.0, 1000.0, 985.0])
+    assert v.kind == means.NO_DIFFERENCE and v.ratio.low < 1 < v.ratio.high
 
 
 def test_verdict_significant_but_below_min_effect() -> None:
     a = [1000.0, 1001.0, 999.0, 1000.5, 999.5]
     b = [x * 0.99 for x in a]
-    v = stats.verdict(a, b)
-    assert v.kind == stats.NO_DIFFERENCE and v.ratio.high < 1.0
+    v = means.verdict(a, b)
+    assert v.kind == means.NO_DIFFERENCE and v.ratio.high < 1.0
     assert any("below --min-effect 2%" in w for w in v.warnings)
-    assert stats.verdict(a, b, min_effect=0.005).kind == "regression"
+    assert means.verdict(a, b, min_effect=0.005).kind == "regression"
 
 
 def test_verdict_warnings_say_what_to_do() -> None:
     noisy = [1000.0, 1300.0, 820.0, 1150.0, 900.0]  # CV ~19%
     b = [500.0, 510.0, 212.0, 505.0, 498.0, 502.0]
-    v = stats.verdict(noisy, b)
+    v = means.verdict(noisy, b)
     cv_a = v.a.cv * 100
     assert f"side A: CV {cv_a:.1f}% is high: add boots (--boots " in v.warnings[0]
     assert "side B boot 3 (212.0 tps) is an outlier: check its fingerprint" in v.warnings
@@ -187,33 +187,33 @@ def test_verdict_warnings_say_what_to_do() -> None:
         v.warnings[1].startswith(f"side B: CV {v.b.cv * 100:.1f}% is high") and len(v.warnings) == 3
     )
     assert "detects a 10% regression at 80% power" in v.warnings[0]
-    few = stats.verdict([1000.0, 1010.0, 990.0], [800.0, 805.0, 795.0])
+    few = means.verdict([1000.0, 1010.0, 990.0], [800.0, 805.0, 795.0])
     assert any("use --boots 5" in w for w in few.warnings)
-    assert not any("--boots 5" in w for w in stats.verdict(A, A[::-1]).warnings)
-    recheck = stats.verdict([1000.0, 1010.0, 990.0], [800.0, 805.0, 795.0],
+    assert not any("--boots 5" in w for w in means.verdict(A, A[::-1]).warnings)
+    recheck = means.verdict([1000.0, 1010.0, 990.0], [800.0, 805.0, 795.0],
                             boots_flag="--recheck-samples")  # fmt: skip
     assert any("use --recheck-samples 5" in w for w in recheck.warnings)
     assert not any("--boots" in w for w in recheck.warnings)
 
 
 def test_outliers_need_three_points_and_spread() -> None:
-    assert stats.outliers([1.0, 100.0]) == []
-    assert stats.outliers([5.0, 5.0, 5.0, 9.0]) == []  # MAD 0: no scale to judge by
-    assert stats.outliers([500.0, 510.0, 212.0, 505.0, 498.0]) == [2]
-    assert stats.outliers([500.0, 510.0, 480.0, 505.0, 490.0]) == []
+    assert means.outliers([1.0, 100.0]) == []
+    assert means.outliers([5.0, 5.0, 5.0, 9.0]) == []  # MAD 0: no scale to judge by
+    assert means.outliers([500.0, 510.0, 212.0, 505.0, 498.0]) == [2]
+    assert means.outliers([500.0, 510.0, 480.0, 505.0, 490.0]) == []
 
 
 def test_verdict_as_dict_is_strict_json() -> None:
-    v = stats.verdict([500.0, 500.0], [250.0, 250.0])
+    v = means.verdict([500.0, 500.0], [250.0, 250.0])
     d = json.loads(json.dumps(v.as_dict(), allow_nan=False))
     assert d["kind"] == "regression" and d["ratio"]["df"] is None
-    assert d["a"]["n"] == 2 and d["ratio"]["method"] == stats.METHOD
+    assert d["a"]["n"] == 2 and d["ratio"]["method"] == means.METHOD
 
 
 def test_boots_needed_grows_with_noise_and_shrinks_with_effect() -> None:
-    assert stats.boots_needed(0.10, 0.25) == 5
-    assert stats.boots_needed(0.15, 0.25) > stats.boots_needed(0.10, 0.25)
-    assert stats.boots_needed(0.10, 0.50) < stats.boots_needed(0.10, 0.25)
+    assert means.boots_needed(0.10, 0.25) == 5
+    assert means.boots_needed(0.15, 0.25) > means.boots_needed(0.10, 0.25)
+    assert means.boots_needed(0.10, 0.50) < means.boots_needed(0.10, 0.25)
 
 
 # --- simulated error rates (fixed seeds; figures in docs/statistics.md) -----------------
@@ -222,7 +222,7 @@ def test_boots_needed_grows_with_noise_and_shrinks_with_effect() -> None:
 def test_ratio_ci_coverage_at_cv_10_n_5() -> None:
     r, trials, hits = random.Random(11), 2000, 0
     for _ in range(trials):
-        ci = stats.ratio_ci(side(r, 1000, 0.10, 5), side(r, 800, 0.10, 5))
+        ci = means.ratio_ci(side(r, 1000, 0.10, 5), side(r, 800, 0.10, 5))
         hits += ci.low <= 0.8 <= ci.high
     assert 0.92 <= hits / trials <= 0.98
 
@@ -231,7 +231,7 @@ def test_ratio_ci_coverage_at_cv_10_n_5() -> None:
 def test_false_positive_rate_same_distribution(cv: float) -> None:
     r, trials = random.Random(12), 2000
     wrong = sum(
-        stats.verdict(side(r, 1000, cv, 5), side(r, 1000, cv, 5)).kind != stats.NO_DIFFERENCE
+        means.verdict(side(r, 1000, cv, 5), side(r, 1000, cv, 5)).kind != means.NO_DIFFERENCE
         for _ in range(trials)
     )
     assert wrong / trials <= 0.06
@@ -240,7 +240,7 @@ def test_false_positive_rate_same_distribution(cv: float) -> None:
 def test_power_for_a_25_percent_regression_at_cv_10_n_5() -> None:
     r, trials = random.Random(13), 2000
     hits = sum(
-        stats.verdict(side(r, 1000, 0.10, 5), side(r, 750, 0.10, 5)).kind == "regression"
+        means.verdict(side(r, 1000, 0.10, 5), side(r, 750, 0.10, 5)).kind == "regression"
         for _ in range(trials)
     )
     assert hits / trials >= 0.95

@@ -9,9 +9,12 @@ from pathlib import Path
 import pytest
 
 from harness import storage as guest_storage
-from kbisect import kconfig, paths, scenario, storage, vng
-from kbisect.exceptions import UserError
-from kbisect.scenario import ScenarioError
+from kbisect.build import kconfig
+from kbisect.core import paths
+from kbisect.core.exceptions import UserError
+from kbisect.scenario import scenario, storage
+from kbisect.scenario.fields import ScenarioError
+from kbisect.targets.vng import command
 
 # The hashes the shipped scenarios had before [storage] and [fio] existed (commit 771de85).
 OLD_HASHES = {
@@ -137,7 +140,9 @@ def test_vng_disks_per_kind(tmp_path: Path):
     boot_dir = tmp_path / "boots" / "123-A"
     assert storage.vng_disks(smoke().data, boot_dir) == []
     [disk] = storage.vng_disks(smoke('storage.kind="disk"', "storage.size_gb=2").data, boot_dir)
-    assert disk == vng.Disk(paths.cache_dir() / "disks" / "123-A.raw", storage.SERIAL, 2, "none")
+    assert disk == command.Disk(
+        paths.cache_dir() / "disks" / "123-A.raw", storage.SERIAL, 2, "none"
+    )
     s = smoke('storage.kind="disk"', 'storage.backing="device"', 'storage.device="/dev/sdb"',
               "storage.throttle_iops=200", 'storage.cache="writeback"')  # fmt: skip
     [disk] = storage.vng_disks(s.data, boot_dir)
@@ -148,8 +153,8 @@ def test_vng_disks_per_kind(tmp_path: Path):
 
 
 def test_attached_makes_a_sparse_file_for_the_boot_and_deletes_it(tmp_path: Path):
-    disk = vng.Disk(tmp_path / "disks" / "b.raw", storage.SERIAL, size_gb=2)
-    device = vng.Disk(tmp_path / "dev", storage.SERIAL)  # given: never made nor deleted
+    disk = command.Disk(tmp_path / "disks" / "b.raw", storage.SERIAL, size_gb=2)
+    device = command.Disk(tmp_path / "dev", storage.SERIAL)  # given: never made nor deleted
     device.path.write_bytes(b"x")
     with storage.attached([disk, device]):
         st = disk.path.stat()

@@ -12,8 +12,10 @@ from typing import Any
 import pytest
 from scipy import stats as scipy_stats
 
-from kbisect import scenario, stats
-from kbisect.study import analysis, axes, budget, fanout, inference, schedule, spec, store
+from kbisect.scenario import scenario
+from kbisect.stats import inference
+from kbisect.stats import means as stats
+from kbisect.study import analysis, axes, budget, fanout, schedule, spec, store
 
 SHIPPED = ("mechanism-7dadeaa6e851", "hugepages-sweep", "kernel-series")
 

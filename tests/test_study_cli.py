@@ -13,9 +13,10 @@ from typing import Any
 
 import pytest
 
-from kbisect import cli, results
+from kbisect.commands import cli
+from kbisect.measure import results
+from kbisect.report.text import WIDTH
 from kbisect.study import store
-from kbisect.textreport import WIDTH
 from tests.fakes import make_fake_kernel_repo, start_driver
 
 ROOT = Path(__file__).resolve().parent.parent

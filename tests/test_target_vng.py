@@ -12,10 +12,12 @@ from typing import Any
 
 import pytest
 
-from kbisect import cli, results, sample, scenario, targets
-from kbisect.exceptions import EXIT_BENCHMARK, EXIT_BOOT, EXIT_USER, BootError
-from kbisect.targets import Kernel
-from kbisect.targets.base import KernelNotFound
+from kbisect.commands import cli
+from kbisect.core.exceptions import EXIT_BENCHMARK, EXIT_BOOT, EXIT_USER, BootError
+from kbisect.measure import results, sample, schema
+from kbisect.scenario import scenario
+from kbisect.targets import registry
+from kbisect.targets.base import Kernel, KernelNotFound
 
 FAKEVNG = Path(__file__).resolve().parent / "fakevng"
 SHORT = ["timeouts.boot_s=1", "timeouts.idle_s=1", "timeouts.total_s=20"]
@@ -67,12 +69,12 @@ def stored(out: Path) -> list[dict[str, Any]]:
 
 
 def vng_sample(image: Path, scen: scenario.Scenario, out: Path, **kw: Any) -> dict[str, Any]:
-    return sample.take(targets.get("vng"), Kernel(image), scen, out_dir=out, **kw)
+    return sample.take(registry.get("vng"), Kernel(image), scen, out_dir=out, **kw)
 
 
 def test_a_vng_sample_records_the_target_and_accelerator(tmp_path: Path, state: Path) -> None:
     s = vng_sample(fake_image(tmp_path / "k"), smoke(), tmp_path / "run", label="A")
-    results.validate(s, "sample")
+    schema.validate(s, "sample")
     assert s["target"] == {
         "kind": "vng",
         "name": "vng",

@@ -7,15 +7,18 @@ from pathlib import Path
 
 import pytest
 
-from kbisect import arch, cli, results, targets
-from kbisect.exceptions import EXIT_USER, UserError
-from kbisect.targets.fake import FakeTarget
-from kbisect.targets.vng import VngTarget
+from kbisect.commands import cli
+from kbisect.core import arch
+from kbisect.core.exceptions import EXIT_USER, UserError
+from kbisect.measure import results
+from kbisect.targets import registry
+from kbisect.targets.fake.target import FakeTarget
+from kbisect.targets.vng.target import VngTarget
 from tests.fakes import fake_image, fake_target
 
 
 def test_vng_is_the_default_and_runs_this_hosts_arch() -> None:
-    t = targets.get()
+    t = registry.get()
     assert isinstance(t, VngTarget) and t.name == "vng"
     assert t.arch.name == arch.host_arch()
 
@@ -23,11 +26,11 @@ def test_vng_is_the_default_and_runs_this_hosts_arch() -> None:
 def test_on_an_arm64_host_everything_defaults_to_arm64(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(platform, "machine", lambda: "aarch64")
     assert arch.host_arch() == "arm64"
-    assert targets.get().arch.name == "arm64" and targets.get().arch.is_native()
-    assert targets.get("vng", "x86_64").arch.cross_compile == "x86_64-linux-gnu-"
+    assert registry.get().arch.name == "arm64" and registry.get().arch.is_native()
+    assert registry.get("vng", "x86_64").arch.cross_compile == "x86_64-linux-gnu-"
     parser = cli.build_parser()
     args = parser.parse_args(["build"])
-    from kbisect import build
+    from kbisect.build import build
 
     assert build.request_from_args(args).arch.name == "arm64"
     assert parser.parse_args(["doctor"]).arch == "arm64"
@@ -35,14 +38,14 @@ def test_on_an_arm64_host_everything_defaults_to_arm64(monkeypatch: pytest.Monke
 
 def test_a_toml_file_names_a_target_by_path_or_by_name(tmp_path: Path) -> None:
     path = fake_target(tmp_path, name="bench", cv=0.0, arch="arm64")
-    by_path = targets.get(str(path))
+    by_path = registry.get(str(path))
     assert isinstance(by_path, FakeTarget) and by_path.name == "bench"
     assert by_path.arch.name == "arm64"  # the target's own arch
-    configured = targets.config_dir()
+    configured = registry.config_dir()
     configured.mkdir(parents=True)
     (configured / "bench.toml").write_text(path.read_text())
-    assert targets.get("bench").describe()["kind"] == "fake"
-    assert "bench" in targets.names()
+    assert registry.get("bench").describe()["kind"] == "fake"
+    assert "bench" in registry.names()
 
 
 @pytest.mark.parametrize(
@@ -63,10 +66,10 @@ def test_bad_targets_are_one_line_user_errors(
     tmp_path: Path, name: str, arch_name: str | None, content: str | None, message: str
 ) -> None:
     if content is not None:
-        targets.config_dir().mkdir(parents=True, exist_ok=True)
-        (targets.config_dir() / f"{name}.toml").write_text(content)
+        registry.config_dir().mkdir(parents=True, exist_ok=True)
+        (registry.config_dir() / f"{name}.toml").write_text(content)
     with pytest.raises(UserError, match=message):
-        targets.get(name, arch_name)
+        registry.get(name, arch_name)
 
 
 def test_an_unknown_target_exits_2_before_anything_runs(
@@ -104,4 +107,4 @@ def test_a_drifting_fake_host_moves_by_drift_per_call(tmp_path: Path) -> None:
     got = [s["tps"] for s in results.load_samples(tmp_path / "r")]
     assert got == pytest.approx([1000.0, 1100.0, 1200.0, 1300.0])
     with pytest.raises(UserError, match="drift_per_call must be a float"):
-        targets.get(str(fake_target(tmp_path, name="bad", drift_per_call="fast")), None)
+        registry.get(str(fake_target(tmp_path, name="bad", drift_per_call="fast")), None)

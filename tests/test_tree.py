@@ -7,8 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from kbisect import cli, git, tree
-from kbisect.exceptions import EXIT_USER, MissingTool, UserError
+from kbisect.commands import cli
+from kbisect.core.exceptions import EXIT_USER, MissingTool, UserError
+from kbisect.source import git, tree
 from tests.fakes import make_fake_kernel_repo
 
 TOP = "linux-source-6.12"

@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from kbisect import cli, scratch
+from kbisect.commands import cli
+from kbisect.source import scratch
 from tests.fakes import fake_calls, git, repo_snapshot, users_repo_at_work
 from tests.test_bisect_step import fake, fixed_dates, write_scenario
 

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from kbisect import variance
-from kbisect.exceptions import UserError
+from kbisect.core.exceptions import UserError
+from kbisect.stats import variance
 
 SCRIPT = Path(__file__).resolve().parent.parent / "scripts" / "variance-components"
 

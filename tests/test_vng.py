@@ -8,8 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from kbisect import arch, vng
-from kbisect.exceptions import UserError
+from kbisect.core import arch
+from kbisect.core.exceptions import UserError
+from kbisect.targets.vng import command
 
 FAKEVNG = Path(__file__).resolve().parent / "fakevng"
 EXEC = ["python3", "/h/guest.py", "--out", "/runs/boot 1", "--scenario-json", "/runs/s.json"]
@@ -20,7 +21,7 @@ def x86_host(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(arch, "host_arch", lambda: "x86_64")
 
 
-def boot(**kw: object) -> vng.Boot:
+def boot(**kw: object) -> command.Boot:
     fields: dict[str, object] = {
         "image": Path("/k/bzImage"),
         "arch": arch.get("x86_64"),
@@ -30,11 +31,11 @@ def boot(**kw: object) -> vng.Boot:
         "exec_argv": EXEC,
     }
     fields.update(kw)
-    return vng.Boot(**fields)  # type: ignore[arg-type]
+    return command.Boot(**fields)  # type: ignore[arg-type]
 
 
 def test_tcg_command_is_exact() -> None:
-    assert vng.command(boot()) == [
+    assert command.command(boot()) == [
         "vng",
         "--run",
         "/k/bzImage",
@@ -55,7 +56,7 @@ def test_tcg_command_is_exact() -> None:
 
 
 def test_kvm_command_is_exact() -> None:
-    assert vng.command(boot(accel="kvm", cpus=4, memory_mb=2048), vng="/venv/bin/vng") == [
+    assert command.command(boot(accel="kvm", cpus=4, memory_mb=2048), vng="/venv/bin/vng") == [
         "/venv/bin/vng",
         "--run",
         "/k/bzImage",
@@ -75,40 +76,40 @@ def test_kvm_command_is_exact() -> None:
 
 
 def test_kernel_args_come_after_the_panic_settings_one_per_append() -> None:
-    cmd = vng.command(boot(append=["preempt=full", "hugepages=64", 'dyndbg="file x +p"']))
+    cmd = command.command(boot(append=["preempt=full", "hugepages=64", 'dyndbg="file x +p"']))
     pairs = [cmd[i + 1] for i, c in enumerate(cmd) if c == "--append"]
     assert pairs == ["panic=-1", "oops=panic", "preempt=full", "hugepages=64", 'dyndbg="file x +p"']
 
 
 def test_shares_in_order_before_exec() -> None:
-    shares = [vng.Share(Path("/runs/boot 1")), vng.Share(Path("/cache/pg-templates"))]
-    cmd = vng.command(boot(shares=shares))
+    shares = [command.Share(Path("/runs/boot 1")), command.Share(Path("/cache/pg-templates"))]
+    cmd = command.command(boot(shares=shares))
     i = cmd.index("--rwdir")
     assert cmd[i : i + 4] == ["--rwdir", "/runs/boot 1", "--rwdir", "/cache/pg-templates"]
     assert cmd[-2] == "--exec" and cmd.index("--exec") > i + 3
 
 
 def test_a_share_at_another_guest_path_and_read_only() -> None:
-    harness = vng.Share(Path("/src/harness"), Path("/kbisect/harness"), writable=False)
-    out = vng.Share(Path("/runs/b"), Path("/kbisect/out"))
+    harness = command.Share(Path("/src/harness"), Path("/kbisect/harness"), writable=False)
+    out = command.Share(Path("/runs/b"), Path("/kbisect/out"))
     assert harness.args() == ["--rodir", "/kbisect/harness=/src/harness"]
     assert out.args() == ["--rwdir", "/kbisect/out=/runs/b"]
 
 
 def test_a_path_with_an_equals_sign_cannot_be_shared() -> None:
     with pytest.raises(UserError, match="cannot share a path that contains '='"):
-        vng.Share(Path("/runs/a=b"))
+        command.Share(Path("/runs/a=b"))
 
 
 def test_exec_round_trips_through_shell_quoting() -> None:
     argv = ["python3", "/h/guest.py", "--out", "/a b/'q'", "--x", "$HOME;rm -rf /"]
-    cmd = vng.command(boot(exec_argv=argv))
+    cmd = command.command(boot(exec_argv=argv))
     assert shlex.split(cmd[-1]) == argv
 
 
 def test_foreign_arch_args() -> None:
     a = arch.get("arm64")
-    cmd = vng.command(boot(arch=a, image=Path("/k/Image"), root=Path("/roots/arm64")))
+    cmd = command.command(boot(arch=a, image=Path("/k/Image"), root=Path("/roots/arm64")))
     assert cmd[:8] == [
         "vng",
         "--run",
@@ -120,25 +121,25 @@ def test_foreign_arch_args() -> None:
         "arm64",
     ]
     assert cmd[8:10] == ["--root", "/roots/arm64"]
-    assert vng.arch_args(boot(arch=a)) == ["--arch", "arm64"]
-    assert vng.arch_args(boot(root=Path("/ignored"))) == []  # native: the host's own root
+    assert command.arch_args(boot(arch=a)) == ["--arch", "arm64"]
+    assert command.arch_args(boot(root=Path("/ignored"))) == []  # native: the host's own root
 
 
 def test_binary_prefers_path_then_the_venv(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("PATH", str(FAKEVNG))
-    assert vng.binary() == str(FAKEVNG / "vng")
+    assert command.binary() == str(FAKEVNG / "vng")
     monkeypatch.setenv("PATH", "/nonexistent")
-    assert vng.binary() == str(Path(sys.executable).parent / "vng")
+    assert command.binary() == str(Path(sys.executable).parent / "vng")
 
 
 def test_env_puts_vngs_own_directory_first(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("PATH", "/usr/bin:/bin")
-    assert vng.env("/venv/bin/vng") == {"PATH": "/venv/bin:/usr/bin:/bin"}
+    assert command.env("/venv/bin/vng") == {"PATH": "/venv/bin:/usr/bin:/bin"}
 
 
 def test_a_disk_goes_to_qemu_through_one_qemu_opts_argument() -> None:
-    disk = vng.Disk(Path("/c/disks/1-A.raw"), "kbisect-pgdata", size_gb=4)
-    cmd = vng.command(boot(disks=[disk]))
+    disk = command.Disk(Path("/c/disks/1-A.raw"), "kbisect-pgdata", size_gb=4)
+    cmd = command.command(boot(disks=[disk]))
     [opts] = [a for a in cmd if a.startswith("--qemu-opts=")]
     assert cmd.index(opts) < cmd.index("--exec")
     assert shlex.split(opts.removeprefix("--qemu-opts=")) == [
@@ -147,12 +148,12 @@ def test_a_disk_goes_to_qemu_through_one_qemu_opts_argument() -> None:
         "-device",
         "virtio-blk-pci,drive=kbdisk0,serial=kbisect-pgdata",
     ]
-    assert vng.disk_args(boot()) == []
+    assert command.disk_args(boot()) == []
 
 
 def test_a_throttled_disk_and_a_foreign_arch_disk() -> None:
-    disk = vng.Disk(Path("/dev/sdb"), "s", cache="writeback", iops=150)
-    [opts] = vng.disk_args(boot(disks=[disk], arch=arch.get("arm64")))
+    disk = command.Disk(Path("/dev/sdb"), "s", cache="writeback", iops=150)
+    [opts] = command.disk_args(boot(disks=[disk], arch=arch.get("arm64")))
     drive, device = opts.split()[1], opts.split()[3]
     assert drive.endswith(",cache=writeback,throttling.iops-total=150")
     assert device == "virtio-blk-device,drive=kbdisk0,serial=s"  # virtio-mmio, as virtme's
@@ -161,4 +162,4 @@ def test_a_throttled_disk_and_a_foreign_arch_disk() -> None:
 @pytest.mark.parametrize("path", ["/a b/disk.raw", "/a,b.raw", "/x=y.raw", "/$(id).raw"])
 def test_a_disk_path_the_shell_or_qemu_would_split_is_refused(path: str) -> None:
     with pytest.raises(UserError, match="a disk path must be"):
-        vng.Disk(Path(path), "s")
+        command.Disk(Path(path), "s")

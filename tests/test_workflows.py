@@ -15,7 +15,8 @@ from typing import Any
 import pytest
 import yaml
 
-from kbisect import cli, proc
+from kbisect.commands import cli
+from kbisect.core import proc
 
 CHECKOUT = Path(__file__).resolve().parent.parent
 WORKFLOWS = sorted((CHECKOUT / ".github" / "workflows").glob("*.yml"))

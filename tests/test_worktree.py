@@ -6,9 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from kbisect import git as gitmod
-from kbisect import paths, proc, scratch, worktree
-from kbisect.exceptions import EXIT_USER
+from kbisect.core import paths, proc
+from kbisect.core.exceptions import EXIT_USER
+from kbisect.source import git as gitmod
+from kbisect.source import scratch, worktree
 from tests.fakes import git, make_fake_kernel_repo, repo_snapshot
 
 
@@ -152,7 +153,7 @@ def test_a_busy_slot_says_who_holds_it_and_waits(tmp_path: Path, capsys) -> None
     slot = tmp_path / "build"
     holder = subprocess.Popen(
         [sys.executable, "-c",
-         "import sys; from pathlib import Path; from kbisect import worktree\n"
+         "import sys; from pathlib import Path; from kbisect.source import worktree\n"
          "with worktree.locked(Path(sys.argv[1])):\n    print('held', flush=True); "
          "import time; time.sleep(2)", str(slot)],
         stdout=subprocess.PIPE, text=True, cwd=paths.CHECKOUT,

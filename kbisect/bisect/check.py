@@ -12,12 +12,15 @@ import math
 from pathlib import Path
 from typing import Any
 
-from kbisect import git, progress, stats, worktree
-from kbisect.bisect import samples, step
-from kbisect.bisect.gitbisect import SLOT
+from kbisect.bisect import samples
+from kbisect.bisect.git import step
+from kbisect.bisect.git.run import SLOT
 from kbisect.bisect.state import Options, Outcome
-from kbisect.exceptions import BenchmarkError, BootError, UserError
-from kbisect.targets import Kernel
+from kbisect.core import progress
+from kbisect.core.exceptions import BenchmarkError, BootError, UserError
+from kbisect.source import git, worktree
+from kbisect.stats import means
+from kbisect.targets.base import Kernel
 
 
 class BadEndpoints(UserError):
@@ -35,7 +38,7 @@ def revision(
 
 def measure_endpoints(
     ctx: samples.Context, top: Path, store: Path, opts: Options, good: str, bad: str
-) -> stats.Verdict:
+) -> means.Verdict:
     """runs-min samples of each, then one more of each until the difference is
     significant (at a confidence adjusted for the repeated looks) or runs-max is reached."""
     progress.step(f"measuring the endpoints: good {good[:12]}, bad {bad[:12]}")
@@ -47,7 +50,7 @@ def measure_endpoints(
     confidence = 1 - 0.05 / (opts.runs_max - opts.runs_min + 1)
     while True:
         tg, tb = samples.interleaved(ctx, g, b, n)
-        v = stats.verdict(
+        v = means.verdict(
             tg,
             tb,
             higher_is_better=opts.higher_is_better,
@@ -59,7 +62,7 @@ def measure_endpoints(
         n += 1
 
 
-def check_endpoints(v: stats.Verdict) -> None:
+def check_endpoints(v: means.Verdict) -> None:
     """BadEndpoints, one line with the numbers, unless good is significantly better."""
     if v.kind == "regression":
         return
@@ -112,7 +115,7 @@ def recheck(
         tp, tc = samples.interleaved(ctx, p, c, opts.recheck_samples)
     except (BootError, BenchmarkError) as exc:
         return {**result, "confirmed": False, "error": str(exc)}
-    v = stats.verdict(
+    v = means.verdict(
         tp, tc, higher_is_better=opts.higher_is_better, boots_flag="--recheck-samples"
     )
     r = v.ratio

@@ -20,7 +20,6 @@ step aborted the bisect.
 
 from __future__ import annotations
 
-import argparse
 import fcntl
 import os
 from collections.abc import Iterator
@@ -29,22 +28,16 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from kbisect import (
-    git,
-    paths,
-    progress,
-    results,
-    scenario,
-    stale,
-    targets,
-    tree,
-    worktree,
-)
-from kbisect.bisect import check, gitbisect, postreport, report, samples, search, state
-from kbisect.bisect.args import METHODS, options_from_args
-from kbisect.bisect.args import configure as configure
-from kbisect.bisect.state import Options, Outcome
-from kbisect.exceptions import EXIT_NEGATIVE, EXIT_OK, UserError
+from kbisect.bisect import check, postreport, report, samples, state
+from kbisect.bisect.git import run
+from kbisect.bisect.posterior import search
+from kbisect.bisect.state import METHODS, Options, Outcome
+from kbisect.core import progress, stale
+from kbisect.core.exceptions import EXIT_NEGATIVE, EXIT_OK, UserError
+from kbisect.measure import results
+from kbisect.scenario import scenario
+from kbisect.source import git, tree, worktree
+from kbisect.targets import registry
 
 
 def validate(opts: Options) -> tuple[Path, str, str]:
@@ -78,7 +71,7 @@ def validate(opts: Options) -> tuple[Path, str, str]:
 def _exclusive(top: Path) -> Iterator[None]:
     """One driver per repository: they would share the scratch worktree. Nor may one
     start while a process of an earlier one (a step, git, QEMU) still works in it."""
-    wt = worktree.path_for(top, gitbisect.SLOT)
+    wt = worktree.path_for(top, run.SLOT)
     lock = wt.with_suffix(".driver.lock")
     lock.parent.mkdir(parents=True, exist_ok=True)
     with lock.open("a+") as f:
@@ -103,7 +96,7 @@ def drive(opts: Options, run_dir: Path | None = None, data: dict[str, Any] | Non
     """Run (or, with run_dir and data, resume) a bisection; its exit code."""
     checked = opts if data is None else replace(opts, good=data["good"], bad=data["bad"])
     top, good, bad = validate(checked)
-    with targets.get(opts.target, opts.arch) as target, _exclusive(top):
+    with registry.get(opts.target, opts.arch) as target, _exclusive(top):
         scen = scenario.load(opts.scenario).with_overrides(list(opts.sets))
         target.preflight(scen)
         ctx = samples.Context(scen, opts.append, target, opts.policy())
@@ -149,7 +142,7 @@ def _phases(
     if opts.method == "posterior":
         return _posterior(ctx, top, run_dir, data, opts)
     if data["phase"] == "bisecting":
-        gitbisect.run(top, run_dir, data, opts)
+        run.run(top, run_dir, data, opts)
         data["phase"] = "recheck"
         state.save(run_dir, data)
     outcome = state.parse_log(data["bisect_log"])
@@ -195,17 +188,3 @@ def _print_answer(top: Path, outcome: Outcome, rc: dict[str, Any], written: Path
             "(noise, a flaky boot, or a threshold too close to one side)"
         )
     print(f"report: {written}")
-
-
-def main(args: argparse.Namespace) -> int:
-    if args.resume is None:
-        return drive(options_from_args(args))
-    run_dir = Path(args.resume) if args.resume else None
-    run_dir = run_dir or state.newest_unfinished(paths.results_dir())
-    data = state.load(run_dir)
-    if data.get("refused"):
-        raise UserError(f"{run_dir}: this bisect was refused: {data['refused']}")
-    if data.get("phase") == "done" and (run_dir / report.REPORT).exists():
-        raise UserError(f"{run_dir}: this bisect has finished (see its report.md)")
-    progress.step(f"resuming {run_dir} ({data['phase']}); its saved options apply")
-    return drive(Options.from_dict(data["options"]), run_dir, data)

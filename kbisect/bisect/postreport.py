@@ -15,10 +15,14 @@ import math
 from pathlib import Path
 from typing import Any
 
-from kbisect import clock, disturbreport, git, progress
-from kbisect.bisect import drift, recheck, replay, wallclock
-from kbisect.bisect import graph as graph_mod
-from kbisect.bisect.posterior import Answer, Posterior
+from kbisect.bisect import recheck, wallclock
+from kbisect.bisect.posterior import graph as graph_mod
+from kbisect.bisect.posterior import replay
+from kbisect.bisect.posterior.posterior import Answer, Posterior
+from kbisect.core import clock, progress
+from kbisect.report import disturbed
+from kbisect.source import git
+from kbisect.stats import drift
 
 
 def replay_log(top: Path, post: Posterior, answer: Answer, data: dict[str, Any]) -> str:
@@ -177,11 +181,11 @@ def summary(top: Path, run_dir: Path, data: dict[str, Any], argv: list[str]) -> 
 
 def _disturbed(run_dir: Path, data: dict[str, Any]) -> list[dict[str, Any]] | None:
     """The disturbed samples of the visited revisions and of the re-checks' pairs."""
-    found = disturbreport.of_store(Path(data["store"]), data["visited"])
+    found = disturbed.of_store(Path(data["store"]), data["visited"])
     pairs = [(recheck.folder(run_dir, culprit, c), f"{c[:12]} (re-check)")
              for culprit, rc in data.get("rechecks", {}).items()
              for c in (rc["parent"], culprit)]  # fmt: skip
-    more = disturbreport.of_folders(pairs)
+    more = disturbed.of_folders(pairs)
     return found if more is None else [*(found or []), *more]
 
 

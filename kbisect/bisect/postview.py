@@ -9,8 +9,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from kbisect import atomic, disturbreport, plots, progress
-from kbisect.bisect import drift, wallclock
+from kbisect.bisect import wallclock
+from kbisect.core import atomic, progress
+from kbisect.report import disturbed, plots
+from kbisect.stats import drift
 
 REPORT = "report.md"
 PLOT = "bisect.png"
@@ -182,7 +184,7 @@ def markdown(s: dict[str, Any]) -> str:
             "",
             f"![tps per revision]({PLOT})",
             "",
-            *disturbreport.markdown(s.get("disturbed")),
+            *disturbed.markdown(s.get("disturbed")),
             "## Every sample, in time order",
             "",
             *_samples(s),

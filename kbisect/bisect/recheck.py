@@ -13,13 +13,14 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from kbisect import progress
-from kbisect.bisect import check, confirm, samples
-from kbisect.bisect.posterior import Answer, Posterior
-from kbisect.exceptions import BenchmarkError, BootError, BuildError
+from kbisect.bisect import check, samples
+from kbisect.bisect.posterior.posterior import Answer, Posterior
+from kbisect.core import progress
+from kbisect.core.exceptions import BenchmarkError, BootError, BuildError
+from kbisect.stats import confirm
 
 if TYPE_CHECKING:
-    from kbisect.bisect.search import Search
+    from kbisect.bisect.posterior.search import Search
 
 
 def folder(run_dir: Path, culprit: str, commit: str) -> Path:

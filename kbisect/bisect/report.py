@@ -11,9 +11,13 @@ import json
 from pathlib import Path
 from typing import Any
 
-from kbisect import atomic, clock, disturbreport, git, plots, progress, results
-from kbisect.bisect import drift, postview, samples, wallclock
+from kbisect.bisect import postview, samples, wallclock
 from kbisect.bisect.state import Mark, Outcome
+from kbisect.core import atomic, clock, progress
+from kbisect.measure import results
+from kbisect.report import disturbed, plots
+from kbisect.source import git
+from kbisect.stats import drift
 
 PLOT = "bisect.png"
 REPORT = "report.md"
@@ -81,7 +85,7 @@ def summary(top: Path, data: dict[str, Any], outcome: Outcome, argv: list[str]) 
         "second_pass": bool(data.get("escalated")),
         "bisect_log": data["bisect_log"],
         "first_pass_log": data.get("first_pass_log"),
-        "disturbed": disturbreport.of_store(store, [data["good"], data["bad"], *ids]),
+        "disturbed": disturbed.of_store(store, [data["good"], data["bad"], *ids]),
         "exit": data.get("exit"),
     }
 
@@ -167,7 +171,7 @@ def markdown(s: dict[str, Any]) -> str:
         *_second_pass(s),
         *_recheck(s["recheck"]),
         *postview.drift_lines(s),
-        *disturbreport.markdown(s.get("disturbed")),
+        *disturbed.markdown(s.get("disturbed")),
         "## Revisions tested, in bisection order",
         "",
         *_table(s["revisions"]),

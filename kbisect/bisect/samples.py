@@ -15,9 +15,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kbisect import git, paths, progress, results, retake, scenario
-from kbisect.exceptions import BootError
-from kbisect.targets import Kernel, Target
+from kbisect.core import paths, progress
+from kbisect.core.exceptions import BootError
+from kbisect.measure import results, retake
+from kbisect.scenario import scenario
+from kbisect.source import git
+from kbisect.targets.base import Kernel, Target
 
 STORE_ENV = "KBISECT_BISECT_STORE"
 

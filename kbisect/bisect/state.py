@@ -13,11 +13,14 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kbisect import atomic, clock, disturbance, progress, retake
-from kbisect.arch import host_arch
 from kbisect.bisect import samples
-from kbisect.exceptions import UserError
+from kbisect.core import atomic, clock, progress
+from kbisect.core.arch import host_arch
+from kbisect.core.exceptions import UserError
+from kbisect.measure import retake
+from kbisect.targets import monitor
 
+METHODS = ("posterior", "git")
 STATE_FILE = "state.json"
 STATE_KIND = "bisect-state"
 
@@ -46,7 +49,7 @@ class Options:
     max_boots: int = 100  # posterior: boots after the endpoints, re-checks included
     references: int = 3  # a reference boot after every N test boots; 0: none
     retakes: int = retake.RETAKES  # of a disturbed sample (retake.py)
-    disturbed_share: float = disturbance.THRESHOLD
+    disturbed_share: float = monitor.THRESHOLD
 
     def measured_argv(self) -> list[str]:
         """What is measured and where: the options the driver and every step share."""

@@ -11,8 +11,9 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from kbisect import timeline
-from kbisect.bisect import drift, samples
+from kbisect.bisect import samples
+from kbisect.measure import timeline
+from kbisect.stats import drift
 
 PLOT = "tps-time.png"
 

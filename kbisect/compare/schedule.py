@@ -11,8 +11,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kbisect import atomic, results, retake
-from kbisect.exceptions import UserError
+from kbisect.core import atomic
+from kbisect.core.exceptions import UserError
+from kbisect.measure import results, retake
 
 PLAN = "plan.json"
 PLAN_KIND = "compare-plan"

@@ -7,9 +7,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kbisect import build, git, progress, scenario, tree, worktree
-from kbisect.exceptions import UserError
-from kbisect.targets import Kernel, Target
+from kbisect.build import build
+from kbisect.core import progress
+from kbisect.core.exceptions import UserError
+from kbisect.scenario import scenario
+from kbisect.source import git, tree, worktree
+from kbisect.targets.base import Kernel, Target
 
 NAMES = ("A", "B")
 

@@ -7,9 +7,11 @@ import json
 from pathlib import Path
 from typing import Any
 
-from kbisect import clock, progress, results, stats
 from kbisect.compare import schedule
 from kbisect.compare.sides import NAMES, Side
+from kbisect.core import clock, progress
+from kbisect.measure import results
+from kbisect.stats import means
 
 
 def sample_files(out: Path) -> dict[str, list[str]]:
@@ -22,7 +24,7 @@ def sample_files(out: Path) -> dict[str, list[str]]:
 
 
 def summary(
-    sides: dict[str, Side], plan: dict[str, Any], verdict: stats.Verdict, duration: float, out: Path
+    sides: dict[str, Side], plan: dict[str, Any], verdict: means.Verdict, duration: float, out: Path
 ) -> dict[str, Any]:
     files = sample_files(out)
     a = sides["A"]
@@ -78,7 +80,7 @@ def partial(out: Path) -> dict[str, Any]:
     }
 
 
-def print_table(sides: dict[str, Side], verdict: stats.Verdict) -> None:
+def print_table(sides: dict[str, Side], verdict: means.Verdict) -> None:
     print(
         f"{'side':<4} {'label':<44} {'n':>3} {'mean':>9} {'median':>9} {'CV':>6} "
         f"{'min':>9} {'max':>9}"

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from kbisect.bisect.graph import Graph
+from kbisect.bisect.posterior.graph import Graph
 
 Judge = Callable[[str], str]  # revision -> "good" | "bad" | "skip"
 

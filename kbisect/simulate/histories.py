@@ -7,7 +7,7 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 
-from kbisect.bisect.graph import Graph
+from kbisect.bisect.posterior.graph import Graph
 
 GOOD = "good"
 BASE_TPS = 1000.0

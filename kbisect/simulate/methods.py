@@ -20,14 +20,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from kbisect import sequential as seq_rule
-from kbisect import stats
-from kbisect.bisect import confirm, drift
-from kbisect.bisect.likelihood import Model
-from kbisect.bisect.posterior import Cost, Posterior
+from kbisect.bisect.posterior.likelihood import Model
+from kbisect.bisect.posterior.posterior import Cost, Posterior
 from kbisect.simulate import gitmodel
 from kbisect.simulate.histories import GOOD
 from kbisect.simulate.world import World
+from kbisect.stats import confirm, drift, means
+from kbisect.stats import sequential as seq_rule
 
 
 @dataclass(frozen=True)
@@ -69,7 +68,7 @@ def endpoints(world: World, s: Settings, refs: list[drift.Timed]) -> bool:
         if n >= s.runs_min:
             g = [r.tps for r in refs if r.revision == GOOD]
             b = [r.tps for r in refs if r.revision == bad]
-            if stats.verdict(g, b, confidence=confidence).kind == "regression":
+            if means.verdict(g, b, confidence=confidence).kind == "regression":
                 return True
     return False
 
@@ -151,7 +150,7 @@ class Sequential:
         for _ in range(self.s.recheck_samples):
             a.append(self.world.boot(parent)[1])
             b.append(self.world.boot(culprit)[1])
-        return "confirmed" if stats.verdict(a, b).kind == "regression" else "not confirmed"
+        return "confirmed" if means.verdict(a, b).kind == "regression" else "not confirmed"
 
 
 class Bayes:

@@ -24,11 +24,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from kbisect import disturbreport, fingerprint, retake, stats, timeline
-from kbisect.bisect import drift
+from kbisect.measure import fingerprint, retake, timeline
+from kbisect.report import disturbed as disturbreport
+from kbisect.stats import drift, means
+from kbisect.stats.inference import CONFIDENCE, combine, holm, log_terms
+from kbisect.stats.interactions import Interaction, interactions
 from kbisect.study import store
-from kbisect.study.inference import CONFIDENCE, combine, holm, log_terms
-from kbisect.study.interactions import Interaction, interactions
 
 ALPHA = 0.05
 Unit = tuple[int, int]  # (kernel, cell)
@@ -47,12 +48,12 @@ class Point:
         return len(self.tps)
 
     @property
-    def summary(self) -> stats.Summary | None:
-        return stats.summarize(self.tps) if self.tps else None
+    def summary(self) -> means.Summary | None:
+        return means.summarize(self.tps) if self.tps else None
 
     @property
     def ci(self) -> tuple[float, float, float] | None:
-        return stats.mean_ci(self.tps, CONFIDENCE) if self.n >= 2 else None
+        return means.mean_ci(self.tps, CONFIDENCE) if self.n >= 2 else None
 
 
 @dataclass(frozen=True)
@@ -60,7 +61,7 @@ class Step:
     cell: int
     a: int  # kernel indices, a before b
     b: int
-    ratio: stats.RatioCI
+    ratio: means.RatioCI
     p: float
     p_holm: float
     kind: str  # "regression", "improvement" or stats.NO_DIFFERENCE
@@ -72,7 +73,7 @@ class Step:
 class Analysis:
     definition: Mapping[str, Any]
     points: dict[Unit, Point]
-    vs_baseline: dict[Unit, stats.RatioCI]
+    vs_baseline: dict[Unit, means.RatioCI]
     steps: list[Step]
     tests: int  # the family Holm corrected over
     interactions: list[Interaction]
@@ -102,7 +103,7 @@ class Analysis:
         )
 
     def significant(self) -> list[Step]:
-        return [s for s in self.steps if s.kind != stats.NO_DIFFERENCE]
+        return [s for s in self.steps if s.kind != means.NO_DIFFERENCE]
 
 
 def points(
@@ -165,12 +166,12 @@ def _differences(pa: Point, pb: Point) -> tuple[str, ...]:
     )
 
 
-def _ratio(pa: Point, pb: Point) -> tuple[stats.RatioCI, float] | None:
+def _ratio(pa: Point, pb: Point) -> tuple[means.RatioCI, float] | None:
     """B/A with its interval and the p of "no change"; None without 2 samples a side."""
     sa, sb = pa.summary, pb.summary
     if sa is None or sb is None or sa.n < 2 or sb.n < 2:
         return None
-    r = stats.ratio_ci(pa.tps, pb.tps, CONFIDENCE)
+    r = means.ratio_ci(pa.tps, pb.tps, CONFIDENCE)
     p, _, _ = combine([log_terms(sa), log_terms(sb)], math.log(r.ratio))
     return r, p
 
@@ -185,7 +186,7 @@ def steps(d: Mapping[str, Any], pts: Mapping[Unit, Point]) -> tuple[list[Step], 
     effect = float(d.get("min_effect", 0.02))
     out = []
     for (c, a, r, p), p_adj in zip(raw, adjusted, strict=True):
-        kind = stats.NO_DIFFERENCE
+        kind = means.NO_DIFFERENCE
         if p_adj < ALPHA and abs(r.ratio - 1) >= effect:
             kind = "regression" if r.ratio < 1 else "improvement"
         line = bisect_line(d, c, a, a + 1, kind == "improvement")
@@ -204,7 +205,7 @@ def _warnings(d: Mapping[str, Any], pts: Mapping[Unit, Point]) -> list[str]:
             out.append(f"{where}: {p.n} good sample(s): no interval, left out of the steps")
         if p.failed:
             out.append(f"{where}: {p.failed} failed boot(s), kept out of the statistics")
-        if (s := p.summary) is not None and s.n >= 2 and s.cv > stats.HIGH_CV:
+        if (s := p.summary) is not None and s.n >= 2 and s.cv > means.HIGH_CV:
             out.append(f"{where}: CV {s.cv * 100:.1f}% is high: add boots")
     return out
 

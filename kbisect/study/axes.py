@@ -16,8 +16,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from kbisect import scenario
-from kbisect.exceptions import UserError
+from kbisect.core.exceptions import UserError
+from kbisect.scenario import fields, scenario
 
 APPEND = "append"
 
@@ -81,11 +81,11 @@ class Cell:
 
 def check_key(key: str) -> None:
     """A scenario field (or a PostgreSQL setting), or `append`."""
-    if key == APPEND or key in scenario.FIELDS:
+    if key == APPEND or key in fields.FIELDS:
         return
     if key.startswith("postgres.settings.") and key.count(".") == 2:
         return
-    known = ", ".join([APPEND, *(k for k in scenario.FIELDS if "." in k)])
+    known = ", ".join([APPEND, *(k for k in fields.FIELDS if "." in k)])
     raise AxisError(f"--axis {key}: not a scenario key (known: {known})")
 
 
@@ -143,6 +143,6 @@ def scenarios(
     for cell in all_cells:
         try:
             out.append(base.with_overrides([*sets, *cell.sets]))
-        except scenario.ScenarioError as exc:
+        except fields.ScenarioError as exc:
             raise AxisError(f"cell {cell.id} ({cell.label(axes)}): {exc}") from None
     return out

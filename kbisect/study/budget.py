@@ -13,8 +13,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from kbisect.exceptions import UserError
-from kbisect.scenario import Scenario
+from kbisect.core.exceptions import UserError
+from kbisect.scenario.scenario import Scenario
 
 BOOT_OVERHEAD_S = 35.0
 BUILD_S = 60.0

@@ -15,8 +15,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from kbisect import atomic, results
-from kbisect.exceptions import UserError
+from kbisect.core import atomic
+from kbisect.core.exceptions import UserError
+from kbisect.measure import results
 from kbisect.study import machine, store
 
 

@@ -11,7 +11,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from kbisect import plots, timeline
+from kbisect.measure import timeline
+from kbisect.report import plots
 from kbisect.study.analysis import Analysis
 
 TPS = "study-tps.png"

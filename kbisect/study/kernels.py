@@ -9,11 +9,13 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from kbisect import arch as arch_mod
-from kbisect import build, git, progress, rc, tree
-from kbisect.exceptions import UserError
+from kbisect.build import build
+from kbisect.core import arch as arch_mod
+from kbisect.core import progress
+from kbisect.core.exceptions import UserError
+from kbisect.source import git, rc, tree
 from kbisect.study.spec import KernelSpec
-from kbisect.targets import Kernel
+from kbisect.targets.base import Kernel
 
 
 class KernelListError(UserError):

@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from kbisect.targets import Target
+from kbisect.targets.base import Target
 
 COMPARED = ("cpu_model", "cores", "cmdline_base", "target_kind", "arch", "accel")
 PER_BOOT = ("BOOT_IMAGE=", "initrd=", "root=", "resume=", "rd.", "systemd.")

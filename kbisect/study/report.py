@@ -6,7 +6,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from kbisect import atomic, clock, disturbreport, progress, results, stats
+from kbisect.core import atomic, clock, progress
+from kbisect.measure import results
+from kbisect.report import disturbed
+from kbisect.stats import means
 from kbisect.study import analysis, figures, store, text
 from kbisect.study.analysis import Analysis
 
@@ -167,7 +170,7 @@ def markdown(a: Analysis, pictures: list[str]) -> str:
         "",
         *_steps_table(a),
         "",
-        *disturbreport.markdown(a.disturbed),
+        *disturbed.markdown(a.disturbed),
         "## Warnings",
         "",
         *([f"- {w}" for w in a.warnings] or ["None."]),
@@ -221,7 +224,7 @@ def summary(a: Analysis) -> dict[str, Any]:
         "sides": {},
         "stats": {"points": pts, "steps": steps, "tests": a.tests},
         "verdict": {
-            "kind": "steps" if n else stats.NO_DIFFERENCE,
+            "kind": "steps" if n else means.NO_DIFFERENCE,
             "result": f"{n} significant step(s) in {a.tests} comparisons (Holm)",
             "warnings": a.warnings,
         },

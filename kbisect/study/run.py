@@ -9,8 +9,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from kbisect import clock, options, progress, results, retake, scenario, targets, tree
-from kbisect.exceptions import EXIT_OK, BootError, UserError
+from kbisect.commands import options
+from kbisect.core import clock, progress
+from kbisect.core.exceptions import EXIT_OK, BootError, UserError
+from kbisect.measure import results, retake
+from kbisect.scenario import scenario
+from kbisect.source import tree
 from kbisect.study import (
     analysis,
     axes,
@@ -24,7 +28,8 @@ from kbisect.study import (
     store,
 )
 from kbisect.study.spec import Study
-from kbisect.targets import Target
+from kbisect.targets import registry
+from kbisect.targets.base import Target
 
 
 @dataclass(frozen=True)
@@ -186,7 +191,7 @@ def execute(out: Path, d: dict[str, Any], target: Target, repo: Path | None) -> 
 
 def start(args: argparse.Namespace, file: str | None) -> int:
     study = spec.from_args(args, spec.load(file) if file else None)
-    target = targets.get(args.target, study.kernels.arch)
+    target = registry.get(args.target, study.kernels.arch)
     share = fanout.parse_share(args.share) if args.share else None
     p = prepare(study, target, share)
     announce(p)
@@ -219,7 +224,7 @@ def resume(args: argparse.Namespace) -> int:
             f"{out}: every planned sample is taken: nothing to resume "
             "(`kbisect report` re-renders it)"
         )
-    target = targets.get(d.get("target_spec") or d["target"], d["arch"])
+    target = registry.get(d.get("target_spec") or d["target"], d["arch"])
     repo = None
     if any(k.get("rev") for k in d["kernels"]):
         repo = tree.resolve(d["tree"])

@@ -18,11 +18,12 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kbisect import progress, retake
-from kbisect.exceptions import BenchmarkError, BootError
-from kbisect.scenario import Scenario
+from kbisect.core import progress
+from kbisect.core.exceptions import BenchmarkError, BootError
+from kbisect.measure import retake
+from kbisect.scenario.scenario import Scenario
 from kbisect.study import store
-from kbisect.targets import Kernel, Target
+from kbisect.targets.base import Kernel, Target
 
 VERSION = 1
 

@@ -28,8 +28,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from kbisect import paths
-from kbisect.exceptions import UserError
+from kbisect.core import paths
+from kbisect.core.exceptions import UserError
 from kbisect.study import axes as axes_mod
 from kbisect.study.axes import Axis, Level
 

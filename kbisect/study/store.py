@@ -16,8 +16,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from kbisect import atomic, paths, results, retake
-from kbisect.exceptions import UserError
+from kbisect.core import atomic, paths
+from kbisect.core.exceptions import UserError
+from kbisect.measure import results, retake, schema
 
 DEFINITION = "study.json"
 SCHEDULE = "schedule.json"
@@ -94,7 +95,7 @@ def samples(run_dir: Path) -> list[dict[str, Any]]:
     """This run's samples that belong to a kernel and cell, in boot order."""
     try:
         found = results.load_samples(run_dir)
-    except results.InvalidResult as exc:
+    except schema.InvalidResult as exc:
         raise NotAStudy(str(exc)) from None
     return [s for s in found if unit_of(s.get("label")) is not None]
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from kbisect import textreport as tr
+from kbisect.report import text as tr
 from kbisect.study.analysis import Analysis
 
 TEXT = tr.TEXT

@@ -18,11 +18,11 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, ClassVar
 
-from kbisect import disturbance
-from kbisect.arch import Arch
-from kbisect.checks import Check
-from kbisect.exceptions import UserError
-from kbisect.scenario import Scenario
+from kbisect.core.arch import Arch
+from kbisect.core.checks import Check
+from kbisect.core.exceptions import UserError
+from kbisect.scenario.scenario import Scenario
+from kbisect.targets import monitor as disturbance
 
 IMAGE_NAMES = ("bzImage", "Image")
 

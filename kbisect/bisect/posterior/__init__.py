@@ -1,0 +1,1 @@
+"""The posterior method: the commit graph, the likelihood, the posterior and its search."""

@@ -1,0 +1,120 @@
+"""Which revision to sample next: the most expected information per unit of cost.
+
+The expected information one sample of revision r brings about the culprit is the mutual
+information between the culprit and the sample's log tps y:
+
+    EIG(r) = H(y) - E_culprit[H(y | culprit)]
+
+Under a class k of culprits (posterior.py) with probability P_k, fitted levels g_k, b_k and
+noise s_k, a fraction f_k of the class makes r bad, so y is predicted by the mixture
+f_k·N(b_k, s_k²) + (1 - f_k)·N(g_k, s_k²); H(y) is the entropy of the mixture of those over
+k (numerically, on a grid), E[H(y | culprit)] = Σ P_k·½·log(2πe·s_k²). With common levels
+this is largest where P(r bad) is nearest ½ (the revision that best splits the posterior);
+with each class's own levels it also sees what splitting cannot: when a class is only
+possible if the bad endpoint's few samples were all unlucky, a sample of the bad endpoint
+is what tells them apart.
+
+A revision already built costs a boot; a new one a build and a boot. The score is EIG per
+cost, over a short list: the best splits among built and among new revisions, and the
+endpoints. Sampling a revision again is allowed.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from kbisect.bisect.posterior.likelihood import Fit
+    from kbisect.bisect.posterior.posterior import Cost, Posterior
+
+ROOT_2PI = math.sqrt(2 * math.pi)
+_NODES = (0.484935707515, 1.465989094391, 2.484325841639, 3.581823483552, 4.859462828332)
+_WEIGHTS = (0.344642334932, 0.13548370298, 0.019111580501, 0.000758070934, 4.310653e-06)
+# 10-point Gauss-Hermite rule for E[g(Z)], Z ~ N(0, 1): nodes ±_NODES, weights summing to 1
+HERMITE = tuple((sign * n, w) for n, w in zip(_NODES, _WEIGHTS, strict=True) for sign in (1, -1))
+SHORTLIST = 4  # best splits considered per cost group
+LIVE = 1e-3  # classes lighter than this are left out of the information
+
+
+def _merged(parts: list[tuple[float, float, float]]) -> list[tuple[float, float, float]]:
+    """The parts with weight, nearly equal parts merged (they are, across most classes)."""
+    bins: dict[tuple[int, int], list[float]] = {}
+    for w, m, s in parts:
+        if w > 1e-9:
+            key = (round(m / s * 10), round(math.log(s) * 20))
+            acc = bins.setdefault(key, [0.0, 0.0, 0.0])
+            acc[0] += w
+            acc[1] += w * m
+            acc[2] += w * s
+    return [(w, m / w, s / w) for w, m, s in bins.values()]
+
+
+def _density(parts: list[tuple[float, float, float]], y: float) -> float:
+    total = 0.0
+    for w, m, s in parts:
+        z = (y - m) / s
+        if -9.0 < z < 9.0:
+            total += w / s * math.exp(-0.5 * z * z)
+    return total / ROOT_2PI
+
+
+def entropy(parts: list[tuple[float, float, float]]) -> float:
+    """Entropy (nats) of a mixture of normals given as (weight, mean, sd): -E[log density],
+    each part's expectation by 10-point Gauss-Hermite quadrature."""
+    parts = _merged(parts)
+    total = 0.0
+    for w, m, s in parts:
+        inner = 0.0
+        for node, weight in HERMITE:
+            inner += weight * math.log(max(_density(parts, m + s * node), 1e-300))
+        total -= w * inner
+    return total
+
+
+def _eig(classes: list[tuple[float, Fit, float]], t: float, load: float = 0.0) -> float:
+    """classes: (P_k, fit_k, f_k); t and load: the time of the next sample, and the load
+    it is expected under (the last sample's: a hog that runs goes on running)."""
+    parts, cond = [], 0.0
+    for p, fit, f in classes:
+        sd = math.exp(fit.log_sigma)
+        cond += p * 0.5 * math.log(2 * math.pi * math.e * sd * sd)
+        if f > 0:
+            parts.append((p * f, fit.level(True, t, load), sd))
+        if f < 1:
+            parts.append((p * (1 - f), fit.level(False, t, load), sd))
+    return max(0.0, entropy(parts) - cond)
+
+
+def shortlist(post: Posterior) -> list[str]:
+    """The best splits among built and among new revisions, and the endpoints."""
+    values = post.split_values()
+    order = {c: i for i, c in enumerate(post.graph.commits)}
+    picks = []
+    for built in (True, False):
+        group = [c for c in values if (c in post.built_ones) == built]
+        group.sort(key=lambda c: (abs(values[c] - 0.5), order[c]))
+        picks += group[:SHORTLIST]
+    if not picks:
+        return []
+    return picks + [c for c in (post.graph.goods[0], post.graph.bad) if c not in post.untestable]
+
+
+def best(post: Posterior, cost: Cost) -> str | None:
+    """The revision to sample next, or None when no test can split what is left."""
+    picks = shortlist(post)
+    if not picks:
+        return None
+    live = post.live_fits(LIVE)
+    if not live:  # no fit yet: the plain best split
+        return picks[0]
+    last = max(post.samples, key=lambda s: s.t)
+    t, load = last.t + 1.0, last.load
+    scores = []
+    for rank, c in enumerate(picks):
+        i = post.graph.index.get(c)
+        classes = [(p, fit, 0.0 if i is None else (post.graph.anc[i] & mask).bit_count() / size)
+                   for p, mask, size, fit in live]  # fmt: skip
+        price = cost.boot + (0.0 if c in post.built_ones else cost.build)
+        scores.append((_eig(classes, t, load) / price, -rank, c))
+    return max(scores)[2]

@@ -1,0 +1,1 @@
+"""Kernels built from Kconfig fragments into cached artifacts."""

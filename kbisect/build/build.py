@@ -1,0 +1,175 @@
+"""`kbisect build`: one kernel revision, from Kconfig fragments, into a cached artifact.
+
+Source: a scratch worktree of the revision (or the current checkout with --in-place,
+which is how `git bisect run` uses it). Output: an O= build dir keyed by
+(tree, arch, base config, fragments) reused across revisions with ccache, and an
+artifact dir per commit holding the image, .config, System.map and manifest.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from kbisect.build import ccache, kconfig, make
+from kbisect.build import manifest as buildmanifest
+from kbisect.build.config import check_base, inputs_key, make_config
+from kbisect.commands import options
+from kbisect.core import arch as arch_mod
+from kbisect.core import atomic, paths, progress
+from kbisect.core.exceptions import BuildError, CommandFailed, CommandTimeout, UserError
+from kbisect.source import git, scratch, tree, worktree
+
+
+@dataclass(frozen=True)
+class BuildResult:
+    artifact_dir: Path
+    image: Path
+    manifest: dict[str, Any]
+    cached: bool
+
+
+@dataclass(frozen=True)
+class Request:
+    tree: Path
+    rev: str
+    arch: arch_mod.Arch
+    configs: tuple[str, ...] = ()
+    base: str = "tinyconfig"
+    allow_dropped: frozenset[str] = frozenset()
+    in_place: bool = False
+    jobs: int = 0
+
+
+OBJ_PREFIX = ".kbisect-o-"  # O= dirs inside kbisect's own checkouts (worktree.checkout keeps them)
+
+
+def obj_dir(root: Path, src: Path) -> Path:
+    """The O= dir for one source checkout and one set of build inputs (root).
+
+    In a checkout of kbisect's own (a scratch worktree in the cache) it is a direct
+    subdirectory of the checkout: kbuild then names every source file relative to it
+    (`srctree := ..`), so the compile commands are the same in every checkout and ccache
+    hits across them (a bisect's first build after a compare's is warm). Elsewhere (a
+    user's tree built --in-place, never written into) it lives in the cache, one per
+    checkout: kbuild records the absolute source path there, and one O= dir shared by two
+    checkouts would be rebuilt from scratch at every switch between them."""
+    cache = paths.cache_dir().resolve()
+    if src.resolve().is_relative_to(cache):
+        return src / f"{OBJ_PREFIX}{root.name}"
+    where = str(src.resolve())
+    return root / f"obj-{src.name}-{hashlib.sha256(where.encode()).hexdigest()[:8]}"
+
+
+def build(req: Request) -> BuildResult:
+    """Build (or reuse) the artifact for req; raise BuildError when the kernel fails."""
+    commit = scratch.rev_parse(req.tree, req.rev)
+    make.check_compiler(req.arch)
+    if req.in_place and git.is_dirty(req.tree):
+        raise UserError(f"--in-place: {req.tree} has uncommitted changes; commit or stash them")
+    fragments = kconfig.resolve(list(req.configs), req.arch.name, base=req.base)
+    key = inputs_key(req, fragments)
+    root = paths.cache_dir() / "builds" / worktree.repo_id(req.tree) / f"{req.arch.name}-{key}"
+    artifact = root / commit
+    if (artifact / "manifest.json").exists():
+        # Built maybe with another --allow-dropped: this request must accept its .config too.
+        kconfig.verify((artifact / "config").read_text(), fragments, set(req.allow_dropped))
+        manifest = json.loads((artifact / "manifest.json").read_text())
+        progress.step(f"reusing build of {commit[:12]}: {artifact}")
+        return BuildResult(artifact, artifact / Path(req.arch.image).name, manifest, True)
+    # The worktree slot is shared by every build of this tree (any arch, any fragments).
+    slot = worktree.path_for(req.tree, "build")
+    obj = obj_dir(root, req.tree if req.in_place else slot)
+    with worktree.locked(root), worktree.locked(slot):
+        if req.in_place:
+            if git.rev_parse(req.tree, "HEAD") != commit:
+                raise UserError(f"--in-place: {req.tree} is not at {req.rev}")
+            src = req.tree
+        else:
+            progress.step(f"checking out {commit[:12]} in a scratch worktree")
+            src = worktree.checkout(req.tree, commit)
+        artifact.mkdir(parents=True, exist_ok=True)
+        log = artifact / "build.log"
+        log.write_text(progress.log_header())
+        before = ccache.stats()
+        start = time.monotonic()
+        try:
+            warnings = make_config(req, src, obj, fragments, log)
+            make.compile_image(req.arch, req.jobs, src, obj, log)
+        except (CommandFailed, CommandTimeout) as exc:
+            progress.step(f"build failed; last lines of {log}:\n{make.tail(log)}")
+            raise BuildError(f"build of {commit[:12]} failed: {exc}") from None
+        duration = time.monotonic() - start
+        manifest = buildmanifest.manifest(
+            req,
+            commit,
+            src,
+            obj,
+            fragments,
+            warnings,
+            duration,
+            ccache.delta(before, ccache.stats()),
+        )
+        image = buildmanifest.collect(req.arch, obj, artifact)
+        manifest["image_sha256"] = hashlib.sha256(image.read_bytes()).hexdigest()
+        atomic.write_json(artifact / "manifest.json", manifest)
+    progress.step(f"built {commit[:12]} in {duration:.0f}s: {image}")
+    return BuildResult(artifact, image, manifest, False)
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--tree", help="kernel git tree (default: the embedded 6.12 tree)")
+    parser.add_argument("--rev", default="HEAD", help="revision to build (default HEAD)")
+    options.add_where(parser)
+    options.add_configs(parser)
+    parser.add_argument(
+        "--base",
+        default="tinyconfig",
+        help="tinyconfig (default), allnoconfig, defconfig, a config FILE, or target:NAME "
+        "(a machine's running config, its loaded drivers built in: docs/machines.md)",
+    )
+    parser.add_argument(
+        "--allow-dropped",
+        action="append",
+        default=[],
+        metavar="SYMBOL",
+        help="accept that olddefconfig drops SYMBOL",
+    )
+    parser.add_argument(
+        "--in-place",
+        action="store_true",
+        help="build the tree's checkout itself (for `git bisect run`)",
+    )
+    parser.add_argument(
+        "-j", "--jobs", type=options.count(0, 4096), default=0, help="make jobs (0: one per CPU)"
+    )
+    parser.add_argument("--json", action="store_true", help="print the manifest as JSON")
+
+
+def request_from_args(args: argparse.Namespace) -> Request:
+    check_base(args.base, "--base")
+    allow = kconfig.allowed_symbols(args.allow_dropped)
+    return Request(
+        tree=tree.resolve(args.tree),
+        rev=args.rev,
+        arch=options.target(args).arch,
+        configs=tuple(args.config),
+        base=args.base,
+        allow_dropped=frozenset(allow),
+        in_place=args.in_place,
+        jobs=args.jobs,
+    )
+
+
+def main(args: argparse.Namespace) -> int:
+    result = build(request_from_args(args))
+    if args.json:
+        print(json.dumps(result.manifest, indent=2, sort_keys=True))
+    else:
+        print(result.image)
+    return 0

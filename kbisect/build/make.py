@@ -1,0 +1,88 @@
+"""make for a kernel build: the command lines (pure), the fixed build identity, and the
+compile step with its progress lines."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import time
+from pathlib import Path
+
+from kbisect.core import arch as arch_mod
+from kbisect.core import proc, progress
+from kbisect.core.exceptions import MissingTool
+
+BUILD_TIMEOUT_S = 4 * 3600
+IDLE_TIMEOUT_S = 30 * 60
+
+
+def make_command(
+    src: Path, obj: Path, arch: arch_mod.Arch, *targets: str, jobs: int = 0, cc: str | None = None
+) -> list[str]:
+    """The make command line for a kernel build step (pure)."""
+    cmd = ["make", "-C", str(src), f"O={obj}", *arch.make_vars()]
+    if cc:
+        cmd.append(f"CC={cc}")
+    if jobs:
+        cmd.append(f"-j{jobs}")
+    return [*cmd, *targets]
+
+
+def build_env() -> dict[str, str]:
+    """Fixed build identity, so two builds of one tree give the same image."""
+    return {
+        "KBUILD_BUILD_TIMESTAMP": "2025-01-01",
+        "KBUILD_BUILD_USER": "kbisect",
+        "KBUILD_BUILD_HOST": "kbisect",
+    }
+
+
+def arch_env(a: arch_mod.Arch) -> dict[str, str]:
+    env = {"ARCH": a.kernel_arch}
+    if a.cross_compile:
+        env["CROSS_COMPILE"] = a.cross_compile
+    return env
+
+
+class _Progress:
+    """Turns make's output into a progress line every few seconds."""
+
+    def __init__(self) -> None:
+        self.objects = 0
+        self.last = time.monotonic()
+
+    def __call__(self, line: str) -> None:
+        if line.lstrip().startswith(("CC ", "AS ", "LD ", "AR ")):
+            self.objects += 1
+        if time.monotonic() - self.last > 15:
+            self.last = time.monotonic()
+            progress.step(f"compiling: {self.objects} objects so far")
+
+
+def check_compiler(a: arch_mod.Arch) -> None:
+    if shutil.which(a.compiler()) is None:
+        raise MissingTool(
+            f"{a.compiler()}: compiler for {a.name} not installed (run scripts/setup)"
+        )
+
+
+def compile_image(a: arch_mod.Arch, jobs: int, src: Path, obj: Path, log: Path) -> None:
+    """make the arch's image target (ccache when installed; jobs 0: one per CPU)."""
+    cc = a.compiler()
+    if shutil.which("ccache"):
+        cc = f"ccache {cc}"
+    jobs = jobs or os.cpu_count() or 1
+    progress.step(f"compiling {a.image_target} with {cc}, {jobs} jobs")
+    proc.run(
+        make_command(src, obj, a, a.image_target, jobs=jobs, cc=cc),
+        log=log,
+        env=build_env(),
+        timeout=BUILD_TIMEOUT_S,
+        idle_timeout=IDLE_TIMEOUT_S,
+        on_line=_Progress(),
+    )
+
+
+def tail(log: Path, n: int = 15) -> str:
+    lines = log.read_text(errors="replace").splitlines()
+    return "\n".join(lines[-n:])

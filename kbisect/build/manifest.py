@@ -1,0 +1,64 @@
+"""What a build leaves in its artifact dir: the image, config, System.map, and
+manifest.json (the inputs, the commit, the compiler, the time, ccache's hit rate)."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from kbisect.build import kconfig
+from kbisect.build.make import make_command
+from kbisect.core import arch as arch_mod
+from kbisect.core import clock, proc, progress
+from kbisect.source import git, scratch
+
+if TYPE_CHECKING:
+    from kbisect.build.build import Request
+
+MANIFEST_VERSION = 1
+
+
+def collect(a: arch_mod.Arch, obj: Path, artifact: Path) -> Path:
+    """Copy the image, .config and System.map out of the O= dir; the image's path."""
+    image = artifact / Path(a.image).name
+    shutil.copyfile(obj / a.image, image)
+    shutil.copyfile(obj / ".config", artifact / "config")
+    if (obj / "System.map").exists():
+        shutil.copyfile(obj / "System.map", artifact / "System.map")
+    return image
+
+
+def manifest(
+    req: Request,
+    commit: str,
+    src: Path,
+    obj: Path,
+    fragments: list[kconfig.Fragment],
+    warnings: list[str],
+    duration: float,
+    cache: dict[str, float],
+) -> dict[str, Any]:
+    config_text = (obj / ".config").read_text()
+    release = proc.capture(
+        make_command(src, obj, req.arch, "-s", "kernelrelease"), check=False
+    ).splitlines()
+    return {
+        "version": MANIFEST_VERSION,
+        "command": progress.reproduce_line(),
+        "created": clock.utc_now(),
+        "tree": str(req.tree),
+        "commit": commit,
+        "describe": git.describe(scratch.reader(req.tree, commit), commit),
+        "subject": git.subject(scratch.reader(req.tree, commit), commit),
+        "arch": req.arch.name,
+        "base": req.base,
+        "fragments": [{"name": f.name, "sha256": f.sha256} for f in fragments],
+        "allowed_drops": warnings,
+        "compiler": proc.capture([req.arch.compiler(), "--version"]).splitlines()[0],
+        "duration_s": round(duration, 1),
+        "ccache": cache,
+        "config_hash": kconfig.config_hash(config_text),
+        "kernelrelease": release[-1] if release else None,
+        "in_place": req.in_place,
+    }

@@ -1,0 +1,130 @@
+"""`kbisect bisect`'s command line: its options, and turning them into state.Options
+(paths made absolute and the target's arch resolved once, so that --resume and every
+step see the same)."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from kbisect.bisect import driver, report, state
+from kbisect.bisect.git import step
+from kbisect.bisect.state import Options
+from kbisect.build import config, kconfig
+from kbisect.commands import options
+from kbisect.core import paths, progress
+from kbisect.core.exceptions import UserError
+from kbisect.targets import registry
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    add = parser.add_argument
+    add("--tree", help="kernel git tree (default: the embedded 6.12 tree)")
+    add("--good", help="a revision with the good (fast) figure")
+    add("--bad", help="a later revision with the bad (slow) figure")
+    step.add_measured(parser, required=False)
+    add(
+        "--threshold",
+        type=options.positive,
+        metavar="TPS",
+        help="git method: good above, bad below (default: geometric mean of the endpoint "
+        "means; a given threshold turns --references off)",
+    )
+    add(
+        "--recheck-samples",
+        type=options.count(3, 1000),
+        default=8,
+        help="fresh samples of the culprit and its parent (default 8; posterior: at most, "
+        "adaptive from 3)",
+    )
+    add(
+        "--method",
+        choices=state.METHODS,
+        default="posterior",
+        help="posterior (default): every sample is evidence; git: git bisect run bisect/run",
+    )
+    add(
+        "--confidence",
+        type=options.positive,
+        default=0.95,
+        help="posterior: stop when one commit holds this probability (default 0.95)",
+    )
+    add(
+        "--max-boots",
+        type=options.count(1, 100_000),
+        default=100,
+        help="posterior: boots after the endpoints, re-checks included (default 100)",
+    )
+    add("--references", type=options.count(0, 1000), default=3, metavar="N",
+        help="a boot of the good or bad endpoint after every N test boots, so drift is "
+        "measured and corrected (default 3; 0: none)")  # fmt: skip
+    add(
+        "--resume",
+        nargs="?",
+        const="",
+        metavar="RUN_DIR",
+        help="continue an interrupted bisect (default: the newest unfinished one)",
+    )
+
+
+def _absolute(path: str | None) -> str | None:
+    """A path made absolute, so that --resume and the reproduce line work from anywhere."""
+    if path is None or path == "default" or not Path(path).exists():
+        return path
+    return str(Path(path).resolve())
+
+
+def _file_or_name(spec: str) -> str:
+    """A scenario or target: a file (made absolute: steps run elsewhere) or a name."""
+    if "/" in spec or spec.endswith(".toml"):
+        return str(_absolute(spec))
+    return spec
+
+
+def options_from_args(args: argparse.Namespace) -> Options:
+    missing = [f"--{n}" for n in ("good", "bad", "scenario") if not getattr(args, n)]
+    if missing:
+        raise UserError(f"missing {', '.join(missing)} (or use --resume)")
+    where = _file_or_name(args.target)
+    arch = registry.get(where, args.arch).arch.name  # resolved once, then passed on
+    kconfig.resolve(list(args.config), arch)  # an unknown fragment: exit 2 before any run dir
+    config.check_base(args.base_config)
+    return Options(
+        _absolute(args.tree),
+        args.good,
+        args.bad,
+        _file_or_name(args.scenario),
+        args.threshold,
+        not args.lower_is_better,
+        args.append,
+        args.runs_min,
+        args.runs_max,
+        args.recheck_samples,
+        tuple(args.config),
+        arch,
+        where,
+        tuple(args.set),
+        _file_or_name(args.base_config)
+        if args.base_config not in config.BASES
+        else args.base_config,
+        args.method,
+        args.confidence,
+        args.max_boots,
+        args.references,
+        args.retakes,
+        args.disturbed_share,
+    )
+
+
+def main(args: argparse.Namespace) -> int:
+    if args.resume is None:
+        return driver.drive(options_from_args(args))
+    run_dir = Path(args.resume) if args.resume else None
+    run_dir = run_dir or state.newest_unfinished(paths.results_dir())
+    data = state.load(run_dir)
+    if data.get("refused"):
+        raise UserError(f"{run_dir}: this bisect was refused: {data['refused']}")
+    if data.get("phase") == "done" and (run_dir / report.REPORT).exists():
+        raise UserError(f"{run_dir}: this bisect has finished (see its report.md)")
+    progress.step(f"resuming {run_dir} ({data['phase']}); its saved options apply")
+    return driver.drive(Options.from_dict(data["options"]), run_dir, data)

@@ -1,0 +1,97 @@
+"""Command-line entry: builds the parser, dispatches to one module per subcommand.
+
+Every subcommand module exposes `configure(parser)` and `main(args) -> int`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import sys
+from types import FrameType, ModuleType
+from typing import NoReturn
+
+import kbisect
+from kbisect import __version__
+from kbisect.bisect.git import ktest, step
+from kbisect.build import build
+from kbisect.commands import bisect, compare, report, run, study
+from kbisect.commands import emu as emu_command
+from kbisect.core.exceptions import EXIT_INTERRUPTED, EXIT_USER, KbisectError
+from kbisect.doctor import doctor
+from kbisect.source import demo, rc, tree
+from kbisect.targets.vng import rootfs
+
+# (name, module, one-line help); each module has configure(parser) and main(args)
+COMMANDS: list[tuple[str, ModuleType, str]] = [
+    ("doctor", doctor, "check this host and whether KVM is usable"),
+    ("tree", tree, "manage kernel trees (import the embedded default)"),
+    ("build", build, "build a kernel revision from Kconfig fragments"),
+    ("image", rootfs, "make the root fs for foreign-arch guests (arm64 on x86_64)"),
+    ("run", run, "boot a kernel on a target and run a pgbench scenario there"),
+    ("compare", compare, "A/B compare two kernels or command lines"),
+    ("report", report, "re-render a report from stored results"),
+    ("bisect", bisect, "bisect a tps regression between two revisions"),
+    ("bisect-step", step, "one `git bisect run` step (used by bisect/run)"),
+    ("rc", rc, "pick the next -rc tag to measure and its baseline"),
+    ("demo", demo, "create the demo history on the embedded default tree"),
+    ("study", study, "kernels x workload settings: steps, bisect lines"),
+    ("emu", emu_command, "the emulated machine: an ssh target for tests and demos"),
+    ("ktest-config", ktest, "write a ktest.pl config whose TEST is a kbisect step"),
+]
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        self.exit(EXIT_USER, f"{self.prog}: error: {message}\n")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="kbisect", description=kbisect.__doc__)
+    parser.add_argument("--version", action="version", version=f"kbisect {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    sub.required = True
+    for name, module, help_text in COMMANDS:
+        p = sub.add_parser(name, help=help_text, description=help_text)
+        module.configure(p)
+        p.set_defaults(_main=module.main)
+    return parser
+
+
+def _sigterm(signum: int, frame: FrameType | None) -> None:
+    raise KeyboardInterrupt
+
+
+def main(argv: list[str] | None = None) -> int:
+    for sig in (signal.SIGTERM, signal.SIGHUP):  # a closed terminal stops like Ctrl-C
+        signal.signal(sig, _sigterm)
+    try:
+        args = build_parser().parse_args(argv)
+    except SystemExit as exc:  # a usage error (one line, exit 2), --help or --version
+        return exc.code if isinstance(exc.code, int) else EXIT_USER
+    except KeyboardInterrupt:  # Ctrl-C, SIGTERM or SIGHUP before anything started
+        print("kbisect: interrupted before it started; nothing was done", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    try:
+        code: int = args._main(args)
+        return code
+    except KbisectError as exc:
+        print(f"kbisect: {exc}", file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        print("kbisect: interrupted; what was finished is saved", file=sys.stderr)
+        return EXIT_INTERRUPTED
+
+
+def leave(code: int) -> int:
+    """The exit code, once stdout and stderr are flushed while a late Ctrl-C, SIGTERM or
+    SIGHUP is still handled; then such signals are ignored, since one landing in the
+    interpreter's own last flush printed a traceback and exited 120 after a finished run."""
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    except KeyboardInterrupt:
+        code = EXIT_INTERRUPTED
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, signal.SIG_IGN)
+    return code

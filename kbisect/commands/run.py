@@ -1,0 +1,53 @@
+"""`kbisect run`: boot a kernel on a target and run a pinned pgbench scenario there.
+
+One boot is one sample (kbisect/sample.py); `--runs N` takes N of them in a row.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from kbisect.commands import options
+from kbisect.core import progress
+from kbisect.measure import results, retake
+from kbisect.scenario import scenario
+from kbisect.stats import means
+from kbisect.targets.base import Kernel
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--kernel", required=True, help="kernel image, or a build artifact dir")
+    options.add_scenario(parser)
+    options.add_append(parser)
+    options.add_set(parser)
+    parser.add_argument("--runs", type=options.count(1), default=1, help="boots (one sample each)")
+    options.add_where(parser)
+    options.add_disturbance(parser)
+    parser.add_argument(
+        "--out", type=Path, help="results dir (default: a new one in results/; adds to one)"
+    )
+
+
+def main(args: argparse.Namespace) -> int:
+    kernel = Kernel.find(args.kernel)
+    scen = scenario.load(args.scenario).with_overrides(args.set)
+    with options.target(args) as target:
+        target.validate(kernel)
+        target.preflight(scen)
+        out = results.out_dir(args.out, "run", scen.name, fresh=False)
+        target.warn_if_busy()
+        policy = options.retake_policy(args)
+        tps: list[float] = []
+        for i in range(args.runs):
+            progress.step(f"boot {i + 1}/{args.runs}")
+            s = retake.take(target, kernel, scen, append=args.append, out_dir=out, policy=policy)
+            tps.append(s["tps"])
+            preempt = (s["fingerprint"] or {}).get("preempt")
+            print(f"boot {i + 1}: {s['tps']:.1f} tps  (preempt={preempt})")
+    summary = means.summarize(tps)
+    print(
+        f"{scen.name}: mean {summary.mean:.1f} tps over {summary.n} boot(s), "
+        f"CV {summary.cv * 100:.1f}%  results: {out}"
+    )
+    return 0

@@ -1,0 +1,108 @@
+"""`kbisect study`: the subcommand.
+
+    kbisect study [STUDY | --kernels K1,K2,... --axis KEY=V1,V2 ...] --scenario S
+                  [--boots N] [--target T] [--arch A] [--config NAME] [--yes] [--share I/N]
+    kbisect study --resume [RUN_DIR]
+    kbisect study plan STUDY [--runners N] [--runner-prefix LABEL]
+    kbisect study merge DIR DIR... [--out DIR]
+
+Everything that can be wrong with the input is found before the first build: the axes
+and every cell's scenario, the kernels (tags, revisions, images, arches), the budget.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from kbisect.commands import options
+from kbisect.core.exceptions import EXIT_OK, UserError
+from kbisect.study import budget, fanout, report, run, spec
+
+ACTIONS = ("plan", "merge")
+
+
+def plan(args: argparse.Namespace, words: list[str]) -> int:
+    if len(words) != 1:
+        raise UserError("usage: kbisect study plan STUDY [--runners N] [--runner-prefix LABEL]")
+    study = spec.from_args(args, spec.load(words[0]))
+    all_cells, scens, _ = run.cells(study)
+    parts = fanout.partition([budget.boot_seconds(s) for s in scens], args.runners)
+    labels = [c.label(study.axes) for c in all_cells]
+    print(json.dumps(fanout.matrix(words[0], parts, labels, args.runner_prefix)))
+    return EXIT_OK
+
+
+def merge(args: argparse.Namespace, words: list[str]) -> int:
+    out = fanout.merge([Path(w) for w in words], args.out)
+    print(f"report: {report.write(out)}")
+    return EXIT_OK
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "words",
+        nargs="*",
+        metavar="STUDY | plan STUDY | merge DIR...",
+        help=f"a study file or name (shipped: {', '.join(spec.names())})",
+    )
+    k = parser.add_argument_group("kernels")
+    k.add_argument(
+        "--kernels",
+        help="revisions, tags or images, comma-separated; or a tag "
+        "pattern such as 'v6.*' (version order)",
+    )
+    k.add_argument("--tree", help="kernel git tree (default: the embedded 6.12 tree)")
+    k.add_argument("--baseline", help="the kernel ratios are taken against (default: the first)")
+    k.add_argument("--base-config", help="base config for builds (default tinyconfig)")
+    options.add_configs(k)
+    options.add_where(k)
+    c = parser.add_argument_group("cells")
+    options.add_scenario(c, required=False)
+    c.add_argument(
+        "--axis",
+        action="append",
+        default=[],
+        metavar="KEY=V1,V2",
+        help="an axis over a scenario key, or append=ARGS1,ARGS2 (repeatable)",
+    )
+    options.add_set(c, what=" (every cell)")
+    options.add_append(c, what=" (every cell)")
+    m = parser.add_argument_group("measurement")
+    m.add_argument("--boots", type=int, help="boots per kernel and cell (default: the study's)")
+    m.add_argument("--retries", type=int, help="retry a failed boot this many times (default 1)")
+    options.add_disturbance(m)
+    m.add_argument("--seed", type=int, help="seed of the block order (default: random, recorded)")
+    m.add_argument("--min-effect", type=float, help="smallest step called (default 0.02)")
+    m.add_argument("--budget", type=float, metavar="HOURS", help="refuse more without --yes")
+    m.add_argument("--yes", action="store_true", help="run even if over the budget")
+    m.add_argument("--dry-run", action="store_true", help="print the plan and stop")
+    m.add_argument("--name", help="the study's name without a study file (default: study)")
+    m.add_argument("--share", metavar="I/N", help="run only share I of N (see `study plan`)")
+    m.add_argument("--out", type=Path, help="results dir (default: a new one in results/)")
+    m.add_argument(
+        "--resume",
+        nargs="?",
+        const="",
+        metavar="RUN_DIR",
+        help="continue an interrupted study (default: the newest unfinished)",
+    )
+    f = parser.add_argument_group("plan")
+    f.add_argument("--runners", type=int, default=2, help="plan: machines to share among")
+    f.add_argument(
+        "--runner-prefix",
+        default="kbisect-metal-x86_64-",
+        help="plan: runner label prefix; share I runs on PREFIX + I",
+    )
+
+
+def main(args: argparse.Namespace) -> int:
+    words = list(args.words)
+    if words and words[0] in ACTIONS:
+        return plan(args, words[1:]) if words[0] == "plan" else merge(args, words[1:])
+    if args.resume is not None:
+        return run.resume(args)
+    if len(words) > 1:
+        raise UserError(f"one study file at a time, got {' '.join(words)}")
+    return run.start(args, words[0] if words else None)

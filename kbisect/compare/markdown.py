@@ -1,0 +1,172 @@
+"""A compare report's Markdown: the headline and the sentence to paste, the sides, the
+warnings, fingerprints, storage, every boot, the plots and the scenario."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from kbisect.compare import warnings
+from kbisect.compare.report import SIDES, Run, ok_tps, verdict_line
+from kbisect.core import progress
+from kbisect.measure import fingerprint, fiodiff, timeline
+from kbisect.report import disturbed, plots
+from kbisect.stats import means
+
+TIME = "tps-time.png"
+TCG_NOTE = (
+    "**TCG:** these boots ran under QEMU's software emulation (no KVM). Timings are "
+    "emulated, so compare only ratios between sides measured the same way, never "
+    "absolute tps."
+)
+
+
+PARTIAL_NOTE = (
+    "the figures below are from the boots taken so far (`kbisect compare --resume RUN_DIR` "
+    "takes the rest)"
+)
+
+
+def _cell(text: object) -> str:
+    return str(text).replace("|", "\\|").replace("\n", " ")
+
+
+def _kernel(k: Mapping[str, Any]) -> str:
+    commit, describe, subject = k.get("commit"), k.get("describe"), k.get("subject")
+    head = describe or (commit[:12] if commit else Path(str(k.get("image") or "?")).name)
+    extra = [f"({commit[:12]})"] if commit and describe else []
+    return " ".join([f"`{head}`", *extra, *([subject] if subject else [])])
+
+
+def _sentence(run: Run) -> str:
+    v = run.verdict
+    return (
+        f"{run.summary['scenario']['name']}: B ({run.name('B')}) vs A ({run.name('A')}), "
+        f"{verdict_line(v)} ({v.a.n} + {v.b.n} boots; changes under "
+        f"{run.min_effect * 100:g}% are not called)."
+    )
+
+
+def _side_table(run: Run) -> list[str]:
+    out = [
+        "| side | label | kernel | append | boots ok / failed | mean tps | median | stdev "
+        "| CV | min | max |",
+        "|---|---|---|---|---|---:|---:|---:|---:|---:|---:|",
+    ]
+    for side, s in zip(SIDES, (run.verdict.a, run.verdict.b), strict=True):
+        info, boots = run.summary["sides"][side], run.side(side)
+        ok = len(ok_tps(boots))
+        out.append(
+            f"| {side} | {_cell(run.name(side))} | {_cell(_kernel(info.get('kernel') or {}))} "
+            f"| `{_cell(info.get('append') or '')}` | {ok} / {len(boots) - ok} | {s.mean:,.1f} "
+            f"| {s.median:,.1f} | {s.stdev:,.1f} | {s.cv * 100:.1f}% | {s.min:,.1f} "
+            f"| {s.max:,.1f} |"
+        )
+    return out
+
+
+def _boot_table(samples: Sequence[Mapping[str, Any]]) -> list[str]:
+    out = ["| # | side | tps | status | boot s | error |", "|---:|---|---:|---|---:|---|"]
+    for i, s in enumerate(samples, 1):
+        ok = s.get("status") == "ok"
+        tps = f"{s['tps']:,.1f}" if ok and s.get("tps") else "—"
+        boot = (s.get("timings") or {}).get("boot_s")
+        boot_s = f"{boot:.1f}" if isinstance(boot, int | float) else "—"
+        status = "ok" if ok else f"**{s.get('status') or 'unknown'}**"
+        out.append(
+            f"| {i} | {s.get('label')} | {tps} | {status} | {boot_s} "
+            f"| {_cell(s.get('error') or '')} |"
+        )
+    return out
+
+
+def _plots(run: Run) -> list[str]:
+    names = {s: run.name(s) for s in SIDES}
+    bands = {}
+    for side in SIDES:
+        _, low, high = means.mean_ci(ok_tps(run.side(side)), run.confidence)
+        bands[side] = (low, high)
+    try:
+        plots.tps_per_boot(run.samples, run.dir / plots.PER_BOOT, names=names, bands=bands)
+        plots.series(run.samples, run.dir / plots.SERIES, names=names)
+        title = "tps against wall-clock time, per side"
+        timeline.plot(timeline.sides(run.samples)[0], run.dir / TIME, names=names, title=title)
+    except ImportError as exc:
+        progress.warn(f"no plots ({exc}): install matplotlib (scripts/setup)")
+        return [f"No plots: {exc}."]
+    return [
+        f"![tps per boot]({plots.PER_BOOT})",
+        "",
+        f"![tps per second of each run]({plots.SERIES})",
+        "",
+        f"![tps against wall-clock time]({TIME})",
+    ]
+
+
+def markdown(run: Run, *, override: bool = False) -> str:
+    """The whole report; `override`: the min effect is not the run's own."""
+    v, scen, s = run.verdict, run.summary["scenario"], run.summary
+    rows = fingerprint.diff({x: [b.get("fingerprint") or {} for b in run.side(x)] for x in SIDES})
+    accels = sorted(run.accels("A") | run.accels("B"))
+    note = (
+        [
+            f"(--min-effect {run.min_effect:g} given to `kbisect report`; the run used "
+            f"{s.get('min_effect')}.)",
+            "",
+        ]
+        if override
+        else []
+    )
+    partial = (
+        [f"**PARTIAL:** this compare was interrupted; {PARTIAL_NOTE}", ""]
+        if s.get("partial")
+        else []
+    )
+    lines = [
+        f"# {scen['name']}: {'PARTIAL, ' if partial else ''}{v.kind} (B/A = {v.ratio.ratio:.3f}x)",
+        "",
+        *partial,
+        "Reproduce:",
+        "",
+        "```sh",
+        s.get("command") or "(not recorded)",
+        "```",
+        "",
+        _sentence(run),
+        "",
+        *note,
+        "## Sides",
+        "",
+        *_side_table(run),
+        "",
+        "## Warnings",
+        "",
+        *([f"- {w}" for w in warnings.warnings(run)] or ["None."]),
+        "",
+        "## Fingerprints",
+        "",
+        *fingerprint.markdown(rows, {x: run.name(x) for x in SIDES}),
+        "",
+        "## Storage",
+        "",
+        *fiodiff.markdown(warnings.storage(run), {x: run.name(x) for x in SIDES}),
+        "",
+        *disturbed.markdown(disturbed.rows(run.dir)),
+        "## Boots, in run order",
+        "",
+        "Failed boots are listed here and kept out of every statistic above.",
+        "",
+        *_boot_table(run.samples),
+        "",
+        "## Plots",
+        "",
+        *_plots(run),
+        "",
+        "## Scenario",
+        "",
+        f"`{scen['name']}`, hash `{scen.get('hash')}`; ran on: {', '.join(accels)}.",
+        "",
+        *([TCG_NOTE, ""] if any(a.endswith("/tcg") for a in accels) else []),
+    ]
+    return "\n".join(lines)

@@ -1,0 +1,1 @@
+"""`kbisect doctor`: can this host build, boot and measure kernels?"""

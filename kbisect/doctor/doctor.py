@@ -1,0 +1,107 @@
+"""`kbisect doctor`: can this host build, boot and measure kernels, and is KVM usable?
+
+Each check is a small function of a `Host` (doctorhost.py; the tests replace its methods)
+returning a `Check`: toolchecks.py (programs, headers, PostgreSQL, root filesystems) and
+hostchecks.py (tree, disk, cores, memory, KVM). Exit 0 when kbisect can work (warnings
+allowed), 1 when any check FAILs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from dataclasses import asdict
+
+from kbisect.core import arch as arch_mod
+from kbisect.core.checks import FAIL, OK, WARN, Check
+from kbisect.core.exceptions import EXIT_NEGATIVE, EXIT_OK
+from kbisect.doctor.host import Host
+from kbisect.doctor.machine import check_disk, check_kvm, check_machine, check_tree
+from kbisect.doctor.tools import (
+    HEADERS,
+    TOOLS,
+    check_busybox,
+    check_cross,
+    check_headers,
+    check_image,
+    check_postgres,
+    check_python,
+    check_qemu,
+    check_tool,
+    check_virtiofsd,
+    check_vng,
+)
+from kbisect.targets import registry
+
+
+def checks(host: Host, arches: list[str], recheck: bool = False) -> list[Check]:
+    """Every check, in the order the table shows them."""
+    known = [arch_mod.get(n) for n in arch_mod.names()]
+    out = [check_python(host), check_vng(host)]
+    out += [check_qemu(host, a, a.name in arches) for a in known]
+    out += [check_tool(host, *tool) for tool in TOOLS]
+    out += [check_cross(host, a, a.name in arches) for a in known if not a.is_native()]
+    out += [check_image(host, a, a.name in arches) for a in known if not a.is_native()]
+    out += [check_headers(host, *header) for header in HEADERS]
+    out += [check_virtiofsd(host), check_busybox(host), *check_postgres(host)]
+    out += [check_tree(host), check_disk(host), *check_machine(host), host.host_load()]
+    return out + [check_kvm(host, a, recheck) for a in arches]
+
+
+def render(results: list[Check]) -> str:
+    """An aligned table: status, check, detail; WARN/FAIL rows get a `fix:` line."""
+    width = max(len(c.name) for c in results)
+    lines = []
+    for c in results:
+        lines.append(f"{c.status:<4}  {c.name:<{width}}  {c.detail}")
+        if c.fix and c.status != OK:
+            lines.append(f"{'':<4}  {'':<{width}}  fix: {c.fix}")
+    return "\n".join(lines)
+
+
+def summary(results: list[Check]) -> str:
+    n = {s: sum(c.status == s for c in results) for s in (OK, WARN, FAIL)}
+    if n[FAIL]:
+        verdict = "kbisect cannot work here: fix the FAIL rows"
+    else:
+        verdict = "kbisect can work here" + (" (read the warnings)" if n[WARN] else "")
+    return f"{n[OK]} OK, {n[WARN]} WARN, {n[FAIL]} FAIL: {verdict}"
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--recheck", action="store_true", help="probe KVM again instead of using the cached answer"
+    )
+    parser.add_argument("--json", action="store_true", help="print the checks as JSON")
+    parser.add_argument(
+        "--arch",
+        default=arch_mod.host_arch(),
+        choices=[*arch_mod.names(), "all"],
+        help="guest architecture to check (default: this host's; all: every one)",
+    )
+    parser.add_argument(
+        "--target",
+        metavar="NAME",
+        help="also check a target (a machine: its ssh, kexec, PostgreSQL, kernel)",
+    )
+
+
+def main(args: argparse.Namespace, host: Host | None = None) -> int:
+    arches = arch_mod.names() if args.arch == "all" else [args.arch]
+    results = checks(host or Host(), arches, args.recheck)
+    if args.target:
+        results += registry.get(args.target).checks()
+    failed = any(c.status == FAIL for c in results)
+    if args.json:
+        data = {
+            "version": 1,
+            "kind": "doctor",
+            "ok": not failed,
+            "summary": summary(results),
+            "checks": [asdict(c) for c in results],
+        }
+        print(json.dumps(data, indent=2, sort_keys=True))
+    else:
+        print(render(results))
+        print(summary(results))
+    return EXIT_NEGATIVE if failed else EXIT_OK

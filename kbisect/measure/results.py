@@ -1,0 +1,166 @@
+"""The results store: one directory per run, one JSON file per boot, one summary.
+
+    results/<UTC time>-<kind>-<name>/samples/NNN-<label>.json   (never overwritten)
+    results/<UTC time>-<kind>-<name>/summary.json
+
+Both formats are JSON Schema (draft 2020-12) files in kbisect/schema/, checked by
+schemacheck.py (`validate` and `InvalidResult` are re-exported here).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from kbisect.core import atomic, clock, paths
+from kbisect.core.exceptions import InfraError, UserError
+from kbisect.measure.schema import InvalidResult, validate
+
+SAMPLES = "samples"
+SUMMARY = "summary.json"
+
+
+class BadOutDir(UserError):
+    """--out cannot hold a new run."""
+
+
+class NoResults(UserError):
+    """The results directory (or its summary) the user named does not exist."""
+
+
+def out_dir(given: Path | None, kind: str, name: str, *, fresh: bool = True) -> Path:
+    """--out if given (created; with `fresh`, it must not hold samples already), else a
+    new run dir."""
+    if given is None:
+        return new_run_dir(kind, name)
+    try:
+        (given / SAMPLES).mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise BadOutDir(f"--out {given}: cannot create it: {exc.strerror}") from None
+    if not os.access(given, os.W_OK):
+        raise BadOutDir(f"--out {given}: not writable")
+    if fresh and any((given / SAMPLES).glob("[0-9]*-*.json")):
+        raise BadOutDir(
+            f"--out {given}: already holds samples; use a new directory"
+            f"{' or --resume' if kind == 'compare' else ''}"
+        )
+    return given
+
+
+def new_run_dir(kind: str, name: str) -> Path:
+    """A fresh `<UTC time>-<kind>-<name>/` (with `samples/`) under the results dir."""
+    stamp = clock.stamp()
+    base = f"{stamp}-{_slug(kind)}-{_slug(name)}"
+    for n in range(1, 1000):
+        path = paths.results_dir() / (base if n == 1 else f"{base}-{n}")
+        try:
+            path.mkdir(parents=True)
+        except FileExistsError:
+            continue
+        (path / SAMPLES).mkdir()
+        return path
+    raise InfraError(f"cannot create a run directory named {base} in {paths.results_dir()}")
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._-]+", "-", text).strip("-") or "x"
+
+
+def _next_number(folder: Path) -> int:
+    numbers = [int(m.group(1)) for p in folder.iterdir() if (m := re.match(r"(\d+)-", p.name))]
+    return max(numbers, default=0) + 1
+
+
+def write_sample(run_dir: Path, sample: dict[str, Any]) -> Path:
+    """Validate and store one sample as samples/NNN-<label>.json; never overwrites one."""
+    validate(sample, "sample")
+    folder = run_dir / SAMPLES
+    folder.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=folder, prefix=".sample.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(json.dumps(sample, indent=2, sort_keys=True) + "\n")
+            f.flush()
+            os.fsync(f.fileno())
+        label = _slug(sample.get("label") or "sample")
+        while True:  # link(2) fails rather than replace: a sample is never overwritten
+            path = folder / f"{_next_number(folder):03d}-{label}.json"
+            try:
+                os.link(tmp, path)
+                atomic.fsync_dir(folder)
+                return path
+            except FileExistsError:
+                continue
+    finally:
+        os.unlink(tmp)
+
+
+def _read(path: Path, schema_name: str) -> dict[str, Any]:
+    try:
+        obj = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError) as exc:
+        raise InvalidResult(f"{path}: cannot read: {exc}") from exc
+    validate(obj, schema_name, where=str(path))
+    result: dict[str, Any] = obj
+    return result
+
+
+def sample_paths(run_dir: Path) -> list[Path]:
+    if not run_dir.is_dir():
+        raise NoResults(f"no such results directory: {run_dir}")
+    found = (run_dir / SAMPLES).glob("[0-9]*-*.json")
+    return sorted(found, key=lambda p: (int(p.name.split("-", 1)[0]), p.name))
+
+
+def upgrade(sample: dict[str, Any]) -> dict[str, Any]:
+    """A sample in today's shape: version 1 recorded only the accelerator of a vng boot."""
+    if sample.get("version") != 1:
+        return sample
+    arch = ((sample.get("kernel") or {}).get("manifest") or {}).get("arch")
+    where = {"kind": "vng", "name": "vng", "arch": arch, "accel": sample.get("accel")}
+    return {**sample, "target": sample.get("target", where)}
+
+
+def load_samples(run_dir: Path) -> list[dict[str, Any]]:
+    """Every sample of a run, in the order they were taken, each validated and in
+    today's shape (`upgrade`)."""
+    return [upgrade(_read(p, "sample")) for p in sample_paths(run_dir)]
+
+
+def without_copies(run_dir: Path) -> tuple[list[dict[str, Any]], list[str]]:
+    """The run's samples (as load_samples), but a file that repeats an earlier sample's
+    boot (its boot_dir; a sample without one, its whole content), such as a sample copied
+    under another number, is left out, with one line saying which."""
+    kept: list[dict[str, Any]] = []
+    seen: dict[str, Path] = {}
+    copies: list[str] = []
+    for path in sample_paths(run_dir):
+        sample = upgrade(_read(path, "sample"))
+        key = str(sample.get("boot_dir") or json.dumps(sample, sort_keys=True))
+        if key in seen:
+            copies.append(
+                f"{path.name} repeats the boot of {seen[key].name}: left out of "
+                "the statistics (a copied sample? remove it)"
+            )
+            continue
+        seen[key] = path
+        kept.append(sample)
+    return kept, copies
+
+
+def write_summary(run_dir: Path, summary: dict[str, Any]) -> Path:
+    validate(summary, "summary")
+    path = run_dir / SUMMARY
+    atomic.write_json(path, summary)
+    return path
+
+
+def load_summary(run_dir: Path) -> dict[str, Any]:
+    path = run_dir / SUMMARY
+    if not path.is_file():
+        raise NoResults(f"no summary in {run_dir} (was the run interrupted?)")
+    return _read(path, "summary")

@@ -1,0 +1,187 @@
+"""One boot = one sample, on any target: the boot directory, console watching, deadlines,
+failure classes and the sample record (docs/architecture.md), written once for all.
+
+The target gets the harness run and leaves its guest-result.json in the boot directory;
+a failure the harness cannot see (a panic, a hang, no result at all) is a boot failure.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shlex
+import time
+from pathlib import Path
+from typing import Any
+
+from kbisect.core import atomic, clock, paths, progress
+from kbisect.core.exceptions import BenchmarkError, BootError, CommandTimeout
+from kbisect.measure import results
+from kbisect.scenario.scenario import Scenario
+from kbisect.targets import monitor as disturbance
+from kbisect.targets.base import Job, Kernel, Target
+
+VERSION = 2
+PANIC = re.compile(r"Kernel panic|Oops:|BUG: |general protection fault|Unable to mount root")
+GUEST = "kbisect-guest: "
+TIMINGS = ("boot_s", "restore_s", "init_s", "bench_s", "total_s")
+DISTURBED = "disturbed"  # the status of a sample kept on disk but retaken (retake.py)
+
+
+class Console:
+    """Follows what the machine prints: the harness's phases, live tps, panics, and the
+    deadline for reaching the harness at all."""
+
+    def __init__(self, boot_timeout: float) -> None:
+        self.start = time.monotonic()
+        self.boot_timeout = boot_timeout
+        self.reached: float | None = None
+        self.panic: str | None = None
+        self.last_tps = 0.0
+
+    def __call__(self, line: str) -> None:
+        if GUEST in line:
+            self._guest(line.split(GUEST, 1)[1].strip())
+        elif self.panic is None and PANIC.search(line):
+            self.panic = line.strip()
+        if self.reached is None and time.monotonic() - self.start > self.boot_timeout:
+            raise BootError(f"the kernel did not reach the harness within {self.boot_timeout:.0f}s")
+
+    def _guest(self, msg: str) -> None:
+        if self.reached is None:
+            self.reached = time.monotonic() - self.start
+        kind, _, value = msg.partition(" ")
+        if kind == "phase":
+            progress.step(f"guest: {value}")
+        elif kind == "tps" and time.monotonic() - self.last_tps > 10:
+            self.last_tps = time.monotonic()
+            progress.step(f"guest: running, {value} tps")
+
+
+def command_line(scen: Scenario, append: str) -> tuple[str, ...]:
+    """The kernel command-line extras of a boot: the scenario's, then the user's."""
+    return tuple(shlex.split(scen.data["guest"].get("append", "")) + shlex.split(append))
+
+
+def new_boot_dir(out_dir: Path, label: str | None) -> Path:
+    boot_dir = out_dir / "boots" / f"{int(time.time() * 1000)}-{label or 'x'}"
+    boot_dir.mkdir(parents=True)
+    return boot_dir
+
+
+def take(
+    target: Target,
+    kernel: Kernel,
+    scen: Scenario,
+    *,
+    append: str = "",
+    out_dir: Path,
+    label: str | None = None,
+    threshold: float = disturbance.THRESHOLD,
+    retake: bool = False,
+) -> dict[str, Any]:
+    """Boot once on `target`; return the sample (also written under out_dir/samples/).
+    Raises BootError or BenchmarkError after storing a failed sample. A good sample taken
+    while others used more than `threshold` of the host is stored with status DISTURBED
+    when `retake` (the caller takes it again), else kept with its disturbance flag."""
+    target.validate(kernel)
+    boot_dir = new_boot_dir(out_dir, label)
+    templates = paths.cache_dir() / "pg-templates"
+    templates.mkdir(parents=True, exist_ok=True)
+    t = scen.data["timeouts"]
+    console = Console(float(t["boot_s"]))
+    log = boot_dir / "console.log"
+    log.write_text(progress.log_header())
+    job = Job(
+        kernel,
+        scen,
+        command_line(scen, append),
+        boot_dir,
+        templates,
+        console,
+        log,
+        float(t["total_s"]),
+        float(t["idle_s"]),
+    )
+    atomic.write_text(job.scenario_file, scen.to_json())
+    extras = ", ".join([target.headline(job), *job.append])
+    progress.step(f"booting {kernel.image.name} on {target.name} ({extras})")
+    start = time.monotonic()
+    error: BootError | BenchmarkError | None = None
+    monitor = target.monitor(job, threshold)
+    try:
+        with monitor:
+            target.boot(job)
+    except CommandTimeout as exc:
+        error = BootError(f"{exc}; console log kept")
+    except BootError as exc:
+        error = BootError(f"{exc} (log: {log})")
+    data = record(target, job, console, time.monotonic() - start, label, append)
+    data["disturbance"] = disturbance.judge(
+        monitor.result, data.get("fingerprint"), threshold, target.runs_here
+    )
+    error = error or classify(data, console, log)
+    if error is not None:
+        data.update(
+            status="boot-failed" if isinstance(error, BootError) else "benchmark-failed",
+            error=str(error),
+            tps=None,
+        )
+    elif retake and (data["disturbance"] or {}).get("disturbed"):
+        data["status"] = DISTURBED
+    results.write_sample(out_dir, data)
+    if error is not None:
+        raise error
+    return data
+
+
+def classify(
+    data: dict[str, Any], console: Console, log: Path
+) -> BootError | BenchmarkError | None:
+    """What went wrong, if anything: a panic beats everything the harness said."""
+    if console.panic:
+        return BootError(f"kernel panic or oops: {console.panic[:160]} (log: {log})")
+    if data.get("status") is None:
+        return BootError(f"the kernel never reached the harness (log: {log})")
+    if data["status"] != "ok":
+        return BenchmarkError(f"{data.get('error') or 'harness failed'} (log: {log})")
+    return None
+
+
+def _guest_result(path: Path) -> dict[str, Any]:
+    try:
+        loaded: dict[str, Any] = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return {}  # absent or half-written: the harness never finished
+    return loaded if isinstance(loaded, dict) else {}
+
+
+def record(
+    target: Target, job: Job, console: Console, total: float, label: str | None, append: str
+) -> dict[str, Any]:
+    """The sample: the harness's result wrapped with the kernel, target and timings."""
+    guest = _guest_result(job.result_file)
+    runs = guest.get("runs", [])
+    measured = [r["tps"] for r in runs if not r.get("warmup")]
+    timings = {**dict.fromkeys(TIMINGS), **guest.get("timings", {})}
+    timings.update(boot_s=round(console.reached or 0.0, 2), total_s=round(total, 2))
+    ok = guest.get("status") == "ok" and measured
+    release = (guest.get("fingerprint") or {}).get("uname_r")
+    return {
+        "version": VERSION,
+        "kind": "sample",
+        "created": clock.utc_now(),
+        "command": progress.reproduce_line(),
+        "label": label,
+        "scenario": {"name": job.scen.name, "hash": job.scen.hash, "settings": job.scen.data},
+        "kernel": job.kernel.describe(release),
+        "append": append,
+        "target": target.describe(),
+        "status": guest.get("status"),
+        "error": guest.get("error"),
+        "tps": sum(measured) / len(measured) if ok else None,
+        "runs": runs,
+        "fingerprint": guest.get("fingerprint"),
+        "timings": timings,
+        "boot_dir": str(job.boot_dir),
+    }

@@ -1,0 +1,1 @@
+"""What every report shares: plots, plain text, the disturbed-samples section."""

@@ -1,0 +1,1 @@
+"""Pinned benchmark scenarios: the files, their fields and checks, and where PGDATA lives."""

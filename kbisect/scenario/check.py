@@ -1,0 +1,147 @@
+"""Validating a scenario: every key known, each field typed and checked, PostgreSQL
+settings, the rules between fields (scenariofields.py has the fields themselves), the
+defaults that depend on other fields, a custom script's path."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+from kbisect.scenario import storage
+from kbisect.scenario.fields import (
+    FIELDS,
+    HARNESS_OWNED,
+    HUGEPAGE_MB,
+    REQUIRED,
+    SECTIONS,
+    TYPES,
+    ScenarioError,
+    assign,
+    got,
+    lookup,
+    typed,
+)
+
+
+def check_setting(name: str, value: Any) -> str | None:
+    if not re.fullmatch(r"[a-z_][a-z0-9_.]*", name):
+        return "is not a PostgreSQL setting name"
+    if name in HARNESS_OWNED:
+        return "is set by the harness (use postgres.port)"
+    if not isinstance(value, str | int | float | bool):
+        return f"must be a string, number or boolean, got {got(value)}"
+    return None
+
+
+def cross_check(data: dict[str, Any]) -> str | None:
+    """Rules between fields; the one-line problem, or None."""
+    bench, guest, pg = data["pgbench"], data["guest"], data["postgres"]["settings"]
+    if ("builtin" in bench) == ("script" in bench):
+        return "pgbench needs exactly one of builtin or script"
+    if bench["threads"] > bench["clients"]:
+        return f"pgbench.threads ({bench['threads']}) exceeds pgbench.clients ({bench['clients']})"
+    if bench["clients"] >= pg["max_connections"]:
+        return (
+            f"pgbench.clients ({bench['clients']}) must be below "
+            f"postgres.settings.max_connections ({pg['max_connections']})"
+        )
+    if pg["huge_pages"] == "on" and not guest["hugepages"] and "hugepages=" not in guest["append"]:
+        return (
+            "postgres.settings.huge_pages is on but guest.hugepages is 0 "
+            "(reserve some, or put hugepages= in guest.append)"
+        )
+    if guest["hugepages"] * HUGEPAGE_MB >= guest["memory_mb"]:
+        return (
+            f"guest.hugepages ({guest['hugepages']} x {HUGEPAGE_MB} MB) must fit in "
+            f"guest.memory_mb ({guest['memory_mb']})"
+        )
+    return _check_total(data)
+
+
+def _check_total(data: dict[str, Any]) -> str | None:
+    """A total timeout shorter than the measured runs themselves can only time out."""
+    total, bench = data["timeouts"].get("total_s"), data["pgbench"]
+    runtime = (bench["warmup_runs"] + bench["runs"]) * bench["duration_s"]
+    if total is None or total > runtime:
+        return None
+    return (
+        f"timeouts.total_s ({total}) must exceed the runs' own length, (pgbench.warmup_runs "
+        f"+ pgbench.runs) x pgbench.duration_s = {runtime} s"
+    )
+
+
+def _default_total_s(data: dict[str, Any]) -> int:
+    """Boot, plus 10 minutes for the template, plus each run with a minute to spare."""
+    bench = data["pgbench"]
+    count = bench["warmup_runs"] + bench["runs"]
+    return int(data["timeouts"]["boot_s"] + 600 + count * (bench["duration_s"] + 60))
+
+
+def _children(prefix: str) -> set[str]:
+    """Field and section names directly under `prefix` ("" or "pgbench.")."""
+    tails = (d[len(prefix) :] for d in (*FIELDS, *SECTIONS) if d.startswith(prefix))
+    return {tail.split(".")[0] for tail in tails}
+
+
+def _check_shape(raw: dict[str, Any], source: str, prefix: str = "") -> None:
+    """Every key is a known field or section; sections are tables."""
+    for key, value in raw.items():
+        dotted = f"{prefix}{key}"
+        if dotted in SECTIONS:
+            if not isinstance(value, dict):
+                raise ScenarioError(f"{source}: [{dotted}] must be a table, got {got(value)}")
+            if dotted != "postgres.settings":
+                _check_shape(value, source, f"{dotted}.")
+        elif dotted not in FIELDS:
+            known = sorted(_children(prefix))
+            raise ScenarioError(
+                f"{source}: unknown field {dotted} (known here: {', '.join(known) or 'none'})"
+            )
+
+
+def _field(raw: dict[str, Any], dotted: str, source: str, data: dict[str, Any]) -> None:
+    kind, default, check = FIELDS[dotted]
+    value = lookup(raw, dotted)
+    if value is REQUIRED:
+        if default is REQUIRED:
+            raise ScenarioError(f"{source}: {dotted} is missing")
+        if default is None:
+            return
+        value = default
+    if not typed(kind, value):
+        raise ScenarioError(f"{source}: {dotted} must be {TYPES[kind][0]}, got {got(value)}")
+    problem = check(value) if check else None
+    if problem:
+        raise ScenarioError(f"{source}: {dotted} {problem}, got {got(value)}")
+    assign(data, dotted, value)
+
+
+def _resolve_script(data: dict[str, Any], base: Path | None, source: str) -> None:
+    script = data["pgbench"].get("script")
+    if script is None:
+        return
+    path = Path(script) if base is None else base / script
+    if not path.is_file():
+        raise ScenarioError(f"{source}: pgbench.script: no such file {path}")
+    data["pgbench"]["script"] = str(path.resolve())
+
+
+def validate(raw: dict[str, Any], source: str, base: Path | None = None) -> dict[str, Any]:
+    """The scenario with defaults filled in; ScenarioError naming `source` and the field."""
+    _check_shape(raw, source)
+    data: dict[str, Any] = {}
+    for dotted in FIELDS:
+        _field(raw, dotted, source, data)
+    settings = raw.get("postgres", {}).get("settings", {})
+    for name, value in settings.items():
+        problem = check_setting(name, value)
+        if problem:
+            raise ScenarioError(f"{source}: postgres.settings.{name} {problem}")
+        data["postgres"]["settings"][name] = value
+    problem = cross_check(data) or storage.complete(data)
+    if problem:
+        raise ScenarioError(f"{source}: {problem}")
+    data["timeouts"].setdefault("total_s", _default_total_s(data))
+    _resolve_script(data, base, source)
+    return data

@@ -1,0 +1,1 @@
+"""Statistics, standard library and numpy only: means and ratios, sequential rules, drift."""

@@ -1,0 +1,226 @@
+"""Summaries, Student t, the ratio of two means with its interval, and the A/B verdict.
+
+Samples are tps figures, one per boot; boots are independent and the two sides may have
+different spreads. Standard library only.
+
+Ratio interval (`ratio_ci`): the delta method on log(mean_B / mean_A). The standard error
+of the log ratio is sqrt(cv_A²/n_A + cv_B²/n_B) (the relative standard errors of the two
+means), its degrees of freedom come from Welch–Satterthwaite on those two terms, and the
+interval is exp(log r ± t·se). On the log scale the interval stays positive and finite
+even with 2 boots per side (Fieller's interval can be unbounded there), and A/B is exactly
+the reciprocal of B/A. Coverage, false positives and power are simulated in
+docs/statistics.md (scripts/simulate-stats).
+
+Student t quantiles: kbisect/student.py.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from kbisect.core.exceptions import UserError
+from kbisect.stats.student import t_quantile
+
+METHOD = "delta-log-welch"
+NO_DIFFERENCE = "no significant difference"
+HIGH_CV = 0.10  # above this, a side is called noisy
+FEW_BOOTS = 5  # below this, a side gets a hint to add boots
+OUTLIER_Z = 3.5  # modified z-score (Iglewicz & Hoaglin) that flags a boot
+REFERENCE_EFFECT = 0.10  # the change the "add boots" hint sizes --boots for
+
+
+class StatsError(UserError):
+    """Samples that no statistic can be computed from."""
+
+
+class NotEnoughSamples(StatsError):
+    """Fewer than 2 samples on a side: no spread, no interval."""
+
+
+@dataclass(frozen=True)
+class Summary:
+    n: int
+    mean: float
+    median: float
+    stdev: float  # sample standard deviation (n-1); 0.0 when n == 1
+    cv: float  # stdev / mean; 0.0 when n == 1
+    min: float
+    max: float
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def summarize(xs: Sequence[float]) -> Summary:
+    if not xs:
+        raise NotEnoughSamples("no samples to summarize")
+    n, mean = len(xs), math.fsum(xs) / len(xs)
+    sd = math.sqrt(math.fsum((x - mean) ** 2 for x in xs) / (n - 1)) if n > 1 else 0.0
+    cv = sd / abs(mean) if mean else 0.0
+    return Summary(n, mean, statistics.median(xs), sd, cv, min(xs), max(xs))
+
+
+def welch_df(v_a: float, n_a: int, v_b: float, n_b: int) -> float:
+    """Welch–Satterthwaite degrees of freedom for two variance-of-the-mean terms."""
+    return (v_a + v_b) ** 2 / (v_a**2 / (n_a - 1) + v_b**2 / (n_b - 1))
+
+
+def _two_sided(confidence: float) -> float:
+    if not 0.0 < confidence < 1.0:
+        raise StatsError(f"confidence {confidence}: must be between 0 and 1")
+    return 0.5 + confidence / 2.0
+
+
+def mean_ci(xs: Sequence[float], confidence: float = 0.95) -> tuple[float, float, float]:
+    """(mean, low, high): the t interval of the mean."""
+    p = _two_sided(confidence)
+    s = _checked(xs, "samples")
+    half = t_quantile(p, s.n - 1) * s.stdev / math.sqrt(s.n)
+    return s.mean, s.mean - half, s.mean + half
+
+
+def welch_ci(
+    a: Sequence[float], b: Sequence[float], confidence: float = 0.95
+) -> tuple[float, float, float]:
+    """(mean_B - mean_A, low, high): Welch's interval for a difference of means."""
+    p = _two_sided(confidence)
+    sa, sb = _checked(a, "side A"), _checked(b, "side B")
+    va, vb = sa.stdev**2 / sa.n, sb.stdev**2 / sb.n
+    diff = sb.mean - sa.mean
+    if va + vb == 0:
+        return diff, diff, diff
+    half = t_quantile(p, welch_df(va, sa.n, vb, sb.n)) * math.sqrt(va + vb)
+    return diff, diff - half, diff + half
+
+
+# --- ratio and verdict -----------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class RatioCI:
+    ratio: float  # mean_B / mean_A
+    low: float
+    high: float
+    method: str
+    confidence: float = 0.95
+    df: float | None = None  # Welch degrees of freedom; None when both sides are constant
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def _checked(xs: Sequence[float], what: str) -> Summary:
+    if len(xs) < 2:
+        raise NotEnoughSamples(f"{what}: need at least 2 boots per side, have {len(xs)}")
+    if not all(math.isfinite(x) for x in xs):
+        raise StatsError(f"{what}: samples must be finite numbers")
+    return summarize(xs)
+
+
+def ratio_ci(a: Sequence[float], b: Sequence[float], confidence: float = 0.95) -> RatioCI:
+    """Ratio of means B/A with its interval (delta method on the log, Welch df)."""
+    return _ratio(_checked(a, "side A"), _checked(b, "side B"), confidence)
+
+
+def _ratio(sa: Summary, sb: Summary, confidence: float) -> RatioCI:
+    p = _two_sided(confidence)
+    if sa.mean <= 0 or sb.mean <= 0:
+        raise StatsError(f"ratio of means needs positive means (A {sa.mean:g}, B {sb.mean:g})")
+    ratio = sb.mean / sa.mean
+    va, vb = sa.cv**2 / sa.n, sb.cv**2 / sb.n
+    if va + vb == 0:
+        return RatioCI(ratio, ratio, ratio, METHOD, confidence, None)
+    df = welch_df(va, sa.n, vb, sb.n)
+    half = t_quantile(p, df) * math.sqrt(va + vb)
+    return RatioCI(ratio, ratio * math.exp(-half), ratio * math.exp(half), METHOD, confidence, df)
+
+
+def boots_needed(cv: float, effect: float, confidence: float = 0.95, power: float = 0.8) -> int:
+    """Boots per side (same CV both sides) to call a regression B/A = 1 - effect.
+
+    Normal approximation on the log ratio, with the lowest df Welch can give (n - 1) so
+    that the advice errs toward more boots; the simulated power is in docs/statistics.md.
+    """
+    if not 0.0 < effect < 1.0:
+        raise StatsError(f"effect {effect}: must be between 0 and 1")
+    p, log_effect = _two_sided(confidence), -math.log1p(-effect)
+    for n in range(2, 1000):
+        df = n - 1
+        if (t_quantile(p, df) + t_quantile(power, df)) * cv * math.sqrt(2 / n) <= log_effect:
+            return n
+    return 1000
+
+
+@dataclass(frozen=True)
+class Verdict:
+    kind: str  # "regression" | "improvement" | NO_DIFFERENCE
+    ratio: RatioCI
+    a: Summary
+    b: Summary
+    warnings: list[str] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, Any]:
+        """kind, ratio {ratio, low, high, method, confidence, df}, a, b, warnings."""
+        return asdict(self)
+
+
+def outliers(xs: Sequence[float]) -> list[int]:
+    """0-based indices of samples whose modified z-score 0.6745·|x - median| / MAD > 3.5."""
+    if len(xs) < 3:
+        return []
+    med = statistics.median(xs)
+    mad = statistics.median(abs(x - med) for x in xs)
+    if mad == 0:
+        return []
+    return [i for i, x in enumerate(xs) if 0.6745 * abs(x - med) / mad > OUTLIER_Z]
+
+
+def _side_warnings(name: str, xs: Sequence[float], s: Summary, flag: str) -> list[str]:
+    out = []
+    if s.cv > HIGH_CV:
+        n = boots_needed(s.cv, REFERENCE_EFFECT)
+        out.append(
+            f"side {name}: CV {s.cv * 100:.1f}% is high: add boots "
+            f"({flag} {n} detects a {REFERENCE_EFFECT:.0%} regression at 80% power)"
+        )
+    for i in outliers(xs):
+        out.append(
+            f"side {name} boot {i + 1} ({xs[i]:.1f} tps) is an outlier: check its fingerprint"
+        )
+    return out
+
+
+def verdict(
+    a: Sequence[float],
+    b: Sequence[float],
+    *,
+    min_effect: float = 0.02,
+    confidence: float = 0.95,
+    higher_is_better: bool = True,
+    boots_flag: str = "--boots",
+) -> Verdict:
+    """Regression, improvement, or no significant difference, for B against A.
+    `boots_flag` is the option the warnings tell the user to raise for more boots."""
+    sa, sb = _checked(a, "side A"), _checked(b, "side B")
+    r = _ratio(sa, sb, confidence)
+    significant = r.low > 1.0 or r.high < 1.0
+    kind = NO_DIFFERENCE
+    if significant and abs(r.ratio - 1.0) >= min_effect:
+        kind = "regression" if (r.ratio < 1.0) == higher_is_better else "improvement"
+    warnings = _side_warnings("A", a, sa, boots_flag) + _side_warnings("B", b, sb, boots_flag)
+    if min(sa.n, sb.n) < FEW_BOOTS:
+        warnings.append(
+            f"{sa.n} boots on side A and {sb.n} on side B: the interval is wide "
+            f"below {FEW_BOOTS} per side: use {boots_flag} {FEW_BOOTS} or more"
+        )
+    if significant and kind == NO_DIFFERENCE:
+        warnings.append(
+            f"B/A = {r.ratio:.3f}x is statistically significant but below "
+            f"--min-effect {min_effect * 100:g}%: reported as no significant "
+            "difference"
+        )
+    return Verdict(kind, r, sa, sb, warnings)

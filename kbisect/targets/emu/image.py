@@ -1,0 +1,160 @@
+"""`kbisect emu image`: the emulated machine's disk, made once with mmdebstrap.
+
+Debian 12 with systemd, sshd, kexec-tools, python3, PostgreSQL 15 and a distro kernel;
+Debian's LOAD_KEXEC preseeded off (else every reboot kexecs the running kernel); the
+distro's PostgreSQL disabled (the harness runs its own server); DHCP on the NIC; sshd and
+a getty on the serial port enabled; kbisect's key for root. The tree becomes an ext4
+disk (`mkfs.ext4 -d`); the distro kernel and initrd are copied out for QEMU's -kernel.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+
+from kbisect.core import atomic, proc, progress
+from kbisect.core.exceptions import MissingTool, UserError
+from kbisect.targets.emu import where
+
+SUITE = "bookworm"
+PACKAGES = (
+    "systemd-sysv",
+    "udev",
+    "openssh-server",
+    "kexec-tools",
+    "python3",
+    "postgresql-15",
+    "linux-image-amd64",
+    "iproute2",
+    "e2fsprogs",
+    "procps",
+    "zstd",
+    "dbus",
+    "fio",
+)
+DISK_SIZE = "4G"
+HOSTNAME = "kbisect-emu"
+MANIFEST = "image.json"
+PRESEED = "kexec-tools kexec-tools/load_kexec boolean false"
+NETWORK_UNIT = "[Match]\nName=en* eth*\n\n[Network]\nDHCP=yes\n"
+FSTAB = "/dev/vda / ext4 defaults 0 1\n"
+
+
+def keygen_command(key: Path) -> list[str]:
+    return ["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "kbisect-emu", "-f", str(key)]
+
+
+def customize_script(pubkey: str) -> str:
+    """The customize hook (sh, $1 = the root being made): the machine's identity."""
+    return f"""set -eu
+R="$1"
+echo {HOSTNAME} > "$R/etc/hostname"
+printf '%s' '{FSTAB}' > "$R/etc/fstab"
+mkdir -p "$R/etc/systemd/network"
+printf '%s' '{NETWORK_UNIT}' > "$R/etc/systemd/network/80-dhcp.network"
+chroot "$R" systemctl enable systemd-networkd ssh serial-getty@ttyS0.service
+chroot "$R" systemctl disable postgresql
+mkdir -p -m 700 "$R/root/.ssh"
+printf '%s\\n' '{pubkey}' > "$R/root/.ssh/authorized_keys"
+chmod 600 "$R/root/.ssh/authorized_keys"
+"""
+
+
+def mmdebstrap_command(
+    target: Path, hook: Path, mirror: str | None = None, packages: tuple[str, ...] = PACKAGES
+) -> list[str]:
+    """mmdebstrap making the machine's root tree in `target` (pure)."""
+    cmd = [
+        "mmdebstrap",
+        "--mode=root",
+        "--variant=apt",
+        "--architectures=amd64",
+        f"--include={','.join(packages)}",
+        f"--essential-hook=echo '{PRESEED}' | chroot \"$1\" debconf-set-selections",
+        f'--customize-hook=sh {hook} "$1"',
+        SUITE,
+        str(target),
+    ]
+    return [*cmd, mirror] if mirror else cmd
+
+
+def mkfs_command(tree: Path, disk: Path, size: str = DISK_SIZE) -> list[str]:
+    """An ext4 file system holding `tree`, in the (sparse) file `disk`."""
+    return ["mkfs.ext4", "-q", "-F", "-L", "kbisect-root", "-d", str(tree), str(disk), size]
+
+
+def boot_files(tree: Path) -> tuple[Path, Path]:
+    """The distro kernel and its initrd in the tree's /boot (the newest, if several)."""
+    kernels = sorted((tree / "boot").glob("vmlinuz-*"))
+    if not kernels:
+        raise UserError(f"{tree}/boot: no vmlinuz-* (is linux-image-amd64 installed?)")
+    release = kernels[-1].name.removeprefix("vmlinuz-")
+    return kernels[-1], tree / "boot" / f"initrd.img-{release}"
+
+
+def ensure_key() -> Path:
+    key = where.key_file()
+    if not key.exists():
+        key.parent.mkdir(parents=True, exist_ok=True)
+        proc.run(keygen_command(key))
+    return key
+
+
+def manifest() -> dict[str, object] | None:
+    path = where.image_dir() / MANIFEST
+    return json.loads(path.read_text()) if path.is_file() else None
+
+
+def build(mirror: str | None = None, force: bool = False) -> Path:
+    """Make the image (idempotent: a finished one is kept unless `force`)."""
+    final = where.image_dir()
+    if manifest() is not None and not force:
+        progress.step(f"emulated machine image already made: {final}")
+        return final
+    for tool in ("mmdebstrap", "mkfs.ext4", "ssh-keygen"):
+        if shutil.which(tool) is None:
+            raise MissingTool(f"{tool}: not installed (run scripts/setup)")
+    if os.geteuid() != 0:
+        raise UserError("kbisect emu image: run as root (mmdebstrap --mode=root)")
+    key = ensure_key()
+    partial = final.with_name("image.partial")
+    shutil.rmtree(partial, ignore_errors=True)
+    partial.mkdir(parents=True)
+    log = partial / "build.log"
+    log.write_text(progress.log_header())
+    start = time.monotonic()
+    _make(partial, key, mirror, log)
+    shutil.rmtree(final, ignore_errors=True)
+    partial.rename(final)
+    progress.step(f"emulated machine image in {time.monotonic() - start:.0f}s: {final}")
+    return final
+
+
+def _make(partial: Path, key: Path, mirror: str | None, log: Path) -> None:
+    hook = partial / "customize.sh"
+    hook.write_text(customize_script(key.with_suffix(".pub").read_text().strip()))
+    tree = partial / "root"
+    command = mmdebstrap_command(tree, hook, mirror)
+    progress.step(f"installing Debian {SUITE} into {tree} (log: {log})")
+    proc.run(command, log=log, timeout=3600, idle_timeout=900)
+    kernel, initrd = boot_files(tree)
+    shutil.copyfile(kernel, partial / "vmlinuz")
+    shutil.copyfile(initrd, partial / "initrd.img")
+    progress.step(f"making the {DISK_SIZE} ext4 disk")
+    proc.run(mkfs_command(tree, partial / "disk.img"), log=log, timeout=1800)
+    shutil.rmtree(tree)
+    atomic.write_json(
+        partial / MANIFEST,
+        {
+            "suite": SUITE,
+            "packages": list(PACKAGES),
+            "kernel": kernel.name,
+            "release": kernel.name.removeprefix("vmlinuz-"),
+            "command": command,
+            "created": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        },
+    )

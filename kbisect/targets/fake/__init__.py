@@ -1,0 +1,1 @@
+"""A scripted machine for tests and dry runs."""

@@ -1,0 +1,91 @@
+"""Targets: where a built kernel runs the harness (base.py has the protocol).
+
+A target is named on the command line with `--target NAME`:
+- `vng` (the default): a virtme-ng guest on this host, KVM or TCG (vng.py);
+- `fake`: a scripted machine for tests and dry runs (fake.py);
+- any other NAME: a TOML file, `~/.config/kbisect/targets/NAME.toml` (or a path to a
+  .toml file), whose `kind` says which of the kinds below it configures.
+
+The arch is resolved here, once: `--arch` if given, else the target's own (a machine's
+TOML says it), else, for a local target, this host's.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from pathlib import Path
+from typing import Any
+
+from kbisect.core import arch as arch_mod
+from kbisect.core.exceptions import UserError
+from kbisect.targets.base import Job, Kernel, Target
+from kbisect.targets.fake.target import FakeTarget
+from kbisect.targets.ssh.target import SshTarget
+from kbisect.targets.vng.target import VngTarget
+
+__all__ = ["Job", "Kernel", "Target", "config_dir", "get", "names"]
+BUILTIN = ("vng", "fake")
+KINDS: dict[str, type[Target]] = {"vng": VngTarget, "fake": FakeTarget, "ssh": SshTarget}
+
+
+class UnknownTarget(UserError):
+    """--target names no built-in target and no TOML file."""
+
+
+def config_dir() -> Path:
+    """$XDG_CONFIG_HOME/kbisect/targets (else ~/.config/kbisect/targets)."""
+    xdg = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
+    return Path(xdg) / "kbisect" / "targets"
+
+
+def names() -> list[str]:
+    """The built-in targets, then the configured ones."""
+    found = sorted(p.stem for p in config_dir().glob("*.toml")) if config_dir().is_dir() else []
+    return [*BUILTIN, *(n for n in found if n not in BUILTIN)]
+
+
+def _file(name: str) -> Path | None:
+    if name.endswith(".toml") or "/" in name:
+        path = Path(name).expanduser()
+        if not path.is_file():
+            raise UnknownTarget(f"--target {name}: no such file")
+        return path.resolve()
+    path = config_dir() / f"{name}.toml"
+    return path if path.is_file() else None
+
+
+def _settings(name: str, path: Path) -> dict[str, Any]:
+    try:
+        data = tomllib.loads(path.read_text())
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        raise UnknownTarget(f"target {name}: cannot read {path}: {exc}") from None
+    if data.get("kind") not in KINDS:
+        raise UnknownTarget(
+            f"target {name} ({path}): kind must be one of {', '.join(KINDS)}, "
+            f"got {data.get('kind')!r}"
+        )
+    return data
+
+
+def _arch(given: str | None, own: Any, name: str) -> arch_mod.Arch:
+    """--arch, else the target's own, else this host's; they must agree when both say."""
+    if given and own and arch_mod.get(given).name != arch_mod.get(str(own)).name:
+        raise UserError(f"--arch {given}: target {name} runs {own}")
+    return arch_mod.get(given or (str(own) if own else arch_mod.host_arch()))
+
+
+def get(name: str | None = None, arch: str | None = None) -> Target:
+    """The target called `name` (default vng), for `arch` (default: see above)."""
+    name = name or "vng"
+    path = None if name in BUILTIN else _file(name)
+    if path is None and name not in BUILTIN:
+        known = ", ".join(names())
+        raise UnknownTarget(
+            f"unknown target {name!r} (known: {known}; a machine is a TOML "
+            f"file in {config_dir()} or a path)"
+        )
+    settings = {"kind": name} if path is None else _settings(name, path)
+    label = Path(name).stem if path is not None else name
+    a = _arch(arch, settings.get("arch"), label)
+    return KINDS[settings["kind"]].from_settings(label, a, settings)

@@ -1,0 +1,1 @@
+"""A real machine over ssh: kexec switches, verified, power-cycled, restored."""

@@ -1,0 +1,1 @@
+"""A virtme-ng guest on this host (KVM or TCG)."""

@@ -1,0 +1,105 @@
+"""The local target: each sample boots the kernel in a virtme-ng guest on this host.
+
+KVM when kvm.py found it usable by booting, else TCG. A native guest sees the host's own
+root fs (its PostgreSQL, its paths); a foreign arch's guest (arm64 on x86_64) boots the
+root fs `kbisect image` made, with the host's dirs under /kbisect (image.py).
+"""
+
+from __future__ import annotations
+
+import functools
+from pathlib import Path
+from typing import Any
+
+from kbisect.core import paths, proc
+from kbisect.core.arch import Arch
+from kbisect.scenario import storage
+from kbisect.scenario.scenario import Scenario
+from kbisect.targets.base import Job, Target
+from kbisect.targets.vng import command, kvm, rootfs
+
+
+def guest_argv(harness: Path, scenario_file: Path, out: Path, templates: Path) -> list[str]:
+    """The harness's command line, in the guest's paths."""
+    return [
+        "python3",
+        str(harness / "guest.py"),
+        "--scenario-json",
+        str(scenario_file),
+        "--out",
+        str(out),
+        "--template-dir",
+        str(templates),
+    ]
+
+
+def boot_spec(job: Job, arch: Arch, accel: str, root: Path | None) -> command.Boot:
+    """`root`: a foreign arch's root fs (image.find), None for a native guest."""
+    if root is None:  # the guest sees the host's root: same paths inside
+        shares = [command.Share(job.boot_dir), command.Share(job.templates)]
+        argv = guest_argv(paths.harness_dir(), job.scenario_file, job.boot_dir, job.templates)
+    else:  # a root fs of the guest's arch, the host's dirs under rootfs.GUEST_DIR
+        shares = [
+            command.Share(paths.harness_dir(), rootfs.GUEST_HARNESS, writable=False),
+            command.Share(job.boot_dir, rootfs.GUEST_OUT),
+            command.Share(job.templates, rootfs.GUEST_TEMPLATES),
+        ]
+        out = rootfs.GUEST_OUT
+        argv = guest_argv(
+            rootfs.GUEST_HARNESS, out / job.scenario_file.name, out, rootfs.GUEST_TEMPLATES
+        )
+    guest = job.scen.data["guest"]
+    return command.Boot(
+        image=job.kernel.image,
+        arch=arch,
+        cpus=guest["vcpus"],
+        memory_mb=guest["memory_mb"],
+        accel=accel,
+        append=list(job.append),
+        shares=shares,
+        exec_argv=argv,
+        root=root,
+        disks=storage.vng_disks(job.scen.data, job.boot_dir),
+    )
+
+
+class VngTarget(Target):
+    kind = "vng"
+
+    @functools.cached_property
+    def accel(self) -> str:
+        return kvm.accel(self.arch.name)
+
+    @functools.cached_property
+    def root(self) -> Path | None:
+        """A foreign arch's root fs; a missing one is a UserError (preflight)."""
+        return None if self.arch.is_native() else rootfs.find(self.arch)
+
+    def describe(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind,
+            "name": self.name,
+            "arch": self.arch.name,
+            "accel": self.accel,
+            "root": str(self.root) if self.root else None,
+        }
+
+    def headline(self, job: Job) -> str:
+        return f"{self.accel}, {job.scen.data['guest']['vcpus']} vCPUs"
+
+    def preflight(self, scen: Scenario | None = None) -> None:
+        _ = self.root
+
+    def boot(self, job: Job) -> None:
+        spec = boot_spec(job, self.arch, self.accel, self.root)
+        binary = command.binary()
+        with storage.attached(spec.disks):  # a file-backed disk lives for this boot
+            proc.run(
+                command.command(spec, binary),
+                env=command.env(binary),
+                log=job.log,
+                timeout=job.timeout_s,
+                idle_timeout=job.idle_s,
+                on_line=job.console,
+                check=False,
+            )
