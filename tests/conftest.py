@@ -45,8 +45,8 @@ def real_cache(monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
-    """Where the fault-injection suite (tests/test_faults.py) left its figures."""
-    from tests import faultprocs
+    """Where the fault-injection suite (tests/faults/test_faults.py) left its figures."""
+    from tests.faults import procs
 
-    for line in faultprocs.SUMMARY:
+    for line in procs.SUMMARY:
         terminalreporter.write_line(line)

@@ -2,7 +2,7 @@
 
 The tail through the regularized incomplete beta function (continued fraction, modified
 Lentz), inverted by Halley steps kept inside a bracket, started from the Cornish–Fisher
-expansion; for df > 1e5 the expansion alone. Checked against scipy in tests/test_stats.py.
+expansion; for df > 1e5 the expansion alone. Checked against scipy in tests/stats/test_means.py.
 """
 
 from __future__ import annotations

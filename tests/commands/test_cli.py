@@ -1,0 +1,147 @@
+"""The CLI skeleton: help, version, bad input in one line, exception roots to exit codes."""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import subprocess
+import sys
+import types
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from kbisect import __version__
+from kbisect.commands import cli
+from kbisect.core.exceptions import BuildError, InfraError, UserError
+
+CHECKOUT = Path(__file__).resolve().parents[2]
+
+
+def kbisect(*argv: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "kbisect", *argv], cwd=CHECKOUT,
+                          capture_output=True, text=True, timeout=60, check=False)  # fmt: skip
+
+
+def test_help_lists_the_subcommands() -> None:
+    proc = kbisect("--help")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.startswith("usage: kbisect")
+    assert "doctor" in proc.stdout
+    assert proc.stderr == ""
+
+
+def test_version() -> None:
+    proc = kbisect("--version")
+    assert (proc.returncode, proc.stdout.strip()) == (0, f"kbisect {__version__}")
+
+
+@pytest.mark.parametrize("argv", [
+    ["frobnicate"],
+    ["--frobnicate"],
+    ["doctor", "--frobnicate"],
+    ["doctor", "--arch", "sparc"],
+    [],
+])  # fmt: skip
+def test_bad_command_lines_are_one_line_and_exit_2(argv: list[str]) -> None:
+    proc = kbisect(*argv)
+    assert proc.returncode == 2
+    assert proc.stdout == ""
+    assert len(proc.stderr.splitlines()) == 1, proc.stderr
+    assert proc.stderr.startswith("kbisect")
+    assert ": error: " in proc.stderr
+
+
+@pytest.fixture
+def fake_command(monkeypatch: pytest.MonkeyPatch) -> Iterator[types.ModuleType]:
+    """A subcommand `boom` whose main raises whatever `module.error` holds."""
+    module = types.ModuleType("kbisect_test_boom")
+    module.error = None  # type: ignore[attr-defined]
+
+    def configure(parser: argparse.ArgumentParser) -> None:
+        parser.add_argument("--code", type=int, default=0)
+
+    def main(args: argparse.Namespace) -> int:
+        if module.error is not None:  # type: ignore[attr-defined]
+            raise module.error  # type: ignore[attr-defined]
+        code: int = args.code
+        return code
+
+    module.configure = configure  # type: ignore[attr-defined]
+    module.main = main  # type: ignore[attr-defined]
+    monkeypatch.setattr(cli, "COMMANDS", [("boom", module, "raise something")])
+    previous = signal.getsignal(signal.SIGTERM)
+    yield module
+    signal.signal(signal.SIGTERM, previous)  # cli.main installs its own handler
+
+
+@pytest.mark.parametrize(("error", "code"), [
+    (UserError("no such revision: v9.99"), 2),
+    (InfraError("qemu died"), 3),
+    (BuildError("build of 0123abcd failed"), 4),
+    (KeyboardInterrupt(), 130),
+])  # fmt: skip
+def test_exception_roots_map_to_exit_codes(
+    fake_command: types.ModuleType,
+    error: BaseException,
+    code: int,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    fake_command.error = error  # type: ignore[attr-defined]
+    assert cli.main(["boom"]) == code
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert len(captured.err.splitlines()) == 1
+    assert captured.err.startswith("kbisect: ")
+    if not isinstance(error, KeyboardInterrupt):
+        assert captured.err == f"kbisect: {error}\n"
+
+
+def test_subcommand_return_value_is_the_exit_code(fake_command: types.ModuleType) -> None:
+    assert cli.main(["boom"]) == 0
+    assert cli.main(["boom", "--code", "1"]) == 1
+
+
+def test_unexpected_exceptions_are_not_swallowed(fake_command: types.ModuleType) -> None:
+    fake_command.error = ValueError("a bug")  # type: ignore[attr-defined]
+    with pytest.raises(ValueError, match="a bug"):
+        cli.main(["boom"])
+
+
+def test_every_listed_module_that_exists_has_configure_and_main() -> None:
+    parser = cli.build_parser()
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    assert "doctor" in sub.choices
+    for name in sub.choices:
+        assert callable(sub.choices[name].get_default("_main")), name
+
+
+def test_an_interrupt_while_parsing_is_one_line_and_130(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # The fault suite's SIGHUP once landed while the parser was being built: a traceback.
+    def interrupted() -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(cli, "build_parser", interrupted)
+    assert cli.main(["doctor"]) == 130
+    err = capsys.readouterr().err
+    assert err.startswith("kbisect: interrupted") and len(err.splitlines()) == 1
+
+
+def test_a_signal_after_the_run_is_ignored_not_a_traceback() -> None:
+    # The fault suite's SIGTERM once landed in the interpreter's final flush of a
+    # finished run: "Exception ignored ... KeyboardInterrupt" and exit 120.
+    code = (
+        "import os, signal, sys\n"
+        "from kbisect.commands import cli\n"
+        "for s in (signal.SIGTERM, signal.SIGHUP):\n"
+        "    signal.signal(s, cli._sigterm)\n"
+        "print('done')\n"
+        "status = cli.leave(0)\n"
+        "os.kill(os.getpid(), signal.SIGTERM)\n"
+        "sys.exit(status)\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert proc.returncode == 0 and proc.stdout == "done\n" and proc.stderr == ""

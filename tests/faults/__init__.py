@@ -1,0 +1,1 @@
+"""The fault-injection suite (`just faults`) and its machinery."""
