@@ -16,28 +16,12 @@ from typing import Any
 
 from kbisect.bisect import report as bisect_report
 from kbisect.commands import options
-from kbisect.compare.markdown import markdown
-from kbisect.compare.report import NotAReport, load, load_run, verdict_line
+from kbisect.compare import markdown
+from kbisect.compare.report import NotAReport, load, load_run
 from kbisect.core import atomic
 from kbisect.core.exceptions import EXIT_OK
 from kbisect.report import text as textreport
 from kbisect.study import report as study_report
-
-REPORT = "report.md"
-
-
-def render_compare(run_dir: Path, *, min_effect: float | None = None) -> Path:
-    """Write RUN/report.md and the PNGs from RUN's samples; return the report's path."""
-    return _compare(run_dir, load(run_dir), min_effect)[0]
-
-
-def _compare(
-    run_dir: Path, summary: Mapping[str, Any], min_effect: float | None
-) -> tuple[Path, str]:
-    run = load_run(run_dir, summary, min_effect)
-    path = run_dir / REPORT
-    atomic.write_text(path, markdown(run, override=min_effect is not None))
-    return path, verdict_line(run.verdict)
 
 
 def _text(run_dir: Path, summary: Mapping[str, Any], min_effect: float | None) -> str:
@@ -82,7 +66,7 @@ def main(args: argparse.Namespace) -> int:
     elif kind == "study":
         print(study_report.write(args.results_dir))
     elif kind == "compare":
-        path, line = _compare(args.results_dir, summary, args.min_effect)
+        path, line = markdown.render(args.results_dir, summary, args.min_effect)
         print(path)
         print(line)
     elif kind in ("bisect", "bisect-summary"):

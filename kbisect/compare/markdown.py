@@ -8,12 +8,13 @@ from pathlib import Path
 from typing import Any
 
 from kbisect.compare import warnings
-from kbisect.compare.report import SIDES, Run, ok_tps, verdict_line
-from kbisect.core import progress
+from kbisect.compare.report import SIDES, Run, load, load_run, ok_tps, verdict_line
+from kbisect.core import atomic, progress
 from kbisect.measure import fingerprint, fiodiff, timeline
 from kbisect.report import disturbed, plots
 from kbisect.stats import means
 
+REPORT = "report.md"
 TIME = "tps-time.png"
 TCG_NOTE = (
     "**TCG:** these boots ran under QEMU's software emulation (no KVM). Timings are "
@@ -170,3 +171,14 @@ def markdown(run: Run, *, override: bool = False) -> str:
         *([TCG_NOTE, ""] if any(a.endswith("/tcg") for a in accels) else []),
     ]
     return "\n".join(lines)
+
+
+def render(
+    run_dir: Path, summary: Mapping[str, Any] | None = None, min_effect: float | None = None
+) -> tuple[Path, str]:
+    """Write RUN/report.md and the PNGs from RUN's samples (the summary, loaded if not
+    given); the report's path and the verdict line."""
+    run = load_run(run_dir, load(run_dir) if summary is None else summary, min_effect)
+    path = run_dir / REPORT
+    atomic.write_text(path, markdown(run, override=min_effect is not None))
+    return path, verdict_line(run.verdict)
