@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from kbisect.bisect import check
 from kbisect.bisect.posterior.likelihood import Model
 from kbisect.bisect.posterior.posterior import Cost, Posterior
 from kbisect.simulate import gitmodel
@@ -58,7 +59,7 @@ class Result:
 def endpoints(world: World, s: Settings, refs: list[drift.Timed]) -> bool:
     """Measure both endpoints into refs; False when bad is not significantly worse."""
     bad = world.history.graph.bad
-    confidence = 1 - 0.05 / (s.runs_max - s.runs_min + 1)
+    confidence = check.endpoint_confidence(s.runs_min, s.runs_max)
     for n in range(1, s.runs_max + 1):
         for commit in (GOOD, bad) if n % 2 else (bad, GOOD):
             t, tps = world.boot(commit)
