@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from kbisect.bisect import check
+from kbisect.bisect import check, references
 from kbisect.bisect.posterior.likelihood import Model
 from kbisect.bisect.posterior.posterior import Cost, Posterior
 from kbisect.simulate import gitmodel
@@ -78,7 +78,7 @@ def _warned(refs: list[drift.Timed]) -> bool:
     return drift.warning(drift.trend(refs), "the run", "") is not None
 
 
-def _reference_boot(world: World, schedule: drift.Schedule | None, refs: list[drift.Timed]
+def _reference_boot(world: World, schedule: references.Schedule | None, refs: list[drift.Timed]
                     ) -> drift.Timed | None:  # fmt: skip
     ref = schedule.due() if schedule is not None else None
     if ref is None or schedule is None:
@@ -96,7 +96,7 @@ class Sequential:
         self.world, self.s = world, s
         self.refs: list[drift.Timed] = []
         bad = world.history.graph.bad
-        self.schedule = drift.Schedule(GOOD, bad, s.every) if refs else None
+        self.schedule = references.Schedule(GOOD, bad, s.every) if refs else None
         self.store: dict[str, list[drift.Timed]] = {}
 
     def _slope(self) -> float:
@@ -162,7 +162,7 @@ class Bayes:
         g = world.history.graph
         self.post = Posterior(g, Model(trend=refs))
         self.refs: list[drift.Timed] = []
-        self.schedule = drift.Schedule(GOOD, g.bad, s.every) if refs else None
+        self.schedule = references.Schedule(GOOD, g.bad, s.every) if refs else None
         self.rechecks: dict[str, str] = {}
         self.first: tuple[str, float] | None = None
 

@@ -8,7 +8,7 @@ endpoints (re-checks and references included):
    re-check it once (recheck.py: fresh pairs of it and its parent until the ratio's
    interval clears the minimum effect); the fresh samples feed the posterior, and the
    search ends if the answer still holds, or goes on if it does not;
-2. a reference boot when one is due (drift.Schedule: after every `--references` test
+2. a reference boot when one is due (references.Schedule: after every `--references` test
    boots, the good, then the bad endpoint; the posterior then fits a time trend);
 3. else the revision with the most expected information per cost (choice.py): its stored
    samples first (a revisit, another bisection's, `--method git`'s), else it is built in
@@ -27,7 +27,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from kbisect.bisect import check, recheck, samples, state
+from kbisect.bisect import check, recheck, references, samples, state
 from kbisect.bisect.posterior import graph
 from kbisect.bisect.posterior.likelihood import Model
 from kbisect.bisect.posterior.posterior import Answer, Cost, Posterior
@@ -35,7 +35,6 @@ from kbisect.bisect.state import Options
 from kbisect.core import progress
 from kbisect.core.exceptions import BenchmarkError, BootError, BuildError, InfraError
 from kbisect.measure import results, retake, timeline
-from kbisect.stats import drift
 from kbisect.targets import monitor
 
 BUILD_COST = 0.15  # a build, in boots: an incremental build ~20 s against a ~2.5 min boot
@@ -60,7 +59,7 @@ class Search:
         self.schedule = None
         if opts.references > 0:
             sched = data.setdefault("schedule", {"tests": 0, "turn": 0})
-            self.schedule = drift.Schedule(
+            self.schedule = references.Schedule(
                 data["good"], data["bad"], opts.references, sched["tests"], sched["turn"]
             )
         self._rebuild()
