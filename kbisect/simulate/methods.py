@@ -21,8 +21,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from kbisect.bisect import check, references
+from kbisect.bisect.posterior.choice import Cost
 from kbisect.bisect.posterior.likelihood import Model
-from kbisect.bisect.posterior.posterior import Cost, Posterior
+from kbisect.bisect.posterior.posterior import Posterior
 from kbisect.simulate import gitmodel
 from kbisect.simulate.histories import GOOD
 from kbisect.simulate.world import World

@@ -29,8 +29,9 @@ from typing import Any
 
 from kbisect.bisect import check, recheck, references, samples, state
 from kbisect.bisect.posterior import graph
+from kbisect.bisect.posterior.choice import Cost
 from kbisect.bisect.posterior.likelihood import Model
-from kbisect.bisect.posterior.posterior import Answer, Cost, Posterior
+from kbisect.bisect.posterior.posterior import Answer, Posterior
 from kbisect.bisect.state import Options
 from kbisect.core import progress
 from kbisect.core.exceptions import BenchmarkError, BootError, BuildError, InfraError
