@@ -118,10 +118,12 @@ def _loaded(post: Posterior, rows: list[dict[str, Any]]) -> str | None:
     if not under:
         return None
     mean = math.fsum(under) / len(under)
-    return (f"load: {len(under)} samples ran while other work took {mean:.0%} of the CPUs "
-            f"on average (flagged under Disturbed samples); the posterior fitted their "
-            f"slowdown from the measured load (tps x{math.exp(beta * mean):.2f} at that "
-            f"load) and kept them as evidence")  # fmt: skip
+    return (
+        f"load: {len(under)} samples ran while other work took {mean:.0%} of the CPUs "
+        f"on average (flagged under Disturbed samples); the posterior fitted their "
+        f"slowdown from the measured load (tps x{math.exp(beta * mean):.2f} at that "
+        f"load) and kept them as evidence"
+    )
 
 
 def summary(top: Path, run_dir: Path, data: dict[str, Any], argv: list[str]) -> dict[str, Any]:
@@ -182,9 +184,11 @@ def summary(top: Path, run_dir: Path, data: dict[str, Any], argv: list[str]) -> 
 def _disturbed(run_dir: Path, data: dict[str, Any]) -> list[dict[str, Any]] | None:
     """The disturbed samples of the visited revisions and of the re-checks' pairs."""
     found = disturbed.of_store(Path(data["store"]), data["visited"])
-    pairs = [(recheck.folder(run_dir, culprit, c), f"{c[:12]} (re-check)")
-             for culprit, rc in data.get("rechecks", {}).items()
-             for c in (rc["parent"], culprit)]  # fmt: skip
+    pairs = [
+        (recheck.folder(run_dir, culprit, c), f"{c[:12]} (re-check)")
+        for culprit, rc in data.get("rechecks", {}).items()
+        for c in (rc["parent"], culprit)
+    ]
     more = disturbed.of_folders(pairs)
     return found if more is None else [*(found or []), *more]
 

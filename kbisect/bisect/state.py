@@ -79,19 +79,40 @@ class Options:
         out += ["--method", self.method, "--references", str(self.references)]
         if self.method == "posterior":
             out += ["--confidence", f"{self.confidence:g}", "--max-boots", str(self.max_boots)]
-        out += ["--runs-min", str(self.runs_min), "--runs-max", str(self.runs_max),
-                "--recheck-samples", str(self.recheck_samples)]  # fmt: skip
+        out += [
+            "--runs-min",
+            str(self.runs_min),
+            "--runs-max",
+            str(self.runs_max),
+            "--recheck-samples",
+            str(self.recheck_samples),
+        ]
         return out + self.measured_argv()
 
-    def step_argv(self, threshold: float, store: Path, runs_max: int,
-                  refs: tuple[str, str] | None = None) -> list[str]:  # fmt: skip
+    def step_argv(
+        self, threshold: float, store: Path, runs_max: int, refs: tuple[str, str] | None = None
+    ) -> list[str]:
         """bisect/run's arguments, the same for every step of one pass; refs: the good and
         bad references each step samples alongside (drift-aware references)."""
-        out = ["--threshold", repr(threshold), "--runs-min", str(self.runs_min),
-               "--runs-max", str(runs_max), "--store", str(store)]  # fmt: skip
+        out = [
+            "--threshold",
+            repr(threshold),
+            "--runs-min",
+            str(self.runs_min),
+            "--runs-max",
+            str(runs_max),
+            "--store",
+            str(store),
+        ]
         if refs is not None:
-            out += ["--reference-good", refs[0], "--reference-bad", refs[1],
-                    "--references", str(self.references)]  # fmt: skip
+            out += [
+                "--reference-good",
+                refs[0],
+                "--reference-bad",
+                refs[1],
+                "--references",
+                str(self.references),
+            ]
         return out + self.measured_argv()
 
     def as_dict(self) -> dict[str, Any]:
@@ -102,8 +123,14 @@ class Options:
         """Options saved by this or an earlier kbisect (which had no --target: vng, and
         only git's method, without references)."""
         old = {"method": "git", "references": 0}
-        return cls(**{**old, **data, "configs": tuple(data["configs"]),
-                      "sets": tuple(data.get("sets", ()))})  # fmt: skip
+        return cls(
+            **{
+                **old,
+                **data,
+                "configs": tuple(data["configs"]),
+                "sets": tuple(data.get("sets", ())),
+            }
+        )
 
 
 def new(

@@ -60,8 +60,12 @@ class Trend:
         return math.expm1((self.slope if slope is None else slope) * (self.end - self.start))
 
     def as_dict(self) -> dict[str, Any]:
-        return {**asdict(self), "moved": self.moved(), "moved_low": self.moved(self.low),
-                "moved_high": self.moved(self.high)}  # fmt: skip
+        return {
+            **asdict(self),
+            "moved": self.moved(),
+            "moved_low": self.moved(self.low),
+            "moved_high": self.moved(self.high),
+        }
 
 
 def trend(samples: Sequence[Timed], confidence: float = 0.95) -> Trend | None:
@@ -135,14 +139,15 @@ def threshold(refs: Sequence[Timed], good: str, bad: str, slope: float) -> float
     return math.sqrt(mean(good) * mean(bad))
 
 
-def warning(tr: Trend | None, span: str, action: str, what: str = "the references"
-            ) -> str | None:  # fmt: skip
+def warning(tr: Trend | None, span: str, action: str, what: str = "the references") -> str | None:
     """One line when the samples moved significantly and noticeably, else None.
     span: how the time span reads ("95 min", "40 boots"); action: what was done;
     what: whose samples moved ("the references", "both sides")."""
     if tr is None or tr.p >= ALPHA or abs(tr.moved()) < NOTICEABLE:
         return None
     word = "faster" if tr.slope > 0 else "slower"
-    return (f"drift: {what} got {abs(tr.moved()):.1%} {word} over {span} "
-            f"(95% CI {tr.moved(tr.low):+.1%} .. {tr.moved(tr.high):+.1%}, "
-            f"p = {tr.p:.2g}, {tr.n} samples): {action}")  # fmt: skip
+    return (
+        f"drift: {what} got {abs(tr.moved()):.1%} {word} over {span} "
+        f"(95% CI {tr.moved(tr.low):+.1%} .. {tr.moved(tr.high):+.1%}, "
+        f"p = {tr.p:.2g}, {tr.n} samples): {action}"
+    )

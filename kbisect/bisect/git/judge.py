@@ -46,8 +46,13 @@ class Policy:
 
 def decide(tps: list[float], policy: Policy, threshold: float) -> sequential.Decision:
     """sequential.decide, or "unclear" once runs_max samples are in and it wants more."""
-    d = sequential.decide(tps, threshold, higher_is_better=policy.higher_is_better,
-                          runs_min=policy.runs_min, runs_max=policy.runs_max)  # fmt: skip
+    d = sequential.decide(
+        tps,
+        threshold,
+        higher_is_better=policy.higher_is_better,
+        runs_min=policy.runs_min,
+        runs_max=policy.runs_max,
+    )
     if d.verdict == "more" and len(tps) >= policy.runs_max:
         why = f"still unclear after {len(tps)} samples"
         return sequential.Decision("unclear", why, d.mean, d.low, d.high, d.n)
@@ -137,6 +142,9 @@ def stale_warning(store: Path, good: str, bad: str, now: float) -> list[str]:
             f"{bad[:12]} to re-measure them alongside (one boot in 4 more)"
         )
     rows = timeline.timed(loaded, lambda s: str(s["_commit"]))
-    line = timeline.check(rows, "the endpoints' stored samples", "not corrected (a fixed "
-                          "threshold): pass --reference-good/--reference-bad")[1]  # fmt: skip
+    line = timeline.check(
+        rows,
+        "the endpoints' stored samples",
+        "not corrected (a fixed threshold): pass --reference-good/--reference-bad",
+    )[1]
     return out + ([line] if line else [])
