@@ -14,8 +14,9 @@ from typing import Any
 
 from kbisect.bisect import samples
 from kbisect.bisect.git import step
+from kbisect.bisect.git.log import Outcome
 from kbisect.bisect.git.run import SLOT
-from kbisect.bisect.state import Options, Outcome
+from kbisect.bisect.state import Options
 from kbisect.core import progress
 from kbisect.core.exceptions import BenchmarkError, BootError, UserError
 from kbisect.source import git, worktree
