@@ -69,7 +69,7 @@ def check_vng(host: Host) -> Check:
 
 
 def check_qemu(host: Host, a: arch_mod.Arch, needed: bool) -> Check:
-    fix = "apt-get install " + ("qemu-system-x86" if a.name == "x86_64" else "qemu-system-arm")
+    fix = f"apt-get install {a.qemu_package}"
     return check_tool(host, a.qemu, FAIL if needed else WARN, f"{a.name} guests cannot boot", fix)
 
 

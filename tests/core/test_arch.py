@@ -19,6 +19,28 @@ def test_names_are_the_data_files() -> None:
         assert data["name"] == name
 
 
+def test_every_data_file_says_every_fact() -> None:
+    keys = [set(tomllib.loads(p.read_text())) for p in sorted(arch.ARCH_DIR.glob("*.toml"))]
+    assert all(k == keys[0] for k in keys)
+    assert [a.name for a in arch.known()] == arch.names()
+
+
+def test_qemu_facts_per_arch() -> None:
+    x86, arm = arch.get("x86_64"), arch.get("arm64")
+    assert (x86.machine_type, x86.virtio_blk, x86.qemu_package) == (
+        "pc",
+        "virtio-blk-pci",
+        "qemu-system-x86",
+    )
+    assert (arm.machine_type, arm.virtio_blk, arm.qemu_package) == (
+        "virt",
+        "virtio-blk-device",
+        "qemu-system-arm",
+    )
+    assert x86.bootsector_probe and not arm.bootsector_probe
+    assert arch.emulated_machine() == x86  # kbisect emu's machine is a PC by design
+
+
 @pytest.mark.parametrize(
     ("alias", "name"),
     [
@@ -69,13 +91,19 @@ def test_on_an_arm64_host_arm64_is_native_and_x86_is_foreign(
 
 @pytest.mark.parametrize(
     ("machine", "name"),
-    [("x86_64", "x86_64"), ("amd64", "x86_64"), ("aarch64", "arm64"), ("riscv64", "riscv64")],
+    [
+        ("x86_64", "x86_64"),
+        ("amd64", "x86_64"),
+        ("aarch64", "arm64"),
+        ("arm64", "arm64"),
+        ("riscv64", "riscv64"),
+    ],
 )
 def test_host_arch_maps_platform_names(
     monkeypatch: pytest.MonkeyPatch, machine: str, name: str
 ) -> None:
     monkeypatch.setattr(platform, "machine", lambda: machine)
-    assert arch.host_arch() == name
+    assert arch.host_arch() == name == arch.from_machine(machine)
 
 
 def test_main_prints_compiler_and_make_vars_for_scripts(
