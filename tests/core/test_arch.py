@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import ast
 import platform
 import tomllib
+from pathlib import Path
 
 import pytest
 
@@ -122,3 +124,36 @@ def test_main_unknown_arch_is_one_line_and_exit_2(capsys: pytest.CaptureFixture[
     err = capsys.readouterr().err
     assert err.startswith("kbisect: unknown arch 'mips'") and err.count("\n") == 1
     assert arch.main([]) == 2
+
+
+# -- per-arch facts live in the data files only ------------------------------------------
+
+ARCH_NAMES = {"x86_64", "arm64", "aarch64", "amd64"}
+KBISECT = Path(arch.__file__).parents[1]
+# (file, function) still naming an arch: `kbisect image`'s parser, which the move of the
+# parsers into kbisect/commands/ rewrites (its default: the first arch not the host's).
+NOT_YET = {("targets/vng/rootfs.py", "configure")}
+
+
+def arch_literals(path: Path) -> list[str]:
+    """`line: 'literal'` for each string constant in the file that is an arch name."""
+    tree = ast.parse(path.read_text(), str(path))
+    where = path.relative_to(KBISECT).as_posix()
+    skip: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.FunctionDef) and (where, node.name) in NOT_YET:
+            skip.update(id(inner) for inner in ast.walk(node))
+    return [
+        f"{node.lineno}: {node.value!r}"
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Constant) and node.value in ARCH_NAMES and id(node) not in skip
+    ]
+
+
+def test_no_arch_name_is_spelled_outside_the_arch_module() -> None:
+    """Per-arch facts are keys of core/arch/*.toml, read through Arch: an arch name as a
+    string literal anywhere else is a fact that escaped (help texts take core.arch.names())."""
+    files = sorted(p for p in KBISECT.rglob("*.py") if p != Path(arch.__file__))
+    assert len(files) > 100
+    found = {str(p.relative_to(KBISECT)): arch_literals(p) for p in files}
+    assert {name: hits for name, hits in found.items() if hits} == {}
