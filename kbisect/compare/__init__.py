@@ -8,5 +8,9 @@ ABBA blocks so that drift (thermal, page cache, the host) hits both sides alike.
     sides.py     the two sides from the options: kernels, revisions, builds, checks
     schedule.py  the boot order, plan.json, and where an interrupted run stands
     summary.py   summary.json, the table printed at the end, a partial run's summary
-    command.py   the command: configure(), main(), --resume
+    report.py    a run as `kbisect report` sees it: the samples, the verdict recomputed
+    markdown.py  its report.md and plots; warnings.py the report's Warnings section
+    text.py      its mailing-list text
+
+The subcommand itself is kbisect/commands/compare.py.
 """
