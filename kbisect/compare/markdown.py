@@ -92,8 +92,8 @@ def _plots(run: Run) -> list[str]:
     try:
         plots.tps_per_boot(run.samples, run.dir / plots.PER_BOOT, names=names, bands=bands)
         plots.series(run.samples, run.dir / plots.SERIES, names=names)
-        title = "tps against wall-clock time, per side"
-        timeline.plot(timeline.sides(run.samples)[0], run.dir / TIME, names=names, title=title)
+        rows, title = timeline.sides(run.samples)[0], "tps against wall-clock time, per side"
+        plots.tps_over_time(rows, run.dir / TIME, names=names, title=title)
     except ImportError as exc:
         progress.warn(f"no plots ({exc}): install matplotlib (scripts/setup)")
         return [f"No plots: {exc}."]
