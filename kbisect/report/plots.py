@@ -42,6 +42,15 @@ def save(fig: Any, path: Path) -> Path:
     return path
 
 
+def frame(ax: Any, title: str, *, ylabel: str = "tps") -> None:
+    """What every tps plot's axes share: the y label, the title, y from 0, a light
+    horizontal grid."""
+    ax.set_ylabel(ylabel)
+    ax.set_title(title, fontsize=10)
+    ax.set_ylim(bottom=0)
+    ax.grid(axis="y", alpha=0.3)
+
+
 def _colour(side: str | None) -> str:
     return SIDE_COLOURS.get(side or "", OTHER_COLOUR)
 
@@ -96,11 +105,8 @@ def tps_per_boot(
             clip_on=False,
         )
     ax.set_xlabel("boot (run order)")
-    ax.set_ylabel("tps")
-    ax.set_title(title + ("; bands: 95% CI of each side's mean" if bands else ""), fontsize=10)
     ax.set_xticks(range(1, len(samples) + 1))
-    ax.set_ylim(bottom=0)
-    ax.grid(axis="y", alpha=0.3)
+    frame(ax, title + ("; bands: 95% CI of each side's mean" if bands else ""))
     ax.legend(loc="best", fontsize=8)
     return save(fig, path)
 
@@ -139,10 +145,7 @@ def series(
     handles.append(Line2D([], [], color=OTHER_COLOUR, linestyle="--", label="warm-up run"))
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax.set_xlabel("second of run")
-    ax.set_ylabel("tps")
-    ax.set_title(title, fontsize=10)
-    ax.set_ylim(bottom=0)
-    ax.grid(axis="y", alpha=0.3)
+    frame(ax, title)
     ax.legend(handles=handles, loc="lower right", fontsize=8)
     return save(fig, path)
 
@@ -191,10 +194,7 @@ def tps_along_path(
         )
     ax.set_xticks(range(len(points)))
     ax.set_xticklabels([p[0] for p in points], rotation=30, ha="right", fontsize=8)
-    ax.set_ylabel("tps")
-    ax.set_title(title, fontsize=10)
-    ax.set_ylim(bottom=0)
-    ax.grid(axis="y", alpha=0.3)
+    frame(ax, title)
     if seen or threshold is not None:
         ax.legend(loc="best", fontsize=8)
     return save(fig, path)
@@ -224,10 +224,7 @@ def tps_over_time(
         ax.plot(xs, ys, color=colour, linewidth=0.6, alpha=0.5)
         ax.scatter(xs, ys, s=24, color=colour, label=f"{name} (n={len(xs)})", zorder=3)
     ax.set_xlabel("minutes since the first sample")
-    ax.set_ylabel("tps")
-    ax.set_title(title, fontsize=10)
-    ax.set_ylim(bottom=0)
-    ax.grid(axis="y", alpha=0.3)
+    frame(ax, title)
     if 0 < len(groups) <= 12:
         ax.legend(loc="lower left", fontsize=7)
     return save(fig, path)
@@ -249,11 +246,23 @@ def posterior_trail(
     ax = fig.add_subplot()
     colours = [*TIME_COLOURS, SIDE_COLOURS["A"], SIDE_COLOURS["B"]]
     for i, (name, ps) in enumerate(lines.items()):
-        ax.plot(range(1, len(ps) + 1), list(ps), color=colours[i % len(colours)], linewidth=1.4,
-                marker="o", markersize=3, label=name)  # fmt: skip
+        ax.plot(
+            range(1, len(ps) + 1),
+            list(ps),
+            color=colours[i % len(colours)],
+            linewidth=1.4,
+            marker="o",
+            markersize=3,
+            label=name,
+        )
     if confidence is not None:
-        ax.axhline(confidence, color=OTHER_COLOUR, linestyle=":", linewidth=1.2,
-                   label=f"confidence {confidence:g}")  # fmt: skip
+        ax.axhline(
+            confidence,
+            color=OTHER_COLOUR,
+            linestyle=":",
+            linewidth=1.2,
+            label=f"confidence {confidence:g}",
+        )
     if marks and len(marks) <= 40:
         ax.set_xticks(range(1, len(marks) + 1))
         ax.set_xticklabels(list(marks), rotation=60, ha="right", fontsize=6)

@@ -36,10 +36,7 @@ def tps_vs_kernel(a: Analysis, path: Path) -> Path:
             ax.errorbar(xs, ys, yerr=errs, marker="o", capsize=3, linewidth=1.2, label=a.cell(c))
     ax.set_xticks(list(kernels))
     ax.set_xticklabels([a.kernel(k) for k in kernels], rotation=25, ha="right", fontsize=8)
-    ax.set_ylabel("tps (mean, 95% CI)")
-    ax.set_title("tps per kernel, one line per cell", fontsize=10)
-    ax.set_ylim(bottom=0)
-    ax.grid(axis="y", alpha=0.3)
+    plots.frame(ax, "tps per kernel, one line per cell", ylabel="tps (mean, 95% CI)")
     ax.legend(loc="best", fontsize=7)
     return plots.save(fig, path)
 
