@@ -51,6 +51,11 @@ def frame(ax: Any, title: str, *, ylabel: str = "tps") -> None:
     ax.grid(axis="y", alpha=0.3)
 
 
+def _level(ax: Any, y: float, label: str) -> None:
+    """A level to read the points against (a threshold, a confidence): a dotted grey line."""
+    ax.axhline(y, color=OTHER_COLOUR, linestyle=":", linewidth=1.2, label=label)
+
+
 def _colour(side: str | None) -> str:
     return SIDE_COLOURS.get(side or "", OTHER_COLOUR)
 
@@ -185,13 +190,7 @@ def tps_along_path(
         else:  # no sample (skipped, failed to build or boot): a mark on the axis
             ax.scatter([x], [0.0], marker="x", s=60, color=colour, zorder=4, clip_on=False)
     if threshold is not None:
-        ax.axhline(
-            threshold,
-            color=OTHER_COLOUR,
-            linestyle=":",
-            linewidth=1.2,
-            label=f"threshold {threshold:,.1f}",
-        )
+        _level(ax, threshold, f"threshold {threshold:,.1f}")
     ax.set_xticks(range(len(points)))
     ax.set_xticklabels([p[0] for p in points], rotation=30, ha="right", fontsize=8)
     frame(ax, title)
@@ -256,13 +255,7 @@ def posterior_trail(
             label=name,
         )
     if confidence is not None:
-        ax.axhline(
-            confidence,
-            color=OTHER_COLOUR,
-            linestyle=":",
-            linewidth=1.2,
-            label=f"confidence {confidence:g}",
-        )
+        _level(ax, confidence, f"confidence {confidence:g}")
     if marks and len(marks) <= 40:
         ax.set_xticks(range(1, len(marks) + 1))
         ax.set_xticklabels(list(marks), rotation=60, ha="right", fontsize=6)
