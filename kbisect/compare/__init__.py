@@ -5,6 +5,7 @@ extras plus scenario overrides, so "base vs base+revert", "preempt=none vs preem
 on one kernel" and "huge pages off vs on" are the same command. Boots are interleaved in
 ABBA blocks so that drift (thermal, page cache, the host) hits both sides alike.
 
+    run.py       a run: the plan, the boots in order, resume, the verdict and report
     sides.py     the two sides from the options: kernels, revisions, builds, checks
     schedule.py  the boot order, plan.json, and where an interrupted run stands
     summary.py   summary.json, the table printed at the end, a partial run's summary
@@ -12,5 +13,5 @@ ABBA blocks so that drift (thermal, page cache, the host) hits both sides alike.
     markdown.py  its report.md and plots; warnings.py the report's Warnings section
     text.py      its mailing-list text
 
-The subcommand itself is kbisect/commands/compare.py.
+The subcommand's parser is kbisect/commands/compare.py.
 """
