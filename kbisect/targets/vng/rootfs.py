@@ -13,9 +13,7 @@ GUEST=HOST), since the host's paths do not exist in this root.
 
 from __future__ import annotations
 
-import argparse
 import functools
-import json
 from pathlib import Path
 from typing import Any
 
@@ -145,19 +143,3 @@ def _unpack(
         "command": command,
         "created": clock.utc_now(),
     }
-
-
-def configure(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--arch", default="arm64", help="guest arch (default arm64)")
-    parser.add_argument("--pg-major", type=int, default=PG_MAJOR, help="PostgreSQL major")
-    parser.add_argument("--mirror", help=f"Debian mirror URL (default: mmdebstrap's for {SUITE})")
-    parser.add_argument("--json", action="store_true", help="print the image manifest")
-
-
-def main(args: argparse.Namespace) -> int:
-    root = build(arch_mod.get(args.arch), args.pg_major, args.mirror)
-    if args.json:
-        print(json.dumps(json.loads((root.parent / MANIFEST).read_text()), indent=2))
-    else:
-        print(root)
-    return 0
