@@ -91,7 +91,7 @@ class Options:
                "--runs-max", str(runs_max), "--store", str(store)]  # fmt: skip
         if refs is not None:
             out += ["--reference-good", refs[0], "--reference-bad", refs[1],
-                    "--reference-every", str(self.references)]  # fmt: skip
+                    "--references", str(self.references)]  # fmt: skip
         return out + self.measured_argv()
 
     def as_dict(self) -> dict[str, Any]:

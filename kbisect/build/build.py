@@ -8,7 +8,6 @@ artifact dir per commit holding the image, .config, System.map and manifest.json
 
 from __future__ import annotations
 
-import argparse
 import hashlib
 import json
 import time
@@ -18,12 +17,11 @@ from typing import Any
 
 from kbisect.build import ccache, kconfig, make
 from kbisect.build import manifest as buildmanifest
-from kbisect.build.config import check_base, inputs_key, make_config
-from kbisect.commands import options
+from kbisect.build.config import inputs_key, make_config
 from kbisect.core import arch as arch_mod
 from kbisect.core import atomic, paths, progress
 from kbisect.core.exceptions import BuildError, CommandFailed, CommandTimeout, UserError
-from kbisect.source import git, scratch, tree, worktree
+from kbisect.source import git, scratch, worktree
 
 
 @dataclass(frozen=True)
@@ -73,7 +71,7 @@ def build(req: Request) -> BuildResult:
     if req.in_place and git.is_dirty(req.tree):
         raise UserError(f"--in-place: {req.tree} has uncommitted changes; commit or stash them")
     fragments = kconfig.resolve(list(req.configs), req.arch.name, base=req.base)
-    key = inputs_key(req, fragments)
+    key = inputs_key(req.arch, req.base, fragments)
     root = paths.cache_dir() / "builds" / worktree.repo_id(req.tree) / f"{req.arch.name}-{key}"
     artifact = root / commit
     if (artifact / "manifest.json").exists():
@@ -99,77 +97,27 @@ def build(req: Request) -> BuildResult:
         before = ccache.stats()
         start = time.monotonic()
         try:
-            warnings = make_config(req, src, obj, fragments, log)
+            warnings = make_config(req.arch, req.base, src, obj, fragments, log, req.allow_dropped)
             make.compile_image(req.arch, req.jobs, src, obj, log)
         except (CommandFailed, CommandTimeout) as exc:
             progress.step(f"build failed; last lines of {log}:\n{make.tail(log)}")
             raise BuildError(f"build of {commit[:12]} failed: {exc}") from None
         duration = time.monotonic() - start
         manifest = buildmanifest.manifest(
-            req,
-            commit,
-            src,
-            obj,
-            fragments,
-            warnings,
-            duration,
-            ccache.delta(before, ccache.stats()),
+            tree=req.tree,
+            arch=req.arch,
+            base=req.base,
+            in_place=req.in_place,
+            commit=commit,
+            src=src,
+            obj=obj,
+            fragments=fragments,
+            warnings=warnings,
+            duration=duration,
+            cache=ccache.delta(before, ccache.stats()),
         )
         image = buildmanifest.collect(req.arch, obj, artifact)
         manifest["image_sha256"] = hashlib.sha256(image.read_bytes()).hexdigest()
         atomic.write_json(artifact / "manifest.json", manifest)
     progress.step(f"built {commit[:12]} in {duration:.0f}s: {image}")
     return BuildResult(artifact, image, manifest, False)
-
-
-def configure(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--tree", help="kernel git tree (default: the embedded 6.12 tree)")
-    parser.add_argument("--rev", default="HEAD", help="revision to build (default HEAD)")
-    options.add_where(parser)
-    options.add_configs(parser)
-    parser.add_argument(
-        "--base",
-        default="tinyconfig",
-        help="tinyconfig (default), allnoconfig, defconfig, a config FILE, or target:NAME "
-        "(a machine's running config, its loaded drivers built in: docs/machines.md)",
-    )
-    parser.add_argument(
-        "--allow-dropped",
-        action="append",
-        default=[],
-        metavar="SYMBOL",
-        help="accept that olddefconfig drops SYMBOL",
-    )
-    parser.add_argument(
-        "--in-place",
-        action="store_true",
-        help="build the tree's checkout itself (for `git bisect run`)",
-    )
-    parser.add_argument(
-        "-j", "--jobs", type=options.count(0, 4096), default=0, help="make jobs (0: one per CPU)"
-    )
-    parser.add_argument("--json", action="store_true", help="print the manifest as JSON")
-
-
-def request_from_args(args: argparse.Namespace) -> Request:
-    check_base(args.base, "--base")
-    allow = kconfig.allowed_symbols(args.allow_dropped)
-    return Request(
-        tree=tree.resolve(args.tree),
-        rev=args.rev,
-        arch=options.target(args).arch,
-        configs=tuple(args.config),
-        base=args.base,
-        allow_dropped=frozenset(allow),
-        in_place=args.in_place,
-        jobs=args.jobs,
-    )
-
-
-def main(args: argparse.Namespace) -> int:
-    result = build(request_from_args(args))
-    if args.json:
-        print(json.dumps(result.manifest, indent=2, sort_keys=True))
-    else:
-        print(result.image)
-    return 0

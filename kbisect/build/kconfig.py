@@ -16,6 +16,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from kbisect.build import machinebase
 from kbisect.core import paths
 from kbisect.core.exceptions import BuildError, UserError
 
@@ -85,7 +86,6 @@ def available(configs_dir: Path | None = None) -> list[str]:
 # off what EXPERT off and the base fragments bring in by default). A bigger base was
 # chosen with what it has, and may select a symbol trim/ turns off.
 MINIMAL_BASES = ("tinyconfig", "allnoconfig")
-MACHINE_BASE = "target:"  # machineconfig.PREFIX
 
 
 def resolve(
@@ -107,7 +107,7 @@ def resolve(
             f"no fragment for arch {arch!r} in {root}/arch (have: {', '.join(known)})"
         )
     frags.append(load(arch_path, f"arch/{arch_path.name}"))
-    if base.startswith(MACHINE_BASE):  # a machine's own config: kexec on (machine/)
+    if machinebase.target_name(base) is not None:  # a machine's own config: kexec on (machine/)
         frags += [load(p, f"machine/{p.name}") for p in sorted((root / "machine").glob("*.config"))]
     if base in MINIMAL_BASES:
         for stem in ("common", arch):

@@ -5,16 +5,13 @@ from __future__ import annotations
 
 import shutil
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from kbisect.build import kconfig
 from kbisect.build.make import make_command
 from kbisect.core import arch as arch_mod
 from kbisect.core import clock, proc, progress
 from kbisect.source import git, scratch
-
-if TYPE_CHECKING:
-    from kbisect.build.build import Request
 
 MANIFEST_VERSION = 1
 
@@ -30,7 +27,11 @@ def collect(a: arch_mod.Arch, obj: Path, artifact: Path) -> Path:
 
 
 def manifest(
-    req: Request,
+    *,
+    tree: Path,
+    arch: arch_mod.Arch,
+    base: str,
+    in_place: bool,
     commit: str,
     src: Path,
     obj: Path,
@@ -41,24 +42,24 @@ def manifest(
 ) -> dict[str, Any]:
     config_text = (obj / ".config").read_text()
     release = proc.capture(
-        make_command(src, obj, req.arch, "-s", "kernelrelease"), check=False
+        make_command(src, obj, arch, "-s", "kernelrelease"), check=False
     ).splitlines()
     return {
         "version": MANIFEST_VERSION,
         "command": progress.reproduce_line(),
         "created": clock.utc_now(),
-        "tree": str(req.tree),
+        "tree": str(tree),
         "commit": commit,
-        "describe": git.describe(scratch.reader(req.tree, commit), commit),
-        "subject": git.subject(scratch.reader(req.tree, commit), commit),
-        "arch": req.arch.name,
-        "base": req.base,
+        "describe": git.describe(scratch.reader(tree, commit), commit),
+        "subject": git.subject(scratch.reader(tree, commit), commit),
+        "arch": arch.name,
+        "base": base,
         "fragments": [{"name": f.name, "sha256": f.sha256} for f in fragments],
         "allowed_drops": warnings,
-        "compiler": proc.capture([req.arch.compiler(), "--version"]).splitlines()[0],
+        "compiler": proc.capture([arch.compiler(), "--version"]).splitlines()[0],
         "duration_s": round(duration, 1),
         "ccache": cache,
         "config_hash": kconfig.config_hash(config_text),
         "kernelrelease": release[-1] if release else None,
-        "in_place": req.in_place,
+        "in_place": in_place,
     }

@@ -8,7 +8,6 @@ import argparse
 from pathlib import Path
 
 from kbisect.bisect import driver, report, state
-from kbisect.bisect.git import step
 from kbisect.bisect.state import Options
 from kbisect.build import config, kconfig
 from kbisect.commands import options
@@ -22,7 +21,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     add("--tree", help="kernel git tree (default: the embedded 6.12 tree)")
     add("--good", help="a revision with the good (fast) figure")
     add("--bad", help="a later revision with the bad (slow) figure")
-    step.add_measured(parser, required=False)
+    options.add_measured(parser, required=False)
     add(
         "--threshold",
         type=options.positive,
@@ -55,16 +54,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
         default=100,
         help="posterior: boots after the endpoints, re-checks included (default 100)",
     )
-    add("--references", type=options.count(0, 1000), default=3, metavar="N",
-        help="a boot of the good or bad endpoint after every N test boots, so drift is "
-        "measured and corrected (default 3; 0: none)")  # fmt: skip
-    add(
-        "--resume",
-        nargs="?",
-        const="",
-        metavar="RUN_DIR",
-        help="continue an interrupted bisect (default: the newest unfinished one)",
-    )
+    options.add_references(parser)
+    options.add_resume(parser, "bisect")
 
 
 def _absolute(path: str | None) -> str | None:
@@ -88,7 +79,7 @@ def options_from_args(args: argparse.Namespace) -> Options:
     where = _file_or_name(args.target)
     arch = registry.get(where, args.arch).arch.name  # resolved once, then passed on
     kconfig.resolve(list(args.config), arch)  # an unknown fragment: exit 2 before any run dir
-    config.check_base(args.base_config)
+    options.check_base(args.base_config)
     return Options(
         _absolute(args.tree),
         args.good,
@@ -119,8 +110,7 @@ def options_from_args(args: argparse.Namespace) -> Options:
 def main(args: argparse.Namespace) -> int:
     if args.resume is None:
         return driver.drive(options_from_args(args))
-    run_dir = Path(args.resume) if args.resume else None
-    run_dir = run_dir or state.newest_unfinished(paths.results_dir())
+    run_dir = options.resume_dir(args) or state.newest_unfinished(paths.results_dir())
     data = state.load(run_dir)
     if data.get("refused"):
         raise UserError(f"{run_dir}: this bisect was refused: {data['refused']}")

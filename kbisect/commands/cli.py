@@ -13,31 +13,40 @@ from typing import NoReturn
 
 import kbisect
 from kbisect import __version__
-from kbisect.bisect.git import ktest, step
-from kbisect.build import build
-from kbisect.commands import bisect, compare, report, run, study
+from kbisect.commands import (
+    bisect,
+    bisect_step,
+    build,
+    compare,
+    demo,
+    doctor,
+    image,
+    ktest_config,
+    rc,
+    report,
+    run,
+    study,
+    tree,
+)
 from kbisect.commands import emu as emu_command
 from kbisect.core.exceptions import EXIT_INTERRUPTED, EXIT_USER, KbisectError
-from kbisect.doctor import doctor
-from kbisect.source import demo, rc, tree
-from kbisect.targets.vng import rootfs
 
 # (name, module, one-line help); each module has configure(parser) and main(args)
 COMMANDS: list[tuple[str, ModuleType, str]] = [
     ("doctor", doctor, "check this host and whether KVM is usable"),
     ("tree", tree, "manage kernel trees (import the embedded default)"),
     ("build", build, "build a kernel revision from Kconfig fragments"),
-    ("image", rootfs, "make the root fs for foreign-arch guests (arm64 on x86_64)"),
+    ("image", image, "make the root fs for foreign-arch guests (arm64 on x86_64)"),
     ("run", run, "boot a kernel on a target and run a pgbench scenario there"),
     ("compare", compare, "A/B compare two kernels or command lines"),
     ("report", report, "re-render a report from stored results"),
     ("bisect", bisect, "bisect a tps regression between two revisions"),
-    ("bisect-step", step, "one `git bisect run` step (used by bisect/run)"),
+    ("bisect-step", bisect_step, "one `git bisect run` step (used by bisect/run)"),
     ("rc", rc, "pick the next -rc tag to measure and its baseline"),
     ("demo", demo, "create the demo history on the embedded default tree"),
     ("study", study, "kernels x workload settings: steps, bisect lines"),
     ("emu", emu_command, "the emulated machine: an ssh target for tests and demos"),
-    ("ktest-config", ktest, "write a ktest.pl config whose TEST is a kbisect step"),
+    ("ktest-config", ktest_config, "write a ktest.pl config whose TEST is a kbisect step"),
 ]
 
 

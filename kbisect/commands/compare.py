@@ -1,27 +1,14 @@
-"""The `kbisect compare` command: options, a new run, and `--resume` of an interrupted one."""
+"""`kbisect compare`: its options, into a typed spec for the compare engine (kbisect/compare/)."""
 
 from __future__ import annotations
 
 import argparse
-import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
 
-from kbisect.build import config
-from kbisect.commands import options, report
-from kbisect.compare import schedule
-from kbisect.compare import sides as sides_mod
-from kbisect.compare import summary as summaries
-from kbisect.compare.sides import NAMES, Side
-from kbisect.core import clock, lock, paths, progress
-from kbisect.core.exceptions import EXIT_NEGATIVE, EXIT_OK, BenchmarkError, BootError, UserError
-from kbisect.measure import results, retake, timeline
-from kbisect.scenario import scenario
-from kbisect.stats import means
-from kbisect.targets import registry
-from kbisect.targets.base import Target
+from kbisect.commands import options
+from kbisect.compare import run, sides
+from kbisect.compare.sides import Spec
+from kbisect.core.exceptions import UserError
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -68,165 +55,26 @@ def configure(parser: argparse.ArgumentParser) -> None:
         help="smallest change called a regression/improvement (default 0.02 = 2%%)",
     )
     m.add_argument("--out", type=Path, help="results dir (default: a new one in results/)")
-    m.add_argument(
-        "--resume",
-        nargs="?",
-        const="",
-        metavar="RUN_DIR",
-        help="continue an interrupted compare (default: the newest unfinished one); "
-        "its saved options apply",
+    options.add_resume(m, "compare")
+
+
+def spec(args: argparse.Namespace) -> Spec:
+    if not args.scenario:
+        raise UserError("missing --scenario (or use --resume)")
+    given = options.typed(
+        Spec,
+        args,
+        configs=tuple(args.config),
+        sets=tuple(args.set),
+        sets_a=tuple(args.set_a),
+        sets_b=tuple(args.set_b),
     )
+    sides.check_conflicts(given)
+    options.check_base(args.base_config)  # a machine's config is fetched: after the rest
+    return given
 
 
 def main(args: argparse.Namespace) -> int:
     if args.resume is not None:
-        return resume(Path(args.resume) if args.resume else None)
-    return start(args)
-
-
-def _scenario_spec(spec: str) -> str:
-    """A scenario file is saved as an absolute path: --resume may run from elsewhere."""
-    return str(Path(spec).resolve()) if "/" in spec or spec.endswith(".toml") else spec
-
-
-def start(args: argparse.Namespace) -> int:
-    if not args.scenario:
-        raise UserError("missing --scenario (or use --resume)")
-    sides_mod.check_conflicts(args)
-    config.check_base(args.base_config)
-    base_scen = scenario.load(args.scenario)
-    a, b = sides_mod.from_args(args, base_scen)
-    repo = sides_mod.resolve_revisions(args, a, b)
-    sides_mod.validate(a, b)
-    boots = args.boots or int(base_scen.data.get("compare", {}).get("boots", 3))
-    target = options.target(args)
-    out = results.out_dir(args.out, "compare", base_scen.name)
-    with target:
-        target.preflight(a.scen)
-        for side in (a, b):
-            if side.kernel is not None:
-                target.validate(side.kernel)
-            if repo is not None:
-                sides_mod.build_side(repo, side, target, tuple(args.config), args.base_config)
-        plan = {
-            "version": 1,
-            "command": progress.reproduce_line(),
-            "created": clock.utc_now(),
-            "started": time.time(),
-            "scenario": _scenario_spec(args.scenario),
-            "scenario_id": {"name": base_scen.name, "hash": a.scen.hash},
-            "sides": {"A": a.to_plan(), "B": b.to_plan()},
-            "order": schedule.order(boots, args.order, args.seed),
-            "scheme": args.order,
-            "seed": args.seed,
-            "retries": args.retries,
-            **options.retake_policy(args).as_dict(),
-            "min_effect": args.min_effect,
-            "target": args.target,
-            "arch": target.arch.name,
-            "target_described": target.describe(),
-            "resumed": 0,
-        }
-        if "/" in plan["target"] or plan["target"].endswith(".toml"):
-            plan["target"] = str(Path(plan["target"]).resolve())
-        schedule.save(out, plan)
-        return _run(target, {"A": a, "B": b}, plan, out)
-
-
-def resume(given: Path | None) -> int:
-    out = given or schedule.newest_unfinished(paths.results_dir())
-    if (out / results.SUMMARY).exists():
-        if not (out / report.REPORT).exists():
-            return _finish(out)
-        raise UserError(f"{out}: this compare has finished (see its report.md)")
-    plan = schedule.load(out)
-    sides = {x: Side.from_plan(x, plan["sides"][x], plan["scenario"]) for x in NAMES}
-    plan["resumed"] = int(plan.get("resumed", 0)) + 1
-    progress.step(f"resuming {out}; its saved options apply")
-    with registry.get(plan["target"], plan["arch"]) as target:
-        target.preflight(sides["A"].scen)
-        return _run(target, sides, plan, out)
-
-
-def _finish(out: Path) -> int:
-    """A compare interrupted after its summary, before its report: write the report; exit
-    as the run would have."""
-    progress.step(f"{out}: all boots were done; writing the report it was interrupted in")
-    kind = results.load_summary(out)["verdict"]["kind"]
-    print(f"report: {report.render_compare(out)}")
-    return EXIT_NEGATIVE if kind == "regression" else EXIT_OK
-
-
-@contextmanager
-def _exclusive(out: Path) -> Iterator[None]:
-    """One process per run directory: a resume while the run still goes on is refused."""
-    with lock.hold(
-        out / ".compare.lock",
-        wait=False,
-        busy=lambda pid: f"{out}: a kbisect compare (pid {pid}) is still running there",
-    ):
-        yield
-
-
-def _run(target: Target, sides: dict[str, Side], plan: dict[str, Any], out: Path) -> int:
-    with _exclusive(out):
-        schedule.save(out, plan)
-        st = schedule.standing(plan["order"], plan["retries"], results.load_samples(out))
-        for x in NAMES:
-            sides[x].tps, sides[x].failed = st.tps[x], st.failed[x]
-        target.warn_if_busy()
-        if st.slot or st.attempts or st.retakes:
-            progress.step(f"{st.slot} of {len(plan['order'])} boots already done")
-        progress.step(
-            f"{len(plan['order'])} boots, interleaved ({plan['scheme']}); results in {out}"
-        )
-        _measure(target, sides, plan, out, st)
-    a, b = sides["A"], sides["B"]
-    if len(a.tps) < 2 or len(b.tps) < 2:
-        raise BootError(f"too many failed boots (A: {a.failed}, B: {b.failed}); see {out}")
-    verdict = means.verdict(a.tps, b.tps, min_effect=plan["min_effect"])
-    duration = time.time() - float(plan["started"])
-    results.write_summary(out, summaries.summary(sides, plan, verdict, duration, out))
-    summaries.print_table(sides, verdict)
-    if moved := timeline.sides(results.load_samples(out))[1]:
-        progress.warn(moved)
-    print(f"report: {report.render_compare(out)}")
-    return EXIT_NEGATIVE if verdict.kind == "regression" else EXIT_OK
-
-
-def _measure(
-    target: Target, sides: dict[str, Side], plan: dict[str, Any], out: Path, st: schedule.Standing
-) -> None:
-    """Boot in plan order from where the run stands; a failed boot is recorded, kept out
-    of the statistics and retried in place (up to the plan's retries) so that both sides
-    keep their boot count. A disturbed sample is kept and retaken in place (retake.py)."""
-    order, retries = plan["order"], int(plan["retries"])
-    policy = retake.Policy.from_dict(plan)
-    for i in range(st.slot, len(order)):
-        side = sides[order[i]]
-        assert side.kernel is not None
-        first = st.attempts if i == st.slot else 0
-        slot = retake.Slot(st.retakes if i == st.slot else 0)
-        for attempt in range(first, retries + 1):
-            again = f", retry {attempt}" if attempt else ""
-            progress.step(f"boot {i + 1}/{len(order)}: side {side.name} ({side.label}){again}")
-            try:
-                s = retake.take(
-                    target,
-                    side.kernel,
-                    side.scen,
-                    append=side.append,
-                    out_dir=out,
-                    label=side.name,
-                    policy=policy,
-                    slot=slot,
-                )
-            except (BootError, BenchmarkError) as exc:
-                side.failed += 1
-                progress.warn(
-                    f"side {side.name} boot {i + 1} failed, kept out of the statistics: {exc}"
-                )
-                continue
-            side.tps.append(float(s["tps"]))
-            progress.step(f"side {side.name}: {s['tps']:.1f} tps")
-            break
+        return run.resume(options.resume_dir(args))
+    return run.start(spec(args), options.retake_policy(args))

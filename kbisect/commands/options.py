@@ -6,17 +6,29 @@
 --scenario S    a scenario name from harness/scenarios/ or a .toml file
 --append ARGS   kernel command-line extras
 --set KEY=VALUE a scenario override (repeatable)
+--retakes N, --disturbed-share F   disturbed samples
+--resume [RUN_DIR]                 continue an interrupted compare, bisect or study
+--references N                     drift-aware reference boots (bisect, bisect-step)
+
+and the argparse types every numeric option goes through (count, fraction, positive).
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import math
 from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
 
+from kbisect.build import config, machinebase
 from kbisect.measure import retake
 from kbisect.targets import monitor, registry
 from kbisect.targets.base import Target
+from kbisect.targets.ssh import baseconfig
+
+T = TypeVar("T")
 
 
 def add_target(p: argparse.ArgumentParser | argparse._ArgumentGroup) -> None:
@@ -150,3 +162,82 @@ def add_disturbance(p: argparse.ArgumentParser | argparse._ArgumentGroup) -> Non
 
 def retake_policy(args: argparse.Namespace) -> retake.Policy:
     return retake.Policy(args.retakes, args.disturbed_share)
+
+
+# --- what a bisection measures: `kbisect bisect` and every step share these -------------
+
+
+def add_measured(parser: argparse.ArgumentParser, required: bool = True) -> None:
+    """What is measured, where, and how a revision is judged (state.Options.measured_argv
+    turns them back into argv)."""
+    add_scenario(parser, required)
+    add_where(parser)
+    add_append(parser)
+    add_set(parser)
+    add_configs(parser)
+    add = parser.add_argument
+    add("--base-config", default="tinyconfig", help="base config for builds")
+    add("--lower-is-better", action="store_true", help="the figure is better when lower")
+    add(
+        "--runs-min",
+        type=count(2, 100),
+        default=3,
+        help="samples before deciding (default 3)",
+    )
+    add(
+        "--runs-max",
+        type=count(2, 1000),
+        default=10,
+        help="skip a revision after this (default 10)",
+    )
+    add_disturbance(parser)
+
+
+def add_references(parser: argparse.ArgumentParser, least: int = 0, alias: str = "") -> None:
+    """--references N: a boot of the good or the bad reference after every N test boots,
+    so that drift is measured and corrected. `alias`: an older spelling still accepted."""
+    names = ["--references", *([alias] if alias else [])]
+    none = "; 0: none" if least == 0 else ""
+    parser.add_argument(
+        *names,
+        dest="references",
+        type=count(least, 1000),
+        default=3,
+        metavar="N",
+        help="a boot of the good or the bad reference after every N test boots, so that "
+        f"drift is measured and corrected (default 3{none})",
+    )
+
+
+def add_resume(parser: argparse.ArgumentParser | argparse._ArgumentGroup, what: str) -> None:
+    """--resume [RUN_DIR]: continue an interrupted run with its saved options."""
+    parser.add_argument(
+        "--resume",
+        nargs="?",
+        const="",
+        metavar="RUN_DIR",
+        help=f"continue an interrupted {what} (default: the newest unfinished one); "
+        "its saved options apply",
+    )
+
+
+def resume_dir(args: argparse.Namespace) -> Path | None:
+    """The run directory --resume names; None for the newest unfinished one."""
+    return Path(args.resume) if args.resume else None
+
+
+def check_base(base: str, option: str = "--base-config") -> None:
+    """A base config kbisect knows, a config file, or target:NAME: a machine's running
+    config, fetched into the cache now, so that a bad machine is one line and exit 2
+    before any build (UserError)."""
+    if (name := machinebase.target_name(base)) is not None:
+        baseconfig.fetch(name)
+    config.check_base(base, option)
+
+
+def typed(cls: type[T], args: argparse.Namespace, **given: Any) -> T:
+    """A spec dataclass from the parsed options: each field from the option of the same
+    name (its dest), unless given here (a renamed or converted one)."""
+    names = {f.name for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
+    found = {n: getattr(args, n) for n in names - set(given) if hasattr(args, n)}
+    return cls(**found, **given)

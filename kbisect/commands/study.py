@@ -23,10 +23,22 @@ from kbisect.study import budget, fanout, report, run, spec
 ACTIONS = ("plan", "merge")
 
 
+def given(args: argparse.Namespace) -> spec.Given:
+    """The command line's part of a study."""
+    return options.typed(
+        spec.Given,
+        args,
+        configs=tuple(args.config),
+        axes=tuple(args.axis),
+        sets=tuple(args.set),
+        budget_hours=args.budget,
+    )
+
+
 def plan(args: argparse.Namespace, words: list[str]) -> int:
     if len(words) != 1:
         raise UserError("usage: kbisect study plan STUDY [--runners N] [--runner-prefix LABEL]")
-    study = spec.from_args(args, spec.load(words[0]))
+    study = spec.apply(spec.load(words[0]), given(args))
     all_cells, scens, _ = run.cells(study)
     parts = fanout.partition([budget.boot_seconds(s) for s in scens], args.runners)
     labels = [c.label(study.axes) for c in all_cells]
@@ -81,13 +93,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     m.add_argument("--name", help="the study's name without a study file (default: study)")
     m.add_argument("--share", metavar="I/N", help="run only share I of N (see `study plan`)")
     m.add_argument("--out", type=Path, help="results dir (default: a new one in results/)")
-    m.add_argument(
-        "--resume",
-        nargs="?",
-        const="",
-        metavar="RUN_DIR",
-        help="continue an interrupted study (default: the newest unfinished)",
-    )
+    options.add_resume(m, "study")
     f = parser.add_argument_group("plan")
     f.add_argument("--runners", type=int, default=2, help="plan: machines to share among")
     f.add_argument(
@@ -102,7 +108,9 @@ def main(args: argparse.Namespace) -> int:
     if words and words[0] in ACTIONS:
         return plan(args, words[1:]) if words[0] == "plan" else merge(args, words[1:])
     if args.resume is not None:
-        return run.resume(args)
+        return run.resume(options.resume_dir(args))
     if len(words) > 1:
         raise UserError(f"one study file at a time, got {' '.join(words)}")
-    return run.start(args, words[0] if words else None)
+    study = spec.apply(spec.load(words[0]) if words else None, given(args))
+    request = options.typed(run.Request, args, policy=options.retake_policy(args))
+    return run.start(study, request)

@@ -1,8 +1,8 @@
-"""The two sides of a compare, from the options: kernel, revision, command line, scenario."""
+"""The two sides of a compare, from what was asked (`Spec`): kernel, revision, command line,
+scenario."""
 
 from __future__ import annotations
 
-import argparse
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -19,6 +19,44 @@ NAMES = ("A", "B")
 
 class ConflictingOptions(UserError):
     """Two options name the same thing twice."""
+
+
+@dataclass(frozen=True)
+class Spec:
+    """What `kbisect compare` was asked for, typed once by the command line."""
+
+    scenario: str
+    tree: str | None = None
+    base: str | None = None  # side A's revision (and B's, unless revert or rev_b)
+    revert: str | None = None  # side B = base with this commit reverted
+    rev_b: str | None = None
+    kernel: str | None = None  # one prebuilt image (or build dir) for both sides
+    kernel_a: str | None = None
+    kernel_b: str | None = None
+    configs: tuple[str, ...] = ()
+    base_config: str = "tinyconfig"
+    target: str = "vng"
+    arch: str | None = None
+    append: str = ""
+    append_a: str = ""
+    append_b: str = ""
+    sets: tuple[str, ...] = ()
+    sets_a: tuple[str, ...] = ()
+    sets_b: tuple[str, ...] = ()
+    label_a: str | None = None
+    label_b: str | None = None
+    boots: int | None = None  # per side; None: the scenario's
+    order: str = "abba"
+    retries: int = 1
+    seed: int | None = None
+    min_effect: float = 0.02
+    out: Path | None = None
+
+    def side(self, name: str) -> tuple[str | None, str, tuple[str, ...], str | None]:
+        """A side's own (kernel, append, sets, label), "A" or "B"."""
+        if name == "A":
+            return self.kernel_a, self.append_a, self.sets_a, self.label_a
+        return self.kernel_b, self.append_b, self.sets_b, self.label_b
 
 
 @dataclass
@@ -77,63 +115,59 @@ class Side:
         )
 
 
-def check_conflicts(args: argparse.Namespace) -> None:
+def check_conflicts(spec: Spec) -> None:
     """Options that name one side's kernel twice, or two ways to make side B."""
     pairs = [
-        ("--kernel", args.kernel, "--kernel-a", args.kernel_a),
-        ("--kernel", args.kernel, "--kernel-b", args.kernel_b),
-        ("--kernel", args.kernel, "--base", args.base),
-        ("--kernel-a", args.kernel_a, "--base", args.base),
-        ("--kernel-b", args.kernel_b, "--rev-b", args.rev_b),
-        ("--kernel-b", args.kernel_b, "--revert", args.revert),
-        ("--rev-b", args.rev_b, "--revert", args.revert),
+        ("--kernel", spec.kernel, "--kernel-a", spec.kernel_a),
+        ("--kernel", spec.kernel, "--kernel-b", spec.kernel_b),
+        ("--kernel", spec.kernel, "--base", spec.base),
+        ("--kernel-a", spec.kernel_a, "--base", spec.base),
+        ("--kernel-b", spec.kernel_b, "--rev-b", spec.rev_b),
+        ("--kernel-b", spec.kernel_b, "--revert", spec.revert),
+        ("--rev-b", spec.rev_b, "--revert", spec.revert),
     ]
     for first, a, second, b in pairs:
         if a and b:
             raise ConflictingOptions(f"{first} and {second} both say which kernel to run: give one")
-    if (args.rev_b or args.revert) and not args.base:
+    if (spec.rev_b or spec.revert) and not spec.base:
         raise ConflictingOptions("--rev-b and --revert need --base (side A's revision)")
 
 
-def from_args(args: argparse.Namespace, base: scenario.Scenario) -> tuple[Side, Side]:
+def from_spec(spec: Spec, base: scenario.Scenario) -> tuple[Side, Side]:
     """Side A and B from the shared options plus each side's own (`--append-a`, ...)."""
-    return _side("A", args, base), _side("B", args, base)
+    return _side("A", spec, base), _side("B", spec, base)
 
 
-def _side(name: str, args: argparse.Namespace, base: scenario.Scenario) -> Side:
-    x = name.lower()
-    own: list[str] = getattr(args, f"set_{x}")
-    sets = [*args.set, *own]
-    append = " ".join(filter(None, [args.append, getattr(args, f"append_{x}")]))
-    side = Side(
-        name, getattr(args, f"label_{x}") or name, append, own, base.with_overrides(sets), sets
-    )
-    image = getattr(args, f"kernel_{x}") or args.kernel
-    if image:
-        side.kernel = Kernel.find(image)
+def _side(name: str, spec: Spec, base: scenario.Scenario) -> Side:
+    image, own_append, own, label = spec.side(name)
+    sets = [*spec.sets, *own]
+    append = " ".join(filter(None, [spec.append, own_append]))
+    side = Side(name, label or name, append, list(own), base.with_overrides(sets), sets)
+    if image or spec.kernel:
+        side.kernel = Kernel.find(image or str(spec.kernel))
     return side
 
 
-def resolve_revisions(args: argparse.Namespace, a: Side, b: Side) -> Path | None:
+def resolve_revisions(spec: Spec, a: Side, b: Side) -> Path | None:
     """The repository, when a side is a revision to build; side B = A's revision unless
     --revert or --rev-b says otherwise."""
-    if not (args.base or args.rev_b or args.revert):
+    if not (spec.base or spec.rev_b or spec.revert):
         return None
-    repo = tree.resolve(args.tree)
-    if args.base:
-        a.rev = git.rev_parse(repo, args.base)
-        a.label = args.label_a or f"base {git.describe(repo, a.rev)}"
-    if args.revert:
+    repo = tree.resolve(spec.tree)
+    if spec.base:
+        a.rev = git.rev_parse(repo, spec.base)
+        a.label = spec.label_a or f"base {git.describe(repo, a.rev)}"
+    if spec.revert:
         assert a.rev is not None
-        commit = git.rev_parse(repo, args.revert)
+        commit = git.rev_parse(repo, spec.revert)
         if not git.is_ancestor(repo, commit, a.rev):
-            raise UserError(f"{args.revert} is not an ancestor of {args.base}: nothing to revert")
+            raise UserError(f"{spec.revert} is not an ancestor of {spec.base}: nothing to revert")
         progress.step(f"creating base + revert of {commit[:12]} in a scratch worktree")
         b.rev = worktree.revert_onto(repo, a.rev, commit)
-        b.label = args.label_b or f"revert {commit[:12]} ({git.subject(repo, commit)[:50]})"
-    elif args.rev_b:
-        b.rev = git.rev_parse(repo, args.rev_b)
-        b.label = args.label_b or git.describe(repo, b.rev)
+        b.label = spec.label_b or f"revert {commit[:12]} ({git.subject(repo, commit)[:50]})"
+    elif spec.rev_b:
+        b.rev = git.rev_parse(repo, spec.rev_b)
+        b.label = spec.label_b or git.describe(repo, b.rev)
     elif a.rev and b.kernel is None:
         b.rev = a.rev
     return repo

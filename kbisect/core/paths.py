@@ -33,3 +33,9 @@ def configs_dir() -> Path:
 
 def scenarios_dir() -> Path:
     return CHECKOUT / "harness" / "scenarios"
+
+
+def machine_dir(name: str) -> Path:
+    """This host's notes about a machine target: known_hosts, its known-good kernel, ssh
+    sockets, its running config."""
+    return cache_dir() / "machines" / name

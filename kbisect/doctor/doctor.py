@@ -8,13 +8,11 @@ allowed), 1 when any check FAILs.
 
 from __future__ import annotations
 
-import argparse
-import json
 from dataclasses import asdict
+from typing import Any
 
 from kbisect.core import arch as arch_mod
 from kbisect.core.checks import FAIL, OK, WARN, Check
-from kbisect.core.exceptions import EXIT_NEGATIVE, EXIT_OK
 from kbisect.doctor.host import Host
 from kbisect.doctor.machine import check_disk, check_kvm, check_machine, check_tree
 from kbisect.doctor.tools import (
@@ -68,40 +66,19 @@ def summary(results: list[Check]) -> str:
     return f"{n[OK]} OK, {n[WARN]} WARN, {n[FAIL]} FAIL: {verdict}"
 
 
-def configure(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--recheck", action="store_true", help="probe KVM again instead of using the cached answer"
-    )
-    parser.add_argument("--json", action="store_true", help="print the checks as JSON")
-    parser.add_argument(
-        "--arch",
-        default=arch_mod.host_arch(),
-        choices=[*arch_mod.names(), "all"],
-        help="guest architecture to check (default: this host's; all: every one)",
-    )
-    parser.add_argument(
-        "--target",
-        metavar="NAME",
-        help="also check a target (a machine: its ssh, kexec, PostgreSQL, kernel)",
-    )
+def run(
+    host: Host, arches: list[str], recheck: bool = False, target: str | None = None
+) -> list[Check]:
+    """The host's checks, then (with target) the target's own."""
+    results = checks(host, arches, recheck)
+    return results + (registry.get(target).checks() if target else [])
 
 
-def main(args: argparse.Namespace, host: Host | None = None) -> int:
-    arches = arch_mod.names() if args.arch == "all" else [args.arch]
-    results = checks(host or Host(), arches, args.recheck)
-    if args.target:
-        results += registry.get(args.target).checks()
-    failed = any(c.status == FAIL for c in results)
-    if args.json:
-        data = {
-            "version": 1,
-            "kind": "doctor",
-            "ok": not failed,
-            "summary": summary(results),
-            "checks": [asdict(c) for c in results],
-        }
-        print(json.dumps(data, indent=2, sort_keys=True))
-    else:
-        print(render(results))
-        print(summary(results))
-    return EXIT_NEGATIVE if failed else EXIT_OK
+def as_json(results: list[Check]) -> dict[str, Any]:
+    return {
+        "version": 1,
+        "kind": "doctor",
+        "ok": not any(c.status == FAIL for c in results),
+        "summary": summary(results),
+        "checks": [asdict(c) for c in results],
+    }

@@ -9,7 +9,6 @@ commit ids are the same on every machine.
 
 from __future__ import annotations
 
-import argparse
 import hashlib
 import json
 from dataclasses import dataclass
@@ -164,17 +163,3 @@ def _publish(repo: Path, where: Path, head: str) -> None:
     git.git(
         repo, "fetch", "-q", "--no-tags", str(own), f"+refs/kbisect/{BRANCH}:refs/heads/{BRANCH}"
     )
-
-
-def configure(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--json", action="store_true", help="print base/head/regression as JSON")
-
-
-def main(args: argparse.Namespace) -> int:
-    data = create(tree.default_tree())
-    if args.json:
-        print(json.dumps(data, indent=2))
-    else:
-        for key in ("base", "head", "regression"):
-            print(f"{key}={data[key]}")
-    return 0

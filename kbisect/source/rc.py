@@ -10,13 +10,11 @@ it. `record` adds a measured tag to the history.
 
 from __future__ import annotations
 
-import argparse
 import fnmatch
 import json
 import math
 import os
 import re
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -211,43 +209,6 @@ def choose(tree: Path, pattern: str, measured: set[str]) -> dict[str, str]:
     return {"tag": tag, "commit": tags[tag], "baseline": base or "", "baseline_commit": base_commit}
 
 
-# The subcommand.
-
-
-def configure(parser: argparse.ArgumentParser) -> None:
-    sub = parser.add_subparsers(dest="rc_command", metavar="ACTION", required=True)
-    nxt = sub.add_parser("next", help="print the next tag to measure and its baseline")
-    nxt.add_argument("--tree", required=True, help="kernel git tree with the tags")
-    which = nxt.add_mutually_exclusive_group()
-    which.add_argument("--pattern", default=DEFAULT_PATTERN, help="tag glob (default v*-rc*)")
-    which.add_argument("--linux-next", action="store_true", help="linux-next tags next-YYYYMMDD")
-    nxt.add_argument("--history", type=Path, help="history dir (default $KBISECT_HISTORY)")
-    nxt.add_argument("--json", action="store_true", help="print JSON instead of key=value")
-    rec = sub.add_parser("record", help="add a measured tag to the history")
-    rec.add_argument("--history", type=Path, help="history dir (default $KBISECT_HISTORY)")
-    rec.add_argument("--tag", required=True)
-    rec.add_argument("--commit", required=True)
-    rec.add_argument("--result", type=Path, required=True, help="the run's results dir")
-    rec.add_argument("--scenario-hash", help="default: from the result's samples of --commit")
-    rec.add_argument("--tps", type=float, help="mean tps (default: from the samples)")
-
-
-def _next(args: argparse.Namespace) -> int:
-    pattern = NEXT_PATTERN if args.linux_next else check_pattern(args.pattern)
-    measured = {e["tag"] for e in load_history(args.history or default_history())}
-    picked = choose(Path(args.tree), pattern, measured)
-    if args.json:
-        print(json.dumps({**picked, "new": bool(picked["tag"]), "pattern": pattern}, indent=2))
-    else:
-        print("\n".join(f"{k}={v}" for k, v in picked.items()))
-    if not picked["tag"]:
-        print(
-            f"kbisect rc: nothing new: every {pattern} tag up to the newest is measured",
-            file=sys.stderr,
-        )
-    return 0
-
-
 def check_commit(commit: str) -> None:
     """A full commit id, as the samples record it (RcError otherwise)."""
     if not re.fullmatch(r"[0-9a-f]+", commit):
@@ -264,28 +225,29 @@ def check_tps(tps: float | None) -> None:
         raise RcError(f"--tps {tps}: must be a positive number of transactions per second")
 
 
-def _record(args: argparse.Namespace) -> int:
-    check_commit(args.commit)
-    check_tps(args.tps)
-    if not args.result.is_dir():
-        raise RcError(f"--result {args.result}: no such directory")
-    scen_hash, tps = args.scenario_hash, args.tps
-    if scen_hash is None or tps is None:
-        found_hash, found_tps = measured_from_samples(args.result, args.commit)
-        scen_hash, tps = scen_hash or found_hash, found_tps if tps is None else tps
-    directory = args.history or default_history()
+def record(
+    directory: Path,
+    tag: str,
+    commit: str,
+    result: Path,
+    scenario_hash: str | None = None,
+    tps: float | None = None,
+) -> tuple[Path, float]:
+    """Add a measured tag to the history in directory (its figures read from the samples
+    of commit in the result dir unless given); the history file and the tps recorded."""
+    check_commit(commit)
+    check_tps(tps)
+    if not result.is_dir():
+        raise RcError(f"--result {result}: no such directory")
+    if scenario_hash is None or tps is None:
+        found_hash, found_tps = measured_from_samples(result, commit)
+        scenario_hash, tps = scenario_hash or found_hash, found_tps if tps is None else tps
     entry = {
-        "tag": args.tag,
-        "commit": args.commit,
-        "result_dir": str(args.result.resolve()),
-        "scenario_hash": scen_hash,
+        "tag": tag,
+        "commit": commit,
+        "result_dir": str(result.resolve()),
+        "scenario_hash": scenario_hash,
         "tps_mean": round(tps, 3),
         "recorded": clock.utc_now(),
     }
-    path = save_history(directory, add_entry(load_history(directory), entry))
-    print(f"recorded {args.tag} ({tps:.1f} tps) in {path}")
-    return 0
-
-
-def main(args: argparse.Namespace) -> int:
-    return _next(args) if args.rc_command == "next" else _record(args)
+    return save_history(directory, add_entry(load_history(directory), entry)), tps

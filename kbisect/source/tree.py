@@ -8,7 +8,6 @@ the same commit id on every machine.
 
 from __future__ import annotations
 
-import argparse
 import shutil
 import tempfile
 from pathlib import Path
@@ -95,18 +94,3 @@ def resolve(tree: str | None) -> Path:
     if tree in (None, "default"):
         return default_tree()
     return check_kernel_tree(Path(tree).expanduser().resolve())
-
-
-def configure(parser: argparse.ArgumentParser) -> None:
-    sub = parser.add_subparsers(dest="tree_command", metavar="ACTION", required=True)
-    sub.add_parser("default", help="import (once) and print the embedded default tree")
-    check = sub.add_parser("check", help="check that PATH is a kernel tree")
-    check.add_argument("path")
-
-
-def main(args: argparse.Namespace) -> int:
-    if args.tree_command == "default":
-        print(default_tree())
-    else:
-        print(check_kernel_tree(Path(args.path)))
-    return 0

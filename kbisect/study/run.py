@@ -4,12 +4,10 @@ and saved, the kernels built once, the boots taken in blocks, the report written
 
 from __future__ import annotations
 
-import argparse
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kbisect.commands import options
 from kbisect.core import clock, progress
 from kbisect.core.exceptions import EXIT_OK, BootError, UserError
 from kbisect.measure import results, retake
@@ -30,6 +28,18 @@ from kbisect.study import (
 from kbisect.study.spec import Study
 from kbisect.targets import registry
 from kbisect.targets.base import Target
+
+
+@dataclass(frozen=True)
+class Request:
+    """How a study runs on this machine (the study itself is a spec.Study)."""
+
+    target: str = "vng"
+    share: str | None = None  # "I/N": only share I of N (fanout.py)
+    yes: bool = False  # run even if over the budget
+    dry_run: bool = False  # print the plan and stop
+    out: Path | None = None
+    policy: retake.Policy = field(default_factory=retake.Policy)
 
 
 @dataclass(frozen=True)
@@ -189,25 +199,25 @@ def execute(out: Path, d: dict[str, Any], target: Target, repo: Path | None) -> 
     return EXIT_OK
 
 
-def start(args: argparse.Namespace, file: str | None) -> int:
-    study = spec.from_args(args, spec.load(file) if file else None)
-    target = registry.get(args.target, study.kernels.arch)
-    share = fanout.parse_share(args.share) if args.share else None
+def start(study: Study, req: Request) -> int:
+    """Check everything, print and save the plan, then build and boot; the exit code."""
+    target = registry.get(req.target, study.kernels.arch)
+    share = fanout.parse_share(req.share) if req.share else None
     p = prepare(study, target, share)
     announce(p)
-    budget.check(p.estimate, study.budget_hours, args.yes)
-    if args.dry_run:
+    budget.check(p.estimate, study.budget_hours, req.yes)
+    if req.dry_run:
         return EXIT_OK
     target.preflight(scenario.load(study.scenario))
-    if args.out is not None and (args.out / store.DEFINITION).exists():
-        raise UserError(f"--out {args.out}: already holds a study (continue it with --resume)")
-    out = args.out or results.new_run_dir("study", study.name)
+    if req.out is not None and (req.out / store.DEFINITION).exists():
+        raise UserError(f"--out {req.out}: already holds a study (continue it with --resume)")
+    out = req.out or results.new_run_dir("study", study.name)
     seed = study.seed if study.seed is not None else schedule.new_seed()
-    where = args.target
+    where = req.target
     if where.endswith(".toml") or "/" in where:
         where = str(Path(where).expanduser().resolve())
     d = {**p.definition, "seed": seed, "target_spec": where, "machine": machine.host(target)}
-    d.update(options.retake_policy(args).as_dict())
+    d.update(req.policy.as_dict())
     store.write_definition(out, d)
     slots = schedule.plan(len(p.refs), p.cells, study.boots, seed)
     store.write_schedule(out, schedule.to_json(slots, seed, study.boots))
@@ -215,8 +225,9 @@ def start(args: argparse.Namespace, file: str | None) -> int:
     return execute(out, store.load_definition(out), target, p.repo)
 
 
-def resume(args: argparse.Namespace) -> int:
-    out = Path(args.resume) if args.resume else store.unfinished()
+def resume(given: Path | None) -> int:
+    """Continue the study in `given` (default: the newest unfinished one)."""
+    out = given or store.unfinished()
     d = store.load_definition(out)
     slots = schedule.from_json(store.load_schedule(out))
     if not schedule.pending(slots, store.ok_counts(out)):

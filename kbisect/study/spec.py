@@ -22,7 +22,6 @@ and `--append` add to it, `--boots`, `--budget` and the rest override it.
 
 from __future__ import annotations
 
-import argparse
 import tomllib
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -217,38 +216,59 @@ def kernel_items(option: str) -> tuple[tuple[str, ...], str | None]:
     return items, None
 
 
-def from_args(args: argparse.Namespace, study: Study | None) -> Study:
-    """The study file's study with the command line applied, or one from the line alone."""
+@dataclass(frozen=True)
+class Given:
+    """What the command line says about a study; None (or empty): the file's."""
+
+    kernels: str | None = None  # "a,b,c" or a tag pattern
+    scenario: str | None = None
+    name: str | None = None
+    tree: str | None = None
+    configs: tuple[str, ...] = ()
+    arch: str | None = None
+    base_config: str | None = None
+    axes: tuple[str, ...] = ()  # KEY=V1,V2 each
+    sets: tuple[str, ...] = ()
+    append: str = ""
+    boots: int | None = None
+    seed: int | None = None
+    baseline: str | None = None
+    retries: int | None = None
+    min_effect: float | None = None
+    budget_hours: float | None = None
+
+
+def apply(study: Study | None, given: Given) -> Study:
+    """The study file's study with the command line applied, or one from the line alone:
+    kernels, axes and the scenario replace the file's; sets, configs and append add."""
     if study is None:
-        if not (args.kernels and args.scenario):
+        if not (given.kernels and given.scenario):
             raise UserError("kbisect study needs a study file, or --kernels and --scenario")
         study = Study(
-            name=args.name or "study", scenario=args.scenario, kernels=KernelSpec(), axes=()
+            name=given.name or "study", scenario=given.scenario, kernels=KernelSpec(), axes=()
         )
     k = study.kernels
-    if args.kernels:
-        items, pattern = kernel_items(args.kernels)
+    if given.kernels:
+        items, pattern = kernel_items(given.kernels)
         k = replace(k, items=items, pattern=pattern)
     k = replace(
         k,
-        tree=args.tree or k.tree,
-        configs=k.configs + tuple(args.config),
-        arch=args.arch or k.arch,
-        base_config=args.base_config or k.base_config,
+        tree=given.tree or k.tree,
+        configs=k.configs + given.configs,
+        arch=given.arch or k.arch,
+        base_config=given.base_config or k.base_config,
     )
-    given = {
-        key: getattr(args, key)
-        for key in ("boots", "seed", "baseline", "retries", "min_effect")
-        if getattr(args, key) is not None
+    numbers = {
+        key: getattr(given, key)
+        for key in ("boots", "seed", "baseline", "retries", "min_effect", "budget_hours")
+        if getattr(given, key) is not None
     }
-    if args.budget is not None:
-        given["budget_hours"] = args.budget
     return replace(
         study,
-        scenario=args.scenario or study.scenario,
+        scenario=given.scenario or study.scenario,
         kernels=k,
-        axes=tuple(axes_mod.parse(a) for a in args.axis) if args.axis else study.axes,
-        sets=study.sets + tuple(args.set),
-        append=" ".join(filter(None, [study.append, args.append])),
-        **given,
+        axes=tuple(axes_mod.parse(a) for a in given.axes) if given.axes else study.axes,
+        sets=study.sets + given.sets,
+        append=" ".join(filter(None, [study.append, given.append])),
+        **numbers,
     )

@@ -15,9 +15,8 @@ import pytest
 
 from kbisect.bisect import state as bisect_state
 from kbisect.bisect.git import run as bisect_git
-from kbisect.bisect.git import step as bisect_step
 from kbisect.commands import bisect as bisect_args
-from kbisect.commands import cli
+from kbisect.commands import bisect_step, cli
 from kbisect.core import stale
 from kbisect.source import worktree
 from tests.bisect.test_step import calls, fake, fixed_dates, write_scenario

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from kbisect.bisect.git import ktest, step
+from kbisect.commands import bisect_step, ktest_config
 from kbisect.core import paths, proc
 from kbisect.core.exceptions import UserError
 from kbisect.targets.ssh.target import SshTarget
@@ -36,15 +37,25 @@ def machine(monkeypatch, answers) -> FakeSsh:
 
 
 def opts(tmp_path: Path, **kw) -> argparse.Namespace:
-    base = dict(scenario="smoke", threshold=400.0, tree=tmp_path / "linux",
+    """`kbisect ktest-config`'s options, as its parser leaves them."""
+    base = dict(target="emu", scenario="smoke", threshold=400.0, tree=tmp_path / "linux",
                 output_dir=tmp_path / "out", min_config=tmp_path / "config", jobs=2,
                 test_type="bisect", good="v6.12", bad="HEAD",
-                no_build=None, initrd=None)  # fmt: skip
+                no_build=None, initrd=None, out=None)  # fmt: skip
     return argparse.Namespace(**{**base, **kw})
 
 
+def resolved(tmp_path: Path, **kw) -> ktest.Resolved:
+    """A config as ktest.make resolves it: the tree is ktest's BUILD_DIR here."""
+    ns = vars(opts(tmp_path, **kw))
+    ns.pop("out")
+    cfg = ktest.Config(**ns)
+    assert cfg.output_dir is not None
+    return ktest.Resolved(cfg, Path(str(cfg.tree)), cfg.output_dir, cfg.good, cfg.bad)
+
+
 def test_settings_for_a_bisect(tmp_path, emu):
-    keys = ktest.settings(emu, "root=/dev/vda rw console=ttyS0", opts(tmp_path))
+    keys = ktest.settings(emu, "root=/dev/vda rw console=ttyS0", resolved(tmp_path))
     assert keys["MACHINE"] == "emu" and keys["SSH_USER"] == "root"
     assert keys["BUILD_TARGET"] == "arch/x86/boot/bzImage"
     assert keys["TARGET_IMAGE"] == "/var/lib/kbisect/ktest/vmlinuz-test"
@@ -73,7 +84,7 @@ def test_settings_for_a_bisect(tmp_path, emu):
 
 
 def test_settings_for_one_test_round_without_threshold(tmp_path, emu):
-    keys = ktest.settings(emu, "root=/dev/vda", opts(tmp_path, test_type="test",
+    keys = ktest.settings(emu, "root=/dev/vda", resolved(tmp_path, test_type="test",
                                                      threshold=None))  # fmt: skip
     assert keys["TEST_TYPE"] == "test" and "BISECT_TYPE" not in keys
     assert keys["TEST"].endswith("--threshold 1")
@@ -90,12 +101,12 @@ def test_render_is_ktest_format():
 def test_ktest_config_needs_good_bad_threshold_for_a_bisect(tmp_path):
     ns = opts(tmp_path, target="emu", good=None, out=None)
     with pytest.raises(UserError, match="needs --good, --bad and --threshold"):
-        ktest.main(ns)
+        ktest_config.main(ns)
 
 
 def test_bisect_step_parser_knows_booted():
     parser = argparse.ArgumentParser()
-    step.configure(parser)
+    bisect_step.configure(parser)
     args = parser.parse_args(["--scenario", "smoke", "--threshold", "5", "--booted",
                               "--target", "emu", "--kernel", "/k/bzImage"])  # fmt: skip
     assert args.booted and args.target == "emu" and args.kernel == Path("/k/bzImage")
@@ -103,12 +114,12 @@ def test_bisect_step_parser_knows_booted():
 
 def test_booted_step_refuses_a_non_machine(tmp_path):
     parser = argparse.ArgumentParser()
-    step.configure(parser)
+    bisect_step.configure(parser)
     args = parser.parse_args(["--scenario", "smoke", "--threshold", "5", "--booted",
                               "--target", "fake", "--kernel", "/k/bzImage"])  # fmt: skip
     with pytest.raises(UserError, match="needs a machine"):
-        ktest.booted_step(args)
-    assert step.main(args) == step.ABORT  # git's/ktest's abort, never "bad"
+        ktest.booted_step(bisect_step.spec(args), args.kernel)
+    assert bisect_step.main(args) == step.ABORT  # git's/ktest's abort, never "bad"
 
 
 def test_ktest_config_writes_a_file_after_a_preflight(monkeypatch, tmp_path, emu):
@@ -121,7 +132,7 @@ def test_ktest_config_writes_a_file_after_a_preflight(monkeypatch, tmp_path, emu
     out = tmp_path / "emu.conf"
     ns = opts(tmp_path, target="emu", out=out, tree=str(repo), good="v6.12-user", bad=shas[-1][:10],
               output_dir=None)  # fmt: skip
-    assert ktest.main(ns) == 0
+    assert ktest_config.main(ns) == 0
     text = out.read_text()
     assert "TEST_START" in text and "MIN_CONFIG = " + str(tmp_path / "config") in text
     keys = dict(ln.split(" = ", 1) for ln in text.splitlines() if " = " in ln)
@@ -156,7 +167,7 @@ def test_a_nobuild_round_with_a_distro_kernel(monkeypatch, tmp_path, emu):
     ns = opts(tmp_path, target="emu", out=tmp_path / "c.conf", tree=None, test_type="test",
               threshold=None, min_config=None, no_build=image, initrd="/boot/initrd.img-6.1",
               output_dir=tmp_path / "ktest")  # fmt: skip
-    assert ktest.main(ns) == 0
+    assert ktest_config.main(ns) == 0
     keys = dict(ln.split(" = ", 1) for ln in (tmp_path / "c.conf").read_text().splitlines()
                 if " = " in ln)  # fmt: skip
     assert keys["BUILD_TYPE"] == "nobuild" and "MIN_CONFIG" not in keys
@@ -171,7 +182,7 @@ def test_a_nobuild_round_with_a_distro_kernel(monkeypatch, tmp_path, emu):
 def test_ktest_config_needs_a_config_or_an_image(tmp_path):
     ns = opts(tmp_path, target="emu", out=None, min_config=None, test_type="test")
     with pytest.raises(UserError, match="--min-config FILE is needed"):
-        ktest.main(ns)
+        ktest_config.main(ns)
 
 
 def test_a_ktest_run_cut_short_mid_bisect_is_reset_next_time(monkeypatch, tmp_path, emu):
@@ -182,14 +193,14 @@ def test_a_ktest_run_cut_short_mid_bisect_is_reset_next_time(monkeypatch, tmp_pa
     repo, shas = users_repo_at_work(tmp_path, [{"subject": f"c{i}"} for i in range(4)])
     ns = opts(tmp_path, target="emu", out=tmp_path / "a.conf", tree=str(repo), good=shas[1],
               bad=shas[-1], output_dir=tmp_path / "ktest")  # fmt: skip
-    ktest.main(ns)
+    ktest_config.main(ns)
     build = Path(dict(ln.split(" = ", 1) for ln in (tmp_path / "a.conf").read_text().splitlines()
                       if " = " in ln)["BUILD_DIR"])  # fmt: skip
     git(build, "bisect", "start", shas[-1], shas[1])
     git(build, "bisect", "good")  # ktest killed half-way
     ns = opts(tmp_path, target="emu", out=tmp_path / "b.conf", tree=str(repo), good=shas[2],
               bad=shas[-2], output_dir=tmp_path / "ktest")  # fmt: skip
-    assert ktest.main(ns) == 0
+    assert ktest_config.main(ns) == 0
     assert not (Path(git(build, "rev-parse", "--git-dir")) / "BISECT_LOG").exists()
     assert git(build, "rev-parse", "HEAD") == shas[-2]
     emu.close()
@@ -208,7 +219,7 @@ def test_ktest_config_refuses_bad_revisions_before_the_machine(
     repo, _ = users_repo_at_work(tmp_path, [{"subject": f"c{i}"} for i in range(4)])
     ns = opts(tmp_path, target="emu", out=None, tree=str(repo), good=good, bad=bad)
     with pytest.raises(UserError, match=message):
-        ktest.main(ns)
+        ktest_config.main(ns)
     assert f.calls == []  # nothing ran on the machine
 
 

@@ -17,6 +17,7 @@ from kbisect.bisect import samples as bisect_samples
 from kbisect.bisect.git import judge as bisect_judge
 from kbisect.bisect.git import liveness
 from kbisect.bisect.git import step as bisect_step
+from kbisect.commands import bisect_step as step_command
 from kbisect.core import paths, progress
 from kbisect.core.exceptions import BootError
 from kbisect.measure import results, sample
@@ -100,7 +101,7 @@ def repo(tmp_path: Path, env: dict[str, Path], monkeypatch: pytest.MonkeyPatch) 
 def step(scenario: Path, *extra: str, threshold: str = "800") -> int:
     """One step on the fake target whose TOML is next to the scenario."""
     target = scenario.parent / "fake.toml"
-    return bisect_step.entry(["--scenario", str(scenario), "--threshold", threshold,
+    return step_command.entry(["--scenario", str(scenario), "--threshold", threshold,
                               "--target", str(target), *extra])  # fmt: skip
 
 
@@ -186,7 +187,7 @@ def test_a_missing_target_aborts(repo, env, tmp_path):
 def test_bad_setup_aborts(repo, env, tmp_path, monkeypatch, capsys):
     at(repo[1])
     assert step(tmp_path / "missing.toml") == bisect_step.ABORT
-    assert bisect_step.entry(["--scenario", str(env["scenario"])]) == bisect_step.ABORT
+    assert step_command.entry(["--scenario", str(env["scenario"])]) == bisect_step.ABORT
     assert "--threshold" in capsys.readouterr().err
     assert step(env["scenario"], "--runs-min", "1") == bisect_step.ABORT
     monkeypatch.chdir(tmp_path)
@@ -216,7 +217,7 @@ def test_outside_a_bisect_bisect_run_aborts_without_measuring(repo, env, capsys)
 def test_bad_numbers_abort_without_measuring(repo, env, extra):
     at(repo[1])
     argv = ["--scenario", str(env["scenario"]), "--threshold", "800", "--target", str(env["log"])]
-    assert bisect_step.entry([*argv, *extra]) == bisect_step.ABORT
+    assert step_command.entry([*argv, *extra]) == bisect_step.ABORT
     assert calls(env["log"]) == []
 
 

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from kbisect.bisect import report as bisect_report
-from kbisect.commands import cli, report
+from kbisect.commands import cli
 from kbisect.compare import markdown
 from kbisect.compare import report as compare_report
 from kbisect.measure import schema
@@ -130,7 +130,7 @@ def only_report(monkeypatch: pytest.MonkeyPatch) -> None:
 def shared(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
     """One rendered run for the tests that only read it (rendering takes ~0.4 s)."""
     run = make_run(tmp_path_factory.mktemp("shared"))
-    path = report.render_compare(run)
+    path = markdown.render(run)[0]
     assert path == run / "report.md"
     return run, path.read_text()
 
@@ -182,7 +182,7 @@ def test_preempt_difference_highlighted(rendered: str) -> None:
 
 
 def test_variation_within_a_side_is_noted(tmp_path: Path) -> None:
-    text = report.render_compare(make_run(tmp_path, vary=True)).read_text()
+    text = markdown.render(make_run(tmp_path, vary=True))[0].read_text()
     assert "hugepages_free (A)" in text
     assert "| ⚠ **hugepages_free** | **1 / 4 / 5 / 8** ⚠ varies across boots | **0** |" in text
 
@@ -198,20 +198,20 @@ def test_plots_are_png_and_linked(shared: tuple[Path, str]) -> None:
 
 def test_plots_are_deterministic(shared: tuple[Path, str], tmp_path: Path) -> None:
     run = make_run(tmp_path)
-    report.render_compare(run)
-    for name in (plots.PER_BOOT, plots.SERIES, report.REPORT):
+    markdown.render(run)
+    for name in (plots.PER_BOOT, plots.SERIES, markdown.REPORT):
         assert (run / name).read_bytes() == (shared[0] / name).read_bytes()
 
 
 def test_tcg_note_only_under_tcg(tmp_path: Path, rendered: str) -> None:
     assert "TCG" not in rendered
-    text = report.render_compare(make_run(tmp_path / "t", accel="tcg")).read_text()
+    text = markdown.render(make_run(tmp_path / "t", accel="tcg"))[0].read_text()
     assert markdown.TCG_NOTE in text
     assert "ran on: vng/tcg." in text
 
 
 def test_mixed_accelerators_warned(tmp_path: Path) -> None:
-    text = report.render_compare(make_run(tmp_path, accel_b="tcg")).read_text()
+    text = markdown.render(make_run(tmp_path, accel_b="tcg"))[0].read_text()
     warnings = text.split("## Warnings")[1].split("##")[0]
     assert "different targets or accelerators (A: vng/kvm; B: vng/tcg)" in warnings
     assert "ran on: vng/kvm, vng/tcg." in text and markdown.TCG_NOTE in text
@@ -288,5 +288,5 @@ def test_a_copied_sample_is_left_out_with_a_warning(
     err = capsys.readouterr().err
     assert f"099-A.json repeats the boot of {first.name}: left out" in err
     assert f"099-A.json repeats the boot of {first.name}" in (run / "report.md").read_text()
-    counted = compare_report.load_run(run, compare_report.load(run), None)
+    counted = compare_report.load(run, compare_report.load_summary(run), None)
     assert counted.verdict.a.n == len(ok_tps("A"))  # the copy is not counted

@@ -104,7 +104,7 @@ def test_sighup_and_sigterm_stop_kbisect_like_ctrl_c(sig: signal.Signals, tag: s
     """A closed terminal (SIGHUP) ends a command with 130, its children killed."""
     code = (
         "import sys; from kbisect.commands import cli; from kbisect.core import proc\n"
-        "from kbisect.doctor import doctor\n"
+        "from kbisect.commands import doctor\n"
         "doctor.main = lambda args: proc.run(['sleep', '300']).returncode\n"
         "sys.exit(cli.main(['doctor']))"
     )

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from kbisect.commands import cli
+from kbisect.commands import doctor as doctor_command
 from kbisect.core import arch, checks
 from kbisect.core.exceptions import MissingTool
 from kbisect.doctor import doctor
@@ -108,7 +109,7 @@ def run(host: FakeHost, *argv: str) -> tuple[int, dict[str, checks.Check]]:
     args = argparse.Namespace(recheck="--recheck" in argv, json=True, arch=arch_name, target=None)
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
-        code = doctor.main(args, host)
+        code = doctor_command.main(args, host)
     data = json.loads(out.getvalue())
     assert data["summary"] == doctor.summary([checks.Check(**c) for c in data["checks"]])
     return code, {c["name"]: checks.Check(**c) for c in data["checks"]}
@@ -125,7 +126,7 @@ def test_text_output_is_the_table_and_a_summary(capsys: pytest.CaptureFixture[st
     host = FakeHost()
     host.ncpus = 2
     args = argparse.Namespace(recheck=False, json=False, arch="x86_64", target=None)
-    assert doctor.main(args, host) == 0
+    assert doctor_command.main(args, host) == 0
     lines = capsys.readouterr().out.splitlines()
     assert lines[0].split() == ["OK", "python", "3.11.2"]
     assert lines[-1].endswith("1 WARN, 0 FAIL: kbisect can work here (read the warnings)")
@@ -362,7 +363,7 @@ def test_json_output(capsys: pytest.CaptureFixture[str]) -> None:
     host = FakeHost()
     del host.tools["vng"]
     args = argparse.Namespace(recheck=False, json=True, arch="x86_64", target=None)
-    assert doctor.main(args, host) == 1
+    assert doctor_command.main(args, host) == 1
     data = json.loads(capsys.readouterr().out)
     assert (data["kind"], data["version"], data["ok"]) == ("doctor", 1, False)
     vng = next(c for c in data["checks"] if c["name"] == "vng")

@@ -189,7 +189,7 @@ class _Watch:
                 _signal(pid, signal.SIGKILL)
                 run.guest_killed = True
         if how["step"] and not run.fired:
-            pid = _find(self.chain, "kbisect.bisect.git.step")
+            pid = _find(self.chain, "kbisect.commands.bisect_step")
             if pid is not None:
                 run.fired = run.step_killed = _signal(pid, SIGNALS[self.chain.sig])
         elif how["trigger"] in ("sample", "time", "phase") and not run.fired and self.due():

@@ -12,7 +12,8 @@ from typing import Any
 import pytest
 
 from harness import fio
-from kbisect.commands import cli, report
+from kbisect.commands import cli
+from kbisect.compare import markdown
 from kbisect.measure import fingerprint, fiodiff
 from tests.compare.test_report import make_run
 
@@ -102,7 +103,7 @@ def only_report(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_report_shows_storage_and_warns_for_a_slow_side(tmp_path: Path):
     run = make_run(tmp_path)
     _with_storage(run, 0.2)
-    text = report.render_compare(run).read_text()
+    text = markdown.render(run)[0].read_text()
     warnings = text.split("## Warnings")[1].split("## Fingerprints")[0]
     assert "storage differs between the sides beyond 25%" in warnings
     section = text.split("## Storage")[1].split("## Boots")[0]
@@ -110,6 +111,6 @@ def test_report_shows_storage_and_warns_for_a_slow_side(tmp_path: Path):
 
 
 def test_report_of_a_run_without_fio_says_so(tmp_path: Path):
-    text = report.render_compare(make_run(tmp_path)).read_text()
+    text = markdown.render(make_run(tmp_path))[0].read_text()
     assert "No fio preflight in these boots" in text.split("## Storage")[1]
     assert "storage differs" not in text

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from kbisect.commands import cli
+from kbisect.commands import rc as rc_command
 from kbisect.core import proc
 from kbisect.core.exceptions import KbisectError, UserError
 from kbisect.source import rc
@@ -71,9 +72,9 @@ def history(tmp_path: Path, *tags: str) -> Path:
 def kbisect_rc(argv: list[str]) -> int:
     """`kbisect rc ARGV` with cli.main's error mapping, without importing every subcommand."""
     parser = argparse.ArgumentParser()
-    rc.configure(parser)
+    rc_command.configure(parser)
     try:
-        return rc.main(parser.parse_args(argv))
+        return rc_command.main(parser.parse_args(argv))
     except KbisectError as exc:
         print(f"kbisect: {exc}", file=sys.stderr)
         return exc.exit_code
@@ -81,14 +82,14 @@ def kbisect_rc(argv: list[str]) -> int:
 
 def next_args(tree: Path, hist: Path, *extra: str) -> argparse.Namespace:
     parser = argparse.ArgumentParser()
-    rc.configure(parser)
+    rc_command.configure(parser)
     return parser.parse_args(["next", "--tree", str(tree), "--history", str(hist), *extra])
 
 
 def run_next(
     tree: Path, hist: Path, capsys: pytest.CaptureFixture[str], *extra: str
 ) -> dict[str, str]:
-    assert rc.main(next_args(tree, hist, *extra)) == 0
+    assert rc_command.main(next_args(tree, hist, *extra)) == 0
     out = capsys.readouterr().out
     return dict(line.split("=", 1) for line in out.splitlines())
 
@@ -223,7 +224,7 @@ def test_next_after_first_rc(tree: Path, tmp_path: Path, capsys: pytest.CaptureF
 
 
 def test_nothing_new(tree: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    assert rc.main(next_args(tree, history(tmp_path, "v6.13-rc1", "v6.13-rc2"))) == 0
+    assert rc_command.main(next_args(tree, history(tmp_path, "v6.13-rc1", "v6.13-rc2"))) == 0
     out, err = capsys.readouterr()
     assert out.splitlines() == ["tag=", "commit=", "baseline=", "baseline_commit="]
     assert "nothing new" in err
@@ -248,7 +249,7 @@ def test_linux_next(tree: Path, tmp_path: Path, capsys: pytest.CaptureFixture[st
 
 
 def test_json_output(tree: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    assert rc.main(next_args(tree, history(tmp_path, "v6.13-rc2"), "--json")) == 0
+    assert rc_command.main(next_args(tree, history(tmp_path, "v6.13-rc2"), "--json")) == 0
     data = json.loads(capsys.readouterr().out)
     assert data["new"] is False and data["tag"] == "" and data["pattern"] == "v*-rc*"
 
@@ -292,7 +293,7 @@ def test_broken_history(tree: Path, tmp_path: Path) -> None:
     (tmp_path / "h").mkdir()
     (tmp_path / "h" / "history.json").write_text("[1, 2]")
     with pytest.raises(UserError, match="not a kbisect rc history"):
-        rc.main(next_args(tree, tmp_path / "h"))
+        rc_command.main(next_args(tree, tmp_path / "h"))
 
 
 # record

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from kbisect.commands import build as build_command
 from kbisect.commands import cli
 from kbisect.core import arch
 from kbisect.core.exceptions import EXIT_USER, UserError
@@ -30,9 +31,7 @@ def test_on_an_arm64_host_everything_defaults_to_arm64(monkeypatch: pytest.Monke
     assert registry.get("vng", "x86_64").arch.cross_compile == "x86_64-linux-gnu-"
     parser = cli.build_parser()
     args = parser.parse_args(["build"])
-    from kbisect.build import build
-
-    assert build.request_from_args(args).arch.name == "arm64"
+    assert build_command.request(args).arch.name == "arm64"
     assert parser.parse_args(["doctor"]).arch == "arm64"
 
 

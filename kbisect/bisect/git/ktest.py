@@ -8,15 +8,16 @@ failure), and answers in ktest's return codes (BISECT_RET_GOOD/SKIP/ABORT = git'
 
 from __future__ import annotations
 
-import argparse
 import shlex
 import shutil
 import sys
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from kbisect.bisect.git import judge, step
 from kbisect.build.build import OBJ_PREFIX
 from kbisect.core import atomic, paths, progress
 from kbisect.core.exceptions import BenchmarkError, BootError, UserError
@@ -72,8 +73,48 @@ def power_cycle(t: SshTarget) -> str:
     return how
 
 
-def settings(t: SshTarget, cmdline: str, opts: argparse.Namespace) -> dict[str, str]:
+@dataclass(frozen=True)
+class Config:
+    """What `kbisect ktest-config` was asked for."""
+
+    target: str
+    scenario: str
+    threshold: float | None = None
+    min_config: Path | None = None
+    no_build: Path | None = None  # an image ktest installs as it is (BUILD_TYPE = nobuild)
+    initrd: str | None = None
+    tree: str | None = None
+    test_type: str = "bisect"  # or "test"
+    good: str | None = None
+    bad: str | None = None
+    output_dir: Path | None = None
+    jobs: int = 2
+
+    def check(self) -> None:
+        """One line (UserError) for what cannot work, before the machine is touched."""
+        if self.test_type == "bisect" and not (self.good and self.bad and self.threshold):
+            raise UserError("--test-type bisect needs --good, --bad and --threshold")
+        for given in (self.min_config, self.no_build):
+            if given is not None and not given.is_file():
+                raise UserError(f"{given}: no such file")
+        if self.min_config is None and self.no_build is None:
+            raise UserError("--min-config FILE is needed (or --no-build IMAGE)")
+
+
+@dataclass(frozen=True)
+class Resolved:
+    """A Config with its revisions read in the user's tree and ktest's directories made."""
+
+    config: Config
+    build_dir: Path
+    output_dir: Path
+    good: str | None
+    bad: str | None
+
+
+def settings(t: SshTarget, cmdline: str, r: Resolved) -> dict[str, str]:
     """ktest.pl's keys for this machine (the docs/ktest.md table explains each)."""
+    opts = r.config
     image = f"{t.m.workdir}/{TARGET_IMAGE}"
     load = " || ".join(
         shell(kexec.load_command(image, cmdline, opts.initrd, file_load=f)) for f in (True, False)
@@ -90,15 +131,15 @@ def settings(t: SshTarget, cmdline: str, opts: argparse.Namespace) -> dict[str, 
         "--scenario",
         opts.scenario,
         "--kernel",
-        f"{opts.output_dir}/{t.arch.image}",
+        f"{r.output_dir}/{t.arch.image}",
     ]
     # No --threshold: good = the scenario ran at all (tps above 1).
     test += ["--threshold", str(opts.threshold if opts.threshold is not None else 1)]
     out = {
         "MACHINE": t.name,
         "SSH_USER": t.m.user,
-        "BUILD_DIR": str(opts.tree),
-        "OUTPUT_DIR": str(opts.output_dir),
+        "BUILD_DIR": str(r.build_dir),
+        "OUTPUT_DIR": str(r.output_dir),
         "BUILD_TARGET": t.arch.image,
         "TARGET_IMAGE": image,
         "LOCALVERSION": "-ktest",
@@ -127,11 +168,11 @@ def settings(t: SshTarget, cmdline: str, opts: argparse.Namespace) -> dict[str, 
         out["MIN_CONFIG"] = str(opts.min_config)
     if opts.no_build is not None:
         out["BUILD_TYPE"] = "nobuild"
-    if opts.test_type == "bisect":
+    if opts.test_type == "bisect" and r.good and r.bad:
         out.update(
             BISECT_TYPE="test",
-            BISECT_GOOD=opts.good,
-            BISECT_BAD=opts.bad,
+            BISECT_GOOD=r.good,
+            BISECT_BAD=r.bad,
             BISECT_SKIP="1",
             BISECT_TRIES="1",
         )
@@ -148,90 +189,48 @@ def render(keys: Mapping[str, str], header: str) -> str:
     return "\n".join(lines) + "\n"
 
 
-def configure(parser: argparse.ArgumentParser) -> None:
-    add = parser.add_argument
-    add("--target", required=True, metavar="NAME", help='a machine target (kind = "ssh")')
-    add("--scenario", required=True, help="scenario name or .toml file")
-    add("--threshold", type=float, metavar="TPS", help="good above it (TEST_TYPE bisect)")
-    add(
-        "--min-config",
-        type=Path,
-        help="the config ktest starts every build from: a kbisect build's `config` "
-        "(e.g. of `kbisect build --base target:NAME`)",
-    )
-    add(
-        "--no-build",
-        type=Path,
-        metavar="IMAGE",
-        help="BUILD_TYPE = nobuild: ktest installs IMAGE as it is (a TEST round, no build)",
-    )
-    add("--initrd", help="an initramfs on the machine to kexec with (a distro kernel's)")
-    add(
-        "--tree",
-        default=None,
-        help="kernel tree to bisect (default embedded); ktest builds and bisects in a "
-        "scratch worktree of it (BUILD_DIR), never in the tree itself",
-    )
-    add("--test-type", choices=("test", "bisect"), default="bisect")
-    add("--good", help="BISECT_GOOD (TEST_TYPE bisect)")
-    add("--bad", help="BISECT_BAD (TEST_TYPE bisect)")
-    add(
-        "--output-dir",
-        type=Path,
-        help=f"ktest's OUTPUT_DIR (default: {OUTPUT_SUBDIR} in ktest's scratch worktree)",
-    )
-    add("-j", "--jobs", type=int, default=2)
-    add("--out", type=Path, help="config file to write (default: print it)")
-
-
-def main(args: argparse.Namespace) -> int:
-    if args.test_type == "bisect" and not (args.good and args.bad and args.threshold):
-        raise UserError("--test-type bisect needs --good, --bad and --threshold")
-    for given in (args.min_config, args.no_build):
-        if given is not None and not given.is_file():
-            raise UserError(f"{given}: no such file")
-    if args.min_config is None and args.no_build is None:
-        raise UserError("--min-config FILE is needed (or --no-build IMAGE)")
-    t = registry.get(args.target)
+def make(cfg: Config) -> str:
+    """The ktest.pl config for cfg's machine and test: the machine checked (its known-good
+    kernel recorded), ktest's scratch worktree and OUTPUT_DIR made; the config's text."""
+    cfg.check()
+    t = registry.get(cfg.target)
     if not isinstance(t, SshTarget):
-        raise UserError(f'--target {args.target}: ktest drives machines (kind = "ssh")')
-    scen = scenario.load(args.scenario)
-    repo = tree.resolve(args.tree)
-    if args.test_type == "bisect":  # ids, read in the user's tree: ktest bisects elsewhere
-        args.good, args.bad = (scratch.rev_parse(repo, r) for r in (args.good, args.bad))
-        if not git.is_ancestor(repo, args.good, args.bad):
-            raise UserError(f"--good {args.good[:12]} is not an ancestor of --bad {args.bad[:12]}")
+        raise UserError(f'--target {cfg.target}: ktest drives machines (kind = "ssh")')
+    scen = scenario.load(cfg.scenario)
+    repo = tree.resolve(cfg.tree)
+    good, bad = cfg.good, cfg.bad
+    if cfg.test_type == "bisect":  # ids, read in the user's tree: ktest bisects elsewhere
+        assert good is not None and bad is not None
+        good, bad = (scratch.rev_parse(repo, r) for r in (good, bad))
+        if not git.is_ancestor(repo, good, bad):
+            raise UserError(f"--good {good[:12]} is not an ancestor of --bad {bad[:12]}")
     with t:  # releases the machine for ktest
         t.preflight(scen)
         where = shlex.quote(str(Path(t.m.workdir, TARGET_IMAGE).parent))
         t.session.check(f"{t.m.sudo}mkdir -p {where}")  # ktest copies TARGET_IMAGE there
     assert t.known is not None
-    args.tree = repo if args.no_build is not None else build_dir(repo, t.name, args)
+    at = bad if cfg.test_type == "bisect" else "HEAD"
+    build_at = repo if cfg.no_build is not None else build_dir(repo, t.name, str(at))
     log_dir(t.name).mkdir(parents=True, exist_ok=True)
-    if args.output_dir is None:
+    output = cfg.output_dir
+    if output is None:
         # Beside kbisect's own O= dirs, a direct subdirectory of the checkout: kbuild
         # then names sources relatively and ktest's compiles hit ccache's objects of
         # kbisect's builds (build.obj_dir).
-        default = log_dir(t.name) / "nobuild" if args.no_build else args.tree / OUTPUT_SUBDIR
-        args.output_dir = default
-    args.output_dir = args.output_dir.resolve()
-    args.output_dir.mkdir(parents=True, exist_ok=True)
-    if args.no_build is not None:
-        prebuilt(args.no_build, args.output_dir, t.arch.image, args.min_config)
-    text = render(settings(t, t.known.cmdline, args), progress.log_header())
-    if args.out:
-        atomic.write_text(args.out, text)
-        print(args.out)
-    else:
-        print(text, end="")
-    return 0
+        output = log_dir(t.name) / "nobuild" if cfg.no_build else build_at / OUTPUT_SUBDIR
+    output = output.resolve()
+    output.mkdir(parents=True, exist_ok=True)
+    if cfg.no_build is not None:
+        prebuilt(cfg.no_build, output, t.arch.image, cfg.min_config)
+    r = Resolved(replace(cfg, good=good, bad=bad), build_at, output, good, bad)
+    return render(settings(t, t.known.cmdline, r), progress.log_header())
 
 
 def log_dir(name: str) -> Path:
     return paths.cache_dir() / "ktest" / name
 
 
-def build_dir(repo: Path, name: str, args: argparse.Namespace) -> Path:
+def build_dir(repo: Path, name: str, at: str) -> Path:
     """ktest's BUILD_DIR: never the user's tree (ktest.pl runs `git bisect` and checks
     out commits in it) but a scratch worktree of kbisect's own repository, at --bad (or
     at the tree's HEAD for a TEST round)."""
@@ -242,7 +241,7 @@ def build_dir(repo: Path, name: str, args: argparse.Namespace) -> Path:
             git.git(where, "bisect", "reset", check=False)
             if git.bisect_in_progress(where):
                 shutil.rmtree(where)  # made afresh below
-        return worktree.checkout(repo, args.bad if args.test_type == "bisect" else "HEAD", slot)
+        return worktree.checkout(repo, at, slot)
 
 
 def prebuilt(image: Path, output_dir: Path, build_target: str, config: Path | None) -> None:
@@ -284,35 +283,20 @@ class BootedTarget(SshTarget):
         return None
 
 
-def add_booted_options(add: Callable[..., Any]) -> None:
-    add(
-        "--booted",
-        action="store_true",
-        help="measure the kernel already booted on --target (ktest.pl's TEST)",
-    )
-    add("--kernel", type=Path, help="with --booted: the image that was booted (verified)")
-
-
-def booted_step(args: argparse.Namespace) -> int:
-    """Samples of the booted kernel until step.py's sequential rule answers; git's (and
-    ktest's) exit codes: 0 good, 1 bad, 125 skip."""
-    from kbisect.bisect.git import (
-        judge,
-        step,  # step.py calls this module
-    )
-
-    if not args.kernel:
+def booted_step(spec: step.Step, image: Path | None) -> int:
+    """Samples of the kernel ktest booted (`image`, verified) until the step's sequential
+    rule answers; git's (and ktest's) exit codes: 0 good, 1 bad, 125 skip."""
+    if image is None:
         raise UserError("--booted needs --kernel (the image that was booted) and --target")
-    if args.threshold is None:
+    if spec.threshold is None:
         raise UserError("--booted needs --threshold TPS (references are for kbisect's builds)")
-    policy = judge.Policy(args.threshold, not args.lower_is_better, args.runs_min, args.runs_max)
-    policy.check()
-    t = registry.get(args.target)
+    policy = spec.judge_policy()
+    t = registry.get(spec.target)
     if not isinstance(t, SshTarget):
-        raise UserError(f'--target {args.target}: --booted needs a machine (kind = "ssh")')
+        raise UserError(f'--target {spec.target}: --booted needs a machine (kind = "ssh")')
     booted = BootedTarget(t.name, t.arch, t.m)
-    kernel = Kernel.find(args.kernel)
-    scen = scenario.load(args.scenario)
+    kernel = Kernel.find(str(image))
+    scen = scenario.load(spec.scenario)
     out = paths.results_dir() / f"{time.strftime('%Y%m%dT%H%M%S')}-ktest-{t.name}"
 
     def draw() -> float:

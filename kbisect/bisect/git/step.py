@@ -1,40 +1,35 @@
-"""`kbisect bisect-step`: one `git bisect run` step, answered in git's exit codes.
+"""One `git bisect run` step, answered in git's exit codes.
 
-git runs bisect/run in the checkout under bisection; bisect/run calls `entry()`. The
-step builds the checked-out revision in place, then boots and measures it until
-`sequential.decide()` gives a verdict against the threshold, and exits:
+git runs bisect/run in the checkout under bisection (kbisect/commands/bisect_step.py is
+its way in). The step builds the checked-out revision in place, then boots and measures
+it until `sequential.decide()` gives a verdict against the threshold (or, with
+references, against its position between them), and answers:
 
     0 good · 1 bad · 125 skip (build, boot or benchmark failed, or no clear verdict
     after --runs-max) · 128 abort the whole bisect (bad options, a missing tool,
     broken infrastructure, a bug).
 
-A build or boot failure is never "bad". `main()` returns these codes itself (they are
-git's protocol, not kbisect's exit codes) and never raises. Samples are stored per
-commit (samples.py); a revisited revision reuses them and only adds if needed.
+A build or boot failure is never "bad". Samples are stored per commit (samples.py); a
+revisited revision reuses them and only adds if needed.
 """
 
 from __future__ import annotations
 
-import argparse
-import os
-import signal
-import sys
 import time
-import traceback
+from dataclasses import dataclass, field
 from pathlib import Path
-from types import FrameType
-from typing import NoReturn
 
 from kbisect.bisect import samples, state
-from kbisect.bisect.git import judge, ktest, liveness
+from kbisect.bisect.git import judge, liveness
 from kbisect.build import build
-from kbisect.commands import options
 from kbisect.core import atomic, progress
 from kbisect.core.arch import Arch
 from kbisect.core.exceptions import BenchmarkError, BootError, BuildError, KbisectError, UserError
+from kbisect.measure import retake
 from kbisect.scenario import scenario
 from kbisect.source import git, tree
 from kbisect.stats import sequential
+from kbisect.targets import registry
 from kbisect.targets.base import Kernel
 
 GOOD, BAD, SKIP, ABORT = 0, 1, 125, 128
@@ -87,36 +82,75 @@ def _skip_kind(exc: Exception) -> str:
     return "boot" if isinstance(exc, BootError) else "benchmark"
 
 
-def step(args: argparse.Namespace) -> int:
-    if args.booted:  # ktest.pl's TEST: the kernel ktest booted on a machine (ktest.py)
-        return ktest.booted_step(args)
+@dataclass(frozen=True)
+class Step:
+    """What one step measures and how it judges: everything `kbisect bisect-step` (and
+    bisect/run) was asked, typed once by the command line."""
+
+    scenario: str
+    threshold: float | None = None
+    target: str = "vng"
+    arch: str | None = None
+    append: str = ""
+    configs: tuple[str, ...] = ()
+    sets: tuple[str, ...] = ()
+    base_config: str = "tinyconfig"
+    higher_is_better: bool = True
+    runs_min: int = 3
+    runs_max: int = 10
+    policy: retake.Policy = field(default_factory=retake.Policy)
+    store: Path | None = None
+    references: tuple[str, str] | None = None  # (good, bad) sampled alongside, or None
+    reference_every: int = 3  # a reference boot after every N test boots
+
+    def judge_policy(self) -> judge.Policy:
+        policy = judge.Policy(
+            self.threshold or 1.0, self.higher_is_better, self.runs_min, self.runs_max
+        )
+        policy.check()
+        return policy
+
+
+def references(
+    good: str | None, bad: str | None, threshold: float | None
+) -> tuple[str, str] | None:
+    """(good, bad) references, or None; UserError without them and without a threshold."""
+    if (good is None) != (bad is None):
+        raise UserError("--reference-good and --reference-bad go together")
+    if good is None and threshold is None:
+        raise UserError("--threshold TPS is needed (or --reference-good and --reference-bad)")
+    return None if good is None or bad is None else (good, bad)
+
+
+def step(spec: Step) -> int:
+    """Build the checkout in the current directory, measure it until the rule answers;
+    git's exit code (0 good, 1 bad, 125 skip). Errors other than a build, boot or
+    benchmark failure are raised (the caller aborts the bisect on them)."""
     liveness.check_driver()
-    ends = _reference_args(args)
-    policy = judge.Policy(
-        args.threshold or 1.0, not args.lower_is_better, args.runs_min, args.runs_max
-    )
-    policy.check()
+    policy = spec.judge_policy()
     top = tree.check_kernel_tree(Path.cwd())
-    with options.target(args) as target:
-        scen = scenario.load(args.scenario).with_overrides(args.set)
-        ctx = samples.Context(scen, args.append, target, options.retake_policy(args))
-        store = samples.store_for(args.store, top, ctx, tuple(args.config), args.base_config)
+    with registry.get(spec.target, spec.arch) as target:
+        scen = scenario.load(spec.scenario).with_overrides(list(spec.sets))
+        ctx = samples.Context(scen, spec.append, target, spec.policy)
+        store = samples.store_for(spec.store, top, ctx, spec.configs, spec.base_config)
         commit = git.rev_parse(top, "HEAD")
         out = samples.commit_dir(store, commit)
         progress.step(f"step: {commit[:12]} {git.subject(top, commit)}")
         target.preflight(ctx.scen)
-        refs = _references(ctx, top, args, store, ends) if ends else None
+        refs = _references(ctx, top, spec, store) if spec.references else None
         threshold = policy.threshold
         try:
-            built = build_here(top, target.arch, tuple(args.config), args.base_config)
+            built = build_here(top, target.arch, spec.configs, spec.base_config)
             rev = samples.Revision(commit, Kernel(built.image, built.manifest), out)
             if refs is None:
                 _warn_stale(top, store)
                 d = judge.judge(ctx, policy, rev)
             else:
                 d, threshold, slope = judge.judge_with_refs(ctx, policy, rev, refs, store)
-                progress.step(f"step: drift-corrected threshold {threshold:.1f} tps at the "
-                              f"start, drift {slope * 3600:+.2%} per hour")  # fmt: skip
+                progress.step(
+                    f"step: drift-corrected threshold {threshold:.1f} tps at the start, "
+                    f"drift {slope * 3600:+.2%} per hour"
+                )
         except (BuildError, BootError, BenchmarkError) as exc:
             return _skip(out, commit, exc, threshold)
     code = EXIT_FOR[d.verdict]
@@ -127,32 +161,23 @@ def step(args: argparse.Namespace) -> int:
     return code
 
 
-def _reference_args(args: argparse.Namespace) -> tuple[str, str] | None:
-    """(good, bad) references, or None; UserError without them and without --threshold."""
-    good, bad = args.reference_good, args.reference_bad
-    if (good is None) != (bad is None):
-        raise UserError("--reference-good and --reference-bad go together")
-    if good is None and args.threshold is None:
-        raise UserError("--threshold TPS is needed (or --reference-good and --reference-bad)")
-    return None if good is None else (good, bad)
-
-
-def _references(ctx: samples.Context, top: Path, args: argparse.Namespace, store: Path,
-                ends: tuple[str, str]) -> judge.References:  # fmt: skip
+def _references(ctx: samples.Context, top: Path, spec: Step, store: Path) -> judge.References:
     """The references built (cached per commit; else in kbisect's build worktree). One
     that does not build is bad input, not this revision's skip."""
+    assert spec.references is not None
     revs = []
-    for rev in ends:
+    for rev in spec.references:
         commit = git.rev_parse(top, rev)
-        req = build.Request(top, commit, arch=ctx.target.arch, configs=tuple(args.config),
-                            base=args.base_config)  # fmt: skip
+        req = build.Request(
+            top, commit, arch=ctx.target.arch, configs=spec.configs, base=spec.base_config
+        )
         try:
             built = build.build(req)
         except BuildError as exc:
             raise UserError(f"reference {rev} does not build: {exc}") from None
         kernel = Kernel(built.image, built.manifest)
         revs.append(samples.Revision(commit, kernel, samples.commit_dir(store, commit)))
-    return judge.References(revs[0], revs[1], args.reference_every)
+    return judge.References(revs[0], revs[1], spec.reference_every)
 
 
 def _warn_stale(top: Path, store: Path) -> None:
@@ -172,88 +197,6 @@ def _skip(out: Path, commit: str, exc: Exception, threshold: float) -> int:
     return SKIP
 
 
-def add_measured(parser: argparse.ArgumentParser, required: bool = True) -> None:
-    """The options `kbisect bisect` and every step share: what is measured, where, and how
-    a revision is judged (state.Options.measured_argv turns them back into argv)."""
-    options.add_scenario(parser, required)
-    options.add_where(parser)
-    options.add_append(parser)
-    options.add_set(parser)
-    options.add_configs(parser)
-    add = parser.add_argument
-    add("--base-config", default="tinyconfig", help="base config for builds")
-    add("--lower-is-better", action="store_true", help="the figure is better when lower")
-    add(
-        "--runs-min",
-        type=options.count(2, 100),
-        default=3,
-        help="samples before deciding (default 3)",
-    )
-    add(
-        "--runs-max",
-        type=options.count(2, 1000),
-        default=10,
-        help="skip a revision after this (default 10)",
-    )
-    options.add_disturbance(parser)
-
-
-def configure(parser: argparse.ArgumentParser) -> None:
-    add_measured(parser)
-    add = parser.add_argument
-    add(
-        "--threshold",
-        type=options.positive,
-        metavar="TPS",
-        help="good above it (below it with --lower-is-better); unused with references",
-    )
-    where = f"${samples.STORE_ENV}, else one in the results dir"
-    add("--store", type=Path, help=f"sample store (default {where})")
-    ktest.add_booted_options(add)
-    add(
-        "--reference-good",
-        metavar="REV",
-        help="drift-aware: sample this good revision "
-        "alongside, and decide on the position between it and --reference-bad",
-    )
-    add("--reference-bad", metavar="REV", help="the bad reference (with --reference-good)")
-    add(
-        "--reference-every",
-        type=options.count(1, 1000),
-        default=3,
-        metavar="N",
-        help="a reference boot after every N test boots (default 3)",
-    )
-
-
-def main(args: argparse.Namespace) -> int:
-    """One step; returns git bisect's exit code, never raises."""
-    try:
-        code = step(args)
-        liveness.check_driver()  # no verdict for a driver that died meanwhile
-        return code
-    except KbisectError as exc:
-        progress.step(f"step: abort: {exc}")
-        print(f"kbisect: {exc}", file=sys.stderr, flush=True)
-    except KeyboardInterrupt:
-        progress.step("step: interrupted; aborting the bisect")
-    except Exception:
-        traceback.print_exc()
-        progress.step("step: abort: unexpected error (a kbisect bug); see the traceback above")
-    return ABORT
-
-
-class _Parser(argparse.ArgumentParser):
-    """A usage error must abort the bisect (128), not exit 2 (which git reads as bad)."""
-
-    def error(self, message: str) -> NoReturn:
-        raise UserError(f"bisect-step: {message}")
-
-
-def _sigterm(signum: int, frame: FrameType | None) -> None:
-    raise KeyboardInterrupt
-
-
 def bisecting(where: Path) -> bool:
     """Is a `git bisect` in progress in the checkout at `where`?"""
     try:
@@ -261,40 +204,3 @@ def bisecting(where: Path) -> bool:
     except KbisectError:
         return False
     return Path(start).is_file()
-
-
-def entry(argv: list[str]) -> int:
-    """bisect/run's way in: parse argv, run one step; only ever 0, 1, 125 or 128. A step
-    whose output reader is gone (EPIPE: the driver died) aborts, and stays quiet."""
-    for sig in (signal.SIGTERM, signal.SIGHUP):
-        signal.signal(sig, _sigterm)
-    try:
-        return _entry(argv)
-    except BrokenPipeError:
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        for fd in (1, 2):  # nothing left to flush at exit can fail again
-            os.dup2(devnull, fd)
-        return ABORT
-
-
-def _entry(argv: list[str]) -> int:
-    parser = _Parser(prog="bisect/run", description="one `git bisect run` step")
-    configure(parser)
-    try:
-        args = parser.parse_args(argv)
-    except UserError as exc:
-        print(f"kbisect: {exc}", file=sys.stderr, flush=True)
-        return ABORT
-    if not bisecting(Path.cwd()):
-        print(
-            "kbisect: bisect/run: no `git bisect` in progress here; it runs under "
-            "`git bisect run` (for one measurement: kbisect bisect-step)",
-            file=sys.stderr,
-            flush=True,
-        )
-        return ABORT
-    progress.set_command(["kbisect", "bisect-step", *argv])  # what the logs say
-    try:
-        return main(args)
-    finally:
-        progress.set_command([])

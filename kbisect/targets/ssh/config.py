@@ -95,7 +95,7 @@ class Machine:
 
 def state_dir(name: str) -> Path:
     """This host's notes about a machine: known_hosts, known-good kernel, ssh sockets."""
-    return paths.cache_dir() / "machines" / name
+    return paths.machine_dir(name)
 
 
 def _typed(name: str, key: str, value: Any) -> Any:

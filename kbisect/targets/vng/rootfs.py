@@ -13,8 +13,6 @@ GUEST=HOST), since the host's paths do not exist in this root.
 
 from __future__ import annotations
 
-import argparse
-import json
 import os
 import shutil
 from pathlib import Path
@@ -153,19 +151,3 @@ def build(a: arch_mod.Arch, pg_major: int = PG_MAJOR, mirror: str | None = None)
     )
     progress.step(f"root fs for {a.name} guests: {root}")
     return root
-
-
-def configure(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--arch", default="arm64", help="guest arch (default arm64)")
-    parser.add_argument("--pg-major", type=int, default=PG_MAJOR, help="PostgreSQL major")
-    parser.add_argument("--mirror", help=f"Debian mirror URL (default: mmdebstrap's for {SUITE})")
-    parser.add_argument("--json", action="store_true", help="print the image manifest")
-
-
-def main(args: argparse.Namespace) -> int:
-    root = build(arch_mod.get(args.arch), args.pg_major, args.mirror)
-    if args.json:
-        print(json.dumps(json.loads((root.parent / MANIFEST).read_text()), indent=2))
-    else:
-        print(root)
-    return 0

@@ -1,0 +1,58 @@
+"""`kbisect rc`: the next -rc (or linux-next) tag to measure and its baseline, and the
+history of measured tags (kbisect/source/rc.py; docs/github-actions.md)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from kbisect.source import rc
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    sub = parser.add_subparsers(dest="rc_command", metavar="ACTION", required=True)
+    nxt = sub.add_parser("next", help="print the next tag to measure and its baseline")
+    nxt.add_argument("--tree", required=True, help="kernel git tree with the tags")
+    which = nxt.add_mutually_exclusive_group()
+    which.add_argument("--pattern", default=rc.DEFAULT_PATTERN, help="tag glob (default v*-rc*)")
+    which.add_argument("--linux-next", action="store_true", help="linux-next tags next-YYYYMMDD")
+    nxt.add_argument("--history", type=Path, help="history dir (default $KBISECT_HISTORY)")
+    nxt.add_argument("--json", action="store_true", help="print JSON instead of key=value")
+    rec = sub.add_parser("record", help="add a measured tag to the history")
+    rec.add_argument("--history", type=Path, help="history dir (default $KBISECT_HISTORY)")
+    rec.add_argument("--tag", required=True)
+    rec.add_argument("--commit", required=True)
+    rec.add_argument("--result", type=Path, required=True, help="the run's results dir")
+    rec.add_argument("--scenario-hash", help="default: from the result's samples of --commit")
+    rec.add_argument("--tps", type=float, help="mean tps (default: from the samples)")
+
+
+def _next(args: argparse.Namespace) -> int:
+    pattern = rc.NEXT_PATTERN if args.linux_next else rc.check_pattern(args.pattern)
+    measured = {e["tag"] for e in rc.load_history(args.history or rc.default_history())}
+    picked = rc.choose(Path(args.tree), pattern, measured)
+    if args.json:
+        print(json.dumps({**picked, "new": bool(picked["tag"]), "pattern": pattern}, indent=2))
+    else:
+        print("\n".join(f"{k}={v}" for k, v in picked.items()))
+    if not picked["tag"]:
+        print(
+            f"kbisect rc: nothing new: every {pattern} tag up to the newest is measured",
+            file=sys.stderr,
+        )
+    return 0
+
+
+def _record(args: argparse.Namespace) -> int:
+    directory = args.history or rc.default_history()
+    path, tps = rc.record(
+        directory, args.tag, args.commit, args.result, args.scenario_hash, args.tps
+    )
+    print(f"recorded {args.tag} ({tps:.1f} tps) in {path}")
+    return 0
+
+
+def main(args: argparse.Namespace) -> int:
+    return _next(args) if args.rc_command == "next" else _record(args)

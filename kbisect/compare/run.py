@@ -1,0 +1,175 @@
+"""`kbisect compare`: two sides measured fairly, a ratio with its uncertainty, a verdict.
+
+A new run checks and builds both sides, saves its plan (the boot order, interleaved:
+schedule.py) before the first boot, then boots in that order; a failed boot is kept out
+of the statistics and retried, a disturbed sample retaken (measure/retake.py). An
+interrupted run resumes from its plan and samples (`--resume`). The verdict, the summary
+and the report come from the stored samples (summary.py, markdown.py).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from kbisect.compare import markdown, schedule
+from kbisect.compare import sides as sides_mod
+from kbisect.compare import summary as summaries
+from kbisect.compare.sides import NAMES, Side, Spec
+from kbisect.core import clock, lock, paths, progress
+from kbisect.core.exceptions import EXIT_NEGATIVE, EXIT_OK, BenchmarkError, BootError, UserError
+from kbisect.measure import results, retake, timeline
+from kbisect.scenario import scenario
+from kbisect.stats import means
+from kbisect.targets import registry
+from kbisect.targets.base import Target
+
+
+def _scenario_spec(spec: str) -> str:
+    """A scenario file is saved as an absolute path: --resume may run from elsewhere."""
+    return str(Path(spec).resolve()) if "/" in spec or spec.endswith(".toml") else spec
+
+
+def start(spec: Spec, policy: retake.Policy) -> int:
+    """A new compare: sides checked and built, the plan saved, then every boot; the exit
+    code of the verdict (1 for a regression)."""
+    sides_mod.check_conflicts(spec)
+    base_scen = scenario.load(spec.scenario)
+    a, b = sides_mod.from_spec(spec, base_scen)
+    repo = sides_mod.resolve_revisions(spec, a, b)
+    sides_mod.validate(a, b)
+    boots = spec.boots or int(base_scen.data.get("compare", {}).get("boots", 3))
+    target = registry.get(spec.target, spec.arch)
+    out = results.out_dir(spec.out, "compare", base_scen.name)
+    with target:
+        target.preflight(a.scen)
+        for side in (a, b):
+            if side.kernel is not None:
+                target.validate(side.kernel)
+            if repo is not None:
+                sides_mod.build_side(repo, side, target, spec.configs, spec.base_config)
+        plan = {
+            "version": 1,
+            "command": progress.reproduce_line(),
+            "created": clock.utc_now(),
+            "started": time.time(),
+            "scenario": _scenario_spec(spec.scenario),
+            "scenario_id": {"name": base_scen.name, "hash": a.scen.hash},
+            "sides": {"A": a.to_plan(), "B": b.to_plan()},
+            "order": schedule.order(boots, spec.order, spec.seed),
+            "scheme": spec.order,
+            "seed": spec.seed,
+            "retries": spec.retries,
+            **policy.as_dict(),
+            "min_effect": spec.min_effect,
+            "target": spec.target,
+            "arch": target.arch.name,
+            "target_described": target.describe(),
+            "resumed": 0,
+        }
+        if "/" in plan["target"] or plan["target"].endswith(".toml"):
+            plan["target"] = str(Path(plan["target"]).resolve())
+        schedule.save(out, plan)
+        return _run(target, {"A": a, "B": b}, plan, out)
+
+
+def resume(given: Path | None) -> int:
+    out = given or schedule.newest_unfinished(paths.results_dir())
+    if (out / results.SUMMARY).exists():
+        if not (out / markdown.REPORT).exists():
+            return _finish(out)
+        raise UserError(f"{out}: this compare has finished (see its report.md)")
+    plan = schedule.load(out)
+    sides = {x: Side.from_plan(x, plan["sides"][x], plan["scenario"]) for x in NAMES}
+    plan["resumed"] = int(plan.get("resumed", 0)) + 1
+    progress.step(f"resuming {out}; its saved options apply")
+    with registry.get(plan["target"], plan["arch"]) as target:
+        target.preflight(sides["A"].scen)
+        return _run(target, sides, plan, out)
+
+
+def _finish(out: Path) -> int:
+    """A compare interrupted after its summary, before its report: write the report; exit
+    as the run would have."""
+    progress.step(f"{out}: all boots were done; writing the report it was interrupted in")
+    kind = results.load_summary(out)["verdict"]["kind"]
+    print(f"report: {markdown.render(out)[0]}")
+    return EXIT_NEGATIVE if kind == "regression" else EXIT_OK
+
+
+@contextmanager
+def _exclusive(out: Path) -> Iterator[None]:
+    """One process per run directory: a resume while the run still goes on is refused."""
+    with lock.hold(
+        out / ".compare.lock",
+        wait=False,
+        busy=lambda pid: f"{out}: a kbisect compare (pid {pid}) is still running there",
+    ):
+        yield
+
+
+def _run(target: Target, sides: dict[str, Side], plan: dict[str, Any], out: Path) -> int:
+    with _exclusive(out):
+        schedule.save(out, plan)
+        st = schedule.standing(plan["order"], plan["retries"], results.load_samples(out))
+        for x in NAMES:
+            sides[x].tps, sides[x].failed = st.tps[x], st.failed[x]
+        target.warn_if_busy()
+        if st.slot or st.attempts or st.retakes:
+            progress.step(f"{st.slot} of {len(plan['order'])} boots already done")
+        progress.step(
+            f"{len(plan['order'])} boots, interleaved ({plan['scheme']}); results in {out}"
+        )
+        _measure(target, sides, plan, out, st)
+    a, b = sides["A"], sides["B"]
+    if len(a.tps) < 2 or len(b.tps) < 2:
+        raise BootError(f"too many failed boots (A: {a.failed}, B: {b.failed}); see {out}")
+    verdict = means.verdict(a.tps, b.tps, min_effect=plan["min_effect"])
+    duration = time.time() - float(plan["started"])
+    results.write_summary(out, summaries.summary(sides, plan, verdict, duration, out))
+    summaries.print_table(sides, verdict)
+    if moved := timeline.sides(results.load_samples(out))[1]:
+        progress.warn(moved)
+    print(f"report: {markdown.render(out)[0]}")
+    return EXIT_NEGATIVE if verdict.kind == "regression" else EXIT_OK
+
+
+def _measure(
+    target: Target, sides: dict[str, Side], plan: dict[str, Any], out: Path, st: schedule.Standing
+) -> None:
+    """Boot in plan order from where the run stands; a failed boot is recorded, kept out
+    of the statistics and retried in place (up to the plan's retries) so that both sides
+    keep their boot count. A disturbed sample is kept and retaken in place (retake.py)."""
+    order, retries = plan["order"], int(plan["retries"])
+    policy = retake.Policy.from_dict(plan)
+    for i in range(st.slot, len(order)):
+        side = sides[order[i]]
+        assert side.kernel is not None
+        first = st.attempts if i == st.slot else 0
+        slot = retake.Slot(st.retakes if i == st.slot else 0)
+        for attempt in range(first, retries + 1):
+            again = f", retry {attempt}" if attempt else ""
+            progress.step(f"boot {i + 1}/{len(order)}: side {side.name} ({side.label}){again}")
+            try:
+                s = retake.take(
+                    target,
+                    side.kernel,
+                    side.scen,
+                    append=side.append,
+                    out_dir=out,
+                    label=side.name,
+                    policy=policy,
+                    slot=slot,
+                )
+            except (BootError, BenchmarkError) as exc:
+                side.failed += 1
+                progress.warn(
+                    f"side {side.name} boot {i + 1} failed, kept out of the statistics: {exc}"
+                )
+                continue
+            side.tps.append(float(s["tps"]))
+            progress.step(f"side {side.name}: {s['tps']:.1f} tps")
+            break
