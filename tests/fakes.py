@@ -11,6 +11,7 @@ Example (shas[0] is the initial commit, shas[i] the commit made from commits[i -
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import shutil
@@ -157,7 +158,11 @@ def fake_calls(target_file: Path) -> list[dict[str, Any]]:
     state = target_file.parent / f"{target_file.stem}-state" / "calls.jsonl"
     if not state.exists():
         return []
-    return [json.loads(line) for line in state.read_text().splitlines()]
+    # the fake guest appends under an exclusive flock: read under a shared one, or a line
+    # it is writing comes out torn (a JSONDecodeError in the fault suite's watcher)
+    with state.open() as f:
+        fcntl.flock(f, fcntl.LOCK_SH)
+        return [json.loads(line) for line in f.read().splitlines()]
 
 
 def fake_image(where: Path, tps: float | None = None) -> Path:

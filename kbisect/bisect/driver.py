@@ -20,8 +20,6 @@ step aborted the bisect.
 
 from __future__ import annotations
 
-import fcntl
-import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import replace
@@ -34,7 +32,7 @@ from kbisect.bisect.git import run as gitrun
 from kbisect.bisect.git.log import Outcome
 from kbisect.bisect.posterior import search
 from kbisect.bisect.state import METHODS, Options, Run
-from kbisect.core import progress, stale
+from kbisect.core import lock, progress, stale
 from kbisect.core.exceptions import EXIT_NEGATIVE, EXIT_OK, UserError
 from kbisect.measure import results
 from kbisect.scenario import scenario
@@ -74,23 +72,16 @@ def _exclusive(top: Path) -> Iterator[None]:
     """One driver per repository: they would share the scratch worktree. Nor may one
     start while a process of an earlier one (a step, git, QEMU) still works in it."""
     wt = worktree.path_for(top, gitrun.SLOT)
-    lock = wt.with_suffix(".driver.lock")
-    lock.parent.mkdir(parents=True, exist_ok=True)
-    with lock.open("a+") as f:
-        try:
-            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            f.seek(0)
-            pid = f.read().strip() or "?"
-            raise UserError(f"another kbisect bisect (pid {pid}) is running on {top}") from None
+    with lock.hold(
+        wt.with_suffix(".driver.lock"),
+        wait=False,
+        busy=lambda pid: f"another kbisect bisect (pid {pid}) is running on {top}",
+    ):
         if left := stale.wait_gone(wt):
             raise UserError(
                 f"a process of an earlier bisect still runs in {wt}: pid {left[0]} "
                 f"({left[1][:80]}); wait for it to end or kill it"
             )
-        f.truncate(0)
-        f.write(f"{os.getpid()}\n")
-        f.flush()
         yield
 
 

@@ -13,6 +13,7 @@ from typing import Any
 
 from kbisect.bisect import samples
 from kbisect.measure import timeline
+from kbisect.report import plots
 from kbisect.stats import drift
 
 PLOT = "tps-time.png"
@@ -59,7 +60,7 @@ def plot(rows: Sequence[drift.Timed], path: Path, names: Mapping[str, str]) -> P
     if not rows:
         return None
     order = sorted(rows, key=lambda r: (r.revision not in names, r.t))
-    return timeline.plot(
+    return plots.tps_over_time(
         order,
         path,
         title="tps against wall-clock time, per revision",

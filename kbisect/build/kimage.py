@@ -14,8 +14,10 @@ import re
 import struct
 import tempfile
 import zlib
+from collections.abc import Callable
 from pathlib import Path
 
+from kbisect.core import arch as arch_mod
 from kbisect.core import proc
 
 NT_GNU_BUILD_ID = 3
@@ -31,18 +33,31 @@ MAGICS = {  # payload compression: first bytes
 }
 
 
+def is_bzimage(data: bytes) -> bool:
+    """The x86 boot protocol's "HdrS" in the setup header."""
+    return len(data) > 0x206 and data[0x202:0x206] == b"HdrS"
+
+
+def is_arm64_image(data: bytes) -> bool:
+    """The magic of the arm64 Image header."""
+    return len(data) > 0x3C and data[0x38:0x3C] == ARM64_MAGIC
+
+
+# image_format (core/arch/*.toml) -> how a file of that format is recognized
+FORMATS: dict[str, Callable[[bytes], bool]] = {
+    "bzimage": is_bzimage,
+    "arm64-image": is_arm64_image,
+}
+
+
 def arch(data: bytes) -> str | None:
-    """x86_64 for a bzImage ("HdrS" header), arm64 for an arm64 Image, else None."""
-    if len(data) > 0x206 and data[0x202:0x206] == b"HdrS":
-        return "x86_64"
-    if len(data) > 0x3C and data[0x38:0x3C] == ARM64_MAGIC:
-        return "arm64"
-    return None
+    """The arch whose image format the file has (bzImage: x86_64), else None."""
+    return next((a.name for a in arch_mod.known() if FORMATS[a.image_format](data)), None)
 
 
 def release(data: bytes) -> str | None:
     """The release a bzImage announces (`6.1.0-27-amd64` of its version string)."""
-    if arch(data) != "x86_64":
+    if not is_bzimage(data):
         return None
     (pointer,) = struct.unpack_from("<H", data, 0x20E)
     start = pointer + 0x200
@@ -130,7 +145,7 @@ def build_id(image: Path) -> str | None:
         if found:
             return found
     data = image.read_bytes()
-    if arch(data) == "x86_64":
+    if is_bzimage(data):
         inner = decompress(payload(data))
         return elf_build_id(inner) if inner else None
     return elf_build_id(data) or scan_build_id(data)

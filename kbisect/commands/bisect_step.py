@@ -54,20 +54,13 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 def spec(args: argparse.Namespace) -> step.Step:
     """The step the options describe (UserError for references given by halves)."""
-    return step.Step(
-        scenario=args.scenario,
-        threshold=args.threshold,
-        target=args.target,
-        arch=args.arch,
-        append=args.append,
+    return options.typed(
+        step.Step,
+        args,
         configs=tuple(args.config),
         sets=tuple(args.set),
-        base_config=args.base_config,
         higher_is_better=not args.lower_is_better,
-        runs_min=args.runs_min,
-        runs_max=args.runs_max,
         policy=options.retake_policy(args),
-        store=args.store,
         references=step.references(args.reference_good, args.reference_bad, args.threshold),
         reference_every=args.references,
     )

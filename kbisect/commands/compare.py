@@ -61,33 +61,13 @@ def configure(parser: argparse.ArgumentParser) -> None:
 def spec(args: argparse.Namespace) -> Spec:
     if not args.scenario:
         raise UserError("missing --scenario (or use --resume)")
-    given = Spec(
-        scenario=args.scenario,
-        tree=args.tree,
-        base=args.base,
-        revert=args.revert,
-        rev_b=args.rev_b,
-        kernel=args.kernel,
-        kernel_a=args.kernel_a,
-        kernel_b=args.kernel_b,
+    given = options.typed(
+        Spec,
+        args,
         configs=tuple(args.config),
-        base_config=args.base_config,
-        target=args.target,
-        arch=args.arch,
-        append=args.append,
-        append_a=args.append_a,
-        append_b=args.append_b,
         sets=tuple(args.set),
         sets_a=tuple(args.set_a),
         sets_b=tuple(args.set_b),
-        label_a=args.label_a,
-        label_b=args.label_b,
-        boots=args.boots,
-        order=args.order,
-        retries=args.retries,
-        seed=args.seed,
-        min_effect=args.min_effect,
-        out=args.out,
     )
     sides.check_conflicts(given)
     options.check_base(args.base_config)  # a machine's config is fetched: after the rest

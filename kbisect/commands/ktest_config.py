@@ -53,22 +53,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    text = ktest.make(
-        ktest.Config(
-            target=args.target,
-            scenario=args.scenario,
-            threshold=args.threshold,
-            min_config=args.min_config,
-            no_build=args.no_build,
-            initrd=args.initrd,
-            tree=args.tree,
-            test_type=args.test_type,
-            good=args.good,
-            bad=args.bad,
-            output_dir=args.output_dir,
-            jobs=args.jobs,
-        )
-    )
+    text = ktest.make(options.typed(ktest.Config, args))
     if args.out:
         atomic.write_text(args.out, text)
         print(args.out)

@@ -16,15 +16,19 @@ and the argparse types every numeric option goes through (count, fraction, posit
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import math
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any, TypeVar
 
 from kbisect.build import config, machinebase
 from kbisect.measure import retake
 from kbisect.targets import monitor, registry
 from kbisect.targets.base import Target
 from kbisect.targets.ssh import baseconfig
+
+T = TypeVar("T")
 
 
 def add_target(p: argparse.ArgumentParser | argparse._ArgumentGroup) -> None:
@@ -229,3 +233,11 @@ def check_base(base: str, option: str = "--base-config") -> None:
     if (name := machinebase.target_name(base)) is not None:
         baseconfig.fetch(name)
     config.check_base(base, option)
+
+
+def typed(cls: type[T], args: argparse.Namespace, **given: Any) -> T:
+    """A spec dataclass from the parsed options: each field from the option of the same
+    name (its dest), unless given here (a renamed or converted one)."""
+    names = {f.name for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
+    found = {n: getattr(args, n) for n in names - set(given) if hasattr(args, n)}
+    return cls(**found, **given)

@@ -1,34 +1,76 @@
-"""`kbisect report`: Markdown and PNG plots from a stored run directory.
+"""`kbisect report`: a stored run's report again, as Markdown with PNG plots or as text.
 
-A compare report is recomputed from the stored samples every time, so it never disagrees
-with them: only boots with status "ok" enter the statistics; failed boots are listed.
-The report opens with the command that reproduces the run and one sentence a maintainer
-can paste, then the numbers behind it, the fingerprints, every boot, and the plots
-(reportrun.py loads the run, reportmd.py and reportwarn.py write its Markdown).
+This module only tells the runs apart: it reads the run's summary.json (or sees an
+interrupted compare by its plan, a study in progress by its definition) and hands the run
+to the renderer of its kind: kbisect/compare/ (markdown.py, text.py), kbisect/bisect/
+(report.py, text.py), kbisect/study/report.py. A compare report is recomputed from the
+stored samples every time, so it never disagrees with them.
 """
 
 from __future__ import annotations
 
 import argparse
-from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from kbisect.bisect import report as bisect_report
+from kbisect.bisect import text as bisect_text
 from kbisect.commands import options
-from kbisect.compare import markdown
-from kbisect.compare.report import NotAReport, load, load_run
+from kbisect.compare import markdown, schedule
+from kbisect.compare import report as compare_report
+from kbisect.compare import summary as compare_summary
+from kbisect.compare import text as compare_text
 from kbisect.core import atomic
-from kbisect.core.exceptions import EXIT_OK
-from kbisect.report import text as textreport
+from kbisect.core.exceptions import EXIT_OK, UserError
+from kbisect.measure import results
+from kbisect.report.text import TEXT
 from kbisect.study import report as study_report
+from kbisect.study import store as study_store
+
+BISECT = ("bisect", "bisect-summary")
 
 
-def _text(run_dir: Path, summary: Mapping[str, Any], min_effect: float | None) -> str:
+class NotAReport(UserError):
+    """The directory holds no run kbisect can report on."""
+
+
+def load(run_dir: Path) -> dict[str, Any]:
+    """The run's summary.json, or one line saying why not.
+
+    A compare interrupted before its summary gets one made from its plan, marked
+    partial; a study in progress a bare `{"kind": "study"}`. A finished compare's summary
+    is checked here; other kinds are checked by the module that renders them.
+    """
+    path = run_dir / results.SUMMARY
+    if not run_dir.is_dir():
+        raise NotAReport(f"{run_dir}: no such directory")
+    if not path.is_file() and (run_dir / schedule.PLAN).is_file():
+        return compare_summary.partial(run_dir)
+    if not path.is_file() and (run_dir / study_store.DEFINITION).is_file():
+        return {"kind": "study"}
+    summary = results.read_summary(run_dir)
     if summary["kind"] == "compare":
-        return textreport.compare_text(load_run(run_dir, summary, min_effect))
-    if summary["kind"] in ("bisect", "bisect-summary"):
-        return textreport.bisect_text(run_dir, summary)
+        compare_report.check(summary, path)
+    return summary
+
+
+def _markdown(run_dir: Path, summary: dict[str, Any], min_effect: float | None) -> list[str]:
+    """Write the run's report.md and plots; the lines to print: its path (a compare: and
+    the verdict line)."""
+    if summary["kind"] == "compare":
+        return [str(x) for x in markdown.render(run_dir, summary, min_effect)]
+    if summary["kind"] in BISECT:
+        return [str(bisect_report.render(run_dir))]
+    if summary["kind"] == "study":
+        return [str(study_report.write(run_dir))]
+    raise NotAReport(f"{run_dir}: kind '{summary['kind']}' has no report")
+
+
+def _text(run_dir: Path, summary: dict[str, Any], min_effect: float | None) -> str:
+    if summary["kind"] == "compare":
+        return compare_text.render(compare_report.load(run_dir, summary, min_effect))
+    if summary["kind"] in BISECT:
+        return bisect_text.bisect_text(run_dir, summary)
     if summary["kind"] == "study":
         return study_report.text_of(run_dir)
     raise NotAReport(f"{run_dir}: kind '{summary['kind']}' has no text report")
@@ -56,21 +98,12 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    """Print the report's path, then (compare) the verdict line."""
+    """Print the report's path, then (compare) the verdict line; or the text."""
     summary = load(args.results_dir)
-    kind = summary["kind"]
     if args.format == "text":
         text = _text(args.results_dir, summary, args.min_effect)
-        atomic.write_text(args.results_dir / textreport.TEXT, text)
+        atomic.write_text(args.results_dir / TEXT, text)
         print(text, end="")
-    elif kind == "study":
-        print(study_report.write(args.results_dir))
-    elif kind == "compare":
-        path, line = markdown.render(args.results_dir, summary, args.min_effect)
-        print(path)
-        print(line)
-    elif kind in ("bisect", "bisect-summary"):
-        print(bisect_report.render(args.results_dir))
     else:
-        raise NotAReport(f"{args.results_dir}: kind '{kind}' has no report")
+        print("\n".join(_markdown(args.results_dir, summary, args.min_effect)))
     return EXIT_OK

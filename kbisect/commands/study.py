@@ -25,22 +25,12 @@ ACTIONS = ("plan", "merge")
 
 def given(args: argparse.Namespace) -> spec.Given:
     """The command line's part of a study."""
-    return spec.Given(
-        kernels=args.kernels,
-        scenario=args.scenario,
-        name=args.name,
-        tree=args.tree,
+    return options.typed(
+        spec.Given,
+        args,
         configs=tuple(args.config),
-        arch=args.arch,
-        base_config=args.base_config,
         axes=tuple(args.axis),
         sets=tuple(args.set),
-        append=args.append,
-        boots=args.boots,
-        seed=args.seed,
-        baseline=args.baseline,
-        retries=args.retries,
-        min_effect=args.min_effect,
         budget_hours=args.budget,
     )
 
@@ -122,12 +112,5 @@ def main(args: argparse.Namespace) -> int:
     if len(words) > 1:
         raise UserError(f"one study file at a time, got {' '.join(words)}")
     study = spec.apply(spec.load(words[0]) if words else None, given(args))
-    request = run.Request(
-        target=args.target,
-        share=args.share,
-        yes=args.yes,
-        dry_run=args.dry_run,
-        out=args.out,
-        policy=options.retake_policy(args),
-    )
+    request = options.typed(run.Request, args, policy=options.retake_policy(args))
     return run.start(study, request)

@@ -1,5 +1,6 @@
-"""A compare report's Markdown: the headline and the sentence to paste, the sides, the
-warnings, fingerprints, storage, every boot, the plots and the scenario."""
+"""A compare report's Markdown (report.md) and its plots: the headline and the sentence to
+paste, the sides, the warnings (warnings.py), fingerprints, storage, every boot, the plots
+and the scenario."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from kbisect.compare import warnings
-from kbisect.compare.report import SIDES, Run, load, load_run, ok_tps, verdict_line
+from kbisect.compare.report import SIDES, Run, load, load_summary, ok_tps, verdict_line
 from kbisect.core import atomic, progress
 from kbisect.measure import fingerprint, fiodiff, timeline
 from kbisect.report import disturbed, plots
@@ -91,8 +92,8 @@ def _plots(run: Run) -> list[str]:
     try:
         plots.tps_per_boot(run.samples, run.dir / plots.PER_BOOT, names=names, bands=bands)
         plots.series(run.samples, run.dir / plots.SERIES, names=names)
-        title = "tps against wall-clock time, per side"
-        timeline.plot(timeline.sides(run.samples)[0], run.dir / TIME, names=names, title=title)
+        rows, title = timeline.sides(run.samples)[0], "tps against wall-clock time, per side"
+        plots.tps_over_time(rows, run.dir / TIME, names=names, title=title)
     except ImportError as exc:
         progress.warn(f"no plots ({exc}): install matplotlib (scripts/setup)")
         return [f"No plots: {exc}."]
@@ -176,9 +177,9 @@ def markdown(run: Run, *, override: bool = False) -> str:
 def render(
     run_dir: Path, summary: Mapping[str, Any] | None = None, min_effect: float | None = None
 ) -> tuple[Path, str]:
-    """Write RUN/report.md and the PNGs from RUN's samples (the summary, loaded if not
-    given); the report's path and the verdict line."""
-    run = load_run(run_dir, load(run_dir) if summary is None else summary, min_effect)
+    """Write RUN/report.md and the PNGs from RUN's samples (its summary.json, checked,
+    unless given); the report's path and the verdict line."""
+    run = load(run_dir, load_summary(run_dir) if summary is None else summary, min_effect)
     path = run_dir / REPORT
     atomic.write_text(path, markdown(run, override=min_effect is not None))
     return path, verdict_line(run.verdict)

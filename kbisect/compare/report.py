@@ -1,29 +1,28 @@
-"""A compare run as `kbisect report` sees it: its summary.json (checked), its samples
-(copies left out) and the verdict recomputed from the boots that count."""
+"""A compare run as `kbisect report` sees it: its summary.json checked, its samples
+(copies left out) and the verdict recomputed from the boots that count. markdown.py (with
+warnings.py) writes its report.md and plots from it, text.py its mailing-list text.
+"""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from kbisect.compare import schedule
-from kbisect.compare import summary as compare_summary
 from kbisect.core import progress
 from kbisect.core.exceptions import UserError
 from kbisect.measure import results, schema
 from kbisect.report import disturbed
 from kbisect.stats import means
-from kbisect.study import report as study_report
 
 SIDES = ("A", "B")
 METHODS = {means.METHOD: "delta method on the log ratio, Welch df"}
 
 
-class NotAReport(UserError):
-    """The directory holds no run kbisect can report on."""
+class BadCompareRun(UserError):
+    """A compare run whose report cannot be recomputed: a summary or sample that does not
+    check, no samples, too few boots that count."""
 
 
 @dataclass(frozen=True)
@@ -49,34 +48,21 @@ class Run:
         return {_where(s["target"]) for s in self.side(side)}
 
 
-def load(run_dir: Path) -> dict[str, Any]:
-    """The run's summary.json, or NotAReport with one line saying why not.
-
-    A compare summary is validated against schema/summary.json here; other kinds are
-    checked by the module that renders them.
-    """
-    path = run_dir / results.SUMMARY
-    if not run_dir.is_dir():
-        raise NotAReport(f"{run_dir}: no such directory")
-    if not path.is_file() and (run_dir / schedule.PLAN).is_file():
-        return compare_summary.partial(run_dir)  # an interrupted compare: marked partial
-    if not path.is_file() and (run_dir / study_report.DEFINITION).is_file():
-        return {"kind": "study"}  # a study in progress: rendered from what it has
-    if not path.is_file():
-        raise NotAReport(f"{run_dir}: no summary.json (not a finished compare or bisect run)")
+def check(summary: Mapping[str, Any], path: Path) -> None:
+    """A finished compare's summary.json (at `path`) against schema/summary.json, with
+    both sides; BadCompareRun, one line, if not."""
     try:
-        summary = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise NotAReport(f"{path}: unreadable: {exc}") from exc
-    if not isinstance(summary, dict) or not isinstance(summary.get("kind"), str):
-        raise NotAReport(f"{path}: no 'kind' field: not a kbisect summary")
-    if summary["kind"] == "compare":
-        try:
-            schema.validate(summary, "summary", where=str(path))
-        except schema.InvalidResult as exc:
-            raise NotAReport(str(exc)) from exc
-        if missing := [x for x in SIDES if x not in summary["sides"]]:
-            raise NotAReport(f"{path}: a compare without side {', '.join(missing)}")
+        schema.validate(summary, "summary", where=str(path))
+    except schema.InvalidResult as exc:
+        raise BadCompareRun(str(exc)) from exc
+    if missing := [x for x in SIDES if x not in summary["sides"]]:
+        raise BadCompareRun(f"{path}: a compare without side {', '.join(missing)}")
+
+
+def load_summary(run_dir: Path) -> dict[str, Any]:
+    """A finished compare's summary.json, checked (as `check`)."""
+    summary = results.read_summary(run_dir)
+    check(summary, run_dir / results.SUMMARY)
     return summary
 
 
@@ -90,18 +76,18 @@ def ok_tps(samples: Sequence[Mapping[str, Any]]) -> list[float]:
     return [float(s["tps"]) for s in samples if s.get("status") == "ok" and s.get("tps")]
 
 
-def load_run(run_dir: Path, summary: Mapping[str, Any], min_effect: float | None) -> Run:
+def load(run_dir: Path, summary: Mapping[str, Any], min_effect: float | None) -> Run:
     """The samples and the verdict recomputed from them (min_effect overrides the run's)."""
     try:
         samples, copies = results.without_copies(run_dir)
     except schema.InvalidResult as exc:
-        raise NotAReport(str(exc)) from exc
+        raise BadCompareRun(str(exc)) from exc
     for line in copies:
         progress.warn(line)
     samples = disturbed.counted(samples)  # a retaken sample is listed on its own
     listed = [f for side in summary["sides"].values() for f in side.get("samples") or []]
     if listed and not samples:
-        raise NotAReport(
+        raise BadCompareRun(
             f"{run_dir}: summary.json lists {len(listed)} sample files and none is here: "
             "a report is re-rendered from its samples; re-run the command at the top of "
             "its report.md to get them"
@@ -112,7 +98,7 @@ def load_run(run_dir: Path, summary: Mapping[str, Any], min_effect: float | None
     try:
         v = means.verdict(a, b, min_effect=effect, confidence=confidence)
     except means.StatsError as exc:
-        raise NotAReport(f"{run_dir}: {exc}") from exc
+        raise BadCompareRun(f"{run_dir}: {exc}") from exc
     return Run(run_dir, summary, samples, v, effect, confidence, tuple(copies))
 
 

@@ -9,7 +9,6 @@ and the report come from the stored samples (summary.py, markdown.py).
 
 from __future__ import annotations
 
-import fcntl
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -20,7 +19,7 @@ from kbisect.compare import markdown, schedule
 from kbisect.compare import sides as sides_mod
 from kbisect.compare import summary as summaries
 from kbisect.compare.sides import NAMES, Side, Spec
-from kbisect.core import clock, paths, progress
+from kbisect.core import clock, lock, paths, progress
 from kbisect.core.exceptions import EXIT_NEGATIVE, EXIT_OK, BenchmarkError, BootError, UserError
 from kbisect.measure import results, retake, timeline
 from kbisect.scenario import scenario
@@ -104,11 +103,11 @@ def _finish(out: Path) -> int:
 @contextmanager
 def _exclusive(out: Path) -> Iterator[None]:
     """One process per run directory: a resume while the run still goes on is refused."""
-    with (out / ".compare.lock").open("w") as f:
-        try:
-            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            raise UserError(f"{out}: a kbisect compare is still running there") from None
+    with lock.hold(
+        out / ".compare.lock",
+        wait=False,
+        busy=lambda pid: f"{out}: a kbisect compare (pid {pid}) is still running there",
+    ):
         yield
 
 

@@ -1,12 +1,15 @@
-"""Per-architecture facts, read from the data files in kbisect/arch/ (one file per arch)."""
+"""Per-architecture facts, read from the data files in kbisect/core/arch/ (one file per
+arch): nothing outside those files names an arch."""
 
 from __future__ import annotations
 
+import functools
 import platform
 import sys
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from kbisect.core.exceptions import UserError
 
@@ -23,11 +26,17 @@ class Arch:
     kernel_arch: str
     image: str
     image_target: str
+    image_format: str  # build/kimage.py recognizes the file by it
     cross_compile: str
     qemu: str
+    qemu_package: str
+    machine_type: str
+    virtio_blk: str
+    bootsector_probe: bool
     vng_arch: str
     console: str
     debian_arch: str
+    emulated_machine: bool
 
     def is_native(self) -> bool:
         return host_arch() == self.name
@@ -43,24 +52,42 @@ class Arch:
         return "gcc" if self.is_native() else f"{self.cross_compile}gcc"
 
 
+@functools.cache
+def _files() -> tuple[dict[str, Any], ...]:
+    """The data files, read once per process."""
+    return tuple(tomllib.loads(p.read_text()) for p in sorted(ARCH_DIR.glob("*.toml")))
+
+
+def from_machine(machine: str) -> str:
+    """kbisect's name for what `uname -m` says (aarch64 is arm64); others pass through."""
+    for data in _files():
+        if machine in data["uname_machines"]:
+            return str(data["name"])
+    return machine
+
+
 def host_arch() -> str:
-    machine = platform.machine()
-    return {"aarch64": "arm64", "amd64": "x86_64"}.get(machine, machine)
+    return from_machine(platform.machine())
 
 
-def _load(path: Path) -> tuple[Arch, list[str]]:
-    data = tomllib.loads(path.read_text())
+def _load(data: dict[str, Any]) -> tuple[Arch, list[str]]:
     native = host_arch() == data["name"]
     arch = Arch(
         name=data["name"],
         kernel_arch=data["kernel_arch"],
         image=data["image"],
         image_target=data["image_target"],
+        image_format=data["image_format"],
         cross_compile=data["cross_compile"] if not native else "",
         qemu=data["qemu"],
+        qemu_package=data["qemu_package"],
+        machine_type=data["machine_type"],
+        virtio_blk=data["virtio_blk"],
+        bootsector_probe=data["bootsector_probe"],
         vng_arch=data["vng_arch"],
         console=data["console"],
         debian_arch=data["debian_arch"],
+        emulated_machine=data["emulated_machine"],
     )
     if not native and not arch.cross_compile:
         arch = Arch(**{**arch.__dict__, "cross_compile": data["cross_compile_foreign"]})
@@ -72,11 +99,23 @@ def names() -> list[str]:
 
 
 def get(name: str) -> Arch:
-    for path in sorted(ARCH_DIR.glob("*.toml")):
-        arch, aliases = _load(path)
+    for data in _files():
+        arch, aliases = _load(data)
         if name == arch.name or name in aliases:
             return arch
     raise UnknownArch(f"unknown arch {name!r} (known: {', '.join(names())})")
+
+
+def known() -> list[Arch]:
+    """Every arch with a data file, by name."""
+    return [_load(data)[0] for data in _files()]
+
+
+def emulated_machine() -> Arch:
+    """The arch of `kbisect emu`'s machine: the one data file that says so (x86_64.toml
+    says why)."""
+    [arch] = [a for a in known() if a.emulated_machine]
+    return arch
 
 
 def main(argv: list[str]) -> int:

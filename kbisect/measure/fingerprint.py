@@ -30,8 +30,16 @@ FIELDS = (
 PG_PREFIX = "pg_settings."
 # Where PGDATA lived (harness/storage.py): compared like the fields above. The fio
 # figures vary from boot to boot; fiodiff.py compares them with a noise margin.
-STORAGE_FIELDS = ("kind", "fs", "device", "mount_options", "backing", "size_gb", "cache",
-                  "throttle_iops")  # fmt: skip
+STORAGE_FIELDS = (
+    "kind",
+    "fs",
+    "device",
+    "mount_options",
+    "backing",
+    "size_gb",
+    "cache",
+    "throttle_iops",
+)
 STORAGE_PREFIX = "storage."
 MISSING = "—"
 

@@ -63,8 +63,8 @@ def rows(sides: Mapping[str, Sequence[Mapping[str, Any] | None]]) -> list[Row]:
         medians: dict[str, float | None] = {}
         counts = {}
         for side, fios in found.items():
-            values = [float(v) for f in fios if isinstance(v := (f.get(job) or {}).get(name),
-                                                           int | float)]  # fmt: skip
+            figures = [(f.get(job) or {}).get(name) for f in fios]
+            values = [float(v) for v in figures if isinstance(v, int | float)]
             medians[side] = statistics.median(values) if values else None
             counts[side] = len(values)
         out.append(Row(label, unit, medians, counts, decisive))

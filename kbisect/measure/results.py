@@ -29,7 +29,8 @@ class BadOutDir(UserError):
 
 
 class NoResults(UserError):
-    """The results directory (or its summary) the user named does not exist."""
+    """The results directory (or its summary) the user named does not exist, or its
+    summary is not a kbisect summary."""
 
 
 def out_dir(given: Path | None, kind: str, name: str, *, fresh: bool = True) -> Path:
@@ -164,3 +165,20 @@ def load_summary(run_dir: Path) -> dict[str, Any]:
     if not path.is_file():
         raise NoResults(f"no summary in {run_dir} (was the run interrupted?)")
     return _read(path, "summary")
+
+
+def read_summary(run_dir: Path) -> dict[str, Any]:
+    """A run's summary.json of any kind, as `kbisect report` reads it to tell the kinds
+    apart (the module that renders a kind checks it); NoResults, one line, when there is
+    none, it is unreadable or it names no `kind`."""
+    path = run_dir / SUMMARY
+    if not path.is_file():
+        raise NoResults(f"{run_dir}: no summary.json (not a finished compare or bisect run)")
+    try:
+        summary = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise NoResults(f"{path}: unreadable: {exc}") from exc
+    if not isinstance(summary, dict) or not isinstance(summary.get("kind"), str):
+        raise NoResults(f"{path}: no 'kind' field: not a kbisect summary")
+    result: dict[str, Any] = summary
+    return result

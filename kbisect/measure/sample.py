@@ -1,5 +1,6 @@
-"""One boot = one sample, on any target: the boot directory, console watching, deadlines,
-failure classes and the sample record (docs/architecture.md), written once for all.
+"""One boot = one sample, on any target: the boot directory, failure classes and the
+sample record (docs/architecture.md), written once for all; what the kernel prints is
+followed by targets/console.py.
 
 The target gets the harness run and leaves its guest-result.json in the boot directory;
 a failure the harness cannot see (a panic, a hang, no result at all) is a boot failure.
@@ -8,7 +9,6 @@ a failure the harness cannot see (a panic, a hang, no result at all) is a boot f
 from __future__ import annotations
 
 import json
-import re
 import shlex
 import time
 from pathlib import Path
@@ -20,42 +20,11 @@ from kbisect.measure import results
 from kbisect.scenario.scenario import Scenario
 from kbisect.targets import monitor as disturbance
 from kbisect.targets.base import Job, Kernel, Target
+from kbisect.targets.console import Console
 
 VERSION = 2
-PANIC = re.compile(r"Kernel panic|Oops:|BUG: |general protection fault|Unable to mount root")
-GUEST = "kbisect-guest: "
 TIMINGS = ("boot_s", "restore_s", "init_s", "bench_s", "total_s")
 DISTURBED = "disturbed"  # the status of a sample kept on disk but retaken (retake.py)
-
-
-class Console:
-    """Follows what the machine prints: the harness's phases, live tps, panics, and the
-    deadline for reaching the harness at all."""
-
-    def __init__(self, boot_timeout: float) -> None:
-        self.start = time.monotonic()
-        self.boot_timeout = boot_timeout
-        self.reached: float | None = None
-        self.panic: str | None = None
-        self.last_tps = 0.0
-
-    def __call__(self, line: str) -> None:
-        if GUEST in line:
-            self._guest(line.split(GUEST, 1)[1].strip())
-        elif self.panic is None and PANIC.search(line):
-            self.panic = line.strip()
-        if self.reached is None and time.monotonic() - self.start > self.boot_timeout:
-            raise BootError(f"the kernel did not reach the harness within {self.boot_timeout:.0f}s")
-
-    def _guest(self, msg: str) -> None:
-        if self.reached is None:
-            self.reached = time.monotonic() - self.start
-        kind, _, value = msg.partition(" ")
-        if kind == "phase":
-            progress.step(f"guest: {value}")
-        elif kind == "tps" and time.monotonic() - self.last_tps > 10:
-            self.last_tps = time.monotonic()
-            progress.step(f"guest: running, {value} tps")
 
 
 def command_line(scen: Scenario, append: str) -> tuple[str, ...]:

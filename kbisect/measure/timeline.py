@@ -1,7 +1,7 @@
 """Samples against wall-clock time, wherever samples accumulate (bisect, compare, study):
 when each boot started, the trend test over groups (a revision, a compare side, a study
-cell), the one-line warning that says what moved, by how much and what was done, and the
-plot of tps against time.
+cell) and the one-line warning that says what moved, by how much and what was done. The
+rows it makes are what kbisect/report/plots.py's `tps_over_time` draws.
 
 The statistics are kbisect/bisect/drift.py's: a common slope of log tps over time
 *within* each group (so that a group's own level never passes for drift), boots that
@@ -75,26 +75,11 @@ def check(
     return tr, drift.warning(tr, span(tr.end - tr.start), action, what)
 
 
-def plot(
-    rows: Sequence[drift.Timed], path: Path, *, title: str, names: Mapping[str, str] | None = None
-) -> Path | None:
-    """tps against minutes since the first sample, one colour per group; None without
-    matplotlib (the caller's report says so)."""
-    from kbisect.report import plots
-
-    groups: dict[str, list[tuple[float, float]]] = {}
-    for r in rows:
-        label = names.get(r.revision, r.revision) if names else r.revision
-        groups.setdefault(label, []).append((r.t / 60.0, r.tps))
-    try:
-        return plots.tps_over_time(groups, path, title=title)
-    except ImportError:
-        return None
-
-
 def sides(samples: Sequence[Mapping[str, Any]]) -> tuple[list[drift.Timed], str | None]:
     """A compare's samples against time by side, and the warning if both sides moved."""
     rows = timed(samples, lambda s: str(s.get("label")) if s.get("label") else None)
-    action = ("the boots were interleaved, so it hit both sides alike: the ratio is fair, "
-              "each side's mean and CV include it")  # fmt: skip
+    action = (
+        "the boots were interleaved, so it hit both sides alike: the ratio is fair, "
+        "each side's mean and CV include it"
+    )
     return rows, check(rows, "both sides", action)[1]

@@ -19,8 +19,10 @@ from kbisect.measure import results, retake
 
 Rows = list[dict[str, Any]] | None
 
-HEAD = ["| sample | of | tps | others' peak | others' mean | load avg | what happened |",
-        "|---|---|---:|---:|---:|---:|---|"]  # fmt: skip
+HEAD = [
+    "| sample | of | tps | others' peak | others' mean | load avg | what happened |",
+    "|---|---|---:|---:|---:|---:|---|",
+]
 
 
 def counted(samples: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -99,8 +101,11 @@ def markdown(found: Sequence[Mapping[str, Any]] | None) -> list[str]:
         return []
     out = ["## Disturbed samples", ""]
     if not found:
-        return [*out, "None: no sample was taken while other work used more than the set "
-                "share of the host's CPUs (`--disturbed-share`).", ""]  # fmt: skip
+        quiet = (
+            "None: no sample was taken while other work used more than the set share of the "
+            "host's CPUs (`--disturbed-share`)."
+        )
+        return [*out, quiet, ""]
     limit = _pct(found[0].get("threshold"))
     out += [
         f"Taken while other work used more than {limit} of the host's CPUs in some "

@@ -3,7 +3,8 @@ tps against wall-clock time, the posterior of a bisection after each sample.
 
 matplotlib is imported inside the functions so that `kbisect --help` stays fast. Figures
 are built with `matplotlib.figure.Figure` (no pyplot, no global state, Agg rendering) and
-saved without a version stamp, so the same samples give the same bytes.
+saved without a version stamp, so the same samples give the same bytes; `figure` and
+`save` are how every report's PNG is made (kbisect/study/figures.py draws with them too).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from kbisect.core import atomic
+from kbisect.stats import drift
 
 SIDE_COLOURS = {"A": "#2f6db5", "B": "#e07b16"}
 OTHER_COLOUR = "#6b6b6b"
@@ -23,7 +25,7 @@ PER_BOOT = "tps-per-boot.png"
 SERIES = "tps-series.png"
 
 
-def _figure(width: float = 8.0, height: float = 4.5, bottom: float = 0.11) -> Any:
+def figure(width: float = 8.0, height: float = 4.5, bottom: float = 0.11) -> Any:
     from matplotlib.figure import Figure
 
     # Fixed margins: a layout engine would cost half of the rendering time.
@@ -32,12 +34,26 @@ def _figure(width: float = 8.0, height: float = 4.5, bottom: float = 0.11) -> An
     return fig
 
 
-def _save(fig: Any, path: Path) -> Path:
+def save(fig: Any, path: Path) -> Path:
     """Write the PNG next to its final name, then rename: readers never see half a file."""
     buf = io.BytesIO()
     fig.savefig(buf, format="png", metadata={"Software": None})
     atomic.write_bytes(path, buf.getvalue())
     return path
+
+
+def frame(ax: Any, title: str, *, ylabel: str = "tps") -> None:
+    """What every tps plot's axes share: the y label, the title, y from 0, a light
+    horizontal grid."""
+    ax.set_ylabel(ylabel)
+    ax.set_title(title, fontsize=10)
+    ax.set_ylim(bottom=0)
+    ax.grid(axis="y", alpha=0.3)
+
+
+def _level(ax: Any, y: float, label: str) -> None:
+    """A level to read the points against (a threshold, a confidence): a dotted grey line."""
+    ax.axhline(y, color=OTHER_COLOUR, linestyle=":", linewidth=1.2, label=label)
 
 
 def _colour(side: str | None) -> str:
@@ -65,7 +81,7 @@ def tps_per_boot(
     Failed boots are drawn as crosses on the x axis: they are part of the story but
     carry no tps.
     """
-    fig = _figure()
+    fig = figure()
     ax = fig.add_subplot()
     for side in _sides(samples):
         boots = [(i, s) for i, s in enumerate(samples, 1) if str(s.get("label")) == side]
@@ -94,13 +110,10 @@ def tps_per_boot(
             clip_on=False,
         )
     ax.set_xlabel("boot (run order)")
-    ax.set_ylabel("tps")
-    ax.set_title(title + ("; bands: 95% CI of each side's mean" if bands else ""), fontsize=10)
     ax.set_xticks(range(1, len(samples) + 1))
-    ax.set_ylim(bottom=0)
-    ax.grid(axis="y", alpha=0.3)
+    frame(ax, title + ("; bands: 95% CI of each side's mean" if bands else ""))
     ax.legend(loc="best", fontsize=8)
-    return _save(fig, path)
+    return save(fig, path)
 
 
 def series(
@@ -114,7 +127,7 @@ def series(
     from matplotlib.lines import Line2D
     from matplotlib.ticker import MaxNLocator
 
-    fig = _figure()
+    fig = figure()
     ax = fig.add_subplot()
     handles = []
     for side in _sides(samples):
@@ -137,12 +150,9 @@ def series(
     handles.append(Line2D([], [], color=OTHER_COLOUR, linestyle="--", label="warm-up run"))
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax.set_xlabel("second of run")
-    ax.set_ylabel("tps")
-    ax.set_title(title, fontsize=10)
-    ax.set_ylim(bottom=0)
-    ax.grid(axis="y", alpha=0.3)
+    frame(ax, title)
     ax.legend(handles=handles, loc="lower right", fontsize=8)
-    return _save(fig, path)
+    return save(fig, path)
 
 
 def tps_along_path(
@@ -157,7 +167,7 @@ def tps_along_path(
     The verdict picks the colour: good green, bad red, skip grey, anything else blue. A
     revision without samples is a cross on the x axis; `threshold` a dotted line.
     """
-    fig = _figure(max(6.0, 1.0 + 0.9 * len(points)), 4.5, bottom=0.2)
+    fig = figure(max(6.0, 1.0 + 0.9 * len(points)), 4.5, bottom=0.2)
     ax = fig.add_subplot()
     seen: dict[str, str] = {}
     for x, (_, tps, verdict) in enumerate(points):
@@ -180,34 +190,31 @@ def tps_along_path(
         else:  # no sample (skipped, failed to build or boot): a mark on the axis
             ax.scatter([x], [0.0], marker="x", s=60, color=colour, zorder=4, clip_on=False)
     if threshold is not None:
-        ax.axhline(
-            threshold,
-            color=OTHER_COLOUR,
-            linestyle=":",
-            linewidth=1.2,
-            label=f"threshold {threshold:,.1f}",
-        )
+        _level(ax, threshold, f"threshold {threshold:,.1f}")
     ax.set_xticks(range(len(points)))
     ax.set_xticklabels([p[0] for p in points], rotation=30, ha="right", fontsize=8)
-    ax.set_ylabel("tps")
-    ax.set_title(title, fontsize=10)
-    ax.set_ylim(bottom=0)
-    ax.grid(axis="y", alpha=0.3)
+    frame(ax, title)
     if seen or threshold is not None:
         ax.legend(loc="best", fontsize=8)
-    return _save(fig, path)
+    return save(fig, path)
 
 
 def tps_over_time(
-    groups: Mapping[str, Sequence[tuple[float, float]]],
+    rows: Sequence[drift.Timed],
     path: Path,
     *,
     title: str = "tps against wall-clock time",
+    names: Mapping[str, str] | None = None,
 ) -> Path:
-    """Each group's samples (minutes since the first sample, tps), one colour per group in
-    the given order, joined by a thin line: a host that drifts shows as a slope shared
-    by the groups; a legend when there are at most 12 groups."""
-    fig = _figure()
+    """tps against minutes since the first sample, one colour per group (a revision, a
+    compare side, a study cell; `names` labels them) in the order the rows bring them,
+    joined by a thin line: a host that drifts shows as a slope shared by the groups; a
+    legend when there are at most 12 groups. The rows are measure/timeline.py's."""
+    groups: dict[str, list[tuple[float, float]]] = {}
+    for r in rows:
+        label = names.get(r.revision, r.revision) if names else r.revision
+        groups.setdefault(label, []).append((r.t / 60.0, r.tps))
+    fig = figure()
     ax = fig.add_subplot()
     colours = [SIDE_COLOURS["A"], SIDE_COLOURS["B"], *TIME_COLOURS]
     for i, (name, points) in enumerate(groups.items()):
@@ -216,13 +223,10 @@ def tps_over_time(
         ax.plot(xs, ys, color=colour, linewidth=0.6, alpha=0.5)
         ax.scatter(xs, ys, s=24, color=colour, label=f"{name} (n={len(xs)})", zorder=3)
     ax.set_xlabel("minutes since the first sample")
-    ax.set_ylabel("tps")
-    ax.set_title(title, fontsize=10)
-    ax.set_ylim(bottom=0)
-    ax.grid(axis="y", alpha=0.3)
+    frame(ax, title)
     if 0 < len(groups) <= 12:
         ax.legend(loc="lower left", fontsize=7)
-    return _save(fig, path)
+    return save(fig, path)
 
 
 def posterior_trail(
@@ -237,15 +241,21 @@ def posterior_trail(
     `marks` labels the samples (the revision sampled) under the axis when there are at
     most 40; `confidence` a dotted line."""
     n = max((len(v) for v in lines.values()), default=0)
-    fig = _figure(max(8.0, 2.0 + 0.22 * n), 4.5, bottom=0.22 if marks else 0.11)
+    fig = figure(max(8.0, 2.0 + 0.22 * n), 4.5, bottom=0.22 if marks else 0.11)
     ax = fig.add_subplot()
     colours = [*TIME_COLOURS, SIDE_COLOURS["A"], SIDE_COLOURS["B"]]
     for i, (name, ps) in enumerate(lines.items()):
-        ax.plot(range(1, len(ps) + 1), list(ps), color=colours[i % len(colours)], linewidth=1.4,
-                marker="o", markersize=3, label=name)  # fmt: skip
+        ax.plot(
+            range(1, len(ps) + 1),
+            list(ps),
+            color=colours[i % len(colours)],
+            linewidth=1.4,
+            marker="o",
+            markersize=3,
+            label=name,
+        )
     if confidence is not None:
-        ax.axhline(confidence, color=OTHER_COLOUR, linestyle=":", linewidth=1.2,
-                   label=f"confidence {confidence:g}")  # fmt: skip
+        _level(ax, confidence, f"confidence {confidence:g}")
     if marks and len(marks) <= 40:
         ax.set_xticks(range(1, len(marks) + 1))
         ax.set_xticklabels(list(marks), rotation=60, ha="right", fontsize=6)
@@ -256,4 +266,4 @@ def posterior_trail(
     ax.grid(axis="y", alpha=0.3)
     if lines:
         ax.legend(loc="upper left", fontsize=7)
-    return _save(fig, path)
+    return save(fig, path)

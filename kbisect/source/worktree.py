@@ -11,15 +11,13 @@ kbisect had made in the user's repository, and nothing else there.
 
 from __future__ import annotations
 
-import fcntl
-import os
 import shutil
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from kbisect.core import paths, proc, progress
+from kbisect.core import lock, paths, proc
 from kbisect.core.exceptions import CommandFailed, UserError
 from kbisect.source import git, scratch, tree
 
@@ -38,19 +36,11 @@ def path_for(repo: Path, slot: str) -> Path:
 def locked(path: Path) -> Iterator[None]:
     """Hold an exclusive lock on `path`.lock for the duration (saying so when another
     kbisect holds it: a build of another command in the same slot waits its turn)."""
-    lock = path.with_name(path.name + ".lock")
-    lock.parent.mkdir(parents=True, exist_ok=True)
-    with lock.open("a+") as f:
-        try:
-            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            f.seek(0)
-            holder = f.read().strip() or "?"
-            progress.step(f"waiting for {path.name}: another kbisect (pid {holder}) works there")
-            fcntl.flock(f, fcntl.LOCK_EX)
-        f.truncate(0)
-        f.write(f"{os.getpid()}\n")
-        f.flush()
+    with lock.hold(
+        path.with_name(path.name + ".lock"),
+        wait=True,
+        busy=lambda pid: f"waiting for {path.name}: another kbisect (pid {pid}) works there",
+    ):
         yield
 
 
@@ -181,8 +171,8 @@ def _drop_locks(where: Path) -> None:
     dir (a killed `git revert` leaves MERGE_MSG.lock, and the next one fails). Only
     kbisect uses its worktrees, and the caller holds the slot's lock."""
     admin = _linked_to(where)
-    for lock in admin.glob("*.lock") if admin is not None else []:
-        lock.unlink(missing_ok=True)
+    for left in admin.glob("*.lock") if admin is not None else []:
+        left.unlink(missing_ok=True)
 
 
 def revert_onto(repo: Path, base: str, commit: str) -> str:

@@ -14,5 +14,6 @@ between consecutive kernels and prints the bisect line for each.
     analysis.py  CIs, ratios, steps with Holm's correction, bisect lines, interactions
     report.py    Markdown; figures.py its PNGs; text.py the mailing-list text
     fanout.py    `study plan` (a job matrix of whole cells) and `study merge`
-    command.py   the subcommand
+    run.py       running one: checks, the plan, builds, boots in blocks, resume
+    machine.py   the machine a share ran on
 """

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kbisect.measure import fingerprint, retake, timeline
-from kbisect.report import disturbed as disturbreport
+from kbisect.report import disturbed
 from kbisect.stats import drift, means
 from kbisect.stats.inference import CONFIDENCE, combine, holm, log_terms
 from kbisect.stats.interactions import Interaction, interactions
@@ -79,7 +79,7 @@ class Analysis:
     interactions: list[Interaction]
     warnings: list[str]
     timed: tuple[drift.Timed, ...] = ()  # ok samples against time, grouped by cell@machine
-    disturbed: list[dict[str, Any]] | None = None  # disturbreport rows
+    disturbed: list[dict[str, Any]] | None = None  # report/disturbed.py's rows
 
     @property
     def baseline(self) -> int:
@@ -220,9 +220,17 @@ def analyze(definition: Mapping[str, Any], samples: Sequence[Mapping[str, Any]])
             vs[(k, c)] = got[0]
     found, tests = steps(d, pts)
     timed, moved = drifted(samples)
-    return Analysis(d, pts, vs, found, tests, interactions(d, pts),
-                    [*_warnings(d, pts), *moved], tuple(timed),
-                    disturbreport.of_samples(samples))  # fmt: skip
+    return Analysis(
+        definition=d,
+        points=pts,
+        vs_baseline=vs,
+        steps=found,
+        tests=tests,
+        interactions=interactions(d, pts),
+        warnings=[*_warnings(d, pts), *moved],
+        timed=tuple(timed),
+        disturbed=disturbed.of_samples(samples),
+    )
 
 
 def drifted(samples: Sequence[Mapping[str, Any]]) -> tuple[list[drift.Timed], list[str]]:
@@ -231,7 +239,8 @@ def drifted(samples: Sequence[Mapping[str, Any]]) -> tuple[list[drift.Timed], li
     rows = timeline.timed(
         samples, lambda s: f"{s.get('label')}@{(s.get('target') or {}).get('name')}"
     )
-    line = timeline.check(rows, "the samples of each kernel and cell",
-                          "not corrected: the randomized blocks spread it over every cell, "
-                          "widening the intervals")[1]  # fmt: skip
+    action = (
+        "not corrected: the randomized blocks spread it over every cell, widening the intervals"
+    )
+    line = timeline.check(rows, "the samples of each kernel and cell", action)[1]
     return rows, [line] if line else []

@@ -1,4 +1,4 @@
-"""A study's PNGs (kbisect/plots.py's figure and save helpers, same deterministic bytes):
+"""A study's PNGs (kbisect/report/plots.py's figure and save, same deterministic bytes):
 
 - study-tps.png: tps vs kernel, one line per cell with 95% intervals (Vondra's figure);
 - study-ratios.png: a heat map of each kernel's ratio to the baseline, kernels x cells;
@@ -11,7 +11,6 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from kbisect.measure import timeline
 from kbisect.report import plots
 from kbisect.study.analysis import Analysis
 
@@ -24,7 +23,7 @@ CLIENTS_AXIS = "pgbench.clients"
 
 def tps_vs_kernel(a: Analysis, path: Path) -> Path:
     kernels = range(len(a.definition["kernels"]))
-    fig = plots._figure(max(6.0, 1.5 + 1.1 * len(kernels)), 4.8, bottom=0.22)
+    fig = plots.figure(max(6.0, 1.5 + 1.1 * len(kernels)), 4.8, bottom=0.22)
     ax = fig.add_subplot()
     for c in range(len(a.definition["cells"])):
         xs, ys, errs = [], [], []
@@ -37,12 +36,9 @@ def tps_vs_kernel(a: Analysis, path: Path) -> Path:
             ax.errorbar(xs, ys, yerr=errs, marker="o", capsize=3, linewidth=1.2, label=a.cell(c))
     ax.set_xticks(list(kernels))
     ax.set_xticklabels([a.kernel(k) for k in kernels], rotation=25, ha="right", fontsize=8)
-    ax.set_ylabel("tps (mean, 95% CI)")
-    ax.set_title("tps per kernel, one line per cell", fontsize=10)
-    ax.set_ylim(bottom=0)
-    ax.grid(axis="y", alpha=0.3)
+    plots.frame(ax, "tps per kernel, one line per cell", ylabel="tps (mean, 95% CI)")
     ax.legend(loc="best", fontsize=7)
-    return plots._save(fig, path)
+    return plots.save(fig, path)
 
 
 def ratio_map(a: Analysis, path: Path) -> Path:
@@ -57,7 +53,7 @@ def ratio_map(a: Analysis, path: Path) -> Path:
                 grid[k][c] = r.ratio
     values = [v for row in grid for v in row if v == v]
     spread = max([abs(v - 1) for v in values] + [0.05])
-    fig = plots._figure(max(6.0, 2.5 + 1.2 * cells), max(3.0, 1.2 + 0.5 * kernels), bottom=0.3)
+    fig = plots.figure(max(6.0, 2.5 + 1.2 * cells), max(3.0, 1.2 + 0.5 * kernels), bottom=0.3)
     ax = fig.add_subplot()
     norm = TwoSlopeNorm(vcenter=1.0, vmin=1 - spread, vmax=1 + spread)
     image = ax.imshow(grid, cmap="RdBu", norm=norm, aspect="auto")
@@ -71,7 +67,7 @@ def ratio_map(a: Analysis, path: Path) -> Path:
     ax.set_yticklabels([a.kernel(k) for k in range(kernels)], fontsize=7)
     ax.set_title(f"tps ratio to {a.kernel(a.baseline)} (blue faster, red slower)", fontsize=10)
     fig.colorbar(image, ax=ax)
-    return plots._save(fig, path)
+    return plots.save(fig, path)
 
 
 def _clients_series(a: Analysis) -> dict[str, list[tuple[float, float]]]:
@@ -89,7 +85,7 @@ def _clients_series(a: Analysis) -> dict[str, list[tuple[float, float]]]:
 
 
 def tps_vs_clients(a: Analysis, path: Path) -> Path:
-    fig = plots._figure(7.5, 4.5)
+    fig = plots.figure(7.5, 4.5)
     ax = fig.add_subplot()
     for name, points in _clients_series(a).items():
         xs, ys = zip(*sorted(points), strict=True)
@@ -101,7 +97,7 @@ def tps_vs_clients(a: Analysis, path: Path) -> Path:
     ax.set_ylim(bottom=0)
     ax.grid(alpha=0.3)
     ax.legend(loc="best", fontsize=7)
-    return plots._save(fig, path)
+    return plots.save(fig, path)
 
 
 def draw(a: Analysis, run_dir: Path) -> list[str]:
@@ -112,7 +108,8 @@ def draw(a: Analysis, run_dir: Path) -> list[str]:
     names = [x["name"] for x in a.definition["axes"]]
     if CLIENTS_AXIS in names and _clients_series(a):
         out += [f"![tps vs clients]({tps_vs_clients(a, run_dir / CLIENTS).name})", ""]
-    if a.timed and timeline.plot(a.timed, run_dir / TIME, title="tps against wall-clock "
-                                 "time, per kernel and cell") is not None:  # fmt: skip
+    if a.timed:
+        title = "tps against wall-clock time, per kernel and cell"
+        plots.tps_over_time(a.timed, run_dir / TIME, title=title)
         out += [f"![tps against time]({TIME})", ""]
     return out

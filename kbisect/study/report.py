@@ -13,7 +13,6 @@ from kbisect.stats import means
 from kbisect.study import analysis, figures, store, text
 from kbisect.study.analysis import Analysis
 
-DEFINITION = store.DEFINITION
 REPORT = "report.md"
 
 

@@ -1,4 +1,4 @@
-"""A study as a mailing-list text (at most 72 columns, kbisect/textreport.py's helpers):
+"""A study as a mailing-list text (at most 72 columns, kbisect/report/text.py's helpers):
 the steps first, each with its interval, sample counts, bisect line and fingerprint
 differences; then interactions, the figures per cell, the command, the machines."""
 
@@ -102,6 +102,4 @@ def render(a: Analysis) -> str:
             "  ",
         ),
     ]
-    if a.warnings:
-        lines += ["", "warnings:", *[x for w in a.warnings for x in tr.para(f"- {w}", "  ", "  ")]]
-    return tr.fit(lines)
+    return tr.fit([*lines, *tr.warning_lines(a.warnings)])

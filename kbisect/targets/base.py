@@ -2,10 +2,11 @@
 
 A target boots one kernel for each sample, runs the harness (harness/guest.py) there with
 the sample's scenario, and leaves the harness's `guest-result.json` in the sample's boot
-directory. Everything common to all targets (the boot directory, console watching,
-deadlines, failure classes, the one sample record) lives in kbisect/sample.py; a target
-only knows how to get the harness run, what it is (`describe()`, stored in every sample)
-and what it needs (`preflight()`, `checks()`).
+directory. Everything common to all targets lives once: what the kernel prints (panics,
+the harness's lines, the boot deadline) in targets/console.py, the boot directory,
+failure classes and the sample record in measure/sample.py; a target only knows how to
+get the harness run, what it is (`describe()`, stored in every sample) and what it needs
+(`preflight()`, `checks()`).
 """
 
 from __future__ import annotations

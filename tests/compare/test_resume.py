@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import signal
+import time
 from pathlib import Path
 
 import pytest
@@ -211,3 +212,25 @@ def test_a_plan_the_samples_do_not_follow_is_refused(tmp_path: Path) -> None:
     (tmp_path / "plan.json").write_text(json.dumps({"kind": "compare-plan"}))
     with pytest.raises(schedule.NotResumable, match="not a compare plan"):
         schedule.load(tmp_path)
+
+
+def test_a_resume_while_the_compare_still_runs_is_refused_naming_it(
+    tmp_path: Path, target: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "cmp"
+    fake_target(tmp_path, append_tps={"x=1": 1000, "x=2": 800}, cv=0.02, delay_s=60.0)
+    running = start_driver(
+        argv(fake_image(tmp_path / "k"), target, "--out", str(out)), tmp_path / "pid"
+    )
+    try:
+        lock = out / ".compare.lock"
+        deadline = time.monotonic() + 60
+        while not (lock.is_file() and lock.read_text() == f"{running.pid}\n"):
+            assert running.poll() is None and time.monotonic() < deadline
+            time.sleep(0.05)
+        assert cli.main(["compare", "--resume", str(out)]) == EXIT_USER
+        line = capsys.readouterr().err.strip().splitlines()[-1]  # after `resuming ...`
+        assert f"{out}: a kbisect compare (pid {running.pid}) is still running there" in line
+    finally:
+        running.kill()
+        running.wait()

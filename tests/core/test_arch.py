@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import ast
 import platform
 import tomllib
+from pathlib import Path
 
 import pytest
 
@@ -17,6 +19,28 @@ def test_names_are_the_data_files() -> None:
     for name in arch.names():
         data = tomllib.loads((arch.ARCH_DIR / f"{name}.toml").read_text())
         assert data["name"] == name
+
+
+def test_every_data_file_says_every_fact() -> None:
+    keys = [set(tomllib.loads(p.read_text())) for p in sorted(arch.ARCH_DIR.glob("*.toml"))]
+    assert all(k == keys[0] for k in keys)
+    assert [a.name for a in arch.known()] == arch.names()
+
+
+def test_qemu_facts_per_arch() -> None:
+    x86, arm = arch.get("x86_64"), arch.get("arm64")
+    assert (x86.machine_type, x86.virtio_blk, x86.qemu_package) == (
+        "pc",
+        "virtio-blk-pci",
+        "qemu-system-x86",
+    )
+    assert (arm.machine_type, arm.virtio_blk, arm.qemu_package) == (
+        "virt",
+        "virtio-blk-device",
+        "qemu-system-arm",
+    )
+    assert x86.bootsector_probe and not arm.bootsector_probe
+    assert arch.emulated_machine() == x86  # kbisect emu's machine is a PC by design
 
 
 @pytest.mark.parametrize(
@@ -69,13 +93,19 @@ def test_on_an_arm64_host_arm64_is_native_and_x86_is_foreign(
 
 @pytest.mark.parametrize(
     ("machine", "name"),
-    [("x86_64", "x86_64"), ("amd64", "x86_64"), ("aarch64", "arm64"), ("riscv64", "riscv64")],
+    [
+        ("x86_64", "x86_64"),
+        ("amd64", "x86_64"),
+        ("aarch64", "arm64"),
+        ("arm64", "arm64"),
+        ("riscv64", "riscv64"),
+    ],
 )
 def test_host_arch_maps_platform_names(
     monkeypatch: pytest.MonkeyPatch, machine: str, name: str
 ) -> None:
     monkeypatch.setattr(platform, "machine", lambda: machine)
-    assert arch.host_arch() == name
+    assert arch.host_arch() == name == arch.from_machine(machine)
 
 
 def test_main_prints_compiler_and_make_vars_for_scripts(
@@ -94,3 +124,36 @@ def test_main_unknown_arch_is_one_line_and_exit_2(capsys: pytest.CaptureFixture[
     err = capsys.readouterr().err
     assert err.startswith("kbisect: unknown arch 'mips'") and err.count("\n") == 1
     assert arch.main([]) == 2
+
+
+# -- per-arch facts live in the data files only ------------------------------------------
+
+ARCH_NAMES = {"x86_64", "arm64", "aarch64", "amd64"}
+KBISECT = Path(arch.__file__).parents[1]
+# (file, function) still naming an arch: `kbisect image`'s parser, which the move of the
+# parsers into kbisect/commands/ rewrites (its default: the first arch not the host's).
+NOT_YET = {("targets/vng/rootfs.py", "configure")}
+
+
+def arch_literals(path: Path) -> list[str]:
+    """`line: 'literal'` for each string constant in the file that is an arch name."""
+    tree = ast.parse(path.read_text(), str(path))
+    where = path.relative_to(KBISECT).as_posix()
+    skip: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.FunctionDef) and (where, node.name) in NOT_YET:
+            skip.update(id(inner) for inner in ast.walk(node))
+    return [
+        f"{node.lineno}: {node.value!r}"
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Constant) and node.value in ARCH_NAMES and id(node) not in skip
+    ]
+
+
+def test_no_arch_name_is_spelled_outside_the_arch_module() -> None:
+    """Per-arch facts are keys of core/arch/*.toml, read through Arch: an arch name as a
+    string literal anywhere else is a fact that escaped (help texts take core.arch.names())."""
+    files = sorted(p for p in KBISECT.rglob("*.py") if p != Path(arch.__file__))
+    assert len(files) > 100
+    found = {str(p.relative_to(KBISECT)): arch_literals(p) for p in files}
+    assert {name: hits for name, hits in found.items() if hits} == {}

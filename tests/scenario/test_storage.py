@@ -1,9 +1,8 @@
-"""[storage] and [fio] in scenarios, their kernel fragments, and the host side of a disk."""
+"""[storage] and [fio] in scenarios and their kernel fragments (the host side of a vng
+guest's disk: tests/targets/test_vng_disks.py)."""
 
 from __future__ import annotations
 
-import os
-import shutil
 from pathlib import Path
 
 import pytest
@@ -11,10 +10,8 @@ import pytest
 from harness import storage as guest_storage
 from kbisect.build import kconfig
 from kbisect.core import paths
-from kbisect.core.exceptions import UserError
 from kbisect.scenario import scenario, storage
 from kbisect.scenario.fields import ScenarioError
-from kbisect.targets.vng import command
 
 # The hashes the shipped scenarios had before [storage] and [fio] existed (commit 771de85).
 OLD_HASHES = {
@@ -134,66 +131,3 @@ def test_postgresql_14_and_older_get_ipv4():
 def test_the_host_and_the_guest_agree_on_the_serial():
     assert storage.SERIAL == guest_storage.SERIAL
     assert len(storage.SERIAL) <= 20  # virtio-blk keeps 20 bytes of a serial
-
-
-def test_vng_disks_per_kind(tmp_path: Path):
-    boot_dir = tmp_path / "boots" / "123-A"
-    assert storage.vng_disks(smoke().data, boot_dir) == []
-    [disk] = storage.vng_disks(smoke('storage.kind="disk"', "storage.size_gb=2").data, boot_dir)
-    assert disk == command.Disk(
-        paths.cache_dir() / "disks" / "123-A.raw", storage.SERIAL, 2, "none"
-    )
-    s = smoke('storage.kind="disk"', 'storage.backing="device"', 'storage.device="/dev/sdb"',
-              "storage.throttle_iops=200", 'storage.cache="writeback"')  # fmt: skip
-    [disk] = storage.vng_disks(s.data, boot_dir)
-    assert (disk.path, disk.size_gb, disk.iops, disk.cache) == (Path("/dev/sdb"), None, 200,
-                                                                "writeback")  # fmt: skip
-    with pytest.raises(UserError, match="needs a machine target"):
-        storage.vng_disks(smoke('storage.kind="path"', 'storage.path="/srv"').data, boot_dir)
-
-
-def test_attached_makes_a_sparse_file_for_the_boot_and_deletes_it(tmp_path: Path):
-    disk = command.Disk(tmp_path / "disks" / "b.raw", storage.SERIAL, size_gb=2)
-    device = command.Disk(tmp_path / "dev", storage.SERIAL)  # given: never made nor deleted
-    device.path.write_bytes(b"x")
-    with storage.attached([disk, device]):
-        st = disk.path.stat()
-        assert st.st_size == 2 * 2**30 and st.st_blocks * 512 < 2**20
-    assert not disk.path.exists() and device.path.read_bytes() == b"x"
-    with pytest.raises(RuntimeError), storage.attached([disk]):
-        raise RuntimeError("boot failed")
-    assert not disk.path.exists()
-
-
-def test_device_problems(tmp_path: Path):
-    assert "No such file" in str(storage.device_problem(tmp_path / "none", ""))
-    (tmp_path / "f").write_text("")
-    assert "is not a block device" in str(storage.device_problem(tmp_path / "f", ""))
-    loops = sorted(Path("/dev").glob("loop[0-9]*"))
-    if not loops or not os.access(loops[0], os.W_OK):
-        pytest.skip("no writable /dev/loopN to stand for a block device")
-    dev = loops[0]
-    assert storage.device_problem(dev, "/dev/vda / ext4 rw 0 0\n") is None
-    mounted = f"{dev} /mnt ext4 rw 0 0\n"
-    assert "is mounted on this host" in str(storage.device_problem(dev, mounted))
-
-
-def test_check_host_wants_room_for_the_file(monkeypatch: pytest.MonkeyPatch):
-    storage.check_host(smoke('storage.kind="disk"', "storage.size_gb=1").data)
-    with pytest.raises(UserError, match=r"storage\.size_gb = 65536 but .* GB free"):
-        storage.check_host(smoke('storage.kind="disk"', "storage.size_gb=65536").data)
-    with pytest.raises(UserError, match=r"storage\.device /dev/kbisect-none: No such file"):
-        storage.check_host(smoke('storage.kind="disk"', 'storage.backing="device"',
-                                 'storage.device="/dev/kbisect-none"').data)  # fmt: skip
-    storage.check_host(smoke().data)  # tmpfs: nothing to check
-
-
-def test_doctor_rows_for_the_guests_storage_programs(monkeypatch: pytest.MonkeyPatch):
-    rows = {r.name: r for r in storage.checks()}
-    assert set(rows) == {"fio", "mkfs.ext4", "mkfs.xfs"}
-    for row in rows.values():
-        assert row.status == ("OK" if shutil.which(row.name, path=storage.TOOL_PATH) else "WARN")
-    monkeypatch.setattr(storage, "TOOL_PATH", "/nonexistent")
-    xfs = {r.name: r for r in storage.checks()}["mkfs.xfs"]
-    assert (xfs.status, xfs.fix) == ("WARN", "apt-get install xfsprogs")
-    assert xfs.detail == 'missing: needed by storage.fs = "xfs" disks'

@@ -44,7 +44,7 @@ def test_boot_sector_loop_jumps_back_to_lodsb() -> None:
 
 
 def test_bootsector_command_under_kvm_uses_host_cpu_like_vng() -> None:
-    assert kvm.bootsector_command("qemu-system-x86_64", "kvm", Path("/c/bs.img")) == [
+    assert kvm.bootsector_command(arch.get("x86_64"), "kvm", Path("/c/bs.img")) == [
         "qemu-system-x86_64", "-accel", "kvm", "-cpu", "host", "-m", "32", "-smp", "1",
         "-display", "none", "-serial", "stdio", "-monitor", "none", "-net", "none",
         "-no-reboot", "-machine", "pc",

@@ -10,15 +10,19 @@ from pathlib import Path
 
 import pytest
 
-from kbisect.commands import cli
 from kbisect.core import arch, paths
-from kbisect.core.exceptions import EXIT_USER, MissingTool, UserError
+from kbisect.core.exceptions import MissingTool, UserError
 from kbisect.measure import sample
 from kbisect.scenario import scenario
 from kbisect.targets import registry
 from kbisect.targets.base import Kernel
 from kbisect.targets.vng import rootfs
-from tests.targets.test_vng_target import fake_image, use_fake_vng, vng_calls
+from tests.targets.test_vng_target import (
+    fake_image,
+    refused_before_boot,
+    use_fake_vng,
+    vng_calls,
+)
 
 
 @pytest.fixture(autouse=True)
@@ -86,16 +90,9 @@ def test_finish_makes_accounts_poweroff_and_mount_points(tmp_path: Path) -> None
 def test_missing_root_fs_is_one_line_and_exit_2_before_any_boot(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    state = use_fake_vng(monkeypatch, tmp_path / "fakevng")
-    kernel = fake_image(tmp_path / "k")
-    out = tmp_path / "run"
-    argv = ["run", "--kernel", str(kernel), "--scenario", "smoke", "--arch", "arm64"]
-    assert cli.main([*argv, "--out", str(out)]) == EXIT_USER
-    err = capsys.readouterr().err.strip().splitlines()
-    assert err[-1] == (
+    assert refused_before_boot(tmp_path, monkeypatch, capsys, "--arch", "arm64") == (
         "kbisect: no arm64 root fs for a foreign-arch guest: run `kbisect image --arch arm64`"
     )
-    assert vng_calls(state) == [] and not (out / "boots").exists()
 
 
 def test_foreign_guest_boots_the_root_fs_with_the_host_dirs_under_kbisect(

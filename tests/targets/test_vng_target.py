@@ -52,6 +52,22 @@ def fake_image(where: Path) -> Path:
     return where / "bzImage"
 
 
+def refused_before_boot(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    *extra: str,
+) -> str:
+    """`kbisect run` on the fake vng with `extra` arguments exits 2 before any boot; its
+    last line on stderr."""
+    state = use_fake_vng(monkeypatch, tmp_path / "fakevng")
+    out = tmp_path / "run"
+    argv = ["run", "--kernel", str(fake_image(tmp_path / "k")), "--scenario", "smoke", *extra]
+    assert cli.main([*argv, "--out", str(out)]) == EXIT_USER
+    assert vng_calls(state) == [] and not (out / "boots").exists()
+    return capsys.readouterr().err.strip().splitlines()[-1]
+
+
 @pytest.fixture
 def state(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return use_fake_vng(monkeypatch, tmp_path / "fakevng")

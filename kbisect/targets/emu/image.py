@@ -9,18 +9,19 @@ disk (`mkfs.ext4 -d`); the distro kernel and initrd are copied out for QEMU's -k
 
 from __future__ import annotations
 
+import functools
 import json
-import os
 import shutil
 import time
-from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
-from kbisect.core import atomic, proc, progress
-from kbisect.core.exceptions import MissingTool, UserError
+from kbisect.core import clock, proc, progress
+from kbisect.core.exceptions import UserError
+from kbisect.targets import debian
 from kbisect.targets.emu import where
 
-SUITE = "bookworm"
+SUITE = debian.SUITE
 PACKAGES = (
     "systemd-sysv",
     "udev",
@@ -28,7 +29,7 @@ PACKAGES = (
     "kexec-tools",
     "python3",
     "postgresql-15",
-    "linux-image-amd64",
+    "linux-image-{debian_arch}",  # the distro kernel of the machine's arch
     "iproute2",
     "e2fsprogs",
     "procps",
@@ -48,15 +49,22 @@ def keygen_command(key: Path) -> list[str]:
     return ["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "kbisect-emu", "-f", str(key)]
 
 
+def packages() -> list[str]:
+    """PACKAGES for the machine's arch."""
+    debian_arch = where.machine_arch().debian_arch
+    return [p.format(debian_arch=debian_arch) for p in PACKAGES]
+
+
 def customize_script(pubkey: str) -> str:
     """The customize hook (sh, $1 = the root being made): the machine's identity."""
+    console = where.machine_arch().console
     return f"""set -eu
 R="$1"
 echo {HOSTNAME} > "$R/etc/hostname"
 printf '%s' '{FSTAB}' > "$R/etc/fstab"
 mkdir -p "$R/etc/systemd/network"
 printf '%s' '{NETWORK_UNIT}' > "$R/etc/systemd/network/80-dhcp.network"
-chroot "$R" systemctl enable systemd-networkd ssh serial-getty@ttyS0.service
+chroot "$R" systemctl enable systemd-networkd ssh serial-getty@{console}.service
 chroot "$R" systemctl disable postgresql
 mkdir -p -m 700 "$R/root/.ssh"
 printf '%s\\n' '{pubkey}' > "$R/root/.ssh/authorized_keys"
@@ -64,22 +72,20 @@ chmod 600 "$R/root/.ssh/authorized_keys"
 """
 
 
-def mmdebstrap_command(
-    target: Path, hook: Path, mirror: str | None = None, packages: tuple[str, ...] = PACKAGES
-) -> list[str]:
+def mmdebstrap_command(target: Path, hook: Path, mirror: str | None = None) -> list[str]:
     """mmdebstrap making the machine's root tree in `target` (pure)."""
-    cmd = [
-        "mmdebstrap",
-        "--mode=root",
-        "--variant=apt",
-        "--architectures=amd64",
-        f"--include={','.join(packages)}",
-        f"--essential-hook=echo '{PRESEED}' | chroot \"$1\" debconf-set-selections",
-        f'--customize-hook=sh {hook} "$1"',
-        SUITE,
-        str(target),
+    hooks = [
+        ("essential", f"echo '{PRESEED}' | chroot \"$1\" debconf-set-selections"),
+        ("customize", f'sh {hook} "$1"'),
     ]
-    return [*cmd, mirror] if mirror else cmd
+    return debian.mmdebstrap_command(
+        arch=where.machine_arch().debian_arch,
+        variant="apt",
+        packages=packages(),
+        output=target,
+        hooks=hooks,
+        mirror=mirror,
+    )
 
 
 def mkfs_command(tree: Path, disk: Path, size: str = DISK_SIZE) -> list[str]:
@@ -91,7 +97,8 @@ def boot_files(tree: Path) -> tuple[Path, Path]:
     """The distro kernel and its initrd in the tree's /boot (the newest, if several)."""
     kernels = sorted((tree / "boot").glob("vmlinuz-*"))
     if not kernels:
-        raise UserError(f"{tree}/boot: no vmlinuz-* (is linux-image-amd64 installed?)")
+        kernel = f"linux-image-{where.machine_arch().debian_arch}"
+        raise UserError(f"{tree}/boot: no vmlinuz-* (is {kernel} installed?)")
     release = kernels[-1].name.removeprefix("vmlinuz-")
     return kernels[-1], tree / "boot" / f"initrd.img-{release}"
 
@@ -115,26 +122,20 @@ def build(mirror: str | None = None, force: bool = False) -> Path:
     if manifest() is not None and not force:
         progress.step(f"emulated machine image already made: {final}")
         return final
-    for tool in ("mmdebstrap", "mkfs.ext4", "ssh-keygen"):
-        if shutil.which(tool) is None:
-            raise MissingTool(f"{tool}: not installed (run scripts/setup)")
-    if os.geteuid() != 0:
-        raise UserError("kbisect emu image: run as root (mmdebstrap --mode=root)")
+    tools = ("mmdebstrap", "mkfs.ext4", "ssh-keygen")
+    debian.require("kbisect emu image", tools, "mmdebstrap --mode=root")
     key = ensure_key()
-    partial = final.with_name("image.partial")
-    shutil.rmtree(partial, ignore_errors=True)
-    partial.mkdir(parents=True)
-    log = partial / "build.log"
-    log.write_text(progress.log_header())
     start = time.monotonic()
-    _make(partial, key, mirror, log)
-    shutil.rmtree(final, ignore_errors=True)
-    partial.rename(final)
+    debian.build_once(final, final / MANIFEST, functools.partial(_make, key, mirror))
     progress.step(f"emulated machine image in {time.monotonic() - start:.0f}s: {final}")
     return final
 
 
-def _make(partial: Path, key: Path, mirror: str | None, log: Path) -> None:
+def _make(key: Path, mirror: str | None, partial: Path) -> dict[str, Any]:
+    """The disk, kernel and initrd in `partial`; its manifest."""
+    partial.mkdir()
+    log = partial / "build.log"
+    log.write_text(progress.log_header())
     hook = partial / "customize.sh"
     hook.write_text(customize_script(key.with_suffix(".pub").read_text().strip()))
     tree = partial / "root"
@@ -147,14 +148,11 @@ def _make(partial: Path, key: Path, mirror: str | None, log: Path) -> None:
     progress.step(f"making the {DISK_SIZE} ext4 disk")
     proc.run(mkfs_command(tree, partial / "disk.img"), log=log, timeout=1800)
     shutil.rmtree(tree)
-    atomic.write_json(
-        partial / MANIFEST,
-        {
-            "suite": SUITE,
-            "packages": list(PACKAGES),
-            "kernel": kernel.name,
-            "release": kernel.name.removeprefix("vmlinuz-"),
-            "command": command,
-            "created": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
-        },
-    )
+    return {
+        "suite": SUITE,
+        "packages": packages(),
+        "kernel": kernel.name,
+        "release": kernel.name.removeprefix("vmlinuz-"),
+        "command": command,
+        "created": clock.utc_now(),
+    }

@@ -17,16 +17,13 @@ from pathlib import Path
 from typing import Any
 
 from kbisect.core import atomic, proc, progress
+from kbisect.core.arch import Arch
 from kbisect.core.exceptions import InfraError, UserError
-from kbisect.targets import registry
+from kbisect.targets import qemu, registry
 from kbisect.targets.emu import where
 from kbisect.targets.ssh import qmp
 from kbisect.targets.vng import kvm
 
-# nowatchdog: under TCG on a loaded host a vCPU can stall for many seconds; the soft
-# lockup detector then prints "BUG: soft lockup", which kbisect rightly takes for a
-# kernel failure. Kernels switched to inherit the machine's command line.
-CMDLINE = "root=/dev/vda rw console=ttyS0,115200 nowatchdog"
 LOOPBACK = "127.0.0.1"
 
 
@@ -58,40 +55,37 @@ def overlay_command(base: Path, disk: Path) -> list[str]:
     return ["qemu-img", "create", "-q", "-f", "qcow2", "-b", str(base), "-F", "raw", str(disk)]
 
 
+def cmdline(a: Arch) -> str:
+    """The distro kernel's command line. nowatchdog: under TCG on a loaded host a vCPU can
+    stall for many seconds; the soft lockup detector then prints "BUG: soft lockup",
+    which kbisect rightly takes for a kernel failure. Kernels switched to inherit it."""
+    return f"root=/dev/vda rw console={a.console},115200 nowatchdog"
+
+
 def qemu_command(
     vm: Vm, image: Path, port: int, accel: str, memory_mb: int = 2048, cpus: int = 2
 ) -> list[str]:
     """The emulated machine's QEMU command line (pure). Loopback-only ssh forward."""
+    a = where.machine_arch()
     nic = f"user,model=virtio-net-pci,hostfwd=tcp:{LOOPBACK}:{port}-:22"
     return [
-        "qemu-system-x86_64",
+        qemu.binary(a),
         "-name",
         f"kbisect-{vm.name}",
-        "-machine",
-        "pc",  # i440fx: kexec between kernels verified on it (machines.md)
-        "-accel",
-        accel,
-        *kvm.cpu_args(accel),
-        "-m",
-        str(memory_mb),
-        "-smp",
-        str(cpus),
+        *qemu.machine(a),  # pc (i440fx): kexec between kernels verified on it (machines.md)
+        *qemu.accel(accel),
+        *qemu.memory(memory_mb, cpus),
         "-kernel",
         str(image / "vmlinuz"),
         "-initrd",
         str(image / "initrd.img"),
         "-append",
-        CMDLINE,
+        cmdline(a),
         "-drive",
         f"file={vm.disk},if=virtio,format=qcow2",
         "-nic",
         nic,
-        "-display",
-        "none",
-        "-vga",
-        "none",
-        "-serial",
-        f"file:{vm.serial}",
+        *qemu.serial_console(f"file:{vm.serial}", vga=False),
         "-qmp",
         f"unix:{vm.qmp},server=on,wait=off",
         "-daemonize",
@@ -104,7 +98,7 @@ def target_settings(vm: Vm, port: int, key: Path, known_hosts: Path) -> dict[str
     """The target file kbisect reads for this VM (an ordinary ssh machine)."""
     return {
         "kind": "ssh",
-        "arch": "x86_64",
+        "arch": where.machine_arch().name,
         "host": LOOPBACK,
         "port": port,
         "user": "root",
@@ -172,7 +166,7 @@ def up(name: str, memory_mb: int, cpus: int, fresh: bool = False) -> dict[str, A
     port = free_port()
     for stale in (vm.qmp, vm.serial):
         stale.unlink(missing_ok=True)
-    accel = kvm.accel("x86_64")
+    accel = kvm.accel(where.machine_arch().name)
     cmd = qemu_command(vm, image, port, accel, memory_mb, cpus)
     vm.log.write_text(progress.log_header())
     proc.run(cmd, log=vm.log, timeout=120)

@@ -17,9 +17,16 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from kbisect.core import paths
+from kbisect.core import arch, paths
 
 DEFAULT_NAME = "emu"
+
+
+def machine_arch() -> arch.Arch:
+    """The machine's arch: an x86_64 PC by design, where its Debian image, the i440fx
+    machine and kexec between kernels were verified (on another host it runs under TCG);
+    core/arch/x86_64.toml says so with `emulated_machine = true`."""
+    return arch.emulated_machine()
 
 
 def root() -> Path:

@@ -1,7 +1,8 @@
-"""The machine of the fake target (kbisect/targets/fake.py): prints what a booting kernel
-and the harness would, and writes guest-result.json, as scripted. Standard library only.
+"""The machine of the fake target (kbisect/targets/fake/target.py): prints what a booting
+kernel and the harness would, and writes guest-result.json, as scripted. Standard library
+only: it runs as a script.
 
-    python3 kbisect/targets/fakeguest.py --settings FILE --image IMG --boot-dir DIR
+    python3 kbisect/targets/fake/guest.py --settings FILE --image IMG --boot-dir DIR
         [--commit SHA] [--subject TEXT] [--append ITEM]...
 """
 
@@ -16,20 +17,41 @@ import random
 import signal
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 GUEST = "kbisect-guest: "
 
 
-def parse(argv: list[str]) -> argparse.Namespace:
+@dataclass(frozen=True)
+class Call:
+    """One boot, as the fake target asked for it on the command line."""
+
+    settings: Path
+    image: Path
+    boot_dir: Path
+    commit: str
+    subject: str
+    append: tuple[str, ...]  # the kernel command-line extras
+
+
+def parse(argv: list[str]) -> Call:
     p = argparse.ArgumentParser(prog="fakeguest")
     for name in ("--settings", "--image", "--boot-dir"):
         p.add_argument(name, required=True)
     p.add_argument("--commit", default="")
     p.add_argument("--subject", default="")
     p.add_argument("--append", action="append", default=[])
-    return p.parse_args(argv)
+    args = p.parse_args(argv)
+    return Call(
+        settings=Path(args.settings),
+        image=Path(args.image),
+        boot_dir=Path(args.boot_dir),
+        commit=args.commit,
+        subject=args.subject,
+        append=tuple(args.append),
+    )
 
 
 def log_call(state: Path, key: str, entry: dict[str, Any]) -> tuple[int, int]:
@@ -61,11 +83,11 @@ def image_tps(image: Path) -> float | None:
     return None
 
 
-def base_tps(s: dict[str, Any], args: argparse.Namespace) -> float:
-    for item in args.append:
+def base_tps(s: dict[str, Any], call: Call) -> float:
+    for item in call.append:
         if item in s["append_tps"]:
             return float(s["append_tps"][item])
-    found = image_tps(Path(args.image))
+    found = image_tps(call.image)
     return float(s["tps"]) if found is None else found
 
 
@@ -93,7 +115,7 @@ def drifted(tps: float, s: dict[str, Any], index: int) -> float:
 
 def hog(s: dict[str, Any], index: int, boot_dir: Path) -> float:
     """A scripted hog: others' share of the host during this call (the host side reads it
-    from fake-host.json, kbisect/targets/fake.py); the guest loses that share of its tps."""
+    from fake-host.json, fake/target.py); the guest loses that share of its tps."""
     disturb = s.get("disturb", [])
     share = float(disturb[index]) if index < len(disturb) else 0.0
     if share:
@@ -108,11 +130,11 @@ def stolen(s: dict[str, Any], index: int) -> float:
     return float(steal[index]) if index < len(steal) else 0.0
 
 
-def mode_of(s: dict[str, Any], index: int, args: argparse.Namespace) -> str:
+def mode_of(s: dict[str, Any], index: int, call: Call) -> str:
     if index < len(s["script"]):
         return str(s["script"][index])
     failing = s["boot_fail"]
-    if any(c and (args.commit.startswith(c) or c == args.subject) for c in failing):
+    if any(c and (call.commit.startswith(c) or c == call.subject) for c in failing):
         return "panic"
     return str(s["mode"])
 
@@ -130,10 +152,10 @@ def run_entry(index: int, warmup: bool, tps: float) -> dict[str, Any]:
     }
 
 
-def fingerprint(args: argparse.Namespace) -> dict[str, Any]:
+def fingerprint(call: Call, steal: float) -> dict[str, Any]:
     return {
         "uname_r": "6.12.0-fake",
-        "cmdline": " ".join(args.append),
+        "cmdline": " ".join(call.append),
         "preempt": "none",
         "hugepages_total": 0,
         "hugepages_free": 0,
@@ -148,13 +170,13 @@ def fingerprint(args: argparse.Namespace) -> dict[str, Any]:
         "cpu_during_runs": {
             "seconds": 1.0,
             "busy_share": 1.0,
-            "steal_share": getattr(args, "steal", 0.0),
+            "steal_share": steal,
             "loadavg": [2.0, 2.0, 2.0],
         },
     }
 
 
-def result(mode: str, tps: float, scen: dict[str, Any], args: argparse.Namespace) -> dict[str, Any]:
+def result(mode: str, tps: float, scen: dict[str, Any], call: Call, steal: float) -> dict[str, Any]:
     timings = {"restore_s": 0.1, "init_s": None, "bench_s": 1.0}
     if mode == "pgfail":
         return {
@@ -162,7 +184,7 @@ def result(mode: str, tps: float, scen: dict[str, Any], args: argparse.Namespace
             "status": "benchmark-failed",
             "error": "postgres: initdb failed",
             "runs": [],
-            "fingerprint": fingerprint(args),
+            "fingerprint": fingerprint(call, steal),
             "timings": timings,
         }
     bench = scen["pgbench"]
@@ -173,7 +195,7 @@ def result(mode: str, tps: float, scen: dict[str, Any], args: argparse.Namespace
         "status": "ok",
         "error": None,
         "runs": runs,
-        "fingerprint": fingerprint(args),
+        "fingerprint": fingerprint(call, steal),
         "timings": timings,
     }
 
@@ -192,9 +214,9 @@ def kill(s: dict[str, Any]) -> None:
     os.killpg(os.getpgid(pid or os.getppid()), getattr(signal, f"SIG{s['kill_signal']}"))
 
 
-def play(mode: str, s: dict[str, Any], args: argparse.Namespace, tps: float) -> int:
-    boot_dir = Path(args.boot_dir)
-    say(f"[    0.000000] Linux version 6.12.0-fake ({' '.join(args.append)})")
+def play(mode: str, s: dict[str, Any], call: Call, tps: float, steal: float) -> int:
+    boot_dir = call.boot_dir
+    say(f"[    0.000000] Linux version 6.12.0-fake ({' '.join(call.append)})")
     time.sleep(s["delay_s"])
     if mode == "panic":
         say("[    0.500000] Kernel panic - not syncing: VFS: Unable to mount root fs")
@@ -208,7 +230,7 @@ def play(mode: str, s: dict[str, Any], args: argparse.Namespace, tps: float) -> 
         return 0
     scen = json.loads((boot_dir / "scenario.json").read_text())
     say(f"{GUEST}phase init")
-    data = result(mode, tps, scen, args)
+    data = result(mode, tps, scen, call, steal)
     if data["status"] == "ok":
         say(f"{GUEST}phase run")
         say(f"{GUEST}tps {tps:.1f}")
@@ -220,21 +242,20 @@ def play(mode: str, s: dict[str, Any], args: argparse.Namespace, tps: float) -> 
 
 
 def main(argv: list[str]) -> int:
-    args = parse(argv)
-    s = json.loads(Path(args.settings).read_text())
-    key = {"commit": args.commit, "subject": args.subject, "image": args.image}.get(
-        s["noise_key"], args.commit
-    ) or content_key(Path(args.image))
-    entry = {"commit": args.commit, "append": args.append, "boot_dir": args.boot_dir}
+    call = parse(argv)
+    s = json.loads(call.settings.read_text())
+    named = {"commit": call.commit, "subject": call.subject, "image": str(call.image)}
+    key = named.get(s["noise_key"], call.commit) or content_key(call.image)
+    entry = {"commit": call.commit, "append": list(call.append), "boot_dir": str(call.boot_dir)}
     index, nth = log_call(Path(s["state"]), key, entry)
     if s["noise_nth"] == "stored":  # a boot redone after an interruption draws the same
-        nth = stored_ok(Path(args.boot_dir))
+        nth = stored_ok(call.boot_dir)
     if s["kill_at"] and index + 1 == s["kill_at"]:
         kill(s)
-    mode = mode_of(s, index, args)
-    tps = drifted(noisy(base_tps(s, args), s, key, nth), s, index)
-    args.steal = stolen(s, index)
-    return play(mode, s, args, tps * (1 - hog(s, index, Path(args.boot_dir))) * (1 - args.steal))
+    mode = mode_of(s, index, call)
+    tps = drifted(noisy(base_tps(s, call), s, key, nth), s, index)
+    steal = stolen(s, index)
+    return play(mode, s, call, tps * (1 - hog(s, index, call.boot_dir)) * (1 - steal), steal)
 
 
 if __name__ == "__main__":

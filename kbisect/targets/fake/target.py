@@ -1,5 +1,5 @@
 """A scripted target for tests and dry runs: no kernel boots, a small program plays the
-machine (kbisect/targets/fakeguest.py), prints console lines and writes the harness's
+machine (kbisect/targets/fake/guest.py), prints console lines and writes the harness's
 result, so everything around it (sample records, failures, compare, bisect, resume,
 interruption) runs for real.
 
@@ -50,7 +50,7 @@ SETTINGS: dict[str, tuple[type, Any, str]] = {
     "steal": (list, [], "steal time inside the machine by call number (slows tps)"),
     "runs_here": (bool, True, "false: judged like a machine target, by steal time alone"),
 }
-HOST_FILE = "fake-host.json"  # fakeguest.py writes the call's scripted share here
+HOST_FILE = "fake-host.json"  # guest.py writes the call's scripted share here
 
 
 class BadFakeSettings(UserError):
@@ -152,7 +152,7 @@ def scripted(others: float, threshold: float, seconds: float = 1.0) -> dict[str,
 
 
 class ScriptedMonitor(disturbance.Monitor):
-    """The fake target's monitor: the share fakeguest.py scripted for this call."""
+    """The fake target's monitor: the share guest.py scripted for this call."""
 
     def __init__(self, path: Path, threshold: float) -> None:
         super().__init__(threshold)

@@ -13,12 +13,12 @@ import shlex
 from dataclasses import dataclass
 
 from kbisect.build import kimage
+from kbisect.core import arch as arch_mod
 from kbisect.core.checks import FAIL, OK, WARN, Check
 from kbisect.targets.ssh import kexec
 from kbisect.targets.ssh.config import Machine
 
 MIN_PYTHON = (3, 9)
-UNAME_ARCH = {"x86_64": "x86_64", "aarch64": "arm64", "arm64": "arm64"}
 
 
 def facts_script(m: Machine, majors: list[int]) -> str:
@@ -106,7 +106,7 @@ def python_version(text: str) -> tuple[int, int] | None:
 def rows(m: Machine, facts: dict[str, str], majors: list[int]) -> list[Check]:
     """Every requirement as an OK/FAIL row (WARN: not needed for the kexec switch)."""
     py = python_version(facts.get("python3", ""))
-    arch = UNAME_ARCH.get(facts.get("uname_m", ""), facts.get("uname_m", "?"))
+    arch = arch_mod.from_machine(facts.get("uname_m", "?"))
     sudo = "root" if facts.get("uid") == "0" else "passwordless sudo"
     out = [
         _row(

@@ -1,6 +1,6 @@
 """What one boot on a machine needs besides the machine itself: the harness as one tar
 file and its command line there, a distro kernel's initramfs, what the switched kernel
-must be (release, build id), and the one panic rule of all targets."""
+must be (release, build id)."""
 
 from __future__ import annotations
 
@@ -47,14 +47,6 @@ def harness_command(m: config.Machine, run_dir: str, major: int) -> str:
     d = shlex.quote(run_dir)
     unpack = f"mkdir -p {d}/out && tar -xf {d}.tar -C {d} && mv {d}.json {d}/scenario.json"
     return f"{m.sudo}sh -c {shlex.quote(unpack)} && exec {m.sudo}{shlex.join(args)}"
-
-
-def is_panic(line: str) -> bool:
-    """The console line means the kernel failed (sample.PANIC: one rule for all targets;
-    imported here because kbisect.sample imports the targets package)."""
-    from kbisect.measure.sample import PANIC
-
-    return bool(PANIC.search(line))
 
 
 def initrd(kernel: Kernel) -> Path | None:

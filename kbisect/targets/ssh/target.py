@@ -23,6 +23,7 @@ from kbisect.core.checks import FAIL, Check
 from kbisect.core.exceptions import BootError, CommandTimeout, InfraError, UserError
 from kbisect.scenario import scenario
 from kbisect.targets.base import Job, Kernel, Target, WrongArch
+from kbisect.targets.console import is_panic
 from kbisect.targets.ssh import check, config, kexec
 from kbisect.targets.ssh import job as sshjob
 from kbisect.targets.ssh.restore import Restoring
@@ -156,7 +157,7 @@ class SshTarget(Switching, Restoring, Target):
         )
         self.session.log = job.log
         feed = ConsoleFeed(
-            self.m.console, job.console, job.boot_dir / "machine-console.log", sshjob.is_panic
+            self.m.console, job.console, job.boot_dir / "machine-console.log", is_panic
         )
         with feed:
             image = self._install(job.kernel.image)

@@ -6,7 +6,6 @@ run through proc; nothing here decides what to run.
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import os
 import tempfile
 import threading
@@ -16,7 +15,8 @@ from pathlib import Path
 from typing import IO
 
 from kbisect.core import proc
-from kbisect.core.exceptions import BootError, CommandTimeout, InfraError, UserError
+from kbisect.core.exceptions import BootError, CommandTimeout, InfraError
+from kbisect.core.lock import hold
 from kbisect.targets.ssh import command as ssh
 from kbisect.targets.ssh import qmp
 from kbisect.targets.ssh.config import Machine, state_dir
@@ -189,24 +189,11 @@ class ConsoleFeed:
             )
 
 
-class MachineBusy(UserError):
-    """Another kbisect process drives this machine."""
-
-
 def lock(name: str) -> IO[str]:
     """One kbisect process per machine (another would kexec or reboot it under this one):
     an exclusive lock on $cache/machines/NAME/lock, held while the file stays open."""
-    path = state_dir(name) / "lock"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    handle = path.open("a+")
-    try:
-        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        handle.seek(0)
-        holder = handle.read().strip() or "?"
-        handle.close()
-        raise MachineBusy(f"target {name} is in use by another kbisect (pid {holder})") from None
-    handle.truncate(0)
-    handle.write(f"{os.getpid()}\n")
-    handle.flush()
-    return handle
+    return hold(
+        state_dir(name) / "lock",
+        wait=False,
+        busy=lambda pid: f"target {name} is in use by another kbisect (pid {pid})",
+    )

@@ -12,6 +12,7 @@ from pathlib import Path
 
 from kbisect.core.arch import Arch
 from kbisect.core.exceptions import UserError
+from kbisect.targets import qemu
 
 
 @dataclass(frozen=True)
@@ -89,12 +90,11 @@ def kernel_args(boot: Boot) -> list[str]:
 def disk_args(boot: Boot) -> list[str]:
     """QEMU options through vng's --qemu-opts (vng's own --disk names the disk after its
     path, and virtio-blk keeps only 20 bytes of a serial): one drive and device per disk."""
-    device = "virtio-blk-pci" if boot.arch.name == "x86_64" else "virtio-blk-device"
     opts = []
     for index, disk in enumerate(boot.disks):
-        drive = f"if=none,id=kbdisk{index},file={disk.path},format=raw,cache={disk.cache}"
+        drive = f"file={disk.path},format=raw,cache={disk.cache}"
         drive += f",throttling.iops-total={disk.iops}" if disk.iops else ""
-        opts += ["-drive", drive, "-device", f"{device},drive=kbdisk{index},serial={disk.serial}"]
+        opts += qemu.virtio_disk(boot.arch, f"kbdisk{index}", drive, disk.serial)
     return [f"--qemu-opts={' '.join(opts)}"] if opts else []
 
 

@@ -1,7 +1,8 @@
 """Is KVM *usable*? Decided by booting something under `-accel kvm`, never by /dev/kvm.
 
-Stage 1 boots a 512-byte boot sector (generated here) under TCG (the control: proves
-QEMU works) and under KVM with `-cpu host`, as vng uses it. A KVM failure there is
+Stage 1, on an arch whose PC BIOS runs one (`bootsector_probe` in core/arch/*.toml),
+boots a 512-byte boot sector (generated here) under TCG (the control: proves QEMU
+works) and under KVM with `-cpu host`, as vng uses it. A KVM failure there is
 decisive. A pass is not: on a PVM host the boot sector runs while real kernels hang,
 so stage 2 boots a real kernel (the `image` argument, or the newest kbisect build)
 without a root fs; "VFS: Unable to mount root fs" proves it booted. Until a kernel
@@ -23,6 +24,7 @@ from typing import Any
 from kbisect.core import arch as arch_mod
 from kbisect.core import atomic, clock, paths, proc, progress
 from kbisect.core.exceptions import CommandTimeout, UserError
+from kbisect.targets import qemu
 
 MARKER = "KBISECT-KVM-PROBE-OK"
 EXIT_VALUE = 0x10  # written to isa-debug-exit; QEMU exits (v << 1) | 1
@@ -61,29 +63,24 @@ def boot_sector(marker: str = MARKER) -> bytes:
     return bytes(code).ljust(510, b"\0") + b"\x55\xaa"
 
 
-def cpu_args(accel: str) -> list[str]:
-    # vng runs KVM guests with -cpu host; probe the same CPU model it will get.
-    return ["-cpu", "host" if accel == "kvm" else "max"]
-
-
-def qemu_base(qemu: str, accel: str, memory_mb: int) -> list[str]:
+def qemu_base(a: arch_mod.Arch, accel: str, memory_mb: int) -> list[str]:
     # The serial console on stdout is all the probe reads; -no-reboot turns reboots into exits.
-    headless = ["-display", "none", "-serial", "stdio", "-monitor", "none", "-net", "none"]
-    size = ["-m", str(memory_mb), "-smp", "1"]
-    return [qemu, "-accel", accel, *cpu_args(accel), *size, *headless, "-no-reboot"]
+    headless = [*qemu.serial_console("stdio"), "-monitor", "none", "-net", "none"]
+    size = qemu.memory(memory_mb, 1)
+    return [qemu.binary(a), *qemu.accel(accel), *size, *headless, "-no-reboot"]
 
 
-def bootsector_command(qemu: str, accel: str, image: Path) -> list[str]:
+def bootsector_command(a: arch_mod.Arch, accel: str, image: Path) -> list[str]:
+    # The boot sector is real-mode code that a PC's BIOS runs; isa-debug-exit ends QEMU.
     exit_device = ["-device", "isa-debug-exit,iobase=0xf4,iosize=0x04"]
     drive = ["-drive", f"format=raw,file={image}"]
-    return [*qemu_base(qemu, accel, 32), "-machine", "pc", *exit_device, *drive]
+    return [*qemu_base(a, accel, 32), *qemu.machine(a), *exit_device, *drive]
 
 
 def kernel_command(a: arch_mod.Arch, accel: str, image: Path) -> list[str]:
     # No root fs: the kernel panics at mount time; panic=-1 + -no-reboot make QEMU exit.
-    machine = ["-machine", "pc" if a.name == "x86_64" else "virt"]
     boot = ["-kernel", str(image), "-append", f"console={a.console} panic=-1"]
-    return [*qemu_base(a.qemu, accel, 512), *machine, *boot]
+    return [*qemu_base(a, accel, 512), *qemu.machine(a), *boot]
 
 
 def judge_bootsector(returncode: int | None, output: str) -> str | None:
@@ -170,7 +167,7 @@ def probe(arch: str, image: Path | None = None) -> KvmStatus:
         return _unusable(reason, "foreign-arch", None)
     if not KVM_DEVICE.exists():
         return _unusable("no /dev/kvm", "no-device", None)
-    if a.name == "x86_64" and (stage1 := _probe_bootsector(a)) is not None:
+    if a.bootsector_probe and (stage1 := _probe_bootsector(a)) is not None:
         return stage1
     image = image or newest_image(a)
     if image is None:
@@ -185,11 +182,11 @@ def _probe_bootsector(a: arch_mod.Arch) -> KvmStatus | None:
     img.write_bytes(boot_sector())
     limits = TIMEOUTS["bootsector"]
     progress.step("KVM probe: booting a boot sector under TCG (control) and KVM")
-    cmd = bootsector_command(a.qemu, "tcg", img)
+    cmd = bootsector_command(a, "tcg", img)
     if (control := _attempt(cmd, "bootsector-tcg", limits, judge_bootsector)) is not None:
         why = f"QEMU cannot run a boot sector even under TCG: {control}"
         return _unknown(why, "bootsector", control_ok=False)
-    cmd = bootsector_command(a.qemu, "kvm", img)
+    cmd = bootsector_command(a, "kvm", img)
     if (failed := _attempt(cmd, "bootsector-kvm", limits, judge_bootsector)) is not None:
         return _unusable(f"boot sector failed under KVM: {failed}", "bootsector")
     return None

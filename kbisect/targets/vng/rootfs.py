@@ -13,15 +13,16 @@ GUEST=HOST), since the host's paths do not exist in this root.
 
 from __future__ import annotations
 
-import os
-import shutil
+import functools
 from pathlib import Path
+from typing import Any
 
 from kbisect.core import arch as arch_mod
-from kbisect.core import atomic, clock, paths, proc, progress
-from kbisect.core.exceptions import MissingTool, UserError
+from kbisect.core import clock, paths, proc, progress
+from kbisect.core.exceptions import UserError
+from kbisect.targets import debian
 
-SUITE = "bookworm"
+SUITE = debian.SUITE
 PG_MAJOR = 15  # what SUITE ships; a scenario pinning another major fails in the guest
 GUEST_DIR = Path("/kbisect")
 GUEST_HARNESS = GUEST_DIR / "harness"
@@ -73,16 +74,13 @@ def mmdebstrap_command(
     a: arch_mod.Arch, target: Path, pg_major: int = PG_MAJOR, mirror: str | None = None
 ) -> list[str]:
     """The mmdebstrap command line that unpacks the root into target (pure)."""
-    cmd = [
-        "mmdebstrap",
-        "--mode=root",
-        "--variant=extract",
-        f"--architectures={a.debian_arch}",
-        f"--include={','.join(packages(pg_major))}",
-        SUITE,
-        str(target),
-    ]
-    return [*cmd, mirror] if mirror else cmd
+    return debian.mmdebstrap_command(
+        arch=a.debian_arch,
+        variant="extract",
+        packages=packages(pg_major),
+        output=target,
+        mirror=mirror,
+    )
 
 
 def finish(root: Path) -> None:
@@ -121,33 +119,27 @@ def build(a: arch_mod.Arch, pg_major: int = PG_MAJOR, mirror: str | None = None)
     """Make the root fs (into a scratch dir, renamed when finished) and its manifest."""
     if a.is_native():
         raise UserError(f"{a.name} is this host's arch: its guests use the host's own root")
-    if shutil.which("mmdebstrap") is None:
-        raise MissingTool("mmdebstrap: not installed (run scripts/setup)")
-    if os.geteuid() != 0:
-        raise UserError("kbisect image: run as root (mmdebstrap --mode=root keeps file owners)")
+    debian.require("kbisect image", ["mmdebstrap"], "mmdebstrap --mode=root keeps file owners")
     root = root_for(a)
-    scratch = root.with_name("root.partial")
-    shutil.rmtree(scratch, ignore_errors=True)
-    scratch.parent.mkdir(parents=True, exist_ok=True)
-    log = root.parent / "mmdebstrap.log"
+    unpack = functools.partial(_unpack, a, pg_major, mirror, root.parent / "mmdebstrap.log")
+    debian.build_once(root, root.parent / MANIFEST, unpack)
+    progress.step(f"root fs for {a.name} guests: {root}")
+    return root
+
+
+def _unpack(
+    a: arch_mod.Arch, pg_major: int, mirror: str | None, log: Path, scratch: Path
+) -> dict[str, Any]:
+    """Unpack and finish the root in `scratch`; its manifest."""
     log.write_text(progress.log_header())
     command = mmdebstrap_command(a, scratch, pg_major, mirror)
     progress.step(f"unpacking Debian {SUITE} {a.debian_arch} into {scratch} (log: {log})")
     proc.run(command, log=log, timeout=3600, idle_timeout=900)
     finish(scratch)
-    (root.parent / MANIFEST).unlink(missing_ok=True)
-    shutil.rmtree(root, ignore_errors=True)
-    scratch.rename(root)
-    atomic.fsync_dir(root.parent)
-    atomic.write_json(
-        root.parent / MANIFEST,
-        {
-            "arch": a.name,
-            "suite": SUITE,
-            "packages": packages(pg_major),
-            "command": command,
-            "created": clock.utc_now(),
-        },
-    )
-    progress.step(f"root fs for {a.name} guests: {root}")
-    return root
+    return {
+        "arch": a.name,
+        "suite": SUITE,
+        "packages": packages(pg_major),
+        "command": command,
+        "created": clock.utc_now(),
+    }

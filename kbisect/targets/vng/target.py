@@ -13,10 +13,9 @@ from typing import Any
 
 from kbisect.core import paths, proc
 from kbisect.core.arch import Arch
-from kbisect.scenario import storage
 from kbisect.scenario.scenario import Scenario
 from kbisect.targets.base import Job, Target
-from kbisect.targets.vng import command, kvm, rootfs
+from kbisect.targets.vng import command, disks, kvm, rootfs
 
 
 def guest_argv(harness: Path, scenario_file: Path, out: Path, templates: Path) -> list[str]:
@@ -59,7 +58,7 @@ def boot_spec(job: Job, arch: Arch, accel: str, root: Path | None) -> command.Bo
         shares=shares,
         exec_argv=argv,
         root=root,
-        disks=storage.vng_disks(job.scen.data, job.boot_dir),
+        disks=disks.vng_disks(job.scen.data, job.boot_dir),
     )
 
 
@@ -89,11 +88,13 @@ class VngTarget(Target):
 
     def preflight(self, scen: Scenario | None = None) -> None:
         _ = self.root
+        if scen is not None:
+            disks.check_host(scen.data)
 
     def boot(self, job: Job) -> None:
         spec = boot_spec(job, self.arch, self.accel, self.root)
         binary = command.binary()
-        with storage.attached(spec.disks):  # a file-backed disk lives for this boot
+        with disks.attached(spec.disks):  # a file-backed disk lives for this boot
             proc.run(
                 command.command(spec, binary),
                 env=command.env(binary),

@@ -1,0 +1,105 @@
+"""A bisect run's summary.json as a mailing-list text (`kbisect report RUN_DIR --format
+text`), with the 72-column helpers of kbisect/report/text.py."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from kbisect.measure import results, schema
+from kbisect.report.text import change, command, fingerprint_lines, fit, machine, numbers, para
+
+
+def _bisect_samples(run_dir: Path, commit: str | None) -> list[dict[str, Any]]:
+    """A bisected revision's samples from the bisect store, when the run still has it: the
+    store it recorded, else a `store/` beside it (an example copied with its samples)."""
+    state = run_dir / "state.json"
+    if commit is None or not state.is_file():
+        return []
+    store = Path(json.loads(state.read_text()).get("store") or "/nonexistent")
+    if not store.is_dir():
+        store = run_dir / "store"
+    try:
+        return results.load_samples(store / commit) if (store / commit).is_dir() else []
+    except schema.InvalidResult:
+        return []
+
+
+def bisect_text(run_dir: Path, s: Mapping[str, Any]) -> str:
+    """A bisect run's summary.json as a mailing-list text."""
+    o, rc = s["options"], s.get("recheck") or {}
+    fb = s.get("first_bad")
+    found = (
+        f'commit {fb["commit"][:12]} ("{fb["subject"]}")'
+        if fb
+        else f"one of {len(s.get('candidates') or [])} commits (skipped revisions hide which)"
+    )
+    lines = para(
+        f"kbisect bisected a change in pgbench tps ({o['scenario']}) between "
+        f"{o['good']} (good) and {o['bad']} (bad) to {found}."
+    )
+    if "ratio" in rc:
+        word = "confirmed" if rc.get("confirmed") else "NOT confirmed: treat it as suspect"
+        # the git method's kind is the compare verdict; the posterior's says it already
+        kind = "" if rc["kind"] in ("confirmed", "refuted", "unclear") else f"{rc['kind']}, "
+        level = float(rc.get("level") or 0.95)  # the posterior's re-check sets its own
+        lines += [
+            "",
+            *para(
+                f"re-check, culprit vs its parent with fresh boots: {rc['ratio']:.3f}x "
+                f"({change(rc['ratio'])}), {level * 100:.3g}% CI "
+                f"[{rc['low']:.3f}, {rc['high']:.3f}], "
+                f"{len(rc['culprit_tps'])} + {len(rc['parent_tps'])} boots: {kind}{word}.",
+                "  ",
+            ),
+        ]
+    elif rc:
+        lines += ["", *para(f"re-check failed: {rc.get('error')}; not confirmed.", "  ")]
+    lines += ["", "commit:"]
+    lines += (
+        [*para(f"{fb['commit']} {fb['subject']}", "  ")]
+        if fb
+        else [
+            x
+            for c in s.get("candidates") or []
+            for x in para(f"{c['commit']} {c['subject']}", "  ")
+        ]
+    )
+    lines += ["", "reproduce:", *command(s["command"]), ""]
+    culprit, parent = (
+        _bisect_samples(run_dir, rc.get("culprit")),
+        _bisect_samples(run_dir, rc.get("parent")),
+    )
+    fps = {
+        "parent": [x.get("fingerprint") or {} for x in parent],
+        "culprit": [x.get("fingerprint") or {} for x in culprit],
+    }
+    lines += ["fingerprint differences (parent, culprit):"]
+    lines += (
+        fingerprint_lines(fps, ("parent", "culprit"))
+        if culprit or parent
+        else ["  (the bisect store with the samples is not with this report)"]
+    )
+    lines += ["", "machine:", *machine(culprit + parent), ""]
+    how = (
+        f"posterior method, P(first bad commit) {s['answer']['probability']:.4f} after the re-check"
+        if s.get("method") == "posterior"
+        else f"threshold {s['threshold']:.1f} tps ({s.get('threshold_source')})"
+    )
+    lines += [f"{how}; append {o['append']!r}; arch {o['arch']}", "", "revisions tested:"]
+    for i, r in enumerate(s.get("revisions") or []):
+        mean = f"{r['mean']:.1f}" if r.get("mean") is not None else "-"
+        lines.append(f"  {i:>2} {r['commit'][:12]} {r['verdict']:<5} n={r['n']:<2} {mean:>8} tps")
+    if rc.get("parent_tps"):
+        lines += [
+            "",
+            "re-check tps per boot:",
+            *para(f"parent: {numbers(rc['parent_tps'])}", "  "),
+            *para(f"culprit: {numbers(rc['culprit_tps'])}", "  "),
+        ]
+    warned = [*rc.get("warnings", []), *((s.get("drift") or {}).get("warning") or "",)]
+    if warned := [w for w in warned if w]:
+        lines += ["", "warnings:", *[x for w in warned for x in para(f"- {w}", "  ", "  ")]]
+    return fit(lines)

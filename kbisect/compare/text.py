@@ -1,0 +1,90 @@
+"""A compare run as a mailing-list text (`kbisect report RUN_DIR --format text`), with the
+72-column helpers of kbisect/report/text.py: the finding first, then the kernels, the
+command that reproduces it, the fingerprint differences, the machine, the scenario and
+the tps of every boot."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from kbisect.compare.report import METHODS, SIDES, Run
+from kbisect.report.text import (
+    change,
+    command,
+    fingerprint_lines,
+    fit,
+    machine,
+    numbers,
+    para,
+    warning_lines,
+)
+from kbisect.stats import means
+
+
+def _scenario(settings: Mapping[str, Any], name: str, digest: str) -> list[str]:
+    b = settings.get("pgbench") or {}
+    pg = (settings.get("postgres") or {}).get("settings") or {}
+    if not b:
+        return para(f"{name} (sha256 {digest[:12]})", "  ")
+    return para(
+        f"{name} (sha256 {digest[:12]}): pgbench {b.get('builtin') or 'script'}, "
+        f"-M {b.get('protocol')}, {b.get('clients')} clients, {b.get('threads')} threads, "
+        f"scale {b.get('scale')}, {b.get('runs')} x {b.get('duration_s')} s after "
+        f"{b.get('warmup_runs')} warm-up; shared_buffers {pg.get('shared_buffers')}, "
+        f"huge_pages {pg.get('huge_pages')}",
+        "  ",
+    )
+
+
+def _kernel(info: Mapping[str, Any]) -> str:
+    k = info.get("kernel") or {}
+    head = k.get("describe") or (k.get("commit") or "")[:12] or Path(str(k.get("image"))).name
+    subject = f' ("{k["subject"]}")' if k.get("subject") else ""
+    return f"{head}{subject}"
+
+
+def render(run: Run) -> str:
+    """The whole text, at most 72 columns a line."""
+    v, s = run.verdict, run.summary
+    r, scen = v.ratio, s["scenario"]
+    what = {"regression": "a regression", "improvement": "an improvement"}.get(v.kind)
+    head = (
+        f"kbisect noticed {what} of {change(r.ratio)} in pgbench tps ({scen['name']}): "
+        f"B ({run.name('B')}) against A ({run.name('A')})."
+        if what
+        else f"kbisect found no significant change in pgbench tps ({scen['name']}) between "
+        f"A ({run.name('A')}) and B ({run.name('B')})."
+    )
+    failed = {x: len(run.side(x)) - n for x, n in zip(SIDES, (v.a.n, v.b.n), strict=True)}
+    lines = [
+        *para(head),
+        "",
+        f"  B/A {r.ratio:.3f}x ({change(r.ratio)}), {r.confidence * 100:g}% CI "
+        f"[{r.low:.3f}, {r.high:.3f}]",
+        f"  A: {v.a.mean:.1f} tps, CV {v.a.cv * 100:.1f}%, {v.a.n} boots ({failed['A']} failed)",
+        f"  B: {v.b.mean:.1f} tps, CV {v.b.cv * 100:.1f}%, {v.b.n} boots ({failed['B']} failed)",
+        *para(
+            f"changes under {run.min_effect * 100:g}% are not called; the interval is "
+            f"{means.METHOD} ({METHODS[means.METHOD]}).",
+            "  ",
+        ),
+        "",
+        "kernels:",
+    ]
+    for side in SIDES:
+        info = s["sides"][side]
+        extra = f", append {info['append']!r}" if info.get("append") else ""
+        lines += para(f"{side}: {_kernel(info)}{extra}", "  ")
+    lines += ["", "reproduce:", *command(s.get("command") or "(not recorded)"), ""]
+    fps = {x: [b.get("fingerprint") or {} for b in run.side(x)] for x in SIDES}
+    lines += ["fingerprint differences (A, B):", *fingerprint_lines(fps, ("A", "B")), ""]
+    lines += ["machine:", *machine(run.samples), ""]
+    settings: Mapping[str, Any] = next((x["scenario"]["settings"] for x in run.samples), {})
+    lines += ["scenario:", *_scenario(settings, scen["name"], scen.get("hash") or ""), ""]
+    lines += ["tps per boot, in boot order (failed boots left out):"]
+    for side in SIDES:
+        tps = [float(b["tps"]) for b in run.side(side) if b.get("status") == "ok"]
+        lines += para(f"{side}: {numbers(tps)}", "  ")
+    return fit([*lines, *warning_lines(v.warnings)])

@@ -1,0 +1,70 @@
+"""Debian root trees made once with mmdebstrap into the cache: the one command builder and
+the one build-once routine behind `kbisect image` (vng/rootfs.py: a foreign-arch guest's
+root) and `kbisect emu image` (emu/image.py: the emulated machine's disk).
+
+A build goes into `<final>.partial` beside its final directory and is renamed when
+finished; its manifest (JSON) is written last, so a tree without one is unfinished.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+from kbisect.core import atomic
+from kbisect.core.exceptions import MissingTool, UserError
+
+SUITE = "bookworm"  # Debian 12, for both images
+
+
+def mmdebstrap_command(
+    *,
+    arch: str,
+    variant: str,
+    packages: Sequence[str],
+    output: Path,
+    hooks: Iterable[tuple[str, str]] = (),
+    suite: str = SUITE,
+    mirror: str | None = None,
+) -> list[str]:
+    """mmdebstrap making a root tree of `arch` (dpkg's name) in `output` (pure). `hooks`:
+    (phase, shell command) pairs, e.g. ("customize", 'sh hook.sh "$1"'), in order."""
+    cmd = [
+        "mmdebstrap",
+        "--mode=root",
+        f"--variant={variant}",
+        f"--architectures={arch}",
+        f"--include={','.join(packages)}",
+        *(f"--{phase}-hook={command}" for phase, command in hooks),
+        suite,
+        str(output),
+    ]
+    return [*cmd, mirror] if mirror else cmd
+
+
+def require(command: str, tools: Iterable[str], why_root: str) -> None:
+    """Before a build: the programs it runs are installed and this is root (UserError)."""
+    for tool in tools:
+        if shutil.which(tool) is None:
+            raise MissingTool(f"{tool}: not installed (run scripts/setup)")
+    if os.geteuid() != 0:
+        raise UserError(f"{command}: run as root ({why_root})")
+
+
+def build_once(final: Path, manifest: Path, make: Callable[[Path], dict[str, Any]]) -> Path:
+    """`make(partial)` fills the scratch directory `<final>.partial` (it may create it)
+    and returns the manifest; the scratch then replaces `final`, and the manifest is
+    written to `manifest` last."""
+    partial = final.with_name(f"{final.name}.partial")
+    shutil.rmtree(partial, ignore_errors=True)
+    partial.parent.mkdir(parents=True, exist_ok=True)
+    data = make(partial)
+    manifest.unlink(missing_ok=True)
+    shutil.rmtree(final, ignore_errors=True)
+    partial.rename(final)
+    atomic.fsync_dir(final.parent)
+    atomic.write_json(manifest, data)
+    return final

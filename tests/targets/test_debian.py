@@ -1,0 +1,147 @@
+"""targets/debian.py, the one root-fs builder: the mmdebstrap command, the build-once
+routine, and the files both `kbisect image` and `kbisect emu image` leave in the cache
+(mmdebstrap, mkfs.ext4 and ssh-keygen stood in for)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kbisect.core import arch, proc
+from kbisect.core.exceptions import MissingTool, UserError
+from kbisect.targets import debian
+from kbisect.targets.emu import image, where
+from kbisect.targets.vng import rootfs
+from tests.targets.test_rootfs import fake_root
+
+
+def test_the_command_puts_hooks_before_the_suite_and_the_mirror_last() -> None:
+    cmd = debian.mmdebstrap_command(
+        arch="arm64",
+        variant="apt",
+        packages=["a", "b"],
+        output=Path("/t"),
+        hooks=[("essential", "echo 1"), ("customize", "echo 2")],
+        mirror="http://m/debian",
+    )
+    assert cmd == [
+        "mmdebstrap",
+        "--mode=root",
+        "--variant=apt",
+        "--architectures=arm64",
+        "--include=a,b",
+        "--essential-hook=echo 1",
+        "--customize-hook=echo 2",
+        "bookworm",
+        "/t",
+        "http://m/debian",
+    ]
+
+
+def test_build_once_replaces_the_tree_and_writes_the_manifest_last(tmp_path: Path) -> None:
+    final, manifest = tmp_path / "img" / "root", tmp_path / "img" / "image.json"
+
+    def make(partial: Path) -> dict[str, Any]:
+        assert partial == tmp_path / "img" / "root.partial" and partial.parent.is_dir()
+        partial.mkdir()
+        (partial / "new").write_text("")
+        return {"n": 1}
+
+    assert debian.build_once(final, manifest, make) == final
+    assert [p.name for p in final.iterdir()] == ["new"]
+    assert json.loads(manifest.read_text()) == {"n": 1}
+    assert not final.with_name("root.partial").exists()
+
+    def fail(partial: Path) -> dict[str, Any]:
+        partial.mkdir()
+        raise RuntimeError("mmdebstrap failed")
+
+    with pytest.raises(RuntimeError):
+        debian.build_once(final, manifest, fail)
+    assert (final / "new").exists() and manifest.exists()  # the finished one is kept
+
+
+def test_require_names_a_missing_program_then_root(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(shutil, "which", lambda name: None if name == "mkfs.ext4" else name)
+    with pytest.raises(MissingTool, match=r"^mkfs\.ext4: not installed \(run scripts/setup\)$"):
+        debian.require("kbisect emu image", ["mmdebstrap", "mkfs.ext4"], "why")
+    monkeypatch.setattr(os, "geteuid", lambda: 1000)
+    with pytest.raises(UserError, match=r"^kbisect emu image: run as root \(why\)$"):
+        debian.require("kbisect emu image", ["mmdebstrap"], "why")
+
+
+# -- both builds, with the programs stood in for ---------------------------------------
+
+
+@pytest.fixture
+def as_root(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> list[list[str]]:
+    """Root, every program installed; proc.run records the commands and makes what they
+    would."""
+    monkeypatch.setenv("KBISECT_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setattr(arch, "host_arch", lambda: "x86_64")
+    monkeypatch.setattr(os, "geteuid", lambda: 0)
+    monkeypatch.setattr(shutil, "which", lambda name: f"/usr/bin/{name}")
+    calls: list[list[str]] = []
+
+    def run(cmd: Sequence[str], **kw: Any) -> None:
+        calls.append([str(c) for c in cmd])
+        if cmd[0] == "mmdebstrap" and "--variant=extract" in cmd:
+            fake_root(Path(cmd[-1]))
+        elif cmd[0] == "mmdebstrap":
+            boot = Path(cmd[-1]) / "boot"
+            boot.mkdir(parents=True)
+            (boot / "vmlinuz-6.1.0-9-amd64").write_text("k")
+            (boot / "initrd.img-6.1.0-9-amd64").write_text("i")
+        elif cmd[0] == "mkfs.ext4":
+            Path(cmd[-2]).write_text("disk")
+        elif cmd[0] == "ssh-keygen":
+            Path(cmd[-1]).write_text("key")
+            Path(f"{cmd[-1]}.pub").write_text("ssh-ed25519 AAAA kbisect-emu")
+
+    monkeypatch.setattr(proc, "run", run)
+    return calls
+
+
+def test_kbisect_image_leaves_the_root_its_log_and_manifest(as_root: list[list[str]]) -> None:
+    a = arch.get("arm64")
+    root = rootfs.build(a)
+    assert root == rootfs.root_for(a)
+    assert sorted(p.name for p in root.parent.iterdir()) == [
+        "image.json",
+        "mmdebstrap.log",
+        "root",
+    ]
+    assert (root / "etc/hostname").read_text() == "kbisect\n"  # finish() ran
+    manifest = json.loads((root.parent / rootfs.MANIFEST).read_text())
+    assert sorted(manifest) == ["arch", "command", "created", "packages", "suite"]
+    assert manifest["command"] == rootfs.mmdebstrap_command(a, root.with_name("root.partial"))
+    assert [c[0] for c in as_root] == ["mmdebstrap"]
+
+
+def test_kbisect_emu_image_leaves_the_disk_kernel_initrd_and_manifest(
+    as_root: list[list[str]],
+) -> None:
+    final = image.build()
+    assert final == where.image_dir()
+    assert sorted(p.name for p in final.iterdir()) == [
+        "build.log",
+        "customize.sh",
+        "disk.img",
+        "image.json",
+        "initrd.img",
+        "vmlinuz",
+    ]
+    manifest = image.manifest()
+    assert manifest is not None
+    assert (manifest["kernel"], manifest["release"]) == ("vmlinuz-6.1.0-9-amd64", "6.1.0-9-amd64")
+    assert manifest["packages"] == [*image.PACKAGES[:6], "linux-image-amd64", *image.PACKAGES[7:]]
+    assert [c[0] for c in as_root] == ["ssh-keygen", "mmdebstrap", "mkfs.ext4"]
+    assert image.build() == final and len(as_root) == 3  # made once: kept
+    image.build(force=True)
+    assert [c[0] for c in as_root[3:]] == ["mmdebstrap", "mkfs.ext4"]  # the key is kept
