@@ -14,13 +14,16 @@ from typing import Any
 
 from kbisect.bisect import samples
 from kbisect.bisect.git import step
+from kbisect.bisect.git.log import Outcome
 from kbisect.bisect.git.run import SLOT
-from kbisect.bisect.state import Options, Outcome
+from kbisect.bisect.state import Options
 from kbisect.core import progress
 from kbisect.core.exceptions import BenchmarkError, BootError, UserError
 from kbisect.source import git, worktree
-from kbisect.stats import means
+from kbisect.stats import looks, means
 from kbisect.targets.base import Kernel
+
+ENDPOINT_ALPHA = 0.05  # stats.verdict's, as `kbisect compare` uses it
 
 
 class BadEndpoints(UserError):
@@ -36,6 +39,13 @@ def revision(
     return samples.Revision(commit, Kernel(built.image, built.manifest), out)
 
 
+def endpoint_confidence(runs_min: int, runs_max: int) -> float:
+    """The level of stats.verdict's interval at each look of the endpoint check. Looking
+    again after every extra pair inflates the false-alarm rate, so compare's two-sided 5%
+    is split over the possible looks (looks.py: the verdict is a two-sided claim)."""
+    return looks.level(ENDPOINT_ALPHA, runs_min, runs_max, one_sided=False)
+
+
 def measure_endpoints(
     ctx: samples.Context, top: Path, store: Path, opts: Options, good: str, bad: str
 ) -> means.Verdict:
@@ -45,9 +55,7 @@ def measure_endpoints(
     g = revision(ctx, top, good, opts, samples.commit_dir(store, good))
     b = revision(ctx, top, bad, opts, samples.commit_dir(store, bad))
     n = opts.runs_min
-    # Looking again after every extra pair inflates the false-alarm rate: split the 5%
-    # over the possible looks (Bonferroni), as sequential.py does for bisect steps.
-    confidence = 1 - 0.05 / (opts.runs_max - opts.runs_min + 1)
+    confidence = endpoint_confidence(opts.runs_min, opts.runs_max)
     while True:
         tg, tb = samples.interleaved(ctx, g, b, n)
         v = means.verdict(

@@ -27,9 +27,11 @@ from pathlib import Path
 from typing import Any
 
 from kbisect.bisect import check, postreport, report, samples, state
-from kbisect.bisect.git import run
+from kbisect.bisect.git import log
+from kbisect.bisect.git import run as gitrun
+from kbisect.bisect.git.log import Outcome
 from kbisect.bisect.posterior import search
-from kbisect.bisect.state import METHODS, Options, Outcome
+from kbisect.bisect.state import METHODS, Options, Run
 from kbisect.core import lock, progress, stale
 from kbisect.core.exceptions import EXIT_NEGATIVE, EXIT_OK, UserError
 from kbisect.measure import results
@@ -69,7 +71,7 @@ def validate(opts: Options) -> tuple[Path, str, str]:
 def _exclusive(top: Path) -> Iterator[None]:
     """One driver per repository: they would share the scratch worktree. Nor may one
     start while a process of an earlier one (a step, git, QEMU) still works in it."""
-    wt = worktree.path_for(top, run.SLOT)
+    wt = worktree.path_for(top, gitrun.SLOT)
     with lock.hold(
         wt.with_suffix(".driver.lock"),
         wait=False,
@@ -83,86 +85,80 @@ def _exclusive(top: Path) -> Iterator[None]:
         yield
 
 
-def drive(opts: Options, run_dir: Path | None = None, data: dict[str, Any] | None = None) -> int:
-    """Run (or, with run_dir and data, resume) a bisection; its exit code."""
-    checked = opts if data is None else replace(opts, good=data["good"], bad=data["bad"])
+def drive(opts: Options, run_dir: Path | None = None, run: Run | None = None) -> int:
+    """Run (or, with run_dir and its state, resume) a bisection; its exit code."""
+    checked = opts if run is None else replace(opts, good=run.good, bad=run.bad)
     top, good, bad = validate(checked)
     with registry.get(opts.target, opts.arch) as target, _exclusive(top):
         scen = scenario.load(opts.scenario).with_overrides(list(opts.sets))
         target.preflight(scen)
         ctx = samples.Context(scen, opts.append, target, opts.policy())
         target.warn_if_busy()
-        if run_dir is None or data is None:
+        if run_dir is None or run is None:
             store = samples.store_for(None, top, ctx, opts.configs, opts.base_config)
             run_dir = results.new_run_dir("bisect", ctx.scen.name)
             ident = {"name": ctx.scen.name, "hash": ctx.scen.hash}
-            data = state.new(opts, ident, top, good, bad, store)
-            state.save(run_dir, data)
+            run = Run(opts, ident, top, good, bad, store)
+            state.save(run_dir, run)
         progress.step(f"bisect run dir: {run_dir}")
         try:
-            return _phases(ctx, top, run_dir, data, opts)
+            return _phases(ctx, top, run_dir, run)
         except KeyboardInterrupt:
             progress.step(f"interrupted; continue with: kbisect bisect --resume {run_dir}")
             raise
 
 
-def _endpoints(
-    ctx: samples.Context, top: Path, run_dir: Path, data: dict[str, Any], opts: Options
-) -> None:
-    store = Path(data["store"])
-    v = check.measure_endpoints(ctx, top, store, opts, data["good"], data["bad"])
-    data["endpoints"] = v.as_dict()
+def _endpoints(ctx: samples.Context, top: Path, run_dir: Path, run: Run) -> None:
+    v = check.measure_endpoints(ctx, top, run.store, run.options, run.good, run.bad)
+    run.endpoints = v.as_dict()
     try:
         check.check_endpoints(v)
-        data["threshold"], data["threshold_source"] = check.pick_threshold(
-            opts.threshold, v.a.mean, v.b.mean
+        run.threshold, run.threshold_source = check.pick_threshold(
+            run.options.threshold, v.a.mean, v.b.mean
         )
     except check.BadEndpoints as exc:
-        state.save(run_dir, {**data, "phase": "done", "refused": str(exc)})
+        state.save(run_dir, replace(run, phase="done", refused=str(exc)))
         raise
-    progress.step(f"threshold {data['threshold']:.1f} tps ({data['threshold_source']})")
+    progress.step(f"threshold {run.threshold:.1f} tps ({run.threshold_source})")
 
 
-def _phases(
-    ctx: samples.Context, top: Path, run_dir: Path, data: dict[str, Any], opts: Options
-) -> int:
-    if data["phase"] == "endpoints":
-        _endpoints(ctx, top, run_dir, data, opts)
-        data["phase"] = "bisecting"
-        state.save(run_dir, data)
-    if opts.method == "posterior":
-        return _posterior(ctx, top, run_dir, data, opts)
-    if data["phase"] == "bisecting":
-        run.run(top, run_dir, data, opts)
-        data["phase"] = "recheck"
-        state.save(run_dir, data)
-    outcome = state.parse_log(data["bisect_log"])
-    if data["phase"] == "recheck":
-        data["recheck"] = check.recheck(ctx, top, run_dir, opts, outcome)
-        data["phase"] = "done"
-    data["exit"] = EXIT_OK if data["recheck"]["confirmed"] else EXIT_NEGATIVE
-    state.save(run_dir, data)
-    summary = report.summary(top, data, outcome, opts.argv())
-    _print_answer(top, outcome, data["recheck"], report.write(run_dir, summary))
-    return int(data["exit"])
+def _phases(ctx: samples.Context, top: Path, run_dir: Path, run: Run) -> int:
+    if run.phase == "endpoints":
+        _endpoints(ctx, top, run_dir, run)
+        run.phase = "bisecting"
+        state.save(run_dir, run)
+    if run.options.method == "posterior":
+        return _posterior(ctx, top, run_dir, run)
+    if run.phase == "bisecting":
+        gitrun.bisect(top, run_dir, run)
+        run.phase = "recheck"
+        state.save(run_dir, run)
+    outcome = log.parse(run.bisect_log)
+    if run.phase == "recheck":
+        run.recheck = check.recheck(ctx, top, run_dir, run.options, outcome)
+        run.phase = "done"
+    assert run.recheck is not None
+    run.exit = EXIT_OK if run.recheck["confirmed"] else EXIT_NEGATIVE
+    state.save(run_dir, run)
+    summary = report.summary(top, run, outcome, run.options.argv())
+    _print_answer(top, outcome, run.recheck, report.write(run_dir, summary))
+    return run.exit
 
 
-def _posterior(
-    ctx: samples.Context, top: Path, run_dir: Path, data: dict[str, Any], opts: Options
-) -> int:
-    if data["phase"] == "bisecting":
-        found = search.Search(ctx, top, run_dir, data, opts)
-        answer = found.run()
-        data["answer"] = answer.as_dict()
-        data["git_bisect_log"] = postreport.replay_log(top, found.post, answer, data)
-        data["phase"] = "done"
-        state.save(run_dir, data)
-    summary = postreport.summary(top, run_dir, data, opts.argv())
-    data["exit"] = EXIT_OK if summary["confirmed"] else EXIT_NEGATIVE
-    state.save(run_dir, data)
-    written = report.write(run_dir, {**summary, "exit": data["exit"]})
+def _posterior(ctx: samples.Context, top: Path, run_dir: Path, run: Run) -> int:
+    if run.phase == "bisecting":
+        found = search.Search(ctx, top, run_dir, run)
+        answer = found.find()
+        run.answer = answer.as_dict()
+        run.git_bisect_log = postreport.replay_log(top, found.post, answer, run)
+        run.phase = "done"
+        state.save(run_dir, run)
+    summary = postreport.summary(top, run_dir, run, run.options.argv())
+    run.exit = EXIT_OK if summary["confirmed"] else EXIT_NEGATIVE
+    state.save(run_dir, run)
+    written = report.write(run_dir, {**summary, "exit": run.exit})
     postreport.print_answer(summary, written)
-    return int(data["exit"])
+    return run.exit
 
 
 def _print_answer(top: Path, outcome: Outcome, rc: dict[str, Any], written: Path) -> None:

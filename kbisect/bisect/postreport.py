@@ -19,27 +19,24 @@ from kbisect.bisect import recheck, wallclock
 from kbisect.bisect.posterior import graph as graph_mod
 from kbisect.bisect.posterior import replay
 from kbisect.bisect.posterior.posterior import Answer, Posterior
+from kbisect.bisect.state import Run
 from kbisect.core import clock, progress
 from kbisect.report import disturbed
 from kbisect.source import git
 from kbisect.stats import drift
 
 
-def replay_log(top: Path, post: Posterior, answer: Answer, data: dict[str, Any]) -> str:
+def replay_log(top: Path, post: Posterior, answer: Answer, run: Run) -> str:
     """The log `git bisect replay` turns into the same answer (replay.py)."""
-    order = [c for c in data["visited"]] + list(data["failed"])
+    order = [*run.visited, *run.failed]
     return replay.log(
         post,
         answer,
-        post_confidence(data),
+        run.options.confidence,
         lambda c: git.subject(top, c),
         lambda c: git.git(top, "rev-parse", f"{c}^@").split(),
         list(dict.fromkeys(order)),
     )
-
-
-def post_confidence(data: dict[str, Any]) -> float:
-    return float(data["options"]["confidence"])
 
 
 def _trail(post: Posterior, rows: list[dict[str, Any]], names: list[str]) -> list[dict[str, Any]]:
@@ -73,11 +70,11 @@ def _verdict(post: Posterior, commit: str, confidence: float) -> str:
     return "bad" if p >= confidence else "good" if p <= 1 - confidence else "unclear"
 
 
-def _revisions(top: Path, post: Posterior, data: dict[str, Any]) -> list[dict[str, Any]]:
-    conf = post_confidence(data)
+def _revisions(top: Path, post: Posterior, run: Run) -> list[dict[str, Any]]:
+    conf = run.options.confidence
     rows = []
-    for commit in dict.fromkeys([*data["visited"], *data["failed"]]):
-        own = [r for r in data.get("samples", []) if r["commit"] == commit]
+    for commit in dict.fromkeys([*run.visited, *run.failed]):
+        own = [r for r in run.samples if r["commit"] == commit]
         tps = [float(r["tps"]) for r in own if r["tps"] is not None]
         p_bad = post.p_bad(commit) if commit in post.graph.index else 0.0
         rows.append(
@@ -90,18 +87,18 @@ def _revisions(top: Path, post: Posterior, data: dict[str, Any]) -> list[dict[st
                 "failures": [str(r["error"]) for r in own if r["tps"] is None],
                 "n": len(tps),
                 "mean": sum(tps) / len(tps) if tps else None,
-                "reason": data["failed"].get(commit, ""),
-                "role": "endpoint" if commit in (data["good"], data["bad"]) else "step",
+                "reason": run.failed.get(commit, ""),
+                "role": "endpoint" if commit in (run.good, run.bad) else "step",
             }
         )
     return rows
 
 
-def _final_recheck(answer: Answer, post: Posterior, data: dict[str, Any]) -> dict[str, Any]:
+def _final_recheck(answer: Answer, post: Posterior, run: Run) -> dict[str, Any]:
     if answer.kind == "undecided":
         return {"confirmed": False, "error": "no answer held the confidence: nothing re-checked"}
     culprit = recheck.pair(post, answer)[1]
-    rc = data["rechecks"].get(culprit)
+    rc = run.rechecks.get(culprit)
     if rc is None:
         return {"confirmed": False, "error": "the budget ended before the re-check"}
     return {**rc, "culprit": culprit, "method": "delta method on the log, Welch df", "warnings": []}
@@ -118,25 +115,27 @@ def _loaded(post: Posterior, rows: list[dict[str, Any]]) -> str | None:
     if not under:
         return None
     mean = math.fsum(under) / len(under)
-    return (f"load: {len(under)} samples ran while other work took {mean:.0%} of the CPUs "
-            f"on average (flagged under Disturbed samples); the posterior fitted their "
-            f"slowdown from the measured load (tps x{math.exp(beta * mean):.2f} at that "
-            f"load) and kept them as evidence")  # fmt: skip
+    return (
+        f"load: {len(under)} samples ran while other work took {mean:.0%} of the CPUs "
+        f"on average (flagged under Disturbed samples); the posterior fitted their "
+        f"slowdown from the measured load (tps x{math.exp(beta * mean):.2f} at that "
+        f"load) and kept them as evidence"
+    )
 
 
-def summary(top: Path, run_dir: Path, data: dict[str, Any], argv: list[str]) -> dict[str, Any]:
+def summary(top: Path, run_dir: Path, run: Run, argv: list[str]) -> dict[str, Any]:
     """Everything the report shows, as JSON that schema/summary.json accepts."""
-    g = graph_mod.read(top, [data["good"]], data["bad"])
-    post = Posterior.from_dict(g, data["posterior"])
-    conf = post_confidence(data)
+    g = graph_mod.read(top, [run.good], run.bad)
+    post = Posterior.from_dict(g, run.posterior)
+    conf = run.options.confidence
     answer = post.answer(conf)
     candidates = [
         {"commit": c, "subject": git.subject(top, c), "p": p} for c, p in answer.candidates
     ]
-    rc = _final_recheck(answer, post, data)
+    rc = _final_recheck(answer, post, run)
     confirmed = bool(rc.get("confirmed"))
-    opts = data["options"]
-    rows = [r for r in data.get("samples", [])]
+    opts = run.options.as_dict()
+    rows = list(run.samples)
     timed = [drift.Timed(r["commit"], r["t"], float(r["tps"])) for r in rows if r["tps"]]
     moved = wallclock.check(timed, "posterior", opts["references"])
     names = [c for c, _ in answer.candidates[:3]]
@@ -146,45 +145,47 @@ def summary(top: Path, run_dir: Path, data: dict[str, Any], argv: list[str]) -> 
         "method": "posterior",
         "created": clock.utc_now(),
         "command": progress.reproduce_line(argv),
-        "scenario": data["scenario"],
+        "scenario": run.scenario,
         "sides": {},
-        "stats": {"endpoints": data.get("endpoints"), "levels": post.summary(conf)["levels"]},
+        "stats": {"endpoints": run.endpoints, "levels": post.summary(conf)["levels"]},
         "verdict": {
             "kind": _kind(answer, rc),
             "result": _result(answer, candidates),
             "warnings": [w for w in [moved["warning"], _loaded(post, rows)] if w],
         },
-        "tree": data["tree"],
-        "good": data["good"],
-        "bad": data["bad"],
+        "tree": str(run.tree),
+        "good": run.good,
+        "bad": run.bad,
         "options": opts,
-        "threshold": data.get("threshold"),
-        "threshold_source": data.get("threshold_source"),
+        "threshold": run.threshold,
+        "threshold_source": run.threshold_source,
         "answer": {**answer.as_dict(), "candidates": candidates},
         "first_bad": candidates[0] if answer.kind == "culprit" else None,
         "candidates": candidates,
-        "first_stop": data.get("first_stop"),
+        "first_stop": run.first_stop,
         "recheck": rc,
-        "rechecks": data["rechecks"],
+        "rechecks": run.rechecks,
         "confirmed": confirmed,
-        "revisions": _revisions(top, post, data),
+        "revisions": _revisions(top, post, run),
         "samples": rows,
         "trail": _trail(post, rows, names),
         "trail_names": names,
         "drift": moved,
         "boots": sum(1 for r in rows if r["role"] != "endpoint"),
-        "bisect_log": data.get("git_bisect_log", ""),
-        "disturbed": _disturbed(run_dir, data),
-        "exit": data.get("exit"),
+        "bisect_log": run.git_bisect_log or "",
+        "disturbed": _disturbed(run_dir, run),
+        "exit": run.exit,
     }
 
 
-def _disturbed(run_dir: Path, data: dict[str, Any]) -> list[dict[str, Any]] | None:
+def _disturbed(run_dir: Path, run: Run) -> list[dict[str, Any]] | None:
     """The disturbed samples of the visited revisions and of the re-checks' pairs."""
-    found = disturbed.of_store(Path(data["store"]), data["visited"])
-    pairs = [(recheck.folder(run_dir, culprit, c), f"{c[:12]} (re-check)")
-             for culprit, rc in data.get("rechecks", {}).items()
-             for c in (rc["parent"], culprit)]  # fmt: skip
+    found = disturbed.of_store(run.store, run.visited)
+    pairs = [
+        (recheck.folder(run_dir, culprit, c), f"{c[:12]} (re-check)")
+        for culprit, rc in run.rechecks.items()
+        for c in (rc["parent"], culprit)
+    ]
     more = disturbed.of_folders(pairs)
     return found if more is None else [*(found or []), *more]
 

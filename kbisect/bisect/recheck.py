@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from kbisect.bisect import check, samples
 from kbisect.bisect.posterior.posterior import Answer, Posterior
+from kbisect.bisect.state import Run
 from kbisect.core import progress
 from kbisect.core.exceptions import BenchmarkError, BootError, BuildError
 from kbisect.stats import confirm
@@ -38,12 +39,12 @@ def pair(post: Posterior, answer: Answer) -> tuple[str, str]:
     return below, g.commits[top]
 
 
-def due(data: dict[str, Any], answer: Answer) -> bool:
+def due(run: Run, answer: Answer) -> bool:
     """Whether the answer still needs its re-check (not done, or interrupted)."""
     if answer.kind == "undecided":
         return False
     members = {c for c, _ in answer.candidates}
-    done = [rc for c, rc in data["rechecks"].items() if c in members]
+    done = [rc for c, rc in run.rechecks.items() if c in members]
     return not done or any(rc["kind"] == "running" for rc in done)
 
 
@@ -51,9 +52,10 @@ def run(search: Search, answer: Answer) -> None:
     """Fresh pairs of the answer and its parent until confirm.decide says more than
     "more"; the result in the state's rechecks, the samples in the posterior."""
     parent, culprit = pair(search.post, answer)
-    data, opts = search.data, search.opts
-    data.setdefault("first_stop", {"commit": culprit, "p": answer.probability, "kind": answer.kind})
-    rc = data["rechecks"].setdefault(culprit, {"parent": parent, "kind": "running"})
+    run, opts = search.run, search.opts
+    if run.first_stop is None:
+        run.first_stop = {"commit": culprit, "p": answer.probability, "kind": answer.kind}
+    rc = run.rechecks.setdefault(culprit, {"parent": parent, "kind": "running"})
     rule = confirm.Rule(
         least=3,
         most=opts.recheck_samples,

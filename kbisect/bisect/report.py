@@ -12,7 +12,8 @@ from pathlib import Path
 from typing import Any
 
 from kbisect.bisect import postview, samples, wallclock
-from kbisect.bisect.state import Mark, Outcome
+from kbisect.bisect.git.log import Mark, Outcome
+from kbisect.bisect.state import Run
 from kbisect.core import atomic, clock, progress
 from kbisect.measure import results
 from kbisect.report import disturbed, plots
@@ -44,49 +45,48 @@ def _row(store: Path, index: int, mark: Mark) -> dict[str, Any]:
     }
 
 
-def summary(top: Path, data: dict[str, Any], outcome: Outcome, argv: list[str]) -> dict[str, Any]:
+def summary(top: Path, run: Run, outcome: Outcome, argv: list[str]) -> dict[str, Any]:
     """Everything the report shows, as JSON that schema/summary.json accepts."""
-    store = Path(data["store"])
+    store = run.store
     rows = [_row(store, i, m) for i, m in enumerate(outcome.marks)]
     ids = [str(r["commit"]) for r in rows]
     candidates = [{"commit": c, "subject": git.subject(top, c)} for c in outcome.candidates]
-    rc = data["recheck"]
+    rc = run.recheck or {}
     answer = candidates[0] if outcome.first_bad else None
     result = f"first bad commit: one of {len(candidates)} (skipped revisions hide it)"
     if answer:
         result = f"first bad commit {answer['commit']} {answer['subject']}"
     kind = rc.get("kind", "re-check failed") if rc["confirmed"] else "not confirmed"
-    opts = data["options"]
-    timed = wallclock.store_rows(store, [data["good"], data["bad"], *(r["commit"] for r in rows)])
-    moved = wallclock.check(timed, "git", opts.get("references", 0))
+    timed = wallclock.store_rows(store, [run.good, run.bad, *(r["commit"] for r in rows)])
+    moved = wallclock.check(timed, "git", run.options.references)
     warnings = [*rc.get("warnings", []), *([moved["warning"]] if moved["warning"] else [])]
     return {
         "version": 1,
         "kind": "bisect",
         "created": clock.utc_now(),
         "command": progress.reproduce_line(argv),
-        "scenario": data["scenario"],
+        "scenario": run.scenario,
         "sides": {},
-        "stats": {"endpoints": data.get("endpoints")},
+        "stats": {"endpoints": run.endpoints},
         "verdict": {"kind": kind, "result": result, "warnings": warnings},
         "drift": moved,
         "samples": [{"commit": r.revision, "t": r.t, "tps": r.tps} for r in timed],
-        "tree": data["tree"],
-        "good": data["good"],
-        "bad": data["bad"],
-        "options": data["options"],
-        "threshold": data["threshold"],
-        "threshold_source": data.get("threshold_source"),
+        "tree": str(run.tree),
+        "good": run.good,
+        "bad": run.bad,
+        "options": run.options.as_dict(),
+        "threshold": run.threshold,
+        "threshold_source": run.threshold_source,
         "revisions": rows,
         "first_bad": answer,
         "candidates": candidates,
         "recheck": rc,
         "confirmed": bool(rc["confirmed"]),
-        "second_pass": bool(data.get("escalated")),
-        "bisect_log": data["bisect_log"],
-        "first_pass_log": data.get("first_pass_log"),
-        "disturbed": disturbed.of_store(store, [data["good"], data["bad"], *ids]),
-        "exit": data.get("exit"),
+        "second_pass": run.escalated,
+        "bisect_log": run.bisect_log,
+        "first_pass_log": run.first_pass_log,
+        "disturbed": disturbed.of_store(store, [run.good, run.bad, *ids]),
+        "exit": run.exit,
     }
 
 

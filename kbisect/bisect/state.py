@@ -1,19 +1,17 @@
-"""A bisection's state: its options, the resume file (state.json in the run directory,
-written atomically after every step) and the parsed `git bisect log`.
+"""A bisection's options and its state: state.json in the run directory, written
+atomically after every phase (and, searching by the posterior, after every boot), so that
+`kbisect bisect --resume` continues where it stopped.
 
-Phases, in order: "endpoints", "bisecting", "recheck", "done". `kbisect bisect --resume`
-continues from the phase saved, replaying the saved bisect log.
+Phases, in order: "endpoints", "bisecting", "recheck" (the git method), "done".
 """
 
 from __future__ import annotations
 
 import json
-import re
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from kbisect.bisect import samples
 from kbisect.core import atomic, clock, progress
 from kbisect.core.arch import host_arch
 from kbisect.core.exceptions import UserError
@@ -23,6 +21,10 @@ from kbisect.targets import monitor
 METHODS = ("posterior", "git")
 STATE_FILE = "state.json"
 STATE_KIND = "bisect-state"
+# state.json's keys: a field's is left out while it is None (or False), but for these
+WRITTEN_NULL = ("threshold",)
+# and the posterior search's are there once it began, and only then
+SEARCH = ("bisect_t0", "visited", "failed", "rechecks", "posterior", "samples")
 
 
 @dataclass(frozen=True)
@@ -79,19 +81,20 @@ class Options:
         out += ["--method", self.method, "--references", str(self.references)]
         if self.method == "posterior":
             out += ["--confidence", f"{self.confidence:g}", "--max-boots", str(self.max_boots)]
-        out += ["--runs-min", str(self.runs_min), "--runs-max", str(self.runs_max),
-                "--recheck-samples", str(self.recheck_samples)]  # fmt: skip
+        out += ["--runs-min", str(self.runs_min), "--runs-max", str(self.runs_max)]
+        out += ["--recheck-samples", str(self.recheck_samples)]
         return out + self.measured_argv()
 
-    def step_argv(self, threshold: float, store: Path, runs_max: int,
-                  refs: tuple[str, str] | None = None) -> list[str]:  # fmt: skip
+    def step_argv(
+        self, threshold: float, store: Path, runs_max: int, refs: tuple[str, str] | None = None
+    ) -> list[str]:
         """bisect/run's arguments, the same for every step of one pass; refs: the good and
         bad references each step samples alongside (drift-aware references)."""
-        out = ["--threshold", repr(threshold), "--runs-min", str(self.runs_min),
-               "--runs-max", str(runs_max), "--store", str(store)]  # fmt: skip
+        out = ["--threshold", repr(threshold), "--runs-min", str(self.runs_min)]
+        out += ["--runs-max", str(runs_max), "--store", str(store)]
         if refs is not None:
-            out += ["--reference-good", refs[0], "--reference-bad", refs[1],
-                    "--references", str(self.references)]  # fmt: skip
+            out += ["--reference-good", refs[0], "--reference-bad", refs[1]]
+            out += ["--references", str(self.references)]
         return out + self.measured_argv()
 
     def as_dict(self) -> dict[str, Any]:
@@ -102,31 +105,84 @@ class Options:
         """Options saved by this or an earlier kbisect (which had no --target: vng, and
         only git's method, without references)."""
         old = {"method": "git", "references": 0}
-        return cls(**{**old, **data, "configs": tuple(data["configs"]),
-                      "sets": tuple(data.get("sets", ()))})  # fmt: skip
+        lists = {"configs": tuple(data["configs"]), "sets": tuple(data.get("sets", ()))}
+        return cls(**{**old, **data, **lists})
 
 
-def new(
-    opts: Options, scen: dict[str, str], top: Path, good: str, bad: str, store: Path
-) -> dict[str, Any]:
-    """The state of a bisection that has not measured anything yet."""
-    return {
-        "version": 1,
-        "created": clock.utc_now(),
-        "options": opts.as_dict(),
-        "scenario": scen,
-        "tree": str(top),
-        "good": good,
-        "bad": bad,
-        "store": str(store),
-        "phase": "endpoints",
-        "threshold": None,
-        "bisect_log": "",
-    }
+@dataclass
+class Run:
+    """The state of one bisection: what was asked, what is known, where it stands.
+
+    state.json holds one key per field, as `as_dict` writes them. The first keys are
+    always there; the others only once they are known (the endpoints once measured, the
+    git method's second pass once it ran, the posterior's search once it began), so a
+    state reads as it always did and a state of an earlier kbisect loads as it is.
+    """
+
+    options: Options
+    scenario: dict[str, str]  # the scenario measured: its name and hash
+    tree: Path  # the kernel tree's top level
+    good: str  # full commit ids
+    bad: str
+    store: Path  # the sample store (samples.py)
+    created: str = field(default_factory=clock.utc_now)
+    version: int = 1
+    phase: str = "endpoints"
+    threshold: float | None = None  # the endpoints' geometric mean, or --threshold
+    bisect_log: str = ""  # the git method's `git bisect log`, saved before every step
+    # known once the endpoints are measured
+    endpoints: dict[str, Any] | None = None  # their stats.verdict (Verdict.as_dict)
+    threshold_source: str | None = None
+    refused: str | None = None  # why the endpoints cannot be bisected between
+    exit: int | None = None  # the bisection's exit code, once done
+    # the git method
+    escalated: bool = False  # the second pass ran: unclear skips measured again
+    first_pass_log: str | None = None
+    recheck: dict[str, Any] | None = None  # the re-check of the answer (recheck.py)
+    # the posterior method: its search, from bisect_t0 (the time it began) on
+    bisect_t0: float | None = None
+    visited: list[str] = field(default_factory=list)  # revisions tested, in order
+    failed: dict[str, str] = field(default_factory=dict)  # untestable revision -> why
+    rechecks: dict[str, dict[str, Any]] = field(default_factory=dict)  # answer -> re-check
+    schedule: dict[str, int] | None = None  # the reference boots' turn: tests, turn
+    posterior: dict[str, Any] = field(default_factory=dict)  # Posterior.as_dict()
+    samples: list[dict[str, Any]] = field(default_factory=list)  # every sample, in order
+    first_stop: dict[str, Any] | None = None  # the answer before its re-check
+    answer: dict[str, Any] | None = None  # the final Answer.as_dict()
+    git_bisect_log: str | None = None  # the log `git bisect replay` turns into the answer
+    later: dict[str, Any] = field(default_factory=dict)  # a later kbisect's keys, kept
+
+    def as_dict(self) -> dict[str, Any]:
+        """The state as state.json holds it (without its "kind")."""
+        out: dict[str, Any] = dict(self.later)
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if f.name in SEARCH:
+                keep = self.bisect_t0 is not None
+            else:
+                keep = f.name in WRITTEN_NULL or (value is not None and value is not False)
+            if keep and f.name != "later":
+                out[f.name] = value
+        paths = {"tree": str(self.tree), "store": str(self.store)}
+        return {**out, "options": self.options.as_dict(), **paths}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Run:
+        """A state as `as_dict` (or an earlier kbisect) wrote it; TypeError, KeyError or
+        ValueError if it does not parse."""
+        names = {f.name for f in fields(cls)} - {"later"}
+        known = {k: v for k, v in data.items() if k in names}
+        later = {k: v for k, v in data.items() if k not in names and k != "kind"}
+        typed = {
+            "options": Options.from_dict(data["options"]),
+            "tree": Path(data["tree"]),
+            "store": Path(data["store"]),
+        }
+        return cls(**{**known, **typed}, later=later)
 
 
-def save(run_dir: Path, data: dict[str, Any]) -> None:
-    atomic.write_json(run_dir / STATE_FILE, {**data, "kind": STATE_KIND})
+def save(run_dir: Path, run: Run) -> None:
+    atomic.write_json(run_dir / STATE_FILE, {**run.as_dict(), "kind": STATE_KIND})
 
 
 REQUIRED = ("version", "options", "scenario", "tree", "good", "bad", "store", "phase")
@@ -136,7 +192,7 @@ class BadState(UserError):
     """A state.json that kbisect cannot resume from."""
 
 
-def load(run_dir: Path) -> dict[str, Any]:
+def load(run_dir: Path) -> Run:
     """The saved state; BadState, one line, if it is missing, truncated or incomplete."""
     f = run_dir / STATE_FILE
     if not f.is_file():
@@ -153,7 +209,10 @@ def load(run_dir: Path) -> dict[str, Any]:
         Options.from_dict(data["options"])
     except (TypeError, KeyError) as exc:
         raise BadState(f"{f}: its options do not parse ({exc})") from None
-    return data
+    try:
+        return Run.from_dict(data)
+    except (TypeError, KeyError, ValueError) as exc:
+        raise BadState(f"{f}: does not parse ({exc}); it cannot be resumed") from None
 
 
 def newest_unfinished(root: Path) -> Path:
@@ -162,79 +221,12 @@ def newest_unfinished(root: Path) -> Path:
     runs = []
     for f in root.glob(f"*/{STATE_FILE}"):
         try:
-            data = load(f.parent)
+            run = load(f.parent)
         except BadState as exc:
             progress.warn(f"skipping {f.parent}: {exc}")
             continue
-        if data.get("phase") != "done":
-            runs.append((data.get("created", ""), f.parent.name, f.parent))
+        if run.phase != "done":
+            runs.append((run.created, f.parent.name, f.parent))
     if not runs:
         raise UserError(f"no unfinished bisect run under {root}")
     return max(runs)[2]
-
-
-# --- `git bisect log` ---------------------------------------------------------------
-
-_MARK = re.compile(r"# (good|bad|skip): \[([0-9a-f]+)\] ?(.*)")
-_FIRST = re.compile(r"# first bad commit: \[([0-9a-f]+)\] ?(.*)")
-_POSSIBLE = re.compile(r"# possible first bad commit: \[([0-9a-f]+)\] ?(.*)")
-
-
-@dataclass(frozen=True)
-class Mark:
-    verdict: str  # good | bad | skip
-    commit: str
-    subject: str
-
-
-@dataclass(frozen=True)
-class Outcome:
-    marks: list[Mark]  # in the order git made them; the first two are the endpoints
-    first_bad: str | None  # git named one commit
-    candidates: list[str]  # that commit, or the range skipped commits leave
-
-    @property
-    def finished(self) -> bool:
-        return bool(self.candidates)
-
-
-def parse_log(text: str) -> Outcome:
-    """The marks in order, and git's answer if it has one."""
-    marks: list[Mark] = []
-    first: str | None = None
-    candidates: list[str] = []
-    for line in text.splitlines():
-        if m := _MARK.fullmatch(line):
-            marks.append(Mark(m.group(1), m.group(2), m.group(3)))
-        elif m := _FIRST.fullmatch(line):
-            first = m.group(1)
-            candidates = [first]
-        elif m := _POSSIBLE.fullmatch(line):
-            candidates.append(m.group(1))
-    return Outcome(marks, first, candidates)
-
-
-def unclear_skips(store: Path, outcome: Outcome) -> list[str]:
-    """The commits of a range that were skipped for want of a clear verdict."""
-    if outcome.first_bad:
-        return []
-    found = []
-    for commit in outcome.candidates:
-        record = samples.commit_dir(store, commit) / "step.json"
-        if record.exists() and json.loads(record.read_text()).get("skip") == "unclear":
-            found.append(commit)
-    return found
-
-
-def without_skips(log: str, commits: list[str]) -> str:
-    """The bisect log with the skips of `commits` taken out, to replay and test them again."""
-    drop = set(commits)
-    keep = []
-    for line in log.splitlines():
-        m = _MARK.fullmatch(line)
-        if m and m.group(1) == "skip" and m.group(2) in drop:
-            continue
-        if line.startswith("git bisect skip ") and line.split()[-1] in drop:
-            continue
-        keep.append(line)
-    return "\n".join(keep) + "\n"

@@ -112,9 +112,9 @@ def main(args: argparse.Namespace) -> int:
         return driver.drive(options_from_args(args))
     run_dir = options.resume_dir(args) or state.newest_unfinished(paths.results_dir())
     data = state.load(run_dir)
-    if data.get("refused"):
-        raise UserError(f"{run_dir}: this bisect was refused: {data['refused']}")
-    if data.get("phase") == "done" and (run_dir / report.REPORT).exists():
+    if data.refused:
+        raise UserError(f"{run_dir}: this bisect was refused: {data.refused}")
+    if data.phase == "done" and (run_dir / report.REPORT).exists():
         raise UserError(f"{run_dir}: this bisect has finished (see its report.md)")
-    progress.step(f"resuming {run_dir} ({data['phase']}); its saved options apply")
-    return driver.drive(Options.from_dict(data["options"]), run_dir, data)
+    progress.step(f"resuming {run_dir} ({data.phase}); its saved options apply")
+    return driver.drive(data.options, run_dir, data)

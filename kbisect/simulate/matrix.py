@@ -1,4 +1,5 @@
-"""The settings of the issue 18/19 simulation, run and tallied, and their tables.
+"""The settings of the simulation of the bisection methods (docs/benchmarks.md), run and
+tallied, and their tables.
 
 A setting (Cell) is a product of named axes; every method bisects the same histories
 (history i of a cell comes from Random(f"{seed}-{cell}-{i}")) and draws its noise from
@@ -40,7 +41,7 @@ class Cell:
 
 
 def cells(mode: str) -> list[Cell]:
-    """quick: three settings for the tests; full: the issue's settings around the design
+    """quick: three settings for the tests; full: the settings around the design
     point (CV 10%, 25% regression, 16-32 linear commits), one axis at a time, plus the
     CV x regression grid."""
     if mode == "quick":

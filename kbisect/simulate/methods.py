@@ -20,8 +20,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from kbisect.bisect import check, references
+from kbisect.bisect.posterior.choice import Cost
 from kbisect.bisect.posterior.likelihood import Model
-from kbisect.bisect.posterior.posterior import Cost, Posterior
+from kbisect.bisect.posterior.posterior import Posterior
 from kbisect.simulate import gitmodel
 from kbisect.simulate.histories import GOOD
 from kbisect.simulate.world import World
@@ -58,7 +60,7 @@ class Result:
 def endpoints(world: World, s: Settings, refs: list[drift.Timed]) -> bool:
     """Measure both endpoints into refs; False when bad is not significantly worse."""
     bad = world.history.graph.bad
-    confidence = 1 - 0.05 / (s.runs_max - s.runs_min + 1)
+    confidence = check.endpoint_confidence(s.runs_min, s.runs_max)
     for n in range(1, s.runs_max + 1):
         for commit in (GOOD, bad) if n % 2 else (bad, GOOD):
             t, tps = world.boot(commit)
@@ -77,7 +79,7 @@ def _warned(refs: list[drift.Timed]) -> bool:
     return drift.warning(drift.trend(refs), "the run", "") is not None
 
 
-def _reference_boot(world: World, schedule: drift.Schedule | None, refs: list[drift.Timed]
+def _reference_boot(world: World, schedule: references.Schedule | None, refs: list[drift.Timed]
                     ) -> drift.Timed | None:  # fmt: skip
     ref = schedule.due() if schedule is not None else None
     if ref is None or schedule is None:
@@ -95,7 +97,7 @@ class Sequential:
         self.world, self.s = world, s
         self.refs: list[drift.Timed] = []
         bad = world.history.graph.bad
-        self.schedule = drift.Schedule(GOOD, bad, s.every) if refs else None
+        self.schedule = references.Schedule(GOOD, bad, s.every) if refs else None
         self.store: dict[str, list[drift.Timed]] = {}
 
     def _slope(self) -> float:
@@ -161,7 +163,7 @@ class Bayes:
         g = world.history.graph
         self.post = Posterior(g, Model(trend=refs))
         self.refs: list[drift.Timed] = []
-        self.schedule = drift.Schedule(GOOD, g.bad, s.every) if refs else None
+        self.schedule = references.Schedule(GOOD, g.bad, s.every) if refs else None
         self.rechecks: dict[str, str] = {}
         self.first: tuple[str, float] | None = None
 

@@ -11,7 +11,7 @@ from stats.ratio_ci (delta method on the log, Welch df):
 - more: neither, below `most` pairs; unclear at `most`.
 
 Looking after every pair is up to K = most - least + 1 looks, so each look uses the
-two-sided 1 - 2α/K interval (α = 1 - confidence; Bonferroni, as sequential.py does): a
+two-sided 1 - 2α/K interval (α = 1 - confidence; Bonferroni, looks.py): a
 confirmation is wrong with probability at most α whenever the re-check stops. The fresh
 samples are also evidence for the posterior (they were chosen by the earlier samples,
 which a Bayesian update allows), so a refuted culprit sends the bisection on.
@@ -24,7 +24,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from kbisect.core.exceptions import UserError
-from kbisect.stats import means
+from kbisect.stats import looks, means
 
 
 @dataclass(frozen=True)
@@ -43,8 +43,9 @@ class Rule:
 
     @property
     def level(self) -> float:
-        """The two-sided level of each look's interval."""
-        return 1.0 - 2.0 * (1.0 - self.confidence) / (self.most - self.least + 1)
+        """The two-sided level of each look's interval: 1 - 2α/K (looks.py: "confirmed"
+        and "refuted" are one-sided claims)."""
+        return looks.level(1.0 - self.confidence, self.least, self.most, one_sided=True)
 
 
 @dataclass(frozen=True)

@@ -2,10 +2,10 @@
 under test, estimate how the host's speed moved, and decide on the paired position.
 
 A fixed threshold from endpoint samples taken in the first half hour turns a host that
-gets 20% faster into wrong verdicts (issue 19). Instead, every `every`-th boot of a
-bisection is a reference boot, alternating the good and the bad reference (the endpoints,
-or the nearest revisions already decided: built, so a boot each). Their samples give the
-drift by a common-slope fit on the log scale (analysis of covariance),
+gets 20% faster into wrong verdicts. Instead, a bisection boots the good and the bad
+reference in turn alongside the revisions under test (bisect/references.py says when).
+Their samples give the drift by a common-slope fit on the log scale (analysis of
+covariance),
 
     log tps = a_revision + slope·t + noise,
 
@@ -18,8 +18,7 @@ revision's own level never passes for drift. Then:
 - the posterior (posterior.py) puts the slope into its likelihood (Model(trend=True)) and
   integrates it out with the levels; the references' samples are ordinary evidence there.
 
-The cost is one reference boot per `every` test boots (every = 3: a third more boots), and
-no build. The trend test (`trend`) is a t test on the slope; `warning` is the one line a
+The trend test (`trend`) is a t test on the slope; `warning` is the one line a
 report or a compare prints: what moved, by how much, over how long, and what was done.
 """
 
@@ -61,8 +60,12 @@ class Trend:
         return math.expm1((self.slope if slope is None else slope) * (self.end - self.start))
 
     def as_dict(self) -> dict[str, Any]:
-        return {**asdict(self), "moved": self.moved(), "moved_low": self.moved(self.low),
-                "moved_high": self.moved(self.high)}  # fmt: skip
+        return {
+            **asdict(self),
+            "moved": self.moved(),
+            "moved_low": self.moved(self.low),
+            "moved_high": self.moved(self.high),
+        }
 
 
 def trend(samples: Sequence[Timed], confidence: float = 0.95) -> Trend | None:
@@ -136,44 +139,15 @@ def threshold(refs: Sequence[Timed], good: str, bad: str, slope: float) -> float
     return math.sqrt(mean(good) * mean(bad))
 
 
-def warning(tr: Trend | None, span: str, action: str, what: str = "the references"
-            ) -> str | None:  # fmt: skip
+def warning(tr: Trend | None, span: str, action: str, what: str = "the references") -> str | None:
     """One line when the samples moved significantly and noticeably, else None.
     span: how the time span reads ("95 min", "40 boots"); action: what was done;
     what: whose samples moved ("the references", "both sides")."""
     if tr is None or tr.p >= ALPHA or abs(tr.moved()) < NOTICEABLE:
         return None
     word = "faster" if tr.slope > 0 else "slower"
-    return (f"drift: {what} got {abs(tr.moved()):.1%} {word} over {span} "
-            f"(95% CI {tr.moved(tr.low):+.1%} .. {tr.moved(tr.high):+.1%}, "
-            f"p = {tr.p:.2g}, {tr.n} samples): {action}")  # fmt: skip
-
-
-@dataclass
-class Schedule:
-    """Which boot is a reference: after every `every` test boots, one reference boot,
-    alternating the good and the bad reference."""
-
-    good: str
-    bad: str
-    every: int = 3
-    tests: int = 0  # test boots since the last reference boot
-    turn: int = 0  # reference boots so far
-
-    def due(self) -> str | None:
-        """The reference to boot now, or None: boot the revision under test."""
-        if self.tests < self.every:
-            return None
-        return self.good if self.turn % 2 == 0 else self.bad
-
-    def took(self, revision: str) -> None:
-        """Record a boot (of a reference or of a revision under test)."""
-        if revision in (self.good, self.bad) and self.tests >= self.every:
-            self.tests, self.turn = 0, self.turn + 1
-        else:
-            self.tests += 1
-
-    @property
-    def cost(self) -> float:
-        """Extra boots per test boot."""
-        return 1.0 / self.every
+    return (
+        f"drift: {what} got {abs(tr.moved()):.1%} {word} over {span} "
+        f"(95% CI {tr.moved(tr.low):+.1%} .. {tr.moved(tr.high):+.1%}, "
+        f"p = {tr.p:.2g}, {tr.n} samples): {action}"
+    )

@@ -24,7 +24,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from kbisect.core.exceptions import UserError
-from kbisect.stats import means
+from kbisect.stats import looks, means
 
 
 class BadSequentialSettings(UserError):
@@ -49,14 +49,15 @@ class Decision:
 
 
 def per_look_level(confidence: float, runs_min: int, runs_max: int) -> float:
-    """The two-sided level of each look's interval: 1 - 2α/K (Bonferroni over K looks)."""
+    """The two-sided level of each look's interval: 1 - 2α/K (looks.py: "good" and "bad"
+    are one-sided claims)."""
     if not 0.0 < confidence < 1.0:
         raise BadSequentialSettings(f"confidence {confidence}: must be between 0 and 1")
     if runs_min < 2:
         raise BadSequentialSettings(f"runs_min {runs_min}: need at least 2 boots for an interval")
     if runs_max < runs_min:
         raise BadSequentialSettings(f"runs_max {runs_max} is below runs_min {runs_min}")
-    return 1.0 - 2.0 * (1.0 - confidence) / (runs_max - runs_min + 1)
+    return looks.level(1.0 - confidence, runs_min, runs_max, one_sided=True)
 
 
 def decide(
@@ -85,10 +86,10 @@ def decide(
         verdict = "good" if above == higher_is_better else "bad"
     else:
         verdict = "unclear" if n >= runs_max else "more"
-    looks = runs_max - runs_min + 1
+    k = runs_max - runs_min + 1
     reason = (
         f"mean {mean:.1f} {unit}, {level * 100:.4g}% CI [{low:.1f}, {high:.1f}] "
-        f"(one-sided {confidence * 100:g}% over {looks} look{'s' * (looks > 1)}) {where} "
+        f"(one-sided {confidence * 100:g}% over {k} look{'s' * (k > 1)}) {where} "
         f"threshold {threshold:.1f} after {n} of at most {runs_max} samples: {verdict}"
     )
     return Decision(verdict, reason, mean, low, high, n)

@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from kbisect.bisect import state as bisect_state
+from kbisect.bisect.git import log as bisect_log
 from kbisect.bisect.git import run as bisect_git
 from kbisect.commands import bisect as bisect_args
 from kbisect.commands import bisect_step, cli
@@ -241,7 +242,7 @@ def test_resume_after_a_kill_gives_the_same_answer(env, monkeypatch, tmp_path):
     assert stale.wait_gone(worktree.path_for(env["repo"], bisect_git.SLOT)) is None  # reaped
     (run,) = run_dirs(env["results"])
     state = bisect_state.load(run)
-    assert state["phase"] == "bisecting" and "git bisect start" in state["bisect_log"]
+    assert state.phase == "bisecting" and "git bisect start" in state.bisect_log
 
     fake(tmp_path, cv=0.05)
     assert kbisect("--resume") == 0
@@ -251,7 +252,7 @@ def test_resume_after_a_kill_gives_the_same_answer(env, monkeypatch, tmp_path):
     stored = list(env["results"].glob("bisect-store/*/*/samples/*.json"))
     stored += list(run.glob("recheck/*/samples/*.json"))
     assert len(fake_calls(env["log"])) == len(stored) + 1  # only the killed boot was redone
-    assert bisect_state.load(run)["phase"] == "done"
+    assert bisect_state.load(run).phase == "done"
     # killed after its state said done, before its summary and report: --resume writes them
     (run / "report.md").unlink()
     (run / "summary.json").unlink()
@@ -338,21 +339,21 @@ def test_unclear_skips_are_taken_out_of_the_log(tmp_path):
     for commit, skip in (("eeee", "unclear"), ("ffff", None)):
         (store / commit).mkdir(parents=True)
         (store / commit / "step.json").write_text(json.dumps({"skip": skip}))
-    ranged = bisect_state.parse_log(LOG_RANGE)
-    assert bisect_state.unclear_skips(store, ranged) == ["eeee"]
-    assert bisect_state.unclear_skips(store, bisect_state.parse_log(LOG_FOUND)) == []
-    kept = bisect_state.without_skips(LOG_RANGE, ["eeee"])
+    ranged = bisect_log.parse(LOG_RANGE)
+    assert bisect_log.unclear_skips(store, ranged) == ["eeee"]
+    assert bisect_log.unclear_skips(store, bisect_log.parse(LOG_FOUND)) == []
+    kept = bisect_log.without_skips(LOG_RANGE, ["eeee"])
     assert "eeee" not in kept.split("# only")[0] and "git bisect bad ffff" in kept
 
 
 def test_parse_log():
-    found = bisect_state.parse_log(LOG_FOUND)
+    found = bisect_log.parse(LOG_FOUND)
     assert found.first_bad == "dddd" and found.candidates == ["dddd"]
     assert [(m.verdict, m.commit) for m in found.marks] == [
         ("bad", "bbbb"), ("good", "aaaa"), ("good", "cccc")]  # fmt: skip
-    ranged = bisect_state.parse_log(LOG_RANGE)
+    ranged = bisect_log.parse(LOG_RANGE)
     assert ranged.first_bad is None and ranged.candidates == ["ffff", "eeee"]
-    unfinished = bisect_state.parse_log(LOG_FOUND.rsplit("#", 1)[0])
+    unfinished = bisect_log.parse(LOG_FOUND.rsplit("#", 1)[0])
     assert not unfinished.finished
 
 

@@ -11,9 +11,10 @@ from pathlib import Path
 
 import pytest
 
+from kbisect.bisect.posterior.choice import Cost
 from kbisect.bisect.posterior.graph import Graph
 from kbisect.bisect.posterior.likelihood import Model, fit
-from kbisect.bisect.posterior.posterior import Cost, Posterior
+from kbisect.bisect.posterior.posterior import Posterior
 from kbisect.core.exceptions import UserError
 from kbisect.simulate import histories
 from kbisect.stats import confirm

@@ -174,8 +174,8 @@ def test_resume_after_a_kill_reaches_the_same_answer(env, monkeypatch, tmp_path)
     assert driver.wait(timeout=120) == -signal.SIGKILL
     (run,) = run_dirs(env["results"])
     saved = bisect_state.load(run)
-    assert saved["phase"] == "bisecting" and len(saved["visited"]) > 2
-    before = len(saved["posterior"]["samples"])
+    assert saved.phase == "bisecting" and len(saved.visited) > 2
+    before = len(saved.posterior["samples"])
 
     fake(tmp_path, cv=0.05)
     assert kbisect("--resume") == 0
@@ -183,7 +183,7 @@ def test_resume_after_a_kill_reaches_the_same_answer(env, monkeypatch, tmp_path)
     assert s["first_bad"]["commit"] == shas[8] and s["confirmed"]
     # nothing was lost: every stored sample is evidence, the killed boot was redone
     assert len(s["samples"]) >= before and len(fake_calls(env["log"])) == len(s["samples"]) + 1
-    assert bisect_state.load(run)["phase"] == "done"
+    assert bisect_state.load(run).phase == "done"
 
 
 def test_git_and_posterior_share_stored_samples(env):

@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
+from kbisect.bisect.git import log as bisect_log
 from kbisect.bisect.posterior import graph as graph_mod
 from kbisect.bisect.posterior import replay
 from kbisect.bisect.posterior.posterior import Posterior
-from kbisect.bisect.state import parse_log
 from tests.fakes import git
 
 
@@ -85,7 +85,7 @@ def test_replay_names_the_culprit_on_a_linear_history(tmp_path):
     text = replay.log(post, answer, 0.95, lambda c: "s", parents_of(repo),
                       [shas[6], shas[7], shas[4], shas[9]])  # fmt: skip
     assert f"{shas[7]} is the first bad commit" in replayed(repo, text, tmp_path)
-    assert parse_log(text).first_bad == shas[7]
+    assert bisect_log.parse(text).first_bad == shas[7]
 
 
 def test_replay_names_the_range_that_skips_leave(tmp_path):
@@ -101,7 +101,7 @@ def test_replay_names_the_range_that_skips_leave(tmp_path):
     out = replayed(repo, text, tmp_path)
     assert "could be any of" in out
     assert all(c in out for c in (shas[5], shas[6], shas[7])) and shas[4] not in out.split("of")[1]
-    assert set(parse_log(text).candidates) == {shas[5], shas[6], shas[7]}
+    assert set(bisect_log.parse(text).candidates) == {shas[5], shas[6], shas[7]}
 
 
 @pytest.mark.parametrize("name", ["t2", "m2", "merge"])

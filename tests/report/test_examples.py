@@ -74,4 +74,5 @@ def test_the_stored_files_still_load(name: str) -> None:
     run = EXAMPLES / name
     assert results.load_summary(run)["kind"] in ("compare", "bisect", "bisect-summary", "study")
     if (run / state.STATE_FILE).is_file():
-        assert state.load(run)["kind"] == state.STATE_KIND
+        saved = json.loads((run / state.STATE_FILE).read_text())
+        assert {**state.load(run).as_dict(), "kind": state.STATE_KIND} == saved

@@ -73,17 +73,6 @@ def test_not_enough_samples_is_no_trend():
     assert drift.correction([Timed("g", 0.0, 1.0)]) == 0.0
 
 
-def test_schedule_interleaves_one_reference_per_every_test_boots():
-    s = drift.Schedule("good", "bad", every=2)
-    boots = []
-    for _ in range(9):
-        ref = s.due()
-        boots.append(ref or "test")
-        s.took(ref or "c5")
-    assert boots == ["test", "test", "good", "test", "test", "bad", "test", "test", "good"]
-    assert s.cost == 0.5
-
-
 def test_threshold_is_the_geometric_mean_brought_back_along_the_drift():
     refs = [Timed("g", 0.0, 1000.0), Timed("b", 1.0, 640.0), Timed("g", 10.0, 1100.0)]
     assert drift.threshold(refs, "g", "b", 0.0) == pytest.approx(math.sqrt(1050 * 640))

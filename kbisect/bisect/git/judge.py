@@ -12,18 +12,16 @@ back the same way: its position between the references, not against a stale figu
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from kbisect.bisect import samples, wallclock
-from kbisect.core import atomic, progress
+from kbisect.bisect import references, samples, wallclock
+from kbisect.core import progress
 from kbisect.core.exceptions import BenchmarkError, BootError, UserError
 from kbisect.measure import timeline
 from kbisect.stats import drift, sequential
 
-SCHEDULE = "references.json"
 STALE_S = 3600.0  # endpoint samples older than this make a fixed threshold suspect
 
 
@@ -48,8 +46,13 @@ class Policy:
 
 def decide(tps: list[float], policy: Policy, threshold: float) -> sequential.Decision:
     """sequential.decide, or "unclear" once runs_max samples are in and it wants more."""
-    d = sequential.decide(tps, threshold, higher_is_better=policy.higher_is_better,
-                          runs_min=policy.runs_min, runs_max=policy.runs_max)  # fmt: skip
+    d = sequential.decide(
+        tps,
+        threshold,
+        higher_is_better=policy.higher_is_better,
+        runs_min=policy.runs_min,
+        runs_max=policy.runs_max,
+    )
     if d.verdict == "more" and len(tps) >= policy.runs_max:
         why = f"still unclear after {len(tps)} samples"
         return sequential.Decision("unclear", why, d.mean, d.low, d.high, d.n)
@@ -86,20 +89,6 @@ class References:
     every: int
 
 
-def _schedule(store: Path, refs: References) -> drift.Schedule:
-    f = store / SCHEDULE
-    saved = json.loads(f.read_text()) if f.is_file() else {}
-    if (saved.get("good"), saved.get("bad")) != (refs.good.commit, refs.bad.commit):
-        saved = {}
-    return drift.Schedule(refs.good.commit, refs.bad.commit, refs.every,
-                          saved.get("tests", 0), saved.get("turn", 0))  # fmt: skip
-
-
-def _save(store: Path, s: drift.Schedule) -> None:
-    atomic.write_json(store / SCHEDULE, {"good": s.good, "bad": s.bad, "tests": s.tests,
-                                         "turn": s.turn})  # fmt: skip
-
-
 def judge_with_refs(
     ctx: samples.Context, policy: Policy, rev: samples.Revision, refs: References, store: Path
 ) -> tuple[sequential.Decision, float, float]:
@@ -110,7 +99,7 @@ def judge_with_refs(
         samples.owed_retry(ctx, rev, failures[-1])  # stored: read back with the rest below
     elif failures and not tps:
         raise BootError(f"stored failure, not retried: {failures[-1]}")
-    schedule = _schedule(store, refs)
+    schedule = references.in_store(store, refs.good.commit, refs.bad.commit, refs.every)
     ends = (refs.good.commit, refs.bad.commit)
     while True:
         rows = wallclock.store_rows(store, [*ends, rev.commit])
@@ -127,7 +116,7 @@ def judge_with_refs(
         else:
             _reference(ctx, refs.good if ref == refs.good.commit else refs.bad)
         schedule.took(ref or rev.commit)
-        _save(store, schedule)
+        references.save_in_store(store, schedule)
 
 
 def _reference(ctx: samples.Context, ref: samples.Revision) -> None:
@@ -153,6 +142,9 @@ def stale_warning(store: Path, good: str, bad: str, now: float) -> list[str]:
             f"{bad[:12]} to re-measure them alongside (one boot in 4 more)"
         )
     rows = timeline.timed(loaded, lambda s: str(s["_commit"]))
-    line = timeline.check(rows, "the endpoints' stored samples", "not corrected (a fixed "
-                          "threshold): pass --reference-good/--reference-bad")[1]  # fmt: skip
+    line = timeline.check(
+        rows,
+        "the endpoints' stored samples",
+        "not corrected (a fixed threshold): pass --reference-good/--reference-bad",
+    )[1]
     return out + ([line] if line else [])

@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
 
 from kbisect.bisect import state
-from kbisect.bisect.git import liveness
-from kbisect.bisect.state import Options, Outcome, parse_log
+from kbisect.bisect.git import liveness, log
+from kbisect.bisect.git.log import Outcome
+from kbisect.bisect.state import Run
 from kbisect.core import paths, proc, progress
 from kbisect.core.exceptions import InfraError
 from kbisect.source import git, worktree
@@ -56,13 +56,13 @@ def reset(wt: Path) -> None:
 class _Watch:
     """Shows git's and the steps' progress; saves the bisect log before each step."""
 
-    def __init__(self, wt: Path, run_dir: Path, data: dict[str, Any]) -> None:
-        self.wt, self.run_dir, self.data = wt, run_dir, data
+    def __init__(self, wt: Path, run_dir: Path, run: Run) -> None:
+        self.wt, self.run_dir, self.run = wt, run_dir, run
 
     def __call__(self, line: str) -> None:
         if line.startswith("running "):
-            self.data["bisect_log"] = bisect_log(self.wt)
-            state.save(self.run_dir, self.data)
+            self.run.bisect_log = bisect_log(self.wt)
+            state.save(self.run_dir, self.run)
         elif line.startswith("Bisecting:") or "is the first bad commit" in line:
             progress.step(line)
         elif "] step: " in line:
@@ -77,75 +77,71 @@ def _stop_reason(log: Path) -> str:
     return lines[-1].strip() if lines else "no output"
 
 
-def _begin(wt: Path, run_dir: Path, data: dict[str, Any]) -> None:
+def _begin(wt: Path, run_dir: Path, run: Run) -> None:
     """`git bisect start`, or replay the saved log of an interrupted run."""
     reset(wt)
-    if not data.get("bisect_log"):
-        proc.run(start_command(wt, data["bad"], data["good"]), capture=True)
+    if not run.bisect_log:
+        proc.run(start_command(wt, run.bad, run.good), capture=True)
         return
     replay = run_dir / "bisect-replay.log"
-    replay.write_text(data["bisect_log"])
+    replay.write_text(run.bisect_log)
     progress.step(f"replaying the saved bisect log ({replay})")
     proc.run(replay_command(wt, replay), capture=True)
 
 
-def references(data: dict[str, Any]) -> tuple[str, str] | None:
+def references(run: Run) -> tuple[str, str] | None:
     """The endpoints, for the steps to sample alongside (drift-aware references), unless
     --references 0 or a given --threshold (an absolute figure: nothing to re-measure)."""
-    opts = Options.from_dict(data["options"])
-    if opts.references and opts.threshold is None:
-        return data["good"], data["bad"]
+    if run.options.references and run.options.threshold is None:
+        return run.good, run.bad
     return None
 
 
-def one_pass(
-    top: Path, run_dir: Path, data: dict[str, Any], opts: Options, runs_max: int
-) -> Outcome:
+def one_pass(top: Path, run_dir: Path, run: Run, runs_max: int) -> Outcome:
     """Start (or replay), then `git bisect run` until git has an answer."""
-    wt = worktree.checkout(top, data["bad"], SLOT)
-    _begin(wt, run_dir, data)
-    if not parse_log(bisect_log(wt)).finished:
-        log = run_dir / "bisect-run.log"
-        if not log.exists():
-            log.write_text(progress.log_header(opts.argv()))
-        progress.step(f"git bisect run in {wt}, up to {runs_max} samples a revision ({log})")
-        args = opts.step_argv(data["threshold"], Path(data["store"]), runs_max, references(data))
+    wt = worktree.checkout(top, run.bad, SLOT)
+    _begin(wt, run_dir, run)
+    if not log.parse(bisect_log(wt)).finished:
+        out = run_dir / "bisect-run.log"
+        if not out.exists():
+            out.write_text(progress.log_header(run.options.argv()))
+        progress.step(f"git bisect run in {wt}, up to {runs_max} samples a revision ({out})")
+        assert run.threshold is not None  # the endpoints' phase set it
+        args = run.options.step_argv(run.threshold, run.store, runs_max, references(run))
         proc.run(
             run_command(wt, RUN_SCRIPT, args),
             cwd=wt,
-            log=log,
+            log=out,
             check=False,
             env={liveness.DRIVER_ENV: str(os.getpid())},
-            on_line=_Watch(wt, run_dir, data),
+            on_line=_Watch(wt, run_dir, run),
         )
-        data["bisect_log"] = bisect_log(wt)
-        state.save(run_dir, data)
-        if not parse_log(data["bisect_log"]).finished:
+        run.bisect_log = bisect_log(wt)
+        state.save(run_dir, run)
+        if not log.parse(run.bisect_log).finished:
             raise BisectStopped(
-                f"git bisect run stopped: {_stop_reason(log)} (log: {log}); "
+                f"git bisect run stopped: {_stop_reason(out)} (log: {out}); "
                 f"fix it, then: kbisect bisect --resume {run_dir}"
             )
-    data["bisect_log"] = bisect_log(wt)
+    run.bisect_log = bisect_log(wt)
     reset(wt)
-    return parse_log(data["bisect_log"])
+    return log.parse(run.bisect_log)
 
 
-def run(top: Path, run_dir: Path, data: dict[str, Any], opts: Options) -> Outcome:
+def bisect(top: Path, run_dir: Path, run: Run) -> Outcome:
     """Bisect. If git can only name a range because revisions next to the answer were
     unclear (not broken), a second pass un-skips them with twice --runs-max samples."""
-    second = bool(data.get("escalated"))
-    outcome = one_pass(top, run_dir, data, opts, opts.runs_max * (2 if second else 1))
-    unclear = state.unclear_skips(Path(data["store"]), outcome)
-    if second or not unclear:
+    most = run.options.runs_max
+    outcome = one_pass(top, run_dir, run, most * (2 if run.escalated else 1))
+    unclear = log.unclear_skips(run.store, outcome)
+    if run.escalated or not unclear:
         return outcome
     progress.step(
         f"{len(unclear)} unclear revision(s) hide the answer: measuring them "
-        f"again with up to {2 * opts.runs_max} samples"
+        f"again with up to {2 * most} samples"
     )
-    data.update(
-        escalated=True,
-        first_pass_log=data["bisect_log"],
-        bisect_log=state.without_skips(data["bisect_log"], unclear),
-    )
-    state.save(run_dir, data)
-    return one_pass(top, run_dir, data, opts, 2 * opts.runs_max)
+    run.escalated = True
+    run.first_pass_log = run.bisect_log
+    run.bisect_log = log.without_skips(run.bisect_log, unclear)
+    state.save(run_dir, run)
+    return one_pass(top, run_dir, run, 2 * most)

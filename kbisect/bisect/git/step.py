@@ -19,8 +19,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from kbisect.bisect import samples, state
-from kbisect.bisect.git import judge, liveness
+from kbisect.bisect import samples
+from kbisect.bisect.git import judge, liveness, log
 from kbisect.build import build
 from kbisect.core import atomic, progress
 from kbisect.core.arch import Arch
@@ -182,7 +182,7 @@ def _references(ctx: samples.Context, top: Path, spec: Step, store: Path) -> jud
 
 def _warn_stale(top: Path, store: Path) -> None:
     """A fixed threshold: say so when the endpoints' stored samples are old or drifted."""
-    marks = state.parse_log(git.git(top, "bisect", "log", check=False)).marks
+    marks = log.parse(git.git(top, "bisect", "log", check=False)).marks
     firsts = {m.verdict: m.commit for m in reversed(marks) if m.verdict in ("good", "bad")}
     if "good" in firsts and "bad" in firsts:
         good, bad = (git.rev_parse(top, firsts[v]) for v in ("good", "bad"))

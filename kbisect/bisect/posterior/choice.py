@@ -22,11 +22,11 @@ endpoints. Sampling a revision again is allowed.
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING
+from collections.abc import Mapping, Sequence, Set
+from dataclasses import dataclass
 
-if TYPE_CHECKING:
-    from kbisect.bisect.posterior.likelihood import Fit
-    from kbisect.bisect.posterior.posterior import Cost, Posterior
+from kbisect.bisect.posterior.graph import Graph
+from kbisect.bisect.posterior.likelihood import Fit
 
 ROOT_2PI = math.sqrt(2 * math.pi)
 _NODES = (0.484935707515, 1.465989094391, 2.484325841639, 3.581823483552, 4.859462828332)
@@ -35,6 +35,26 @@ _WEIGHTS = (0.344642334932, 0.13548370298, 0.019111580501, 0.000758070934, 4.310
 HERMITE = tuple((sign * n, w) for n, w in zip(_NODES, _WEIGHTS, strict=True) for sign in (1, -1))
 SHORTLIST = 4  # best splits considered per cost group
 LIVE = 1e-3  # classes lighter than this are left out of the information
+
+
+@dataclass(frozen=True)
+class Cost:
+    """What one more sample costs: a boot, plus a build for a revision not built yet."""
+
+    boot: float = 1.0
+    build: float = 0.15
+
+
+@dataclass(frozen=True)
+class Standing:
+    """What the choice needs to know of the posterior (posterior.py), as it stands."""
+
+    graph: Graph
+    splits: Mapping[str, float]  # P(bad) of every revision that can still split the rest
+    built: Set[str]  # revisions whose next sample costs a boot only
+    untestable: Set[str]
+    live: Sequence[tuple[float, int, int, Fit]]  # (P, mask, size, fit) of classes above LIVE
+    last: tuple[float, float] | None  # the time and load of the latest sample
 
 
 def _merged(parts: list[tuple[float, float, float]]) -> list[tuple[float, float, float]]:
@@ -86,35 +106,35 @@ def _eig(classes: list[tuple[float, Fit, float]], t: float, load: float = 0.0) -
     return max(0.0, entropy(parts) - cond)
 
 
-def shortlist(post: Posterior) -> list[str]:
+def shortlist(now: Standing) -> list[str]:
     """The best splits among built and among new revisions, and the endpoints."""
-    values = post.split_values()
-    order = {c: i for i, c in enumerate(post.graph.commits)}
+    order = {c: i for i, c in enumerate(now.graph.commits)}
     picks = []
     for built in (True, False):
-        group = [c for c in values if (c in post.built_ones) == built]
-        group.sort(key=lambda c: (abs(values[c] - 0.5), order[c]))
+        group = [c for c in now.splits if (c in now.built) == built]
+        group.sort(key=lambda c: (abs(now.splits[c] - 0.5), order[c]))
         picks += group[:SHORTLIST]
     if not picks:
         return []
-    return picks + [c for c in (post.graph.goods[0], post.graph.bad) if c not in post.untestable]
+    ends = (now.graph.goods[0], now.graph.bad)
+    return picks + [c for c in ends if c not in now.untestable]
 
 
-def best(post: Posterior, cost: Cost) -> str | None:
+def best(now: Standing, cost: Cost) -> str | None:
     """The revision to sample next, or None when no test can split what is left."""
-    picks = shortlist(post)
+    picks = shortlist(now)
     if not picks:
         return None
-    live = post.live_fits(LIVE)
-    if not live:  # no fit yet: the plain best split
+    if not now.live or now.last is None:  # no fit yet: the plain best split
         return picks[0]
-    last = max(post.samples, key=lambda s: s.t)
-    t, load = last.t + 1.0, last.load
+    t, load = now.last[0] + 1.0, now.last[1]
     scores = []
     for rank, c in enumerate(picks):
-        i = post.graph.index.get(c)
-        classes = [(p, fit, 0.0 if i is None else (post.graph.anc[i] & mask).bit_count() / size)
-                   for p, mask, size, fit in live]  # fmt: skip
-        price = cost.boot + (0.0 if c in post.built_ones else cost.build)
+        i = now.graph.index.get(c)
+        classes = [
+            (p, fit, 0.0 if i is None else (now.graph.anc[i] & mask).bit_count() / size)
+            for p, mask, size, fit in now.live
+        ]
+        price = cost.boot + (0.0 if c in now.built else cost.build)
         scores.append((_eig(classes, t, load) / price, -rank, c))
     return max(scores)[2]

@@ -83,8 +83,9 @@ class Graph:
         return desc
 
     @classmethod
-    def from_parents(cls, parents: Mapping[str, Sequence[str]], bad: str,
-                     goods: Iterable[str]) -> Graph:  # fmt: skip
+    def from_parents(
+        cls, parents: Mapping[str, Sequence[str]], bad: str, goods: Iterable[str]
+    ) -> Graph:
         """The range from a parents map (commit -> its parents, for every commit that can
         be reached from bad); commits reachable from a good endpoint are not in it."""
         goods = tuple(goods)
@@ -93,19 +94,24 @@ class Graph:
         if not in_range:
             raise EmptyRange(f"no commit in {'/'.join(g[:12] for g in goods)}..{bad[:12]}")
         order = _topological(parents, in_range)
-        return _build(order, {c: [p for p in parents.get(c, ()) if p in in_range] for c in order},
-                      goods)  # fmt: skip
+        return _build(
+            order, {c: [p for p in parents.get(c, ()) if p in in_range] for c in order}, goods
+        )
 
     def as_dict(self) -> dict[str, Any]:
         """The range for state.json: commits in order and parents by number."""
-        return {"commits": list(self.commits), "parents": [list(p) for p in self.parents],
-                "goods": list(self.goods)}  # fmt: skip
+        return {
+            "commits": list(self.commits),
+            "parents": [list(p) for p in self.parents],
+            "goods": list(self.goods),
+        }
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Graph:
         commits = [str(c) for c in data["commits"]]
-        by_name = {c: [commits[j] for j in ps] for c, ps in zip(commits, data["parents"],
-                                                                   strict=True)}  # fmt: skip
+        by_name = {
+            c: [commits[j] for j in ps] for c, ps in zip(commits, data["parents"], strict=True)
+        }
         return _build(commits, by_name, [str(g) for g in data["goods"]])
 
 
@@ -139,8 +145,9 @@ def _topological(parents: Mapping[str, Sequence[str]], nodes: set[str]) -> list[
     return order
 
 
-def _build(order: Sequence[str], parents: Mapping[str, Sequence[str]], goods: Sequence[str]
-           ) -> Graph:  # fmt: skip
+def _build(
+    order: Sequence[str], parents: Mapping[str, Sequence[str]], goods: Sequence[str]
+) -> Graph:
     index = {c: i for i, c in enumerate(order)}
     anc: list[int] = []
     pars: list[tuple[int, ...]] = []
@@ -159,8 +166,8 @@ def _build(order: Sequence[str], parents: Mapping[str, Sequence[str]], goods: Se
 
 def rev_list_command(repo: Path, good: Sequence[str], bad: str) -> list[str]:
     """Every commit of good..bad with its parents, parents before children."""
-    return ["git", "-C", str(repo), "rev-list", "--parents", "--topo-order", "--reverse", bad,
-            *(f"^{g}" for g in good)]  # fmt: skip
+    head = ["git", "-C", str(repo), "rev-list", "--parents", "--topo-order", "--reverse"]
+    return [*head, bad, *(f"^{g}" for g in good)]
 
 
 def parse_rev_list(text: str) -> dict[str, list[str]]:

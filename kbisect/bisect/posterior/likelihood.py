@@ -14,7 +14,7 @@ and moves the odds little; under a plain normal it would decide them.
 d_j is the load of sample j: the share of the CPUs other work took while it ran, as
 measured (disturbance.py: others' share of the host where the kernel runs on it, steal
 time inside the kernel). A hog that starts halfway is a step, not a slope: the trend
-alone cannot explain it, and good revisions then look bad (seen for real, issue 19);
+alone cannot explain it, and good revisions then look bad (seen for real: scripts/drift-demo);
 with the load as a regressor the samples taken under it stay evidence. It enters only
 when the loads differ by at least LOAD_SPREAD (a run with disturbed samples kept).
 
@@ -51,9 +51,14 @@ class Model:
     load_sd: float = 2.0  # prior sd of beta: log tps change per unit of load
 
     def as_dict(self) -> dict[str, float | bool]:
-        return {"outlier": self.outlier, "outlier_scale": self.outlier_scale,
-                "trend": self.trend, "drift_sd": self.drift_sd, "load": self.load,
-                "load_sd": self.load_sd}  # fmt: skip
+        return {
+            "outlier": self.outlier,
+            "outlier_scale": self.outlier_scale,
+            "trend": self.trend,
+            "drift_sd": self.drift_sd,
+            "load": self.load,
+            "load_sd": self.load_sd,
+        }
 
 
 LOAD_SPREAD = 0.05  # loads closer than this (a quiet run's background) add no regressor
@@ -148,9 +153,15 @@ class _Data:
     """The samples of one split: log tps, group (0 good, 1 bad), and the regressors (time,
     load), each centred, with its prior precision."""
 
-    def __init__(self, x: Sequence[float], z: Sequence[bool], t: Sequence[float] | None,
-                 drift_sd: float = 0.2, load: Sequence[float] | None = None,
-                 load_sd: float = 2.0) -> None:  # fmt: skip
+    def __init__(
+        self,
+        x: Sequence[float],
+        z: Sequence[bool],
+        t: Sequence[float] | None,
+        drift_sd: float = 0.2,
+        load: Sequence[float] | None = None,
+        load_sd: float = 2.0,
+    ) -> None:
         self.x = list(x)
         self.z = [1 if b else 0 for b in z]
         self.names: list[str] = []
@@ -167,8 +178,9 @@ class _Data:
         self.cols = cols  # each regressor's values, centred
         self.rows = [list(r) for r in zip(*cols, strict=True)] if cols else [[]] * len(x)
 
-    def _add(self, cols: list[list[float]], name: str, values: Sequence[float],
-             precision: float) -> None:  # fmt: skip
+    def _add(
+        self, cols: list[list[float]], name: str, values: Sequence[float], precision: float
+    ) -> None:
         centre = math.fsum(values) / len(values)
         self.names.append(name)
         self.centres.append(centre)
@@ -177,8 +189,10 @@ class _Data:
 
     def log_prior(self, coef: Sequence[float]) -> float:
         """The regressors' normal priors (0 without one: the flat priors cancel)."""
-        return math.fsum(0.5 * math.log(p) - 0.5 * LOG_2PI - 0.5 * p * c * c
-                         for p, c in zip(self.precision, coef[2:], strict=True))  # fmt: skip
+        return math.fsum(
+            0.5 * math.log(p) - 0.5 * LOG_2PI - 0.5 * p * c * c
+            for p, c in zip(self.precision, coef[2:], strict=True)
+        )
 
     def residuals(self, coef: Sequence[float]) -> list[float]:
         out = [x - coef[g] for x, g in zip(self.x, self.z, strict=True)]
@@ -221,8 +235,9 @@ class _Data:
             self._gram(w, s2), self._cross([wi * x for wi, x in zip(w, self.x, strict=True)])
         )
 
-    def information(self, e: Sequence[float], resp: Sequence[float], sigma: float, k2: float
-                    ) -> list[list[float]]:  # fmt: skip
+    def information(
+        self, e: Sequence[float], resp: Sequence[float], sigma: float, k2: float
+    ) -> list[list[float]]:
         """Observed information in (coef..., log sigma), Louis' identity per sample."""
         s2 = sigma * sigma
         q_aa, q_as, q_ss = [], [], 0.0
@@ -258,14 +273,26 @@ def loaded(model: Model, load: Sequence[float] | None) -> bool:
     return bool(model.load and load and max(load) - min(load) >= LOAD_SPREAD)
 
 
-def fit(x: Sequence[float], z: Sequence[bool], model: Model, t: Sequence[float] | None = None,
-        start: Fit | None = None, load: Sequence[float] | None = None) -> Fit:  # fmt: skip
+def fit(
+    x: Sequence[float],
+    z: Sequence[bool],
+    model: Model,
+    t: Sequence[float] | None = None,
+    start: Fit | None = None,
+    load: Sequence[float] | None = None,
+) -> Fit:
     """The split's maximum and Laplace evidence. Needs a sample on each side and at least
     one more sample than parameters. The mixture's likelihood can have more than one
     maximum (a boot counted as an outlier or not), so EM runs from the least-squares start
     and, if given, from `start` (the last fit of a similar split); the higher one wins."""
-    data = _Data(x, z, t if model.trend else None, model.drift_sd,
-                 load if loaded(model, load) else None, model.load_sd)  # fmt: skip
+    data = _Data(
+        x,
+        z,
+        t if model.trend else None,
+        model.drift_sd,
+        load if loaded(model, load) else None,
+        model.load_sd,
+    )
     mix = _Mixture(model)
     fits = [_em(data, mix, *_start(data))]
     if start is not None and start.regressors == tuple(data.names):
@@ -273,8 +300,14 @@ def fit(x: Sequence[float], z: Sequence[bool], model: Model, t: Sequence[float] 
     return max(fits, key=lambda f: f.loglik)
 
 
-def _em(data: _Data, mix: _Mixture, coef: list[float], s: float, tol: float = 1e-9,
-        iterations: int = 200) -> Fit:  # fmt: skip
+def _em(
+    data: _Data,
+    mix: _Mixture,
+    coef: list[float],
+    s: float,
+    tol: float = 1e-9,
+    iterations: int = 200,
+) -> Fit:
     last = -math.inf
     n = len(data.x)
     for _ in range(iterations):
@@ -286,8 +319,9 @@ def _em(data: _Data, mix: _Mixture, coef: list[float], s: float, tol: float = 1e
         w = [r + (1.0 - r) / mix.k2 for r in resp]
         coef = data.wls(w, math.exp(2 * s))
         e = data.residuals(coef)
-        s = 0.5 * math.log(max(math.fsum(wi * v * v for wi, v in zip(w, e, strict=True)) / n,
-                               1e-300))  # fmt: skip
+        s = 0.5 * math.log(
+            max(math.fsum(wi * v * v for wi, v in zip(w, e, strict=True)) / n, 1e-300)
+        )
     e = data.residuals(coef)
     resp, ll = mix.weights(e, math.exp(s))
     ll += data.log_prior(coef)
@@ -295,5 +329,11 @@ def _em(data: _Data, mix: _Mixture, coef: list[float], s: float, tol: float = 1e
     logdet = _logdet(data.information(e, resp, math.exp(s), mix.k2))
     if math.isnan(logdet):  # not a maximum in every direction: the core part's information
         logdet = _logdet(data.information(e, [1.0] * len(e), math.exp(s), mix.k2))
-    return Fit(ll + 0.5 * d * LOG_2PI - 0.5 * logdet, tuple(coef), s, ll,
-               tuple(data.names), tuple(data.centres))  # fmt: skip
+    return Fit(
+        ll + 0.5 * d * LOG_2PI - 0.5 * logdet,
+        tuple(coef),
+        s,
+        ll,
+        tuple(data.names),
+        tuple(data.centres),
+    )

@@ -26,19 +26,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kbisect.bisect.posterior import choice, likelihood
+from kbisect.bisect.posterior.choice import Cost
 from kbisect.bisect.posterior.graph import Graph
 from kbisect.bisect.posterior.likelihood import Fit, Model
 from kbisect.core.exceptions import UserError
 
 NEGLIGIBLE = 1e-12  # classes lighter than this are left out of the choice of revision
-
-
-@dataclass(frozen=True)
-class Cost:
-    """What one more sample costs: a boot, plus a build for a revision not built yet."""
-
-    boot: float = 1.0
-    build: float = 0.15
 
 
 @dataclass(frozen=True)
@@ -54,8 +47,11 @@ class Answer:
         return math.fsum(p for _, p in self.candidates)
 
     def as_dict(self) -> dict[str, Any]:
-        return {"kind": self.kind, "probability": self.probability,
-                "candidates": [{"commit": c, "p": p} for c, p in self.candidates]}  # fmt: skip
+        return {
+            "kind": self.kind,
+            "probability": self.probability,
+            "candidates": [{"commit": c, "p": p} for c, p in self.candidates],
+        }
 
 
 @dataclass
@@ -178,14 +174,20 @@ class Posterior:
 
     def _live(self) -> list[tuple[float, int, int]]:
         self._refresh()
-        return [(math.exp(c.log_post), c.mask, c.mask.bit_count())
-                for c in self._classes if c.log_post > math.log(NEGLIGIBLE)]  # fmt: skip
+        return [
+            (math.exp(c.log_post), c.mask, c.mask.bit_count())
+            for c in self._classes
+            if c.log_post > math.log(NEGLIGIBLE)
+        ]
 
     def live_fits(self, least: float) -> list[tuple[float, int, int, Fit]]:
         """(P, mask, size, fit) of the classes holding at least `least`, renormalized."""
         self._refresh()
-        chosen = [(math.exp(c.log_post), c.mask, c.mask.bit_count(), c.fit)
-                  for c in self._classes if c.log_post >= math.log(least)]  # fmt: skip
+        chosen = [
+            (math.exp(c.log_post), c.mask, c.mask.bit_count(), c.fit)
+            for c in self._classes
+            if c.log_post >= math.log(least)
+        ]
         total = math.fsum(p for p, *_ in chosen)
         return [(p / total, m, n, f) for p, m, n, f in chosen if f is not None]
 
@@ -215,7 +217,16 @@ class Posterior:
     def next(self, cost: Cost | None = None) -> str | None:
         """The revision whose next sample brings the most expected information about the
         culprit per unit of cost (see choice.py); None when no test can split the rest."""
-        return choice.best(self, cost or Cost())
+        last = max(self.samples, key=lambda s: s.t, default=None)
+        now = choice.Standing(
+            self.graph,
+            self.split_values(),
+            self.built_ones,
+            self.untestable,
+            self.live_fits(choice.LIVE),
+            None if last is None else (last.t, last.load),
+        )
+        return choice.best(now, cost or Cost())
 
     def groups(self) -> list[tuple[list[int], float]]:
         """Candidates no remaining test can tell apart, with their mass; heaviest first."""
@@ -271,13 +282,20 @@ class Posterior:
         fit = self.levels()
         levels = None
         if fit is not None:
-            levels = {"good_tps": math.exp(fit.coef[0]), "bad_tps": math.exp(fit.coef[1]),
-                      "noise_cv": math.expm1(math.exp(fit.log_sigma))}  # fmt: skip
+            levels = {
+                "good_tps": math.exp(fit.coef[0]),
+                "bad_tps": math.exp(fit.coef[1]),
+                "noise_cv": math.expm1(math.exp(fit.log_sigma)),
+            }
             if "load" in fit.regressors:  # log tps per unit of load (disturbance.load)
                 levels["load_beta"] = fit.coef[2 + fit.regressors.index("load")]
-        return {"answer": self.answer(confidence).as_dict(), "levels": levels,
-                "top": [{"commit": self.graph.commits[i], "p": probs[i]} for i in order],
-                "samples": len(self.samples), "untestable": sorted(self.untestable)}  # fmt: skip
+        return {
+            "answer": self.answer(confidence).as_dict(),
+            "levels": levels,
+            "top": [{"commit": self.graph.commits[i], "p": probs[i]} for i in order],
+            "samples": len(self.samples),
+            "untestable": sorted(self.untestable),
+        }
 
     def as_dict(self) -> dict[str, Any]:
         return {

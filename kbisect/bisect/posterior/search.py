@@ -8,7 +8,7 @@ endpoints (re-checks and references included):
    re-check it once (recheck.py: fresh pairs of it and its parent until the ratio's
    interval clears the minimum effect); the fresh samples feed the posterior, and the
    search ends if the answer still holds, or goes on if it does not;
-2. a reference boot when one is due (drift.Schedule: after every `--references` test
+2. a reference boot when one is due (references.Schedule: after every `--references` test
    boots, the good, then the bad endpoint; the posterior then fits a time trend);
 3. else the revision with the most expected information per cost (choice.py): its stored
    samples first (a revisit, another bisection's, `--method git`'s), else it is built in
@@ -27,15 +27,15 @@ import time
 from pathlib import Path
 from typing import Any
 
-from kbisect.bisect import check, recheck, samples, state
+from kbisect.bisect import check, recheck, references, samples, state
 from kbisect.bisect.posterior import graph
+from kbisect.bisect.posterior.choice import Cost
 from kbisect.bisect.posterior.likelihood import Model
-from kbisect.bisect.posterior.posterior import Answer, Cost, Posterior
-from kbisect.bisect.state import Options
+from kbisect.bisect.posterior.posterior import Answer, Posterior
+from kbisect.bisect.state import Run
 from kbisect.core import progress
 from kbisect.core.exceptions import BenchmarkError, BootError, BuildError, InfraError
 from kbisect.measure import results, retake, timeline
-from kbisect.stats import drift
 from kbisect.targets import monitor
 
 BUILD_COST = 0.15  # a build, in boots: an incremental build ~20 s against a ~2.5 min boot
@@ -44,24 +44,22 @@ BUILD_COST = 0.15  # a build, in boots: an incremental build ~20 s against a ~2.
 class Search:
     """One posterior bisection: the posterior, and the samples already in it."""
 
-    def __init__(
-        self, ctx: samples.Context, top: Path, run_dir: Path, data: dict[str, Any], opts: Options
-    ) -> None:
-        self.ctx, self.top, self.run_dir, self.data, self.opts = ctx, top, run_dir, data, opts
-        self.store = Path(data["store"])
-        data.setdefault("visited", [data["good"], data["bad"]])
-        data.setdefault("failed", {})
-        data.setdefault("rechecks", {})
-        data.setdefault("bisect_t0", time.time())
-        self.graph = graph.read(top, [data["good"]], data["bad"])
-        self.post = Posterior(self.graph, Model(trend=opts.references > 0))
+    def __init__(self, ctx: samples.Context, top: Path, run_dir: Path, run: Run) -> None:
+        self.ctx, self.top, self.run_dir, self.run = ctx, top, run_dir, run
+        self.opts = run.options
+        if run.bisect_t0 is None:  # the search begins
+            run.bisect_t0 = time.time()
+            run.visited = [run.good, run.bad]
+        self.t0 = run.bisect_t0
+        self.graph = graph.read(top, [run.good], run.bad)
+        self.post = Posterior(self.graph, Model(trend=self.opts.references > 0))
         self.seen: dict[str, float] = {}  # sample file -> its start time
         self.rows: list[dict[str, Any]] = []  # every sample, for the report
         self.schedule = None
-        if opts.references > 0:
-            sched = data.setdefault("schedule", {"tests": 0, "turn": 0})
-            self.schedule = drift.Schedule(
-                data["good"], data["bad"], opts.references, sched["tests"], sched["turn"]
+        if self.opts.references > 0:
+            turn = run.schedule or {"tests": 0, "turn": 0}
+            self.schedule = references.Schedule(
+                run.good, run.bad, self.opts.references, turn["tests"], turn["turn"]
             )
         self._rebuild()
 
@@ -69,14 +67,14 @@ class Search:
 
     def _rebuild(self) -> None:
         """The posterior from the stored samples of every visited revision and re-check."""
-        ends = (self.data["good"], self.data["bad"])
-        for commit in self.data["visited"]:
+        ends = (self.run.good, self.run.bad)
+        for commit in self.run.visited:
             role = "reference" if commit in ends else "test"
-            self.feed(commit, samples.commit_dir(self.store, commit), role)
-        for culprit, rc in self.data["rechecks"].items():
+            self.feed(commit, samples.commit_dir(self.run.store, commit), role)
+        for culprit, rc in self.run.rechecks.items():
             for commit in (rc["parent"], culprit):
                 self.feed(commit, recheck.folder(self.run_dir, culprit, commit), "recheck")
-        for commit in self.data["failed"]:
+        for commit in self.run.failed:
             self.post.failed(commit)
 
     def feed(self, commit: str, out: Path, role: str) -> int:
@@ -113,37 +111,37 @@ class Search:
 
     def _before(self, commit: str) -> str:
         """The role of a sample taken before the bisection began."""
-        return "endpoint" if commit in (self.data["good"], self.data["bad"]) else "stored"
+        return "endpoint" if commit in (self.run.good, self.run.bad) else "stored"
 
     def t(self, sample: dict[str, Any]) -> float:
         """A sample's time for the posterior: seconds since the bisection began."""
-        return _when(sample) - float(self.data["bisect_t0"])
+        return _when(sample) - self.t0
 
     def boots(self) -> int:
         """Boots since the bisection began (the endpoints' are before it)."""
-        return sum(t >= float(self.data["bisect_t0"]) for t in self.seen.values())
+        return sum(t >= self.t0 for t in self.seen.values())
 
     def fail(self, commit: str, why: str) -> None:
         progress.step(f"{commit[:12]} is untestable (no evidence, never a verdict): {why}")
-        self.data["failed"][commit] = why
+        self.run.failed[commit] = why
         self.post.failed(commit)
 
     def save(self) -> None:
         if self.schedule is not None:
-            self.data["schedule"] = {"tests": self.schedule.tests, "turn": self.schedule.turn}
-        self.data["posterior"] = self.post.as_dict()
-        self.data["samples"] = sorted(self.rows, key=lambda r: float(r["t"]))
-        state.save(self.run_dir, self.data)
+            self.run.schedule = {"tests": self.schedule.tests, "turn": self.schedule.turn}
+        self.run.posterior = self.post.as_dict()
+        self.run.samples = sorted(self.rows, key=lambda r: float(r["t"]))
+        state.save(self.run_dir, self.run)
 
     # --- one round ------------------------------------------------------------------------
 
-    def run(self) -> Answer:
+    def find(self) -> Answer:
         """Sample until the answer holds after its re-check, or nothing can split the
         rest, or the budget is spent; the final answer."""
         while self.boots() < self.opts.max_boots:
             answer = self.post.stop(self.opts.confidence)
             if answer is not None:
-                if not recheck.due(self.data, answer):
+                if not recheck.due(self.run, answer):
                     break
                 recheck.run(self, answer)
             elif not self._reference() and not self._test():
@@ -155,7 +153,7 @@ class Search:
     def revision(self, commit: str) -> samples.Revision:
         """commit built (cached per commit) with its store directory."""
         return check.revision(
-            self.ctx, self.top, commit, self.opts, samples.commit_dir(self.store, commit)
+            self.ctx, self.top, commit, self.opts, samples.commit_dir(self.run.store, commit)
         )
 
     def _reference(self) -> bool:
@@ -163,12 +161,12 @@ class Search:
         ref = self.schedule.due() if self.schedule is not None else None
         if ref is None or self.schedule is None:
             return False
-        progress.step(f"reference: {'good' if ref == self.data['good'] else 'bad'} {ref[:12]}")
+        progress.step(f"reference: {'good' if ref == self.run.good else 'bad'} {ref[:12]}")
         try:
             samples.draw(self.ctx, self.revision(ref))
         except (BootError, BenchmarkError) as exc:
             progress.warn(f"reference {ref[:12]} failed, no sample this time: {exc}")
-        self.feed(ref, samples.commit_dir(self.store, ref), "reference")
+        self.feed(ref, samples.commit_dir(self.run.store, ref), "reference")
         self.schedule.took(ref)
         return True
 
@@ -179,14 +177,14 @@ class Search:
             return False
         p = self.post.p_bad(commit) if commit in self.graph.index else 0.0
         progress.step(f"testing {commit[:12]} (P(bad) = {p:.2f})")
-        out = samples.commit_dir(self.store, commit)
+        out = samples.commit_dir(self.run.store, commit)
         tps, failures = samples.stored(out)
         owed = samples.retry_owed(out, tps, failures)  # interrupted before its retry
         if failures and not tps and not owed:
             self.fail(commit, f"stored failure, not retried: {failures[-1]}")
             return True
-        if commit not in self.data["visited"]:
-            self.data["visited"].append(commit)
+        if commit not in self.run.visited:
+            self.run.visited.append(commit)
         if not owed and self.feed(commit, out, "test"):
             progress.step(f"reusing stored sample(s) of {commit[:12]}")
             return True

@@ -1,0 +1,31 @@
+"""The confidence of each look when a rule looks at its data again after every sample.
+
+A rule that looks after sample `least`, `least + 1`, ..., `most` (K = most - least + 1
+looks) and stops at the first look that makes its claim has K chances to be fooled. So the
+error α = 1 - confidence is split over the looks (Bonferroni): each look may spend α/K,
+and whenever the rule stops its claim is wrong with probability at most α. `level` is the
+two-sided level of the interval each look computes; what it spends α/K on depends on the
+claim:
+
+- one-sided claims, each end of the interval its own claim: level 1 - 2α/K, so each end
+  is a one-sided bound at α/K. The bisect step (sequential.py) claims "good" (the mean is
+  wholly above the threshold) or "bad" (wholly below): two separate one-sided claims, each
+  wrong at most α. The adaptive re-check (confirm.py) claims "confirmed" (the ratio is
+  wholly beyond the minimum effect) or "refuted" (wholly short of it): the same.
+  (A single look prints the 90% interval of two one-sided 95% bounds.)
+- a two-sided claim, the interval as a whole: level 1 - α/K, so each end spends α/(2K).
+  The endpoint check (bisect/check.py, and the simulator's copy of it) asks stats.verdict,
+  the A/B verdict of `kbisect compare`, whether bad differs from good: its interval is the
+  two-sided 95% one that compare reports (α = 0.05), and Bonferroni keeps that level for
+  the family of looks, so a single look is exactly compare's verdict.
+"""
+
+from __future__ import annotations
+
+
+def level(alpha: float, least: int, most: int, *, one_sided: bool) -> float:
+    """The two-sided level of each look's interval, looking after samples least..most
+    with an error of at most `alpha` in all: 1 - 2α/K for one-sided claims, 1 - α/K for a
+    two-sided one (K = most - least + 1)."""
+    spend = alpha / (most - least + 1)
+    return 1.0 - (2.0 * spend if one_sided else spend)

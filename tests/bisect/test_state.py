@@ -1,0 +1,71 @@
+"""A bisection's state (kbisect/bisect/state.py): the typed Run reads every state.json
+kbisect wrote, the committed examples' included, and writes the same keys and values."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from kbisect.bisect import state
+from kbisect.bisect.state import Options, Run
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "docs" / "examples"
+WITH_STATE = ("demo-bisect-posterior", "drift-bisect", "machine-bisect")
+
+
+@pytest.mark.parametrize("name", WITH_STATE)
+def test_an_example_state_loads_and_saves_as_it_was(name: str, tmp_path: Path) -> None:
+    run_dir = Path(shutil.copytree(EXAMPLES / name, tmp_path / name))
+    saved = json.loads((run_dir / state.STATE_FILE).read_text())
+    run = state.load(run_dir)
+    assert run.phase == "done" and run.options.method == "posterior"
+    assert run.bisect_t0 is not None and run.visited[:2] == [run.good, run.bad]
+    assert run.answer is not None and [run.answer["candidates"][0]["commit"]] == [*run.rechecks]
+    state.save(run_dir, run)
+    assert json.loads((run_dir / state.STATE_FILE).read_text()) == saved
+
+
+def git_state(**more: object) -> dict[str, object]:
+    """A state as the git method left it before the posterior existed."""
+    options: dict[str, object] = {
+        "tree": None, "good": "v1", "bad": "v2", "scenario": "smoke", "threshold": None,
+        "higher_is_better": True, "append": "", "runs_min": 3, "runs_max": 10,
+        "recheck_samples": 8, "configs": [], "arch": "x86_64",
+    }  # fmt: skip
+    return {"version": 1, "created": "20261101T000000Z", "options": options,
+            "scenario": {"name": "smoke", "hash": "abc"}, "tree": "/src/linux",
+            "good": "a" * 40, "bad": "b" * 40, "store": "/results/store", "phase": "recheck",
+            "threshold": 866.0, "threshold_source": "given", "bisect_log": "git bisect start\n",
+            "endpoints": {"kind": "regression"}, "kind": state.STATE_KIND, **more}  # fmt: skip
+
+
+def test_an_old_git_state_resumes_as_the_git_method(tmp_path: Path) -> None:
+    (tmp_path / state.STATE_FILE).write_text(json.dumps(git_state(later_key=[1, 2])))
+    run = state.load(tmp_path)
+    assert run.options.method == "git" and run.options.references == 0
+    assert run.phase == "recheck" and run.threshold == 866.0 and not run.escalated
+    assert run.bisect_t0 is None and run.later == {"later_key": [1, 2]}
+    written = run.as_dict()
+    assert "visited" not in written and "recheck" not in written and "exit" not in written
+    assert written["later_key"] == [1, 2]  # a key of a later kbisect is kept as it was
+    assert written["options"]["method"] == "git"
+
+
+def test_a_new_state_has_the_keys_it_always_had() -> None:
+    opts = Options("/src", "v1", "v2", "smoke")
+    run = Run(opts, {"name": "smoke", "hash": "h"}, Path("/src"), "a", "b", Path("/s"))
+    first = "version created options scenario tree good bad store phase threshold bisect_log"
+    assert sorted(run.as_dict()) == sorted(first.split())
+    run.exit = 0
+    assert run.as_dict()["exit"] == 0
+
+
+def test_unknown_options_are_refused_in_one_line(tmp_path: Path) -> None:
+    broken = git_state()
+    broken["options"] = {**broken["options"], "no_such_option": 1}  # type: ignore[dict-item]
+    (tmp_path / state.STATE_FILE).write_text(json.dumps(broken))
+    with pytest.raises(state.BadState, match="its options do not parse"):
+        state.load(tmp_path)
