@@ -9,10 +9,10 @@ from pathlib import Path
 
 from kbisect.bisect import driver, report, state
 from kbisect.bisect.state import Options
-from kbisect.build import config, kconfig
 from kbisect.commands import options
 from kbisect.core import paths, progress
 from kbisect.core.exceptions import UserError
+from kbisect.kernel import config, kconfig
 from kbisect.targets import registry
 
 

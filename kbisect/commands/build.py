@@ -1,13 +1,13 @@
 """`kbisect build`: one kernel revision, from Kconfig fragments, into a cached artifact
-(kbisect/build/build.py)."""
+(kbisect/kernel/build.py)."""
 
 from __future__ import annotations
 
 import argparse
 import json
 
-from kbisect.build import build, kconfig
 from kbisect.commands import options
+from kbisect.kernel import build, kconfig
 from kbisect.source import tree
 
 

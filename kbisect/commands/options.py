@@ -22,7 +22,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
-from kbisect.build import config, machinebase
+from kbisect.kernel import config, machinebase
 from kbisect.measure import retake
 from kbisect.targets import monitor, registry
 from kbisect.targets.base import Target

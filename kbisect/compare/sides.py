@@ -7,9 +7,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kbisect.build import build
 from kbisect.core import progress
 from kbisect.core.exceptions import UserError
+from kbisect.kernel import build
 from kbisect.scenario import scenario
 from kbisect.source import git, tree, worktree
 from kbisect.targets.base import Kernel, Target

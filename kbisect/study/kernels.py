@@ -9,10 +9,10 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from kbisect.build import build
 from kbisect.core import arch as arch_mod
 from kbisect.core import progress
 from kbisect.core.exceptions import UserError
+from kbisect.kernel import build
 from kbisect.source import git, rc, tree
 from kbisect.study.spec import KernelSpec
 from kbisect.targets.base import Kernel

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from harness import storage as guest_storage
-from kbisect.build import kconfig
 from kbisect.core import paths
+from kbisect.kernel import kconfig
 from kbisect.scenario import scenario, storage
 from kbisect.scenario.fields import ScenarioError
 

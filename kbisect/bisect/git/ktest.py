@@ -18,9 +18,9 @@ from pathlib import Path
 from typing import Any
 
 from kbisect.bisect.git import judge, step
-from kbisect.build.build import OBJ_PREFIX
 from kbisect.core import atomic, paths, progress
 from kbisect.core.exceptions import BenchmarkError, BootError, UserError
+from kbisect.kernel.build import OBJ_PREFIX
 from kbisect.measure import sample
 from kbisect.scenario import scenario
 from kbisect.source import git, scratch, tree, worktree

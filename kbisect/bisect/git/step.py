@@ -21,10 +21,10 @@ from pathlib import Path
 
 from kbisect.bisect import samples
 from kbisect.bisect.git import judge, liveness, log
-from kbisect.build import build
 from kbisect.core import atomic, progress
 from kbisect.core.arch import Arch
 from kbisect.core.exceptions import BenchmarkError, BootError, BuildError, KbisectError, UserError
+from kbisect.kernel import build
 from kbisect.measure import retake
 from kbisect.scenario import scenario
 from kbisect.source import git, tree

@@ -1,5 +1,5 @@
 """Fetch a machine's running config and module list into the cache, for builds whose base
-is that machine's config (`--base target:NAME`, kbisect/build/machinebase.py). The
+is that machine's config (`--base target:NAME`, kbisect/kernel/machinebase.py). The
 machine must be on its known-good kernel (its preflight brings it back if needed): its
 config and module list are what that kernel runs.
 """
@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from kbisect.build import machinebase
 from kbisect.core import atomic, progress
 from kbisect.core.exceptions import UserError
+from kbisect.kernel import machinebase
 from kbisect.targets import registry
 
 CONFIG_SCRIPT = (

@@ -12,9 +12,9 @@ import dataclasses
 import shlex
 from dataclasses import dataclass
 
-from kbisect.build import kimage
 from kbisect.core import arch as arch_mod
 from kbisect.core.checks import FAIL, OK, WARN, Check
+from kbisect.kernel import kimage
 from kbisect.targets.ssh import kexec
 from kbisect.targets.ssh.config import Machine
 

@@ -9,8 +9,8 @@ import shlex
 import tarfile
 from pathlib import Path
 
-from kbisect.build import kimage
 from kbisect.core import paths
+from kbisect.kernel import kimage
 from kbisect.targets.base import Kernel
 from kbisect.targets.ssh import config
 

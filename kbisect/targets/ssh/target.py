@@ -16,11 +16,11 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import IO, Any
 
-from kbisect.build import kimage
 from kbisect.core import atomic, progress
 from kbisect.core.arch import Arch
 from kbisect.core.checks import FAIL, Check
 from kbisect.core.exceptions import BootError, CommandTimeout, InfraError, UserError
+from kbisect.kernel import kimage
 from kbisect.scenario import scenario
 from kbisect.targets.base import Job, Kernel, Target, WrongArch
 from kbisect.targets.console import is_panic

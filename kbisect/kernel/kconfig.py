@@ -16,9 +16,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from kbisect.build import machinebase
 from kbisect.core import paths
 from kbisect.core.exceptions import BuildError, UserError
+from kbisect.kernel import machinebase
 
 _SET = re.compile(r"(CONFIG_[A-Za-z0-9_]+)=(.*)")
 _NOT_SET = re.compile(r"# (CONFIG_[A-Za-z0-9_]+) is not set")

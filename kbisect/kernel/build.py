@@ -15,12 +15,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from kbisect.build import ccache, kconfig, make
-from kbisect.build import manifest as buildmanifest
-from kbisect.build.config import inputs_key, make_config
 from kbisect.core import arch as arch_mod
 from kbisect.core import atomic, paths, progress
 from kbisect.core.exceptions import BuildError, CommandFailed, CommandTimeout, UserError
+from kbisect.kernel import ccache, kconfig, make
+from kbisect.kernel import manifest as buildmanifest
+from kbisect.kernel.config import inputs_key, make_config
 from kbisect.source import git, scratch, worktree
 
 

@@ -6,11 +6,11 @@ from pathlib import Path
 
 import pytest
 
-from kbisect.build import build, kconfig, machinebase
-from kbisect.build import config as build_config
 from kbisect.commands import options
 from kbisect.core.arch import get as get_arch
 from kbisect.core.exceptions import UserError
+from kbisect.kernel import build, kconfig, machinebase
+from kbisect.kernel import config as build_config
 from kbisect.targets.ssh import baseconfig
 
 

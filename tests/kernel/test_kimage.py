@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from kbisect.build import kimage
+from kbisect.kernel import kimage
 
 BUILD_ID = bytes.fromhex("eb4fbcd037e7253717950bf2b93bd5566f47c56f")
 

@@ -8,8 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from kbisect.build import kconfig
-from kbisect.build.kconfig import (
+from kbisect.core import paths, proc
+from kbisect.core.exceptions import EXIT_BUILD, EXIT_USER, BuildError
+from kbisect.kernel import kconfig
+from kbisect.kernel.kconfig import (
     BadFragment,
     ConfigDropped,
     Fragment,
@@ -21,8 +23,6 @@ from kbisect.build.kconfig import (
     resolve,
     verify,
 )
-from kbisect.core import paths, proc
-from kbisect.core.exceptions import EXIT_BUILD, EXIT_USER, BuildError
 from tests.fakes import FAKELINUX
 
 CONFIGS = paths.configs_dir()

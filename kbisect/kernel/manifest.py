@@ -7,10 +7,10 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from kbisect.build import kconfig
-from kbisect.build.make import make_command
 from kbisect.core import arch as arch_mod
 from kbisect.core import clock, proc, progress
+from kbisect.kernel import kconfig
+from kbisect.kernel.make import make_command
 from kbisect.source import git, scratch
 
 MANIFEST_VERSION = 1

@@ -13,11 +13,11 @@ from typing import Any
 
 import pytest
 
-from kbisect.build import build, ccache, kconfig, make
-from kbisect.build.kconfig import ConfigDropped
 from kbisect.commands import cli
 from kbisect.core import arch, paths, proc, progress
 from kbisect.core.exceptions import EXIT_BUILD, EXIT_USER, BuildError
+from kbisect.kernel import build, ccache, kconfig, make
+from kbisect.kernel.kconfig import ConfigDropped
 from kbisect.source import worktree
 from tests.fakes import git, make_fake_kernel_repo, read_fake_image
 

@@ -8,11 +8,11 @@ import hashlib
 import shutil
 from pathlib import Path
 
-from kbisect.build import kconfig, machinebase
-from kbisect.build.make import arch_env, build_env, make_command
 from kbisect.core import proc, progress
 from kbisect.core.arch import Arch
 from kbisect.core.exceptions import UserError
+from kbisect.kernel import kconfig, machinebase
+from kbisect.kernel.make import arch_env, build_env, make_command
 
 BASES = ("tinyconfig", "allnoconfig", "defconfig")
 
