@@ -25,7 +25,7 @@ def main(argv: list[str]) -> int:
             target.preflight()
             while True:
                 try:
-                    sample.take(target, image, scen, append=append, out_dir=out, label="A")
+                    sample.take(target, sample.Boot(image, scen, out, append, "A"))
                 except KbisectError as exc:
                     print(f"sample failed: {exc}", file=sys.stderr, flush=True)
     except KeyboardInterrupt:

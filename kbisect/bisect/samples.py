@@ -17,7 +17,7 @@ from typing import Any
 
 from kbisect.core import paths, progress
 from kbisect.core.exceptions import BootError
-from kbisect.measure import results, retake
+from kbisect.measure import results, retake, sample
 from kbisect.scenario import scenario
 from kbisect.source import git
 from kbisect.targets.base import Kernel, Target
@@ -116,15 +116,8 @@ def draw(ctx: Context, rev: Revision, attempts: int = 2) -> float:
     slot = retake.Slot(retake.trailing(stored_now))
     for attempt in range(3 - attempts, 3):
         try:
-            taken = retake.take(
-                ctx.target,
-                rev.kernel,
-                ctx.scen,
-                append=ctx.append,
-                out_dir=rev.out,
-                policy=ctx.policy,
-                slot=slot,
-            )
+            boot = sample.Boot(rev.kernel, ctx.scen, rev.out, ctx.append)
+            taken = retake.take(ctx.target, boot, ctx.policy, slot)
             return float(taken["tps"])
         except BootError as exc:
             if attempt == 2:

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from kbisect.commands import options
 from kbisect.core import progress
-from kbisect.measure import results, retake
+from kbisect.measure import results, retake, sample
 from kbisect.scenario import scenario
 from kbisect.stats import means
 from kbisect.targets.base import Kernel
@@ -41,7 +41,7 @@ def main(args: argparse.Namespace) -> int:
         tps: list[float] = []
         for i in range(args.runs):
             progress.step(f"boot {i + 1}/{args.runs}")
-            s = retake.take(target, kernel, scen, append=args.append, out_dir=out, policy=policy)
+            s = retake.take(target, sample.Boot(kernel, scen, out, args.append), policy)
             tps.append(s["tps"])
             preempt = (s["fingerprint"] or {}).get("preempt")
             print(f"boot {i + 1}: {s['tps']:.1f} tps  (preempt={preempt})")

@@ -21,7 +21,7 @@ from kbisect.compare import summary as summaries
 from kbisect.compare.sides import NAMES, Side, Spec
 from kbisect.core import clock, lock, paths, progress
 from kbisect.core.exceptions import EXIT_NEGATIVE, EXIT_OK, BenchmarkError, BootError, UserError
-from kbisect.measure import results, retake, timeline
+from kbisect.measure import results, retake, sample, timeline
 from kbisect.scenario import scenario
 from kbisect.stats import means
 from kbisect.targets import registry
@@ -154,16 +154,8 @@ def _measure(
             again = f", retry {attempt}" if attempt else ""
             progress.step(f"boot {i + 1}/{len(order)}: side {side.name} ({side.label}){again}")
             try:
-                s = retake.take(
-                    target,
-                    side.kernel,
-                    side.scen,
-                    append=side.append,
-                    out_dir=out,
-                    label=side.name,
-                    policy=policy,
-                    slot=slot,
-                )
+                boot = sample.Boot(side.kernel, side.scen, out, side.append, side.name)
+                s = retake.take(target, boot, policy, slot)
             except (BootError, BenchmarkError) as exc:
                 side.failed += 1
                 progress.warn(

@@ -10,14 +10,12 @@ so it never retakes more than the bound.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from kbisect.core import progress
 from kbisect.measure import sample
-from kbisect.scenario.scenario import Scenario
 from kbisect.targets import monitor
-from kbisect.targets.base import Kernel, Target
+from kbisect.targets.base import Target
 
 RETAKES = 2
 DISTURBED = sample.DISTURBED
@@ -60,29 +58,12 @@ def trailing(stored: list[dict[str, Any]]) -> int:
 
 
 def take(
-    target: Target,
-    kernel: Kernel,
-    scen: Scenario,
-    *,
-    append: str = "",
-    out_dir: Path,
-    label: str | None = None,
-    policy: Policy,
-    slot: Slot | None = None,
+    target: Target, boot: sample.Boot, policy: Policy, slot: Slot | None = None
 ) -> dict[str, Any]:
     """sample.take, again while the sample is disturbed and the slot has retakes left."""
     slot = slot if slot is not None else Slot()
     while True:
-        s = sample.take(
-            target,
-            kernel,
-            scen,
-            append=append,
-            out_dir=out_dir,
-            label=label,
-            threshold=policy.share,
-            retake=slot.used < policy.retakes,
-        )
+        s = sample.take(target, boot, threshold=policy.share, retake=slot.used < policy.retakes)
         if s.get("status") != DISTURBED:
             if (s.get("disturbance") or {}).get("disturbed"):
                 progress.warn(f"{describe(s)}; kept and flagged (no retakes left)")

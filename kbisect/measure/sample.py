@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import shlex
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -38,14 +39,23 @@ def new_boot_dir(out_dir: Path, label: str | None) -> Path:
     return boot_dir
 
 
+@dataclass(frozen=True)
+class Boot:
+    """One boot to take: the kernel, the scenario, the user's command-line extras, the
+    run directory its sample goes to, and the sample's label (a compare's side, a study's
+    cell)."""
+
+    kernel: Kernel
+    scen: Scenario
+    out_dir: Path
+    append: str = ""
+    label: str | None = None
+
+
 def take(
     target: Target,
-    kernel: Kernel,
-    scen: Scenario,
+    boot: Boot,
     *,
-    append: str = "",
-    out_dir: Path,
-    label: str | None = None,
     threshold: float = disturbance.THRESHOLD,
     retake: bool = False,
 ) -> dict[str, Any]:
@@ -53,8 +63,9 @@ def take(
     Raises BootError or BenchmarkError after storing a failed sample. A good sample taken
     while others used more than `threshold` of the host is stored with status DISTURBED
     when `retake` (the caller takes it again), else kept with its disturbance flag."""
+    kernel, scen, append = boot.kernel, boot.scen, boot.append
     target.validate(kernel)
-    boot_dir = new_boot_dir(out_dir, label)
+    boot_dir = new_boot_dir(boot.out_dir, boot.label)
     templates = paths.cache_dir() / "pg-templates"
     templates.mkdir(parents=True, exist_ok=True)
     t = scen.data["timeouts"]
@@ -85,7 +96,7 @@ def take(
         error = BootError(f"{exc}; console log kept")
     except BootError as exc:
         error = BootError(f"{exc} (log: {log})")
-    data = record(target, job, console, time.monotonic() - start, label, append)
+    data = record(target, job, console, time.monotonic() - start, boot.label, append)
     data["disturbance"] = disturbance.judge(
         monitor.result, data.get("fingerprint"), threshold, target.runs_here
     )
@@ -98,7 +109,7 @@ def take(
         )
     elif retake and (data["disturbance"] or {}).get("disturbed"):
         data["status"] = DISTURBED
-    results.write_sample(out_dir, data)
+    results.write_sample(boot.out_dir, data)
     if error is not None:
         raise error
     return data

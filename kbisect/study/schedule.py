@@ -20,7 +20,7 @@ from typing import Any
 
 from kbisect.core import progress
 from kbisect.core.exceptions import BenchmarkError, BootError
-from kbisect.measure import retake
+from kbisect.measure import retake, sample
 from kbisect.scenario.scenario import Scenario
 from kbisect.study import store
 from kbisect.targets.base import Kernel, Target
@@ -104,16 +104,10 @@ def take(b: Boots, slot: Slot, out: Path, retries: int, used: int = 0) -> bool:
         again = f", retry {attempt}" if attempt else ""
         progress.step(f"block {slot.block + 1}: {b.name(slot)}{again}")
         try:
-            s = retake.take(
-                b.target,
-                b.kernels[slot.kernel],
-                b.scens[slot.cell],
-                append=b.appends[slot.cell],
-                out_dir=out,
-                label=slot.label,
-                policy=b.policy,
-                slot=retakes,
+            boot = sample.Boot(
+                b.kernels[slot.kernel], b.scens[slot.cell], out, b.appends[slot.cell], slot.label
             )
+            s = retake.take(b.target, boot, b.policy, retakes)
         except (BootError, BenchmarkError) as exc:
             progress.warn(f"{b.name(slot)}: failed, kept out of the statistics: {exc}")
             continue

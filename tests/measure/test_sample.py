@@ -30,9 +30,7 @@ def stored(out: Path) -> list[dict[str, Any]]:
 def take(tmp_path: Path, scen: scenario.Scenario, **settings: Any) -> dict[str, Any]:
     target = registry.get(str(fake_target(tmp_path, **settings)))
     kernel = Kernel(fake_image(tmp_path / "k"), {"commit": "a" * 40, "config_hash": "b" * 64})
-    return sample.take(
-        target, kernel, scen, append="preempt=full", out_dir=tmp_path / "run", label="A"
-    )
+    return sample.take(target, sample.Boot(kernel, scen, tmp_path / "run", "preempt=full", "A"))
 
 
 def test_a_sample_is_valid_and_its_tps_is_the_mean_of_measured_runs(tmp_path: Path) -> None:
@@ -101,7 +99,7 @@ def test_a_kernel_of_another_arch_is_refused_before_booting(tmp_path: Path) -> N
     target = registry.get(str(fake_target(tmp_path)))
     kernel = Kernel(fake_image(tmp_path / "k"), {"arch": "arm64"})
     with pytest.raises(UserError, match="built for arm64, but target fake runs x86_64"):
-        sample.take(target, kernel, smoke(), out_dir=tmp_path / "run")
+        sample.take(target, sample.Boot(kernel, smoke(), tmp_path / "run"))
     assert fake_calls(tmp_path / "fake.toml") == [] and not (tmp_path / "run").exists()
 
 

@@ -99,7 +99,7 @@ def check_switch(kernel: Kernel, out: Path) -> None:
     scen = scenario.load("smoke")
     t = machine()
     with t:
-        taken = sample.take(t, kernel, scen, append="kbisect.e2e=1", out_dir=out, label="A")
+        taken = sample.take(t, sample.Boot(kernel, scen, out, "kbisect.e2e=1", "A"))
         assert t.switched
     assert taken["status"] == "ok" and taken["tps"] > 0
     fp = taken["fingerprint"]
@@ -114,7 +114,7 @@ def check_panic(kernel: Kernel, out: Path) -> None:
     scen = scenario.load("smoke")
     t = machine()
     with t, pytest.raises(BootError, match="panic"):
-        sample.take(t, kernel, scen, append="rdinit=/nonexistent", out_dir=out, label="A")
+        sample.take(t, sample.Boot(kernel, scen, out, "rdinit=/nonexistent", "A"))
     failed = [p for p in (out / "samples").glob("*.json")]
     assert len(failed) == 1 and '"boot-failed"' in failed[0].read_text()
     assert on_known_good(machine())

@@ -151,7 +151,7 @@ def test_every_sample_records_its_disturbance(tmp_path: Path, monkeypatch: pytes
     image = tmp_path / "bzImage"
     image.write_text("fake kernel\n")
     target = FakeTarget("fake", arch.get("x86_64"), {"delay_s": 1.5})
-    data = sample.take(target, Kernel.find(image), scenario.load("smoke"), out_dir=tmp_path)
+    data = sample.take(target, sample.Boot(Kernel.find(image), scenario.load("smoke"), tmp_path))
     record = data["disturbance"]
     assert record["seconds"] >= 1.5 and record["threshold"] == monitor.THRESHOLD
     assert set(record) >= {"host_busy_share", "own_share", "others_share", "others_peak",

@@ -103,7 +103,7 @@ def test_foreign_guest_boots_the_root_fs_with_the_host_dirs_under_kbisect(
     root = installed(a)
     kernel = fake_image(tmp_path / "k")
     target = registry.get("vng", "arm64")
-    s = sample.take(target, Kernel(kernel), scenario.load("smoke"), out_dir=tmp_path / "run")
+    s = sample.take(target, sample.Boot(Kernel(kernel), scenario.load("smoke"), tmp_path / "run"))
     assert s["status"] == "ok" and s["tps"] > 0
     [call] = vng_calls(state)
     argv = call["argv"]

@@ -84,8 +84,10 @@ def stored(out: Path) -> list[dict[str, Any]]:
 # -- a good boot -----------------------------------------------------------------------
 
 
-def vng_sample(image: Path, scen: scenario.Scenario, out: Path, **kw: Any) -> dict[str, Any]:
-    return sample.take(registry.get("vng"), Kernel(image), scen, out_dir=out, **kw)
+def vng_sample(
+    image: Path, scen: scenario.Scenario, out: Path, append: str = "", label: str | None = None
+) -> dict[str, Any]:
+    return sample.take(registry.get("vng"), sample.Boot(Kernel(image), scen, out, append, label))
 
 
 def test_a_vng_sample_records_the_target_and_accelerator(tmp_path: Path, state: Path) -> None:

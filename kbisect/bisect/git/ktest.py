@@ -300,7 +300,7 @@ def booted_step(spec: step.Step, image: Path | None) -> int:
     out = paths.results_dir() / f"{time.strftime('%Y%m%dT%H%M%S')}-ktest-{t.name}"
 
     def draw() -> float:
-        taken = sample.take(booted, kernel, scen, append="", out_dir=out, label="ktest")
+        taken = sample.take(booted, sample.Boot(kernel, scen, out, label="ktest"))
         return float(taken["tps"])
 
     try:
