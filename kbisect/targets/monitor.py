@@ -91,9 +91,11 @@ def _others(a: Point, b: Point) -> float:
 
 
 def summarize(
-    points: list[Point], loadavg: list[float], threshold: float = THRESHOLD,
+    points: list[Point],
+    loadavg: list[float],
+    threshold: float = THRESHOLD,
     window_s: float = WINDOW_S,
-) -> dict[str, Any]:  # fmt: skip
+) -> dict[str, Any]:
     """The sample's disturbance record from its readings (at least two)."""
     first, last = points[0], points[-1]
     total = last.total - first.total
@@ -116,9 +118,11 @@ def summarize(
 
 
 def judge(
-    host: dict[str, Any] | None, fingerprint: dict[str, Any] | None, threshold: float,
+    host: dict[str, Any] | None,
+    fingerprint: dict[str, Any] | None,
+    threshold: float,
     here: bool = True,
-) -> dict[str, Any] | None:  # fmt: skip
+) -> dict[str, Any] | None:
     """The sample's record: the host's readings, and the machine's own CPUs during the
     measured runs as the harness saw them (`inside`: busy, and stolen by a hypervisor).
 

@@ -20,8 +20,14 @@ CHECKOUT = Path(__file__).resolve().parents[2]
 
 
 def kbisect(*argv: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "kbisect", *argv], cwd=CHECKOUT,
-                          capture_output=True, text=True, timeout=60, check=False)  # fmt: skip
+    return subprocess.run(
+        [sys.executable, "-m", "kbisect", *argv],
+        cwd=CHECKOUT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
 
 
 def test_help_lists_the_subcommands() -> None:
@@ -37,13 +43,16 @@ def test_version() -> None:
     assert (proc.returncode, proc.stdout.strip()) == (0, f"kbisect {__version__}")
 
 
-@pytest.mark.parametrize("argv", [
-    ["frobnicate"],
-    ["--frobnicate"],
-    ["doctor", "--frobnicate"],
-    ["doctor", "--arch", "sparc"],
-    [],
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["frobnicate"],
+        ["--frobnicate"],
+        ["doctor", "--frobnicate"],
+        ["doctor", "--arch", "sparc"],
+        [],
+    ],
+)
 def test_bad_command_lines_are_one_line_and_exit_2(argv: list[str]) -> None:
     proc = kbisect(*argv)
     assert proc.returncode == 2
@@ -76,12 +85,15 @@ def fake_command(monkeypatch: pytest.MonkeyPatch) -> Iterator[types.ModuleType]:
     signal.signal(signal.SIGTERM, previous)  # cli.main installs its own handler
 
 
-@pytest.mark.parametrize(("error", "code"), [
-    (UserError("no such revision: v9.99"), 2),
-    (InfraError("qemu died"), 3),
-    (BuildError("build of 0123abcd failed"), 4),
-    (KeyboardInterrupt(), 130),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("error", "code"),
+    [
+        (UserError("no such revision: v9.99"), 2),
+        (InfraError("qemu died"), 3),
+        (BuildError("build of 0123abcd failed"), 4),
+        (KeyboardInterrupt(), 130),
+    ],
+)
 def test_exception_roots_map_to_exit_codes(
     fake_command: types.ModuleType,
     error: BaseException,

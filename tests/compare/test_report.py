@@ -20,10 +20,16 @@ COMMAND = "kbisect compare --kernel /k/bzImage --append-a preempt=none --append-
 SCEN = {"name": "smoke", "hash": "5c0ffee" * 9 + "0"}
 # Boot order (ABBA) with each boot's tps; None is a failed boot.
 PLAN: list[tuple[str, float | None, str]] = [
-    ("A", 1000.0, "ok"), ("B", 512.0, "ok"), ("B", 505.0, "ok"), ("A", 1012.0, "ok"),
-    ("A", 994.0, "ok"), ("B", None, "boot-failed"), ("B", 519.0, "ok"), ("A", 1006.0, "ok"),
+    ("A", 1000.0, "ok"),
+    ("B", 512.0, "ok"),
+    ("B", 505.0, "ok"),
+    ("A", 1012.0, "ok"),
+    ("A", 994.0, "ok"),
+    ("B", None, "boot-failed"),
+    ("B", 519.0, "ok"),
+    ("A", 1006.0, "ok"),
     ("B", None, "benchmark-failed"),
-]  # fmt: skip
+]
 
 ERRORS = {
     "boot-failed": "kernel panic or oops: Kernel panic - not syncing: VFS (log: /r/console.log)",
@@ -33,12 +39,20 @@ ERRORS = {
 
 def fingerprint(preempt: str, **over: Any) -> dict[str, Any]:
     fp: dict[str, Any] = {
-        "uname_r": "6.12.48-kbisect", "cmdline": f"console=ttyS0 preempt={preempt}",
-        "preempt": preempt, "hugepages_total": 0, "hugepages_free": 0,
-        "hugepage_size_kb": 2048, "huge_pages_used": False, "thp": "madvise", "nproc": 2,
-        "mem_total_kb": 2013184, "clocksource": "tsc", "pg_version": "15.14",
+        "uname_r": "6.12.48-kbisect",
+        "cmdline": f"console=ttyS0 preempt={preempt}",
+        "preempt": preempt,
+        "hugepages_total": 0,
+        "hugepages_free": 0,
+        "hugepage_size_kb": 2048,
+        "huge_pages_used": False,
+        "thp": "madvise",
+        "nproc": 2,
+        "mem_total_kb": 2013184,
+        "clocksource": "tsc",
+        "pg_version": "15.14",
         "pg_settings": {"shared_buffers": "128MB", "huge_pages": "try", "max_connections": "20"},
-    }  # fmt: skip
+    }
     fp.update(over)
     return fp
 
@@ -50,29 +64,54 @@ def runs(tps: float, rng: random.Random) -> list[dict[str, Any]]:
         base = tps * (0.8 if warm else 1.0)
         raw = [base * (1 + rng.uniform(-0.05, 0.05)) for _ in range(secs)]
         shift = base - sum(raw) / secs
-        out.append({"index": index, "warmup": warm, "tps": base, "latency_avg_ms": 1.9,
-                    "latency_stddev_ms": 0.4, "failed_transactions": 0,
-                    "series": [x + shift for x in raw]})  # fmt: skip
+        out.append(
+            {
+                "index": index,
+                "warmup": warm,
+                "tps": base,
+                "latency_avg_ms": 1.9,
+                "latency_stddev_ms": 0.4,
+                "failed_transactions": 0,
+                "series": [x + shift for x in raw],
+            }
+        )
     return out
 
 
-def sample(label: str, tps: float | None, status: str, accel: str, rng: random.Random,
-           fp: dict[str, Any]) -> dict[str, Any]:  # fmt: skip
+def sample(
+    label: str, tps: float | None, status: str, accel: str, rng: random.Random, fp: dict[str, Any]
+) -> dict[str, Any]:
     preempt = "none" if label == "A" else "full"
     ok = status == "ok"
     return {
-        "version": 1, "kind": "sample", "created": "2026-11-22T04:00:00Z",
+        "version": 1,
+        "kind": "sample",
+        "created": "2026-11-22T04:00:00Z",
         "command": f"kbisect run --kernel /k/bzImage --scenario smoke --append preempt={preempt}",
-        "label": label, "scenario": {**SCEN, "settings": {}},
-        "kernel": {"image": "/k/bzImage", "release": "6.12.48-kbisect", "commit": "ab" * 20,
-                   "config_hash": "cd" * 32, "manifest": None},
-        "append": f"preempt={preempt}", "accel": accel, "status": status,
+        "label": label,
+        "scenario": {**SCEN, "settings": {}},
+        "kernel": {
+            "image": "/k/bzImage",
+            "release": "6.12.48-kbisect",
+            "commit": "ab" * 20,
+            "config_hash": "cd" * 32,
+            "manifest": None,
+        },
+        "append": f"preempt={preempt}",
+        "accel": accel,
+        "status": status,
         "error": None if ok else ERRORS[status],
-        "tps": tps, "runs": runs(tps, rng) if tps else [],
+        "tps": tps,
+        "runs": runs(tps, rng) if tps else [],
         "fingerprint": fp if status != "boot-failed" else None,
-        "timings": {"boot_s": 2.5 + rng.uniform(0, 1), "restore_s": 1.0, "init_s": 0.5,
-                    "bench_s": 25.0, "total_s": 31.0},
-    }  # fmt: skip
+        "timings": {
+            "boot_s": 2.5 + rng.uniform(0, 1),
+            "restore_s": 1.0,
+            "init_s": 0.5,
+            "bench_s": 25.0,
+            "total_s": 31.0,
+        },
+    }
 
 
 def make_run(root: Path, *, accel: str = "kvm", accel_b: str = "", vary: bool = False) -> Path:
@@ -100,17 +139,30 @@ def make_run(root: Path, *, accel: str = "kvm", accel_b: str = "", vary: bool = 
         "scenario_hash": SCEN["hash"],
     }
     summary = {
-        "version": 1, "kind": "compare", "created": "2026-11-22T04:10:00Z", "command": COMMAND,
+        "version": 1,
+        "kind": "compare",
+        "created": "2026-11-22T04:10:00Z",
+        "command": COMMAND,
         "scenario": SCEN,
-        "sides": {s: {**side, "label": f"preempt={p}", "append": f"preempt={p}",
-                      "samples": [f"samples/{i:03d}-{s}.json"
-                                  for i, (x, _, _) in enumerate(PLAN, 1) if x == s]}
-                  for s, p in (("A", "none"), ("B", "full"))},
-        "order": [p[0] for p in PLAN], "failed": {"A": 0, "B": 2},
+        "sides": {
+            s: {
+                **side,
+                "label": f"preempt={p}",
+                "append": f"preempt={p}",
+                "samples": [
+                    f"samples/{i:03d}-{s}.json" for i, (x, _, _) in enumerate(PLAN, 1) if x == s
+                ],
+            }
+            for s, p in (("A", "none"), ("B", "full"))
+        },
+        "order": [p[0] for p in PLAN],
+        "failed": {"A": 0, "B": 2},
         "stats": {"A": v.a.as_dict(), "B": v.b.as_dict()},
         "verdict": {**v.as_dict(), "result": v.kind},
-        "min_effect": 0.02, "confidence": 0.95, "duration_s": 600.0,
-    }  # fmt: skip
+        "min_effect": 0.02,
+        "confidence": 0.95,
+        "duration_s": 600.0,
+    }
     schema.validate(summary, "summary")
     (run / "summary.json").write_text(json.dumps(summary))
     return run
@@ -155,8 +207,17 @@ def test_reproduce_command_and_verdict_line(rendered: str) -> None:
 
 
 def test_sections_in_order(rendered: str) -> None:
-    marks = ["# smoke: regression", "Reproduce:", "smoke: B (preempt=full) vs A", "## Sides",
-             "## Warnings", "## Fingerprints", "## Boots", "## Plots", "## Scenario"]  # fmt: skip
+    marks = [
+        "# smoke: regression",
+        "Reproduce:",
+        "smoke: B (preempt=full) vs A",
+        "## Sides",
+        "## Warnings",
+        "## Fingerprints",
+        "## Boots",
+        "## Plots",
+        "## Scenario",
+    ]
     where = [rendered.index(m) for m in marks]
     assert where == sorted(where)
 
@@ -236,15 +297,20 @@ def test_min_effect_override(run: Path, capsys: pytest.CaptureFixture[str]) -> N
 
 
 def test_tps_along_path(tmp_path: Path) -> None:
-    points = [("0 good", [1000.0, 990.0], "good"), ("1 mid", [510.0, 505.0, 500.0], "bad"),
-              ("2 skip", [], "skip"), ("3 bad", [500.0, 498.0], "bad")]  # fmt: skip
+    points = [
+        ("0 good", [1000.0, 990.0], "good"),
+        ("1 mid", [510.0, 505.0, 500.0], "bad"),
+        ("2 skip", [], "skip"),
+        ("3 bad", [500.0, 498.0], "bad"),
+    ]
     path = plots.tps_along_path(points, tmp_path / "path.png", threshold=750.0)
     assert path.read_bytes().startswith(PNG_MAGIC)
 
 
 @pytest.mark.parametrize("content", [None, "{not json", '{"version": 1}', '{"kind": "odd"}'])
-def test_bad_dirs_exit_2_with_one_line(tmp_path: Path, content: str | None,
-                                       capsys: pytest.CaptureFixture[str]) -> None:  # fmt: skip
+def test_bad_dirs_exit_2_with_one_line(
+    tmp_path: Path, content: str | None, capsys: pytest.CaptureFixture[str]
+) -> None:
     d = tmp_path / "run"
     d.mkdir()
     if content is not None:
@@ -259,8 +325,9 @@ def test_missing_dir_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[str])
     assert capsys.readouterr().err == f"kbisect: {tmp_path / 'nope'}: no such directory\n"
 
 
-def test_bisect_dispatch(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                         capsys: pytest.CaptureFixture[str]) -> None:  # fmt: skip
+def test_bisect_dispatch(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     (tmp_path / "summary.json").write_text('{"version": 1, "kind": "bisect"}')
     monkeypatch.setattr(bisect_report, "render", lambda d: d / "report.md")
     assert cli.main(["report", str(tmp_path)]) == 0

@@ -25,8 +25,9 @@ from kbisect.targets.vng import kvm, rootfs
 
 GIB = 1 << 30
 USABLE = kvm.KvmStatus(True, "a kernel booted under KVM (bzImage)", "kernel")
-PVM = kvm.KvmStatus(False, "boot sector failed under KVM: MSR (killed by signal 6)", "bootsector",
-                    control_ok=True)  # fmt: skip
+PVM = kvm.KvmStatus(
+    False, "boot sector failed under KVM: MSR (killed by signal 6)", "bootsector", control_ok=True
+)
 UNKNOWN = kvm.KvmStatus(False, kvm.NO_KERNEL, "bootsector", decided=False, control_ok=True)
 
 
@@ -38,13 +39,33 @@ class FakeHost(doctor_host.Host):
     """A well-equipped 8-core x86_64 host with usable KVM; tests spoil one thing each."""
 
     def __init__(self) -> None:
-        self.tools = {t: f"/usr/bin/{t}" for t in (
-            "vng", "qemu-system-x86_64", "qemu-system-aarch64", "udevadm", "gcc", "make", "flex",
-            "bison", "bc", "ccache", "aarch64-linux-gnu-gcc", "busybox")}  # fmt: skip
+        self.tools = {
+            t: f"/usr/bin/{t}"
+            for t in (
+                "vng",
+                "qemu-system-x86_64",
+                "qemu-system-aarch64",
+                "udevadm",
+                "gcc",
+                "make",
+                "flex",
+                "bison",
+                "bc",
+                "ccache",
+                "aarch64-linux-gnu-gcc",
+                "busybox",
+            )
+        }
         self.path_tools = set(self.tools)
-        self.files = {"/dev/kvm", "/usr/include/libelf.h", "/usr/include/openssl/opensslv.h",
-                      "/usr/lib/postgresql/15/bin/postgres", "/usr/lib/postgresql/15/bin/pgbench",
-                      str(tree.DEFAULT_TARBALL), arm64_image()}  # fmt: skip
+        self.files = {
+            "/dev/kvm",
+            "/usr/include/libelf.h",
+            "/usr/include/openssl/opensslv.h",
+            "/usr/lib/postgresql/15/bin/postgres",
+            "/usr/lib/postgresql/15/bin/pgbench",
+            str(tree.DEFAULT_TARBALL),
+            arm64_image(),
+        }
         self.free = 100 * GIB
         self.ncpus = 8
         self.static = True
@@ -226,8 +247,9 @@ def test_vng_outside_path_is_used_from_the_venv() -> None:
     assert "/work/main/.venv/bin/vng" in checks["vng"].detail
 
 
-@pytest.mark.parametrize(("gib", "status"), [(5, "FAIL"), (9.9, "FAIL"), (10, "WARN"), (29, "WARN"),
-                                             (30, "OK")])  # fmt: skip
+@pytest.mark.parametrize(
+    ("gib", "status"), [(5, "FAIL"), (9.9, "FAIL"), (10, "WARN"), (29, "WARN"), (30, "OK")]
+)
 def test_disk_thresholds(gib: float, status: str) -> None:
     host = FakeHost()
     host.free = int(gib * GIB)
@@ -268,13 +290,16 @@ def test_missing_aarch64_qemu_matters_only_for_arm64() -> None:
     assert code == 1
 
 
-@pytest.mark.parametrize(("tool", "status", "fix"), [
-    ("udevadm", "FAIL", "apt-get install udev"),
-    ("gcc", "FAIL", "apt-get install build-essential"),
-    ("flex", "FAIL", "apt-get install flex"),
-    ("ccache", "WARN", "apt-get install ccache"),
-    ("busybox", "FAIL", "apt-get install busybox-static"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("tool", "status", "fix"),
+    [
+        ("udevadm", "FAIL", "apt-get install udev"),
+        ("gcc", "FAIL", "apt-get install build-essential"),
+        ("flex", "FAIL", "apt-get install flex"),
+        ("ccache", "WARN", "apt-get install ccache"),
+        ("busybox", "FAIL", "apt-get install busybox-static"),
+    ],
+)
 def test_missing_tools(tool: str, status: str, fix: str) -> None:
     host = FakeHost()
     del host.tools[tool]
@@ -313,7 +338,10 @@ def test_headers_missing_fail() -> None:
     host.files.discard("/usr/include/libelf.h")
     code, checks = run(host)
     assert (code, checks["libelf"].status, checks["libelf"].fix) == (
-        1, "FAIL", "apt-get install libelf-dev")  # fmt: skip
+        1,
+        "FAIL",
+        "apt-get install libelf-dev",
+    )
     assert checks["openssl"].status == "OK"
 
 
@@ -355,9 +383,11 @@ def test_old_python_fails() -> None:
 
 
 def test_table_is_aligned_with_fix_lines_only_for_problems() -> None:
-    rows = [checks.Check("a", "OK", "fine", "never shown"),
-            checks.Check("longer name", "WARN", "hmm", "do this"),
-            checks.Check("b", "FAIL", "bad", "do that")]  # fmt: skip
+    rows = [
+        checks.Check("a", "OK", "fine", "never shown"),
+        checks.Check("longer name", "WARN", "hmm", "do this"),
+        checks.Check("b", "FAIL", "bad", "do that"),
+    ]
     lines = doctor.render(rows).splitlines()
     assert lines == [
         "OK    a            fine",
@@ -415,11 +445,17 @@ def test_real_host_methods_answer(tmp_path: Path) -> None:
 
 @pytest.mark.real
 def test_real_doctor_prints_a_kvm_verdict() -> None:
-    proc = subprocess.run([sys.executable, "-m", "kbisect", "doctor", "--json"],
-                          capture_output=True, text=True, timeout=300, check=False)  # fmt: skip
+    proc = subprocess.run(
+        [sys.executable, "-m", "kbisect", "doctor", "--json"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
     assert proc.returncode in (0, 1), proc.stderr
     data = json.loads(proc.stdout)
     row = next(c for c in data["checks"] if c["name"] == "kvm x86_64")
     assert row["status"] in ("OK", "WARN")
-    assert row["detail"].startswith(("KVM usable", "KVM present but unusable", "KVM unknown",
-                                     "no /dev/kvm"))  # fmt: skip
+    assert row["detail"].startswith(
+        ("KVM usable", "KVM present but unusable", "KVM unknown", "no /dev/kvm")
+    )

@@ -62,10 +62,22 @@ def session_env(base: Path, shadow: Path) -> dict[str, str]:
 def _compare(s: Session) -> Scenario:
     def start(c: Chain) -> list[str]:
         return [
-            "compare", "--tree", str(s.repo), "--base", s.shas[12], "--revert", s.shas[8],
-            "--scenario", "smoke", "--boots", "3", "--target", str(c.target_file),
-            "--out", str(c.dir / "cmp"),
-        ]  # fmt: skip
+            "compare",
+            "--tree",
+            str(s.repo),
+            "--base",
+            s.shas[12],
+            "--revert",
+            s.shas[8],
+            "--scenario",
+            "smoke",
+            "--boots",
+            "3",
+            "--target",
+            str(c.target_file),
+            "--out",
+            str(c.dir / "cmp"),
+        ]
 
     def run_dir(c: Chain) -> Path | None:
         return c.dir / "cmp" if (c.dir / "cmp" / "plan.json").is_file() else None
@@ -97,13 +109,29 @@ def _compare(s: Session) -> Scenario:
 def _bisect(s: Session, method: str) -> Scenario:
     def start(c: Chain) -> list[str]:
         return [
-            "bisect", "--tree", str(s.repo), "--good", s.shas[1], "--bad", s.shas[12],
-            "--scenario", str(s.scenario_file), "--target", str(c.target_file),
-            "--runs-min", "2", "--runs-max", "3", "--recheck-samples", "3", "--method", method,
+            "bisect",
+            "--tree",
+            str(s.repo),
+            "--good",
+            s.shas[1],
+            "--bad",
+            s.shas[12],
+            "--scenario",
+            str(s.scenario_file),
+            "--target",
+            str(c.target_file),
+            "--runs-min",
+            "2",
+            "--runs-max",
+            "3",
+            "--recheck-samples",
+            "3",
+            "--method",
+            method,
             # git: no reference boots, whose drift-corrected threshold depends on when each
             # boot ran, so a resumed run must sample exactly like the uninterrupted one
             *(["--references", "0"] if method == "git" else []),
-        ]  # fmt: skip
+        ]
 
     def run_dir(c: Chain) -> Path | None:
         found = sorted(c.results.glob(f"*/{bisect_state.STATE_FILE}"))

@@ -31,8 +31,14 @@ def test_command_runs_three_jobs_one_after_the_other():
     assert names == ["wal", "randread", "randwrite"]
     first = cmd.index("--name=wal")
     glob = cmd[:first]
-    for option in ("--directory=/pg/fio", "--runtime=3", "--time_based", "--bs=8k",
-                   "--ioengine=psync", "--size=64m"):  # fmt: skip
+    for option in (
+        "--directory=/pg/fio",
+        "--runtime=3",
+        "--time_based",
+        "--bs=8k",
+        "--ioengine=psync",
+        "--size=64m",
+    ):
         assert option in glob
     # every job after the first waits for the one before (stonewall), none before
     jobs = " ".join(cmd[first:]).split("--name=")[1:]
@@ -80,8 +86,10 @@ def test_a_missing_job_or_no_json_is_a_harness_error(tmp_path: Path):
     with pytest.raises(HarnessError, match=r"fio wrote no JSON to fio-1\.json"):
         fio.load(bad)
     noisy = tmp_path / "fio-2.json"
-    noisy.write_text("note: both iodepth >= 1 and synchronous I/O engine are selected\n"
-                     + (DATA / "ext4-host.json").read_text())  # fmt: skip
+    noisy.write_text(
+        "note: both iodepth >= 1 and synchronous I/O engine are selected\n"
+        + (DATA / "ext4-host.json").read_text()
+    )
     assert fio.load(noisy)["fio version"] == "fio-3.33"
 
 
@@ -127,10 +135,19 @@ def test_mkfs_and_mount_commands():
     ext4 = storage.mkfs_cmd("/sbin/mkfs.ext4", "ext4", dev)
     assert ext4[0] == "/sbin/mkfs.ext4" and ext4[-1] == "/dev/vdb" and "-F" in ext4
     assert "lazy_itable_init=0,lazy_journal_init=0" in ext4
-    assert storage.mkfs_cmd("/sbin/mkfs.xfs", "xfs", dev) == ["/sbin/mkfs.xfs", "-f", "-q",
-                                                              "/dev/vdb"]  # fmt: skip
-    assert storage.mount_cmd("xfs", dev, point, "") == ["mount", "-t", "xfs", "/dev/vdb",
-                                                        "/tmp/kbisect-pg"]  # fmt: skip
+    assert storage.mkfs_cmd("/sbin/mkfs.xfs", "xfs", dev) == [
+        "/sbin/mkfs.xfs",
+        "-f",
+        "-q",
+        "/dev/vdb",
+    ]
+    assert storage.mount_cmd("xfs", dev, point, "") == [
+        "mount",
+        "-t",
+        "xfs",
+        "/dev/vdb",
+        "/tmp/kbisect-pg",
+    ]
     assert storage.mount_cmd("ext4", dev, point, "noatime")[3:5] == ["-o", "noatime"]
 
 
@@ -141,9 +158,11 @@ def test_a_missing_mkfs_is_one_line_naming_the_package(monkeypatch: pytest.Monke
 
 
 def test_mount_entry_is_the_longest_mount_holding_the_path():
-    mounts = ("/dev/root / 9p ro,relatime 0 0\n"
-              "kbisect-pgdata /tmp/kbisect-pg tmpfs rw,size=524288k 0 0\n"
-              "/dev/vdb /tmp/kbisect-pg ext4 rw,noatime 0 0\n")  # fmt: skip
+    mounts = (
+        "/dev/root / 9p ro,relatime 0 0\n"
+        "kbisect-pgdata /tmp/kbisect-pg tmpfs rw,size=524288k 0 0\n"
+        "/dev/vdb /tmp/kbisect-pg ext4 rw,noatime 0 0\n"
+    )
     got = storage.mount_entry(Path("/tmp/kbisect-pg"), mounts)
     assert got == {"device": "/dev/vdb", "fs": "ext4", "mount_options": "rw,noatime"}
     assert storage.mount_entry(Path("/usr/lib"), mounts)["fs"] == "9p"
@@ -165,8 +184,9 @@ def loop_disk(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]
     backing = tmp_path / "disk.raw"
     with backing.open("wb") as f:
         f.truncate(2**30)
-    done = subprocess.run(["losetup", "--find", "--show", str(backing)], capture_output=True,
-                          text=True, check=False)  # fmt: skip
+    done = subprocess.run(
+        ["losetup", "--find", "--show", str(backing)], capture_output=True, text=True, check=False
+    )
     if done.returncode != 0:
         pytest.skip(f"losetup: {done.stderr.strip()}")
     device = Path(done.stdout.strip())
@@ -185,8 +205,7 @@ def test_prepare_formats_mounts_describes_and_unmounts_for_real(
     if storage.kernel_fs_error(fs, Path("/proc/filesystems").read_text()):
         pytest.skip(f"this host's kernel has no {fs}")
     point = tmp_path / "pg"
-    spec = {"kind": "disk", "fs": fs, "mount_options": "noatime", "backing": "file",
-            "size_gb": 1}  # fmt: skip
+    spec = {"kind": "disk", "fs": fs, "mount_options": "noatime", "backing": "file", "size_gb": 1}
     storage.prepare(spec, point, 64)
     try:
         got = storage.describe(spec, point)

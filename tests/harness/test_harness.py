@@ -335,14 +335,28 @@ def as_sample(result: dict[str, Any], s: scenario.Scenario) -> dict[str, Any]:
     """Wrap a guest result the way the host does, to check it fits the sample schema."""
     measured = [r["tps"] for r in result["runs"] if not r["warmup"]]
     return {
-        "version": 1, "kind": "sample", "created": clock.utc_now(), "command": "kbisect run",
-        "label": "A", "scenario": {"name": s.name, "hash": s.hash, "settings": s.data},
-        "kernel": {"image": "bzImage", "release": None, "commit": None, "config_hash": None,
-                   "manifest": None},
-        "append": "", "accel": "tcg", "status": result["status"], "error": result["error"],
-        "tps": sum(measured) / len(measured) if measured else None, "runs": result["runs"],
-        "fingerprint": result["fingerprint"], "timings": {"boot_s": 1.0, **result["timings"]},
-    }  # fmt: skip
+        "version": 1,
+        "kind": "sample",
+        "created": clock.utc_now(),
+        "command": "kbisect run",
+        "label": "A",
+        "scenario": {"name": s.name, "hash": s.hash, "settings": s.data},
+        "kernel": {
+            "image": "bzImage",
+            "release": None,
+            "commit": None,
+            "config_hash": None,
+            "manifest": None,
+        },
+        "append": "",
+        "accel": "tcg",
+        "status": result["status"],
+        "error": result["error"],
+        "tps": sum(measured) / len(measured) if measured else None,
+        "runs": result["runs"],
+        "fingerprint": result["fingerprint"],
+        "timings": {"boot_s": 1.0, **result["timings"]},
+    }
 
 
 def check_ok(code: int, lines: list[str], result: dict[str, Any], s: scenario.Scenario) -> None:

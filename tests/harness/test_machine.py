@@ -30,9 +30,20 @@ core id\t\t: 1
 
 
 def test_workdir_on_a_machine_is_not_a_host_test(tmp_path):
-    args = guest.parse_args(["--scenario-json", "s", "--out", "o", "--template-dir", "t",
-                             "--workdir", "/var/lib/kbisect/pg",
-                             "--pg-bindir", "/opt/pg15/bin"])  # fmt: skip
+    args = guest.parse_args(
+        [
+            "--scenario-json",
+            "s",
+            "--out",
+            "o",
+            "--template-dir",
+            "t",
+            "--workdir",
+            "/var/lib/kbisect/pg",
+            "--pg-bindir",
+            "/opt/pg15/bin",
+        ]
+    )
     boot = Boot(SCENARIO, tmp_path, tmp_path, args.workdir, args.host_test, args.pg_bindir)
     assert not boot.host_test and boot.workdir == Path("/var/lib/kbisect/pg")
     assert boot.bindir == Path("/opt/pg15/bin") and boot.own_bindir
@@ -55,8 +66,7 @@ def test_cpuinfo():
     }
     arm = "processor\t: 0\nBogoMIPS\t: 50\n\nprocessor\t: 1\nBogoMIPS\t: 50\n"
     assert fingerprint.cpuinfo(arm) == {"cpu_model": None, "cpu_threads": 2, "cpu_cores": 2}
-    assert fingerprint.cpuinfo("") == {"cpu_model": None, "cpu_threads": None,
-                                       "cpu_cores": None}  # fmt: skip
+    assert fingerprint.cpuinfo("") == {"cpu_model": None, "cpu_threads": None, "cpu_cores": None}
 
 
 def test_smt():
@@ -67,8 +77,15 @@ def test_smt():
 
 def test_hardware_reads_this_host():
     facts = fingerprint.hardware()
-    assert set(facts) == {"dmi_product", "cpu_model", "cpu_cores", "cpu_threads",
-                          "numa_nodes", "smt", "governor"}  # fmt: skip
+    assert set(facts) == {
+        "dmi_product",
+        "cpu_model",
+        "cpu_cores",
+        "cpu_threads",
+        "numa_nodes",
+        "smt",
+        "governor",
+    }
     assert facts["cpu_threads"] and facts["cpu_threads"] >= 1
 
 

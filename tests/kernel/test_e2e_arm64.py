@@ -24,8 +24,10 @@ pytestmark = pytest.mark.e2e
 def kbisect(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "kbisect", *args],
-        capture_output=True, text=True, env=os.environ.copy(),
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        env=os.environ.copy(),
+    )
 
 
 def arm64_build(real_cache: Path) -> tuple[dict[str, Any], Path]:
@@ -47,9 +49,21 @@ def test_arm64_cross_build_boots(real_cache: Path, tmp_path: Path) -> None:
     _, image = arm64_build(real_cache)
     # The arm64 Image header carries the magic "ARM\x64" at offset 56.
     assert image.read_bytes()[56:60] == b"ARM\x64"
-    cmd = ["qemu-system-aarch64", "-machine", "virt", "-cpu", "max", "-m", "512",
-           "-nographic", "-no-reboot", "-kernel", str(image),
-           "-append", "console=ttyAMA0 panic=-1"]  # fmt: skip
+    cmd = [
+        "qemu-system-aarch64",
+        "-machine",
+        "virt",
+        "-cpu",
+        "max",
+        "-m",
+        "512",
+        "-nographic",
+        "-no-reboot",
+        "-kernel",
+        str(image),
+        "-append",
+        "console=ttyAMA0 panic=-1",
+    ]
     result = proc.run(cmd, log=tmp_path / "arm64-boot.log", timeout=600, check=False)
     assert "Unable to mount root fs" in result.output, result.output[-2000:]
 
@@ -60,8 +74,17 @@ def test_arm64_guest_runs_the_smoke_scenario(real_cache: Path, tmp_path: Path) -
         made = kbisect("image", "--arch", "arm64")
         assert made.returncode == 0, made.stderr[-3000:]
     out = tmp_path / "run"
-    run = kbisect("run", "--arch", "arm64", "--kernel", str(image.parent), "--scenario", "smoke",
-                  "--out", str(out))  # fmt: skip
+    run = kbisect(
+        "run",
+        "--arch",
+        "arm64",
+        "--kernel",
+        str(image.parent),
+        "--scenario",
+        "smoke",
+        "--out",
+        str(out),
+    )
     assert run.returncode == 0, run.stderr[-3000:]
     [sample] = results.load_samples(out)
     assert sample["status"] == "ok" and sample["tps"] > 0

@@ -23,9 +23,14 @@ def test_target_name():
 def test_streamline_command():
     cmd = machinebase.streamline_command(Path("/src"), Path("/obj/.x.config"))
     assert cmd == [
-        "sh", "-c", 'exec perl "$1" --localyesconfig "$2" Kconfig > "$3"', "sh",
-        "/src/scripts/kconfig/streamline_config.pl", "/src", "/obj/.x.config",
-    ]  # fmt: skip
+        "sh",
+        "-c",
+        'exec perl "$1" --localyesconfig "$2" Kconfig > "$3"',
+        "sh",
+        "/src/scripts/kconfig/streamline_config.pl",
+        "/src",
+        "/obj/.x.config",
+    ]
 
 
 def test_streamline_env():
@@ -37,8 +42,11 @@ def test_resolve_adds_the_machine_fragments_only_on_a_machine_base():
     names = [f.name for f in kconfig.resolve([], "x86_64", base="target:emu")]
     assert "machine/kexec.config" in names
     assert not any(n.startswith("trim/") for n in names)
-    kexec = next(f for f in kconfig.resolve([], "x86_64", base="target:emu")
-                 if f.name == "machine/kexec.config")  # fmt: skip
+    kexec = next(
+        f
+        for f in kconfig.resolve([], "x86_64", base="target:emu")
+        if f.name == "machine/kexec.config"
+    )
     assert kexec.settings["CONFIG_KEXEC"] == "y" and kexec.settings["CONFIG_KEXEC_FILE"] == "y"
     assert "machine/kexec.config" not in [f.name for f in kconfig.resolve([], "x86_64")]
 
@@ -55,8 +63,9 @@ def test_the_build_key_follows_the_machine_config_and_modules(tmp_path):
     assert build_config.inputs_key(req.arch, req.base, frags) != first
     second = build_config.inputs_key(req.arch, req.base, frags)
     # the same machine after a reboot: other addresses (KASLR), use counts, order
-    lsmod.write_text("ext4 1 3 - Live 0xffffffffc0744000\n"
-                     "virtio_blk 20480 1 - Live 0xffffffffc09bb000\n")  # fmt: skip
+    lsmod.write_text(
+        "ext4 1 3 - Live 0xffffffffc0744000\nvirtio_blk 20480 1 - Live 0xffffffffc09bb000\n"
+    )
     assert build_config.inputs_key(req.arch, req.base, frags) == second
     config.write_text("CONFIG_A=y\nCONFIG_B=y\n")
     assert build_config.inputs_key(req.arch, req.base, frags) != second

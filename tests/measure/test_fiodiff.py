@@ -26,8 +26,17 @@ def storage(scale_sync: float = 1.0, scale_iops: float = 1.0, **extra: Any) -> d
     figures["wal"]["sync_p50_us"] *= scale_sync
     for job in ("randread", "randwrite"):
         figures[job]["iops"] *= scale_iops
-    return {"kind": "disk", "fs": "ext4", "device": "/dev/vda", "mount_options": "rw,relatime",
-            "backing": "file", "size_gb": 4, "cache": "none", "fio": figures, **extra}  # fmt: skip
+    return {
+        "kind": "disk",
+        "fs": "ext4",
+        "device": "/dev/vda",
+        "mount_options": "rw,relatime",
+        "backing": "file",
+        "size_gb": 4,
+        "cache": "none",
+        "fio": figures,
+        **extra,
+    }
 
 
 def fps(*scales: float, **extra: Any) -> list[Mapping[str, Any]]:
@@ -57,8 +66,10 @@ def test_a_throttled_side_is_flagged_with_its_medians():
 
 
 def test_boots_without_fio_are_skipped_and_none_at_all_gives_no_table():
-    assert fiodiff.rows({"A": [{}, None, {"storage": {"kind": "tmpfs", "fio": None}}],
-                         "B": [{}]}) == []  # fmt: skip
+    assert (
+        fiodiff.rows({"A": [{}, None, {"storage": {"kind": "tmpfs", "fio": None}}], "B": [{}]})
+        == []
+    )
     table = fiodiff.rows({"A": [*fps(1.0), {}], "B": []})
     assert table[0].counts == {"A": 1, "B": 0} and table[0].ratio is None
     assert "No fio preflight" in fiodiff.markdown([], {"A": "a", "B": "b"})[0]

@@ -40,17 +40,34 @@ HOG = 0.6  # of the host: well above the default share (0.25)
 
 
 def compare(image: Path, target: Path, out: Path, *extra: str) -> int:
-    return cli.main([
-        "compare", "--kernel", str(image), "--append-a", "x=1", "--append-b", "x=2",
-        "--scenario", "smoke", "--boots", "3", "--target", str(target), "--out", str(out),
-        *extra])  # fmt: skip
+    return cli.main(
+        [
+            "compare",
+            "--kernel",
+            str(image),
+            "--append-a",
+            "x=1",
+            "--append-b",
+            "x=2",
+            "--scenario",
+            "smoke",
+            "--boots",
+            "3",
+            "--target",
+            str(target),
+            "--out",
+            str(out),
+            *extra,
+        ]
+    )
 
 
 def hog_target(folder: Path, name: str, disturb: list[float], **more: Any) -> Path:
     """noise_nth "stored": a boot draws the noise of the good samples before it, so a
     retaken slot gets what the quiet run's same slot got."""
-    return fake_target(folder, name, append_tps=TPS, cv=0.02, noise_nth="stored",
-                       disturb=disturb, **more)  # fmt: skip
+    return fake_target(
+        folder, name, append_tps=TPS, cv=0.02, noise_nth="stored", disturb=disturb, **more
+    )
 
 
 def statuses(out: Path) -> list[str]:
@@ -135,8 +152,9 @@ def test_retakes_stop_at_the_bound_and_the_share_is_an_option(tmp_path: Path) ->
     target, out = hog_target(tmp_path, "hog", [0.0, HOG, HOG, HOG]), tmp_path / "hog"
     compare(image, target, out, "--retakes", "2")
     assert statuses(out) == ["ok", "disturbed", "disturbed", *["ok"] * 5]
-    flagged = [s["disturbance"]["disturbed"] and s["status"] == "ok"
-               for s in results.load_samples(out)]  # fmt: skip
+    flagged = [
+        s["disturbance"]["disturbed"] and s["status"] == "ok" for s in results.load_samples(out)
+    ]
     assert flagged.index(True) == 3 and flagged.count(True) == 1  # the third try counts
     lenient, out2 = hog_target(tmp_path, "lenient", [0.0, HOG]), tmp_path / "lenient"
     compare(image, lenient, out2, "--disturbed-share", "0.7")
@@ -150,9 +168,25 @@ def test_a_kill_between_a_disturbed_sample_and_its_retake_resumes_within_the_bou
     image, out, pid_file = fake_image(tmp_path / "k"), tmp_path / "hog", tmp_path / "pid"
     disturb = [0.0, HOG, 0.0, HOG]  # call 3 is killed; the resumed retake (call 4) is hit
     target = hog_target(tmp_path, "hog", disturb, kill_at=3, kill_pid_file=str(pid_file))
-    argv = ["compare", "--kernel", str(image), "--append-a", "x=1", "--append-b", "x=2",
-            "--scenario", "smoke", "--boots", "3", "--target", str(target), "--out", str(out),
-            "--retakes", "1"]  # fmt: skip
+    argv = [
+        "compare",
+        "--kernel",
+        str(image),
+        "--append-a",
+        "x=1",
+        "--append-b",
+        "x=2",
+        "--scenario",
+        "smoke",
+        "--boots",
+        "3",
+        "--target",
+        str(target),
+        "--out",
+        str(out),
+        "--retakes",
+        "1",
+    ]
     assert start_driver(argv, pid_file).wait(timeout=120) == -signal.SIGKILL
     assert statuses(out) == ["ok", "disturbed"]
     hog_target(tmp_path, "hog", disturb)
@@ -168,8 +202,9 @@ def test_bisect_draw_retakes_and_counts_stored_retakes(tmp_path: Path) -> None:
     state = tmp_path / "state"
     fake = FakeTarget("fake", arch.get("x86_64"), {"disturb": [HOG, HOG, HOG], "state": str(state)})
     ctx = bisect_samples.Context(scenario.load("smoke"), "", fake, retake.Policy(2))
-    rev = bisect_samples.Revision("c0ffee", Kernel.find(fake_image(tmp_path / "k", 900)),
-                                  tmp_path / "rev")  # fmt: skip
+    rev = bisect_samples.Revision(
+        "c0ffee", Kernel.find(fake_image(tmp_path / "k", 900)), tmp_path / "rev"
+    )
     tps = bisect_samples.draw(ctx, rev)
     stored = results.load_samples(rev.out)
     assert [s["status"] for s in stored] == ["disturbed", "disturbed", "ok"]
@@ -196,8 +231,9 @@ def test_bisect_retakes_a_disturbed_boot_and_lists_it(env, capsys, method):
 def test_a_study_retakes_a_disturbed_boot(
     isolated_env: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    kernels = ",".join(str(fake_image(tmp_path / f"k{i}", t).parent)
-                       for i, t in enumerate((1000, 650)))  # fmt: skip
+    kernels = ",".join(
+        str(fake_image(tmp_path / f"k{i}", t).parent) for i, t in enumerate((1000, 650))
+    )
     study_target(isolated_env, disturb=[0.0, 0.0, HOG])
     assert cli.main(study_args(kernels)) == 0
     run = study_run(tmp_path / "results")
@@ -221,8 +257,9 @@ def test_a_posterior_bisection_with_a_hog_from_halfway_keeps_its_culprit(env, ca
     does for real: the posterior explains the slowed samples by their measured load."""
     shas = history(env["repo"], 12, 7)
     fake_target(env["scenario"].parent, cv=0.05, disturb=[0.0] * 10 + [0.5] * 80)
-    argv = bisect_args(env, shas[1], shas[-1], "--retakes", "0", "--references", "3",
-                       method="posterior")  # fmt: skip
+    argv = bisect_args(
+        env, shas[1], shas[-1], "--retakes", "0", "--references", "3", method="posterior"
+    )
     assert kbisect(*argv) == 0
     assert f"first bad commit: {shas[7]}" in capsys.readouterr().out
     (run,) = run_dirs(env["results"])

@@ -33,8 +33,14 @@ def test_compare_text_puts_the_finding_first(
     assert out.startswith(f"kbisect noticed a regression of {change} in pgbench tps (smoke)")
     assert f"B/A {v.ratio.ratio:.3f}x ({change}), 95% CI [{v.ratio.low:.3f}, " in out
     assert f"{v.a.n} boots (0 failed)" in out and f"{v.b.n} boots (2 failed)" in out
-    order = ["kernels:", "reproduce:", "fingerprint differences", "machine:", "scenario:",
-             "tps per boot"]  # fmt: skip
+    order = [
+        "kernels:",
+        "reproduce:",
+        "fingerprint differences",
+        "machine:",
+        "scenario:",
+        "tps per boot",
+    ]
     assert [out.index(x) for x in order] == sorted(out.index(x) for x in order)
     assert "kbisect compare --kernel /k/bzImage --append-a preempt=none \\" in out
     assert "  preempt:\n    A: none\n    B: full" in out

@@ -53,8 +53,14 @@ def test_the_io_bound_pair_puts_more_data_than_memory_on_storage_with_fio():
 
 def test_a_disk_fills_in_its_defaults_and_changes_the_hash():
     s = smoke('storage.kind="disk"')
-    assert s.data["storage"] == {"kind": "disk", "backing": "file", "size_gb": 4, "fs": "ext4",
-                                 "mount_options": "", "cache": "none"}  # fmt: skip
+    assert s.data["storage"] == {
+        "kind": "disk",
+        "backing": "file",
+        "size_gb": 4,
+        "fs": "ext4",
+        "mount_options": "",
+        "cache": "none",
+    }
     assert s.data["fio"] == {"enabled": False, **storage.FIO}  # smoke says off
     assert s.hash != smoke().hash
     assert smoke('storage.kind="disk"', 'storage.fs="xfs"').hash != s.hash
@@ -87,19 +93,30 @@ def test_a_device_disk_and_a_path():
         (['storage.kind="path"'], 'storage.kind = "path" needs storage.path'),
         (['storage.kind="path"', 'storage.path="srv"'], "storage.path must be an absolute path"),
         (['storage.kind="disk"', 'storage.backing="device"'], "needs storage.device"),
-        (['storage.kind="disk"', 'storage.device="/dev/sdb"'],
-         'storage.device does not go with storage.backing = "file"'),
-        (['storage.kind="disk"', 'storage.backing="device"', 'storage.device="/dev/sdb"',
-          "storage.size_gb=3"], 'storage.size_gb does not go with storage.backing = "device"'),
-        (['storage.kind="disk"', 'storage.mount_options="noatime, nobarrier"'],
-         "storage.mount_options must be comma-separated mount options"),
+        (
+            ['storage.kind="disk"', 'storage.device="/dev/sdb"'],
+            'storage.device does not go with storage.backing = "file"',
+        ),
+        (
+            [
+                'storage.kind="disk"',
+                'storage.backing="device"',
+                'storage.device="/dev/sdb"',
+                "storage.size_gb=3",
+            ],
+            'storage.size_gb does not go with storage.backing = "device"',
+        ),
+        (
+            ['storage.kind="disk"', 'storage.mount_options="noatime, nobarrier"'],
+            "storage.mount_options must be comma-separated mount options",
+        ),
         (['storage.kind="disk"', "storage.throttle_iops=0"], "storage.throttle_iops must be 1"),
         (["fio.seconds=0"], "fio.seconds must be 1 to 600"),
         (["fio.size_mb=8"], "fio.size_mb must be 16 to 65536"),
         (["fio.enabled=1"], "fio.enabled must be a boolean"),
         (["storage.speed=1"], "unknown field storage.speed"),
     ],
-)  # fmt: skip
+)
 def test_bad_storage_is_one_line_naming_the_field(overrides: list[str], expected: str):
     message = error(*overrides)
     assert expected in message and message.startswith("smoke.toml with "), message

@@ -152,12 +152,18 @@ def test_a_busy_slot_says_who_holds_it_and_waits(tmp_path: Path, capsys) -> None
 
     slot = tmp_path / "build"
     holder = subprocess.Popen(
-        [sys.executable, "-c",
-         "import sys; from pathlib import Path; from kbisect.source import worktree\n"
-         "with worktree.locked(Path(sys.argv[1])):\n    print('held', flush=True); "
-         "import time; time.sleep(2)", str(slot)],
-        stdout=subprocess.PIPE, text=True, cwd=paths.CHECKOUT,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-c",
+            "import sys; from pathlib import Path; from kbisect.source import worktree\n"
+            "with worktree.locked(Path(sys.argv[1])):\n    print('held', flush=True); "
+            "import time; time.sleep(2)",
+            str(slot),
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+        cwd=paths.CHECKOUT,
+    )
     assert holder.stdout is not None and holder.stdout.readline() == "held\n"
     start = time.monotonic()
     with worktree.locked(slot):

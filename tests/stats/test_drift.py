@@ -35,8 +35,10 @@ def test_a_drifting_series_is_detected_with_what_moved_and_by_how_much():
 
 
 def test_a_flat_series_gives_no_warning_in_most_runs():
-    warned = sum(drift.warning(drift.trend(references(random.Random(s), 0.0)), "r", "a")
-                 is not None for s in range(200))  # fmt: skip
+    warned = sum(
+        drift.warning(drift.trend(references(random.Random(s), 0.0)), "r", "a") is not None
+        for s in range(200)
+    )
     assert warned <= 6  # alpha 1%, and at least 3% moved
 
 
@@ -78,4 +80,5 @@ def test_threshold_is_the_geometric_mean_brought_back_along_the_drift():
     assert drift.threshold(refs, "g", "b", 0.0) == pytest.approx(math.sqrt(1050 * 640))
     slope = math.log(1.1) / 10
     assert drift.threshold(refs, "g", "b", slope) == pytest.approx(
-        math.sqrt(1000 * 640 / 1.1 ** 0.1), rel=1e-9)  # fmt: skip
+        math.sqrt(1000 * 640 / 1.1**0.1), rel=1e-9
+    )

@@ -190,8 +190,9 @@ def test_verdict_warnings_say_what_to_do() -> None:
     few = means.verdict([1000.0, 1010.0, 990.0], [800.0, 805.0, 795.0])
     assert any("use --boots 5" in w for w in few.warnings)
     assert not any("--boots 5" in w for w in means.verdict(A, A[::-1]).warnings)
-    recheck = means.verdict([1000.0, 1010.0, 990.0], [800.0, 805.0, 795.0],
-                            boots_flag="--recheck-samples")  # fmt: skip
+    recheck = means.verdict(
+        [1000.0, 1010.0, 990.0], [800.0, 805.0, 795.0], boots_flag="--recheck-samples"
+    )
     assert any("use --recheck-samples 5" in w for w in recheck.warnings)
     assert not any("--boots" in w for w in recheck.warnings)
 

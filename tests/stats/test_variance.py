@@ -55,14 +55,21 @@ def test_script_reads_sample_files(tmp_path):
     samples = tmp_path / "run" / "samples"
     samples.mkdir(parents=True)
     for i, b in enumerate(boots(rng, 12, 3, 30.0, 5.0)):
-        record = {"status": "ok", "scenario": {"name": "simple-update-2vcpu"},
-                  "runs": [{"tps": x} for x in b]}  # fmt: skip
+        record = {
+            "status": "ok",
+            "scenario": {"name": "simple-update-2vcpu"},
+            "runs": [{"tps": x} for x in b],
+        }
         (samples / f"{i:03d}-A.json").write_text(json.dumps(record))
     (samples / "999-A.json").write_text(json.dumps({"status": "boot-failed", "runs": []}))
-    out = subprocess.run([sys.executable, str(SCRIPT), str(tmp_path)], capture_output=True,
-                         text=True, check=True).stdout  # fmt: skip
+    out = subprocess.run(
+        [sys.executable, str(SCRIPT), str(tmp_path)], capture_output=True, text=True, check=True
+    ).stdout
     assert out.startswith("12 boots, 36 runs of simple-update-2vcpu")
     assert "best runs per boot" in out
-    empty = subprocess.run([sys.executable, str(SCRIPT), str(tmp_path), "--scenario", "x"],
-                           capture_output=True, text=True)  # fmt: skip
+    empty = subprocess.run(
+        [sys.executable, str(SCRIPT), str(tmp_path), "--scenario", "x"],
+        capture_output=True,
+        text=True,
+    )
     assert empty.returncode == 1 and "no stored samples of x" in empty.stdout

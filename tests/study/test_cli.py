@@ -51,9 +51,22 @@ def kernels(tmp_path: Path) -> str:
 
 
 def study_args(kernels: str, *extra: str) -> list[str]:
-    return ["study", "--kernels", kernels, "--scenario", "smoke", "--axis",
-            "pgbench.clients=2,4", "--target", "fakey", "--boots", "3", "--seed", "7",
-            *extra]  # fmt: skip
+    return [
+        "study",
+        "--kernels",
+        kernels,
+        "--scenario",
+        "smoke",
+        "--axis",
+        "pgbench.clients=2,4",
+        "--target",
+        "fakey",
+        "--boots",
+        "3",
+        "--seed",
+        "7",
+        *extra,
+    ]
 
 
 def run_dir(results_root: Path) -> Path:
@@ -75,13 +88,17 @@ def test_a_study_finds_the_planted_step_and_reports_it(
     run = run_dir(tmp_path / "results")
     assert ok_units(run) == {(k, c): 3 for k in range(3) for c in range(2)}
     summary = results.load_summary(run)
-    called = [(s["cell"], s["a"], s["b"], s["kind"]) for s in summary["stats"]["steps"]
-              if s["kind"] != NO_CHANGE]  # fmt: skip
+    called = [
+        (s["cell"], s["a"], s["b"], s["kind"])
+        for s in summary["stats"]["steps"]
+        if s["kind"] != NO_CHANGE
+    ]
     assert called == [(0, 1, 2, "regression"), (1, 1, 2, "regression")]
     report = (run / "report.md").read_text()
     assert "# Study study: 2 significant steps" in report and "Holm" in report
-    assert all((run / f).is_file() for f in ("study-tps.png", "study-ratios.png",
-                                             "study-clients.png"))  # fmt: skip
+    assert all(
+        (run / f).is_file() for f in ("study-tps.png", "study-ratios.png", "study-clients.png")
+    )
     text = (run / "report.txt").read_text()
     assert max(len(line) for line in text.splitlines()) <= WIDTH
     assert text.startswith("kbisect study study: 2 significant steps in pgbench tps")
@@ -131,9 +148,13 @@ def test_resume_after_a_kill_loses_no_sample_and_takes_none_twice(
     ],
 )
 def test_bad_input_is_one_line_exit_2_before_any_boot(
-    isolated_env: Path, kernels: str, tmp_path: Path, capsys: pytest.CaptureFixture[str],
-    extra: list[str], message: str,
-) -> None:  # fmt: skip
+    isolated_env: Path,
+    kernels: str,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    extra: list[str],
+    message: str,
+) -> None:
     fake_target(isolated_env)
     argv = study_args(kernels)
     if extra[0] == "--axis":
@@ -155,25 +176,43 @@ def test_mixed_arches_are_refused(
 
 def history(tmp_path: Path) -> Path:
     repo = tmp_path / "linux"
-    make_fake_kernel_repo(repo, [
-        {"subject": "fast", "tps": 1000, "tag": "v6.1"},
-        {"subject": "same", "tag": "v6.2"},
-        {"subject": "slow", "tps": 600},
-        {"subject": "later", "tag": "v6.3"},
-        {"subject": "rc", "tag": "v6.4-rc1"},
-    ])  # fmt: skip
+    make_fake_kernel_repo(
+        repo,
+        [
+            {"subject": "fast", "tps": 1000, "tag": "v6.1"},
+            {"subject": "same", "tag": "v6.2"},
+            {"subject": "slow", "tps": 600},
+            {"subject": "later", "tag": "v6.3"},
+            {"subject": "rc", "tag": "v6.4-rc1"},
+        ],
+    )
     return repo
 
 
 def test_a_tag_pattern_in_version_order_builds_each_kernel_once(
-    isolated_env: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+    isolated_env: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
     monkeypatch: pytest.MonkeyPatch,
-) -> None:  # fmt: skip
+) -> None:
     monkeypatch.setenv("KBISECT_CACHE", str(tmp_path / "cache"))
     repo = history(tmp_path)
     fake_target(isolated_env, cv=0.01)
-    argv = ["study", "--tree", str(repo), "--kernels", "v6.[0-9]", "--scenario", "smoke",
-            "--axis", "pgbench.clients=2", "--target", "fakey", "--boots", "3"]  # fmt: skip
+    argv = [
+        "study",
+        "--tree",
+        str(repo),
+        "--kernels",
+        "v6.[0-9]",
+        "--scenario",
+        "smoke",
+        "--axis",
+        "pgbench.clients=2",
+        "--target",
+        "fakey",
+        "--boots",
+        "3",
+    ]
     assert kbisect(*argv) == 0
     out = capsys.readouterr().out
     assert "kernels (3): v6.1, v6.2, v6.3" in out and "3 build(s)" in out
@@ -189,8 +228,20 @@ def test_a_tag_pattern_in_version_order_builds_each_kernel_once(
     assert "clients=2: v6.2 -> v6.3:" in text
     flat = " ".join(text.replace("\\\n", " ").split())
     assert "bisect: kbisect bisect --good v6.2 --bad v6.3 --scenario smoke --tree" in flat
-    assert kbisect("study", "--tree", str(repo), "--kernels", "v9.*", "--scenario", "smoke",
-                   "--target", "fakey") == 2  # fmt: skip
+    assert (
+        kbisect(
+            "study",
+            "--tree",
+            str(repo),
+            "--kernels",
+            "v9.*",
+            "--scenario",
+            "smoke",
+            "--target",
+            "fakey",
+        )
+        == 2
+    )
     assert "no version tag matches" in capsys.readouterr().err
 
 
@@ -212,8 +263,19 @@ def test_plan_gives_whole_cells_and_merge_joins_the_shares(
     shares = []
     for share in matrix["include"]:
         out = tmp_path / share["share"].replace("/", "-of-")
-        assert kbisect("study", str(study_file), "--target", "fakey", "--share",
-                       share["share"], "--out", str(out)) == 0  # fmt: skip
+        assert (
+            kbisect(
+                "study",
+                str(study_file),
+                "--target",
+                "fakey",
+                "--share",
+                share["share"],
+                "--out",
+                str(out),
+            )
+            == 0
+        )
         shares.append(out)
     merged = tmp_path / "merged"
     assert kbisect("study", "merge", *map(str, shares), "--out", str(merged)) == 0

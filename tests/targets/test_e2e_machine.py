@@ -123,8 +123,7 @@ def check_panic(kernel: Kernel, out: Path) -> None:
 def check_interrupt(kernel: Kernel, out: Path) -> None:
     cmd = [sys.executable, "-m", "tests.machinerun", NAME, str(kernel.image), str(out)]
     env = {**os.environ, "PYTHONPATH": str(paths.CHECKOUT)}
-    child = subprocess.Popen(cmd, env=env, stderr=subprocess.PIPE, text=True,
-                             cwd=paths.CHECKOUT)  # fmt: skip
+    child = subprocess.Popen(cmd, env=env, stderr=subprocess.PIPE, text=True, cwd=paths.CHECKOUT)
     assert child.stderr is not None
     for line in child.stderr:
         if "kexec into" in line:

@@ -44,11 +44,28 @@ def test_customize_script_sets_up_the_machine():
 
 def test_mkfs_and_keygen_commands():
     assert image.mkfs_command(Path("/t"), Path("/d.img")) == [
-        "mkfs.ext4", "-q", "-F", "-L", "kbisect-root", "-d", "/t", "/d.img", "4G",
-    ]  # fmt: skip
+        "mkfs.ext4",
+        "-q",
+        "-F",
+        "-L",
+        "kbisect-root",
+        "-d",
+        "/t",
+        "/d.img",
+        "4G",
+    ]
     assert image.keygen_command(Path("/k/id")) == [
-        "ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "kbisect-emu", "-f", "/k/id",
-    ]  # fmt: skip
+        "ssh-keygen",
+        "-q",
+        "-t",
+        "ed25519",
+        "-N",
+        "",
+        "-C",
+        "kbisect-emu",
+        "-f",
+        "/k/id",
+    ]
 
 
 def test_boot_files_picks_the_newest_kernel(tmp_path):
@@ -65,19 +82,40 @@ def test_qemu_command_forwards_ssh_on_loopback_only():
     cmd = vm.qemu_command(machine_vm, Path("/c/emu/image"), 40022, "tcg", 2048, 2)
     assert cmd == [
         "qemu-system-x86_64",
-        "-name", "kbisect-emu",
-        "-machine", "pc",
-        "-accel", "tcg", "-cpu", "max",
-        "-m", "2048", "-smp", "2",
-        "-kernel", "/c/emu/image/vmlinuz", "-initrd", "/c/emu/image/initrd.img",
-        "-append", "root=/dev/vda rw console=ttyS0,115200 nowatchdog",
-        "-drive", "file=/c/emu/emu/disk.qcow2,if=virtio,format=qcow2",
-        "-nic", "user,model=virtio-net-pci,hostfwd=tcp:127.0.0.1:40022-:22",
-        "-display", "none", "-vga", "none",
-        "-serial", "file:/c/emu/emu/serial.log",
-        "-qmp", "unix:/c/emu/emu/qmp.sock,server=on,wait=off",
-        "-daemonize", "-pidfile", "/c/emu/emu/pid",
-    ]  # fmt: skip
+        "-name",
+        "kbisect-emu",
+        "-machine",
+        "pc",
+        "-accel",
+        "tcg",
+        "-cpu",
+        "max",
+        "-m",
+        "2048",
+        "-smp",
+        "2",
+        "-kernel",
+        "/c/emu/image/vmlinuz",
+        "-initrd",
+        "/c/emu/image/initrd.img",
+        "-append",
+        "root=/dev/vda rw console=ttyS0,115200 nowatchdog",
+        "-drive",
+        "file=/c/emu/emu/disk.qcow2,if=virtio,format=qcow2",
+        "-nic",
+        "user,model=virtio-net-pci,hostfwd=tcp:127.0.0.1:40022-:22",
+        "-display",
+        "none",
+        "-vga",
+        "none",
+        "-serial",
+        "file:/c/emu/emu/serial.log",
+        "-qmp",
+        "unix:/c/emu/emu/qmp.sock,server=on,wait=off",
+        "-daemonize",
+        "-pidfile",
+        "/c/emu/emu/pid",
+    ]
     assert "-cpu" in vm.qemu_command(machine_vm, Path("/i"), 1, "kvm") and "host" in (
         vm.qemu_command(machine_vm, Path("/i"), 1, "kvm")
     )
@@ -85,9 +123,17 @@ def test_qemu_command_forwards_ssh_on_loopback_only():
 
 def test_overlay_command():
     assert vm.overlay_command(Path("/i/disk.img"), Path("/v/disk.qcow2")) == [
-        "qemu-img", "create", "-q", "-f", "qcow2", "-b", "/i/disk.img", "-F", "raw",
+        "qemu-img",
+        "create",
+        "-q",
+        "-f",
+        "qcow2",
+        "-b",
+        "/i/disk.img",
+        "-F",
+        "raw",
         "/v/disk.qcow2",
-    ]  # fmt: skip
+    ]
 
 
 def test_target_file_is_a_valid_ssh_machine(tmp_path):

@@ -25,11 +25,19 @@ def test_command_line_quotes_what_needs_it():
 
 def test_load_commands():
     assert kexec.load_command("/k/bzImage", "root=/dev/vda x=1") == [
-        "kexec", "-s", "-l", "/k/bzImage", "--append=root=/dev/vda x=1",
-    ]  # fmt: skip
+        "kexec",
+        "-s",
+        "-l",
+        "/k/bzImage",
+        "--append=root=/dev/vda x=1",
+    ]
     assert kexec.load_command("/k/vmlinuz", "a", "/k/initrd.img", file_load=False) == [
-        "kexec", "-l", "/k/vmlinuz", "--initrd=/k/initrd.img", "--append=a",
-    ]  # fmt: skip
+        "kexec",
+        "-l",
+        "/k/vmlinuz",
+        "--initrd=/k/initrd.img",
+        "--append=a",
+    ]
 
 
 def test_switch_script_loads_checks_then_a_detached_clean_kexec():

@@ -45,22 +45,61 @@ def test_boot_sector_loop_jumps_back_to_lodsb() -> None:
 
 def test_bootsector_command_under_kvm_uses_host_cpu_like_vng() -> None:
     assert kvm.bootsector_command(arch.get("x86_64"), "kvm", Path("/c/bs.img")) == [
-        "qemu-system-x86_64", "-accel", "kvm", "-cpu", "host", "-m", "32", "-smp", "1",
-        "-display", "none", "-serial", "stdio", "-monitor", "none", "-net", "none",
-        "-no-reboot", "-machine", "pc",
-        "-device", "isa-debug-exit,iobase=0xf4,iosize=0x04",
-        "-drive", "format=raw,file=/c/bs.img",
-    ]  # fmt: skip
+        "qemu-system-x86_64",
+        "-accel",
+        "kvm",
+        "-cpu",
+        "host",
+        "-m",
+        "32",
+        "-smp",
+        "1",
+        "-display",
+        "none",
+        "-serial",
+        "stdio",
+        "-monitor",
+        "none",
+        "-net",
+        "none",
+        "-no-reboot",
+        "-machine",
+        "pc",
+        "-device",
+        "isa-debug-exit,iobase=0xf4,iosize=0x04",
+        "-drive",
+        "format=raw,file=/c/bs.img",
+    ]
 
 
 def test_kernel_command_x86_64_under_tcg() -> None:
     cmd = kvm.kernel_command(arch.get("x86_64"), "tcg", Path("/b/bzImage"))
     assert cmd == [
-        "qemu-system-x86_64", "-accel", "tcg", "-cpu", "max", "-m", "512", "-smp", "1",
-        "-display", "none", "-serial", "stdio", "-monitor", "none", "-net", "none",
-        "-no-reboot", "-machine", "pc",
-        "-kernel", "/b/bzImage", "-append", "console=ttyS0 panic=-1",
-    ]  # fmt: skip
+        "qemu-system-x86_64",
+        "-accel",
+        "tcg",
+        "-cpu",
+        "max",
+        "-m",
+        "512",
+        "-smp",
+        "1",
+        "-display",
+        "none",
+        "-serial",
+        "stdio",
+        "-monitor",
+        "none",
+        "-net",
+        "none",
+        "-no-reboot",
+        "-machine",
+        "pc",
+        "-kernel",
+        "/b/bzImage",
+        "-append",
+        "console=ttyS0 panic=-1",
+    ]
 
 
 def test_kernel_command_arm64_uses_virt_and_its_console() -> None:
@@ -193,8 +232,9 @@ def test_passing_boot_sector_without_a_kernel_is_unknown(host: Callable[..., Fak
 def test_newest_built_kernel_settles_it(host: Callable[..., FakeQemu]) -> None:
     built_image("old", age=100)
     new = built_image("new", age=0)
-    fake = host({("bootsector", "tcg"): BS_OK, ("bootsector", "kvm"): BS_OK,
-                 ("kernel", "kvm"): K_OK})  # fmt: skip
+    fake = host(
+        {("bootsector", "tcg"): BS_OK, ("bootsector", "kvm"): BS_OK, ("kernel", "kvm"): K_OK}
+    )
     st = kvm.probe("x86_64")
     assert fake.ran[-1] == ("kernel", "kvm")
     assert fake.cmds[-1][fake.cmds[-1].index("-kernel") + 1] == str(new)
@@ -206,8 +246,14 @@ def test_kernel_hanging_under_kvm_but_booting_under_tcg(
     host: Callable[..., FakeQemu], tmp_path: Path
 ) -> None:
     image = tmp_path / "bzImage"
-    fake = host({("bootsector", "tcg"): BS_OK, ("bootsector", "kvm"): BS_OK,
-                 ("kernel", "kvm"): "timeout", ("kernel", "tcg"): K_OK})  # fmt: skip
+    fake = host(
+        {
+            ("bootsector", "tcg"): BS_OK,
+            ("bootsector", "kvm"): BS_OK,
+            ("kernel", "kvm"): "timeout",
+            ("kernel", "tcg"): K_OK,
+        }
+    )
     st = kvm.probe("x86_64", image=image)
     assert fake.ran[-2:] == [("kernel", "kvm"), ("kernel", "tcg")]
     assert (st.usable, st.decided, st.control_ok) == (False, True, True)
@@ -221,8 +267,14 @@ def test_kernel_failing_under_tcg_too_cannot_tell(
     host: Callable[..., FakeQemu], tmp_path: Path
 ) -> None:
     oops = (0, "Linux version\nOops")
-    host({("bootsector", "tcg"): BS_OK, ("bootsector", "kvm"): BS_OK,
-          ("kernel", "kvm"): oops, ("kernel", "tcg"): oops})  # fmt: skip
+    host(
+        {
+            ("bootsector", "tcg"): BS_OK,
+            ("bootsector", "kvm"): BS_OK,
+            ("kernel", "kvm"): oops,
+            ("kernel", "tcg"): oops,
+        }
+    )
     st = kvm.probe("x86_64", image=tmp_path / "bzImage")
     assert (st.usable, st.decided, st.control_ok) == (False, False, False)
     assert st.reason.endswith("cannot tell")
@@ -259,8 +311,13 @@ def test_status_caches_a_decided_answer(
     assert kvm.status("x86_64").usable
     assert counted == [image]
     entry = json.loads((paths.cache_dir() / "kvm.json").read_text())["entries"][0]
-    assert entry["key"] == {"arch": "x86_64", "qemu": "7.2.22", "host": os.uname().release,
-                            "method": "kernel", "image_sha256": kvm.sha256(image)}  # fmt: skip
+    assert entry["key"] == {
+        "arch": "x86_64",
+        "qemu": "7.2.22",
+        "host": os.uname().release,
+        "method": "kernel",
+        "image_sha256": kvm.sha256(image),
+    }
     assert entry["checked"].endswith("Z")
     kvm.status("x86_64", recheck=True)
     assert len(counted) == 2

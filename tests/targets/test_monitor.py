@@ -101,8 +101,13 @@ def test_steal_is_reported_apart():
 def test_warning_only_when_disturbed():
     quiet = {"disturbed": False}
     assert monitor.warning(quiet) is None
-    busy = {"disturbed": True, "others_share": 0.374, "seconds": 5.0, "loadavg": [3.5, 2, 1],
-            "threshold": 0.25}  # fmt: skip
+    busy = {
+        "disturbed": True,
+        "others_share": 0.374,
+        "seconds": 5.0,
+        "loadavg": [3.5, 2, 1],
+        "threshold": 0.25,
+    }
     assert monitor.warning(busy) == (
         "host busy: 37% of CPU used by other processes in the last 5 s (load average 3.50); "
         "samples taken now may be disturbed (threshold 25%)"
@@ -132,9 +137,12 @@ def test_monitor_counts_our_own_children_as_ours_and_a_stranger_as_others():
     assert ours.result is not None and child_cpu > 0.1
     assert ours.result["own_cpu_s"] >= child_cpu - 0.05
     spin = "import time\nend = time.monotonic() + 2.5\nwhile time.monotonic() < end: pass"
-    stranger = [sys.executable, "-c",
-                f"import os, subprocess, sys\nif os.fork() == 0:\n os.setsid()\n "
-                f"subprocess.Popen([sys.executable, '-c', {spin!r}])"]  # fmt: skip
+    stranger = [
+        sys.executable,
+        "-c",
+        f"import os, subprocess, sys\nif os.fork() == 0:\n os.setsid()\n "
+        f"subprocess.Popen([sys.executable, '-c', {spin!r}])",
+    ]
     with monitor.Monitor(window_s=2.0, interval=0.5) as theirs:
         subprocess.run(stranger, check=True)
         time.sleep(3.0)
@@ -154,13 +162,20 @@ def test_every_sample_records_its_disturbance(tmp_path: Path, monkeypatch: pytes
     data = sample.take(target, sample.Boot(Kernel.find(image), scenario.load("smoke"), tmp_path))
     record = data["disturbance"]
     assert record["seconds"] >= 1.5 and record["threshold"] == monitor.THRESHOLD
-    assert set(record) >= {"host_busy_share", "own_share", "others_share", "others_peak",
-                           "loadavg", "disturbed"}  # fmt: skip
+    assert set(record) >= {
+        "host_busy_share",
+        "own_share",
+        "others_share",
+        "others_peak",
+        "loadavg",
+        "disturbed",
+    }
     assert stored == [data]
 
 
-def test_doctor_row_and_start_of_run_warning(monkeypatch: pytest.MonkeyPatch,
-                                             capsys: pytest.CaptureFixture[str]):  # fmt: skip
+def test_doctor_row_and_start_of_run_warning(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+):
     quiet = [point(0, 0, 0), point(5, 600, 500)]  # others: 100 of 1000 ticks
     busy = [point(0, 0, 0), point(5, 900, 100)]  # others: 800 of 1000 ticks
     for points, status in ((quiet, "OK"), (busy, "WARN")):

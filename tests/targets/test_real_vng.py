@@ -126,8 +126,9 @@ def test_compare_two_command_lines_on_one_kernel(
 # vng appends its own init= and root flags after ours, so the panic comes from
 # keeping 9p (the root fs) from registering: "VFS: Unable to mount root fs".
 def test_panic_is_a_boot_failure(kernel: Path, real_cache: Path, tmp_path: Path) -> None:
-    proc = run_on(kernel, tmp_path / "p", "--scenario", "smoke", "--append",
-                  "initcall_blacklist=init_v9fs")  # fmt: skip
+    proc = run_on(
+        kernel, tmp_path / "p", "--scenario", "smoke", "--append", "initcall_blacklist=init_v9fs"
+    )
     assert proc.returncode == 5, proc.stderr[-2000:]
     assert "panic" in proc.stderr.lower()
     [sample] = results.load_samples(tmp_path / "p")

@@ -27,8 +27,9 @@ load_kexec=false
 pg_running=0
 root_dev=/dev/vda
 """
-M = config.load("box", {"kind": "ssh", "host": "127.0.0.1", "arch": "x86_64",
-                          "power_cycle": "qmp:/q"})  # fmt: skip
+M = config.load(
+    "box", {"kind": "ssh", "host": "127.0.0.1", "arch": "x86_64", "power_cycle": "qmp:/q"}
+)
 
 
 def facts(**change: str) -> dict[str, str]:
@@ -45,9 +46,16 @@ def test_a_ready_machine_passes():
     assert {r.status for r in rows} == {OK}
     assert check.failures(rows) is None
     assert [r.name for r in rows] == [
-        "root", "arch", "python3", "lockdown", "pg stopped", "PostgreSQL 15",
-        "kexec-tools", "systemd", "LOAD_KEXEC",
-    ]  # fmt: skip
+        "root",
+        "arch",
+        "python3",
+        "lockdown",
+        "pg stopped",
+        "PostgreSQL 15",
+        "kexec-tools",
+        "systemd",
+        "LOAD_KEXEC",
+    ]
 
 
 @pytest.mark.parametrize(
@@ -84,8 +92,16 @@ def test_no_lockdown_file_is_off_and_no_kexec_default_is_off():
 
 
 def test_script_switch_does_not_need_kexec_and_no_power_cycle_warns():
-    m = config.load("box", {"kind": "ssh", "host": "127.0.0.1", "arch": "x86_64",
-                             "switch": "script", "switch_script": "x"})  # fmt: skip
+    m = config.load(
+        "box",
+        {
+            "kind": "ssh",
+            "host": "127.0.0.1",
+            "arch": "x86_64",
+            "switch": "script",
+            "switch_script": "x",
+        },
+    )
     rows = check.rows(m, facts(kexec=""), [])
     assert check.failures(rows) is None
     assert [r.status for r in rows if r.name == "power cycle"] == [WARN]
@@ -106,8 +122,10 @@ def test_known_good_and_matching():
 
 
 def test_facts_script_asks_for_each_pinned_major():
-    m = config.load("box", {"kind": "ssh", "host": "127.0.0.1", "arch": "x86_64",
-                             "pg_bindir": "/opt/pg{major}/bin"})  # fmt: skip
+    m = config.load(
+        "box",
+        {"kind": "ssh", "host": "127.0.0.1", "arch": "x86_64", "pg_bindir": "/opt/pg{major}/bin"},
+    )
     script = check.facts_script(m, [15, 17])
     assert 'echo "pg15=$(/opt/pg15/bin/postgres --version 2>/dev/null)"' in script
     assert "pg17=$(/opt/pg17/bin/postgres" in script

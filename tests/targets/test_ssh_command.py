@@ -10,44 +10,84 @@ from kbisect.targets.ssh import command
 
 KH = Path("/k/known_hosts")
 COMMON = [
-    "-o", "BatchMode=yes",
-    "-o", "UserKnownHostsFile=/k/known_hosts",
-    "-o", "StrictHostKeyChecking=accept-new",
-    "-o", "ConnectTimeout=10",
-    "-o", "ServerAliveInterval=5",
-    "-o", "ServerAliveCountMax=3",
-    "-o", "LogLevel=ERROR",
-]  # fmt: skip
+    "-o",
+    "BatchMode=yes",
+    "-o",
+    "UserKnownHostsFile=/k/known_hosts",
+    "-o",
+    "StrictHostKeyChecking=accept-new",
+    "-o",
+    "ConnectTimeout=10",
+    "-o",
+    "ServerAliveInterval=5",
+    "-o",
+    "ServerAliveCountMax=3",
+    "-o",
+    "LogLevel=ERROR",
+]
 
 
 def test_ssh_command_plain():
     r = command.Remote("127.0.0.1", 2222, "root", KH)
     assert command.ssh_command(r, "uname -r") == [
-        "ssh", *COMMON, "-p", "2222", "root@127.0.0.1", "--", "uname -r",
-    ]  # fmt: skip
+        "ssh",
+        *COMMON,
+        "-p",
+        "2222",
+        "root@127.0.0.1",
+        "--",
+        "uname -r",
+    ]
 
 
 def test_ssh_command_with_key_control_and_argv():
     r = command.Remote("box", 22, "kb", KH, key=Path("/k/id"), control=Path("/t/c-%C"))
     cmd = command.ssh_command(r, ["cat", "/proc/cmdline", "a b"])
     assert cmd == [
-        "ssh", *COMMON,
-        "-o", "IdentitiesOnly=yes",
-        "-o", "ControlMaster=auto", "-o", "ControlPath=/t/c-%C", "-o", "ControlPersist=60",
-        "-i", "/k/id",
-        "-p", "22", "kb@box", "--", "cat /proc/cmdline 'a b'",
-    ]  # fmt: skip
+        "ssh",
+        *COMMON,
+        "-o",
+        "IdentitiesOnly=yes",
+        "-o",
+        "ControlMaster=auto",
+        "-o",
+        "ControlPath=/t/c-%C",
+        "-o",
+        "ControlPersist=60",
+        "-i",
+        "/k/id",
+        "-p",
+        "22",
+        "kb@box",
+        "--",
+        "cat /proc/cmdline 'a b'",
+    ]
 
 
 def test_scp_both_ways():
     r = command.Remote("127.0.0.1", 2222, "root", KH)
     assert command.scp_to(r, [Path("/a/bzImage"), Path("/a/s.json")], "/var/lib/kbisect/x") == [
-        "scp", "-q", "-p", *COMMON, "-P", "2222", "/a/bzImage", "/a/s.json",
+        "scp",
+        "-q",
+        "-p",
+        *COMMON,
+        "-P",
+        "2222",
+        "/a/bzImage",
+        "/a/s.json",
         "root@127.0.0.1:/var/lib/kbisect/x",
-    ]  # fmt: skip
+    ]
     assert command.scp_from(r, "/var/out", Path("/b/machine"), recursive=True) == [
-        "scp", "-q", "-p", "-r", *COMMON, "-P", "2222", "root@127.0.0.1:/var/out", "/b/machine",
-    ]  # fmt: skip
+        "scp",
+        "-q",
+        "-p",
+        "-r",
+        *COMMON,
+        "-P",
+        "2222",
+        "root@127.0.0.1:/var/out",
+        "/b/machine",
+    ]
 
 
 def test_scp_brackets_an_ipv6_loopback():

@@ -236,8 +236,17 @@ def make_job(tmp_path: Path, kernel: Kernel):
 
     boot_dir = tmp_path / "boot"
     boot_dir.mkdir()
-    return Job(kernel, scenario.load("smoke"), (), boot_dir, tmp_path / "tpl", lambda line: None,
-               boot_dir / "console.log", 900.0, 120.0)  # fmt: skip
+    return Job(
+        kernel,
+        scenario.load("smoke"),
+        (),
+        boot_dir,
+        tmp_path / "tpl",
+        lambda line: None,
+        boot_dir / "console.log",
+        900.0,
+        120.0,
+    )
 
 
 def test_one_kbisect_per_machine(monkeypatch, box):

@@ -33,11 +33,19 @@ def test_vng_disks_per_kind(tmp_path: Path):
     assert disks.vng_disks(smoke().data, boot_dir) == []
     [disk] = disks.vng_disks(smoke(*FILE_DISK).data, boot_dir)
     assert disk == Disk(paths.cache_dir() / "disks" / "123-A.raw", SERIAL, 2, "none")
-    s = smoke(*DEVICE, 'storage.device="/dev/sdb"', "storage.throttle_iops=200",
-              'storage.cache="writeback"')  # fmt: skip
+    s = smoke(
+        *DEVICE,
+        'storage.device="/dev/sdb"',
+        "storage.throttle_iops=200",
+        'storage.cache="writeback"',
+    )
     [disk] = disks.vng_disks(s.data, boot_dir)
-    assert (disk.path, disk.size_gb, disk.iops, disk.cache) == (Path("/dev/sdb"), None, 200,
-                                                                "writeback")  # fmt: skip
+    assert (disk.path, disk.size_gb, disk.iops, disk.cache) == (
+        Path("/dev/sdb"),
+        None,
+        200,
+        "writeback",
+    )
     with pytest.raises(UserError, match="needs a machine target"):
         disks.vng_disks(smoke('storage.kind="path"', 'storage.path="/srv"').data, boot_dir)
 

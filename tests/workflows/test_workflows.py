@@ -547,8 +547,10 @@ def test_study_share_and_merge_reject_bad_input(tmp_path: Path) -> None:
         "GITHUB_OUTPUT": str(tmp_path / "o"),
         "STUB_LOG": str(tmp_path / "calls"),
     }
-    for bad in ({"KBISECT_STUDY": "x", "KBISECT_SHARE": "2"},
-                {"KBISECT_STUDY": "-x", "KBISECT_SHARE": "1/2"}):  # fmt: skip
+    for bad in (
+        {"KBISECT_STUDY": "x", "KBISECT_SHARE": "2"},
+        {"KBISECT_STUDY": "-x", "KBISECT_SHARE": "1/2"},
+    ):
         assert script("study-share", {**base, **bad})[0] == 2
     (tmp_path / "empty").mkdir()
     assert script("study-merge", {**base, "KBISECT_SHARES_DIR": str(tmp_path / "empty")})[0] == 2
