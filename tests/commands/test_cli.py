@@ -157,3 +157,25 @@ def test_a_signal_after_the_run_is_ignored_not_a_traceback() -> None:
     )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert proc.returncode == 0 and proc.stdout == "done\n" and proc.stderr == ""
+
+
+# A signal while the CLI is still being imported, before main() installs its handlers: the
+# import of kbisect.commands.cli sends it to its own process, as a late Ctrl-C does.
+INTERRUPTED_IMPORT = """
+import builtins, os, runpy, signal
+real = builtins.__import__
+def imp(name, *args, **kwargs):
+    if name == "kbisect.commands.cli":
+        os.kill(os.getpid(), signal.SIG{sig})
+    return real(name, *args, **kwargs)
+builtins.__import__ = imp
+runpy.run_module("kbisect", run_name="__main__")
+"""
+
+
+@pytest.mark.parametrize("sig", ["INT", "TERM", "HUP"])
+def test_a_signal_while_loading_is_one_line_and_exit_130(sig: str) -> None:
+    code = INTERRUPTED_IMPORT.format(sig=sig)
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 130
+    assert done.stderr == "kbisect: interrupted before it started; nothing was done\n"
