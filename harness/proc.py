@@ -1,4 +1,4 @@
-"""The harness's one way to run a program (stdlib only: the guest cannot import kbisect.proc).
+"""The harness's one way to run a program (stdlib only: the guest cannot import kbisect.core.proc).
 
 Output (stdout and stderr merged) is streamed line by line to a callback and kept whole.
 A program silent for HEARTBEAT_S gets a `kbisect-guest: waiting ...` line on stdout, so the

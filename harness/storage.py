@@ -1,4 +1,4 @@
-"""Where PGDATA lives in the guest: the scenario's [storage] (kbisect/storage.py).
+"""Where PGDATA lives in the guest: the scenario's [storage] (kbisect/scenario/storage.py).
 
 tmpfs: a tmpfs at the work dir (as before [storage] existed). disk: the virtio disk whose
 serial is SERIAL, formatted (ext4 or xfs) by every boot and mounted at the work dir with
@@ -15,7 +15,7 @@ from typing import Any
 from harness import proc, system
 from harness.proc import HarnessError
 
-SERIAL = "kbisect-pgdata"  # kbisect/storage.py gives the disk this serial
+SERIAL = "kbisect-pgdata"  # kbisect/scenario/storage.py gives the disk this serial
 TOOL_PATH = "/usr/sbin:/usr/bin:/sbin:/bin"
 SYS_BLOCK = Path("/sys/block")
 BY_ID = Path("/dev/disk/by-id")

@@ -31,7 +31,7 @@ _OUTPUT = shutil.ignore_patterns(".config*", "System.map", "vmlinux", "arch", "i
 
 
 def git(repo: Path, *args: str) -> str:
-    """Run git in `repo` through kbisect.proc; return its output, stripped."""
+    """Run git in `repo` through kbisect.core.proc; return its output, stripped."""
     return proc.capture(["git", "-C", str(repo), *args])
 
 
@@ -132,7 +132,7 @@ def read_fake_image(image: Path) -> FakeImage:
 
 
 def fake_target(folder: Path, name: str = "fake", **settings: Any) -> Path:
-    """Write a fake target's TOML (kbisect/targets/fake.py) into folder; return its path.
+    """Write a fake target's TOML (kbisect/targets/fake/target.py) into folder; return its path.
     Its call log goes to folder/<name>-state/calls.jsonl (see `fake_calls`)."""
     settings.setdefault("state", str(folder / f"{name}-state"))
     folder.mkdir(parents=True, exist_ok=True)

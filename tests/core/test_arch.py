@@ -1,4 +1,4 @@
-"""Per-arch facts from kbisect/arch/*.toml, on an x86_64 and on an arm64 host."""
+"""Per-arch facts from kbisect/core/arch/*.toml, on an x86_64 and on an arm64 host."""
 
 from __future__ import annotations
 

@@ -59,7 +59,7 @@ def shim(folder: Path) -> Path:
 
 def old_cache(repo: Path, cache: Path, commit: str) -> None:
     """A cache from before the scratch repositories: kbisect's worktrees registered in the
-    user's repository (kbisect/worktree.py: retire_old)."""
+    user's repository (kbisect/source/worktree.py: retire_old)."""
     from kbisect.source import worktree
 
     os.environ["KBISECT_CACHE"] = str(cache)

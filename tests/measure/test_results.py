@@ -251,7 +251,7 @@ def test_utc_now_fits_the_created_field():
 
 
 def test_version_2_samples_name_their_target_instead_of_accel() -> None:
-    """sample.take (kbisect/sample.py) writes version 2: `target` replaces `accel`."""
+    """sample.take (kbisect/measure/sample.py) writes version 2: `target` replaces `accel`."""
     s = {**sample(), "version": 2}
     del s["accel"]
     with pytest.raises(schema.InvalidResult, match=r"\$.target: is missing"):

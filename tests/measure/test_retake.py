@@ -1,7 +1,7 @@
-"""Disturbed samples (kbisect/retake.py, disturbreport.py): the fake target scripts how
-much of the host other work used per boot (its `disturb` setting; a hog also slows the
-guest by that share), so compare, bisect and study retake exactly those samples, keep
-them on disk, list them in the report, and resume without retaking twice."""
+"""Disturbed samples (kbisect/measure/retake.py, kbisect/report/disturbed.py): the fake
+target scripts how much of the host other work used per boot (its `disturb` setting; a hog
+also slows the guest by that share), so compare, bisect and study retake exactly those
+samples, keep them on disk, list them in the report, and resume without retaking twice."""
 
 from __future__ import annotations
 

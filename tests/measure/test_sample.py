@@ -1,4 +1,4 @@
-"""One boot = one sample (kbisect/sample.py), on the fake target: the record, console
+"""One boot = one sample (kbisect/measure/sample.py), on the fake target: the record, console
 watching, deadlines and failure classes, the same for every target."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
-"""Drift-aware references (kbisect/bisect/drift.py): the trend test, the warning, the
-correction and the schedule."""
+"""Drift-aware references (kbisect/stats/drift.py): the trend test, the warning, the
+correction."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""kbisect.stats against scipy, textbook values, and simulated error rates."""
+"""kbisect.stats.means against scipy, textbook values, and simulated error rates."""
 
 from __future__ import annotations
 

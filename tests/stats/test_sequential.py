@@ -1,4 +1,4 @@
-"""kbisect.sequential: the good/bad/more/unclear rule of one bisect step."""
+"""kbisect.stats.sequential: the good/bad/more/unclear rule of one bisect step."""
 
 from __future__ import annotations
 

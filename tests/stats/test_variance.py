@@ -1,4 +1,4 @@
-"""Variance components of tps (kbisect/variance.py) and scripts/variance-components."""
+"""Variance components of tps (kbisect/stats/variance.py) and scripts/variance-components."""
 
 from __future__ import annotations
 

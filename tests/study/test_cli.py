@@ -1,4 +1,4 @@
-"""kbisect study end to end on the fake target (kbisect/targets/fake.py): runs, resume
+"""kbisect study end to end on the fake target (kbisect/targets/fake/target.py): runs, resume
 (after failed boots and after a kill), bad input, plan and merge, builds of a generated
 history, and the report in both formats."""
 
