@@ -1,4 +1,4 @@
-"""`kbisect emu {image,up,down,reset,status}`: the emulated machine (kbisect/emu/)."""
+"""`kbisect emu {image,up,down,reset,status}`: the emulated machine (kbisect/targets/emu/)."""
 
 from __future__ import annotations
 

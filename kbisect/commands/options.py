@@ -1,6 +1,6 @@
 """Command-line options that several commands share, each declared once here.
 
---target NAME   where kernels run (targets/__init__.py)
+--target NAME   where kernels run (targets/registry.py)
 --arch ARCH     the kernel's arch (default: the target's; for vng, this host's)
 --config NAME   an extra Kconfig fragment from kernel-configs/ (repeatable)
 --scenario S    a scenario name from harness/scenarios/ or a .toml file

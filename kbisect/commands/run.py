@@ -1,6 +1,6 @@
 """`kbisect run`: boot a kernel on a target and run a pinned pgbench scenario there.
 
-One boot is one sample (kbisect/sample.py); `--runs N` takes N of them in a row.
+One boot is one sample (kbisect/measure/sample.py); `--runs N` takes N of them in a row.
 """
 
 from __future__ import annotations

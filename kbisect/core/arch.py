@@ -26,7 +26,7 @@ class Arch:
     kernel_arch: str
     image: str
     image_target: str
-    image_format: str  # build/kimage.py recognizes the file by it
+    image_format: str  # kernel/kimage.py recognizes the file by it
     cross_compile: str
     qemu: str
     qemu_package: str

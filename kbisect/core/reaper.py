@@ -1,7 +1,7 @@
 """The reaper: kills a kbisect process's children when it dies, however it dies (kill -9
 included), so that no `git bisect run`, bisect step, make, vng, QEMU or ssh outlives it.
 
-kbisect.proc starts every child in a process group of its own and names that group
+core/proc.py starts every child in a process group of its own and names that group
 here. The reaper is one small process per kbisect process, started with its first
 child, in a session of its own (a signal to kbisect's group or terminal does not reach
 it). Its stdin is a pipe whose write end only kbisect holds (close-on-exec: no child

@@ -1,8 +1,8 @@
 """`kbisect doctor`: can this host build, boot and measure kernels, and is KVM usable?
 
-Each check is a small function of a `Host` (doctorhost.py; the tests replace its methods)
-returning a `Check`: toolchecks.py (programs, headers, PostgreSQL, root filesystems) and
-hostchecks.py (tree, disk, cores, memory, KVM). Exit 0 when kbisect can work (warnings
+Each check is a small function of a `Host` (doctor/host.py; the tests replace its methods)
+returning a `Check`: doctor/tools.py (programs, headers, PostgreSQL, root filesystems) and
+doctor/machine.py (tree, disk, cores, memory, KVM). Exit 0 when kbisect can work (warnings
 allowed), 1 when any check FAILs.
 """
 

@@ -3,8 +3,8 @@
     results/<UTC time>-<kind>-<name>/samples/NNN-<label>.json   (never overwritten)
     results/<UTC time>-<kind>-<name>/summary.json
 
-Both formats are JSON Schema (draft 2020-12) files in kbisect/schema/, checked by
-schemacheck.py (`validate` and `InvalidResult` are re-exported here).
+Both formats are JSON Schema (draft 2020-12) files in measure/schemas/, checked by
+measure/schema.py.
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """Retaking disturbed samples. A good sample taken while other work used more than a set
-share of the host's CPUs (disturbance.py) is stored with status "disturbed" (kept on disk,
+share of the host's CPUs (targets/monitor.py) is stored with status "disturbed" (kept on disk,
 left out of every statistic) and the same boot is taken again, up to `Policy.retakes`
 times per slot; the sample after that counts, flagged by its disturbance record.
 

@@ -1,5 +1,5 @@
 """A small JSON Schema (draft 2020-12) validator for the subset of keywords kbisect's
-own schemas use (kbisect/schema/*.json; jsonschema is only a dev dependency).
+own schemas use (measure/schemas/*.json; jsonschema is only a dev dependency).
 """
 
 from __future__ import annotations

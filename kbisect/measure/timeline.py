@@ -3,7 +3,7 @@ when each boot started, the trend test over groups (a revision, a compare side, 
 cell) and the one-line warning that says what moved, by how much and what was done. The
 rows it makes are what kbisect/report/plots.py's `tps_over_time` draws.
 
-The statistics are kbisect/bisect/drift.py's: a common slope of log tps over time
+The statistics are stats/drift.py's: a common slope of log tps over time
 *within* each group (so that a group's own level never passes for drift), boots that
 `stats.outliers` flags within their group left out, a t test on the slope.
 """

@@ -1,5 +1,5 @@
 """The reports' "Disturbed samples" section: which samples were taken while other work
-used more than a set share of the host's CPUs (disturbance.py), how much it used, and
+used more than a set share of the host's CPUs (targets/monitor.py), how much it used, and
 whether the sample was retaken (kept on disk, left out of the statistics) or kept and
 counted, flagged (retake.py). Compare, bisect and study reports all call `markdown`.
 

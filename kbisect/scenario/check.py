@@ -1,5 +1,5 @@
 """Validating a scenario: every key known, each field typed and checked, PostgreSQL
-settings, the rules between fields (scenariofields.py has the fields themselves), the
+settings, the rules between fields (scenario/fields.py has the fields themselves), the
 defaults that depend on other fields, a custom script's path."""
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 A scenario fixes everything a measurement depends on (PostgreSQL major and settings,
 pgbench workload, guest size, timeouts); its hash covers all of it except the
 description, with defaults filled in and a custom script's content instead of its path.
-Its fields are in scenariofields.py, their validation in scenariocheck.py.
+Its fields are in fields.py, their validation in check.py.
 """
 
 from __future__ import annotations

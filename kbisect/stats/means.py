@@ -11,7 +11,7 @@ even with 2 boots per side (Fieller's interval can be unbounded there), and A/B 
 the reciprocal of B/A. Coverage, false positives and power are simulated in
 docs/statistics.md (scripts/simulate-stats).
 
-Student t quantiles: kbisect/student.py.
+Student t quantiles: stats/student.py.
 """
 
 from __future__ import annotations

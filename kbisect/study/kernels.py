@@ -1,5 +1,5 @@
 """A study's kernels: revisions, tags or prebuilt images, or a tag pattern resolved in
-version order (kbisect/rc.py's ordering); each one built once, before any boot."""
+version order (source/rc.py's ordering); each one built once, before any boot."""
 
 from __future__ import annotations
 

@@ -2,7 +2,7 @@
 
 study.json      the resolved study: kernels, axes, cells, settings, machine, share
 schedule.json   the boot plan, saved before the first boot (resume walks it)
-samples/NNN-k<kernel>-c<cell>.json   one per boot (kbisect/sample.py)
+samples/NNN-k<kernel>-c<cell>.json   one per boot (measure/sample.py)
 summary.json, report.md, report.txt, *.png   written at the end, re-rendered by
                 `kbisect report`
 """

@@ -148,7 +148,7 @@ def judge(
 
 def load(sample: dict[str, Any]) -> float:
     """The share of the CPUs other work took while a sample ran, as a model can use it
-    (bisect/likelihood.py): others' mean share of the host where the kernel runs on it,
+    (bisect/posterior/likelihood.py): others' mean share of the host where the kernel runs on it,
     plus the steal time inside the kernel; 0 for a sample from before either was kept."""
     d = sample.get("disturbance") or {}
     host = 0.0 if d.get("judged_on") == "machine" else float(d.get("others_share") or 0.0)

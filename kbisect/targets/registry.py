@@ -1,8 +1,8 @@
 """Targets: where a built kernel runs the harness (base.py has the protocol).
 
 A target is named on the command line with `--target NAME`:
-- `vng` (the default): a virtme-ng guest on this host, KVM or TCG (vng.py);
-- `fake`: a scripted machine for tests and dry runs (fake.py);
+- `vng` (the default): a virtme-ng guest on this host, KVM or TCG (targets/vng/);
+- `fake`: a scripted machine for tests and dry runs (targets/fake/);
 - any other NAME: a TOML file, `~/.config/kbisect/targets/NAME.toml` (or a path to a
   .toml file), whose `kind` says which of the kinds below it configures.
 

@@ -3,7 +3,7 @@
 Its own Debian 12 disk (mmdebstrap), its own distro kernel (its known-good kernel, passed
 with -kernel so that any reset comes back to it), sshd forwarded to 127.0.0.1 only, the
 serial console in a file and power-cycling through QMP. To kbisect it is an ordinary
-ssh target (`kind = "ssh"`, targets/ssh.py): test and demo tooling, so that a machine
+ssh target (`kind = "ssh"`, targets/ssh/): test and demo tooling, so that a machine
 target can be tried without hardware (`kbisect emu image && kbisect emu up`).
 
     $cache/emu/image/        the shared image: disk.img (pristine), vmlinuz, initrd.img,

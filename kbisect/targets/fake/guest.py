@@ -93,7 +93,7 @@ def base_tps(s: dict[str, Any], call: Call) -> float:
 
 def stored_ok(boot_dir: Path) -> int:
     """How many good samples the run (or the commit's store) already holds: boots live in
-    DIR/boots/, samples in DIR/samples/ (kbisect/results.py)."""
+    DIR/boots/, samples in DIR/samples/ (measure/results.py)."""
     count = 0
     for path in (boot_dir.parent.parent / "samples").glob("[0-9]*-*.json"):
         try:

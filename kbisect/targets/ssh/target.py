@@ -2,8 +2,8 @@
 sample kexecs the machine into the kernel, verifies it, runs the harness there over ssh
 and copies the result back; at the end (and on Ctrl-C) the machine is brought back to
 its known-good kernel, verified. A hang, a panic or a silent harness power-cycles it
-and records a boot failure. The emulated machine (kbisect/emu/) is one of these.
-The switch is in sshswitch.py, the way back in sshrestore.py.
+and records a boot failure. The emulated machine (targets/emu/) is one of these.
+The switch is in switch.py, the way back in restore.py.
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """A machine reached over ssh: run a command there, copy files both ways, wait for it to
-come back, power-cycle it, follow its console. Commands come from ssh.py's builders and
+come back, power-cycle it, follow its console. Commands come from command.py's builders and
 run through proc; nothing here decides what to run.
 """
 
