@@ -6,5 +6,5 @@ gitbisect.py  `git bisect start/replay/run` in kbisect's scratch worktree
 samples.py    the per-commit sample store; one more sample of a revision
 state.py      a bisection's options and state.json; the parsed `git bisect log`
 step.py       `kbisect bisect-step` and bisect/run: one step in git's exit codes
-report.py     summary.json, report.md and bisect.png of a bisect run
+report/       summary.json, report.md, the plots and the text of a finished bisection
 """

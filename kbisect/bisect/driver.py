@@ -11,7 +11,7 @@ continues after Ctrl-C, a kill or a reboot:
    `git bisect run bisect/run ...` in a scratch worktree, never the user's checkout
    (gitbisect.py);
 3. recheck (git): the first bad commit against its parent with fresh samples;
-4. done: report.md, summary.json and the plots (report.py, postreport.py).
+4. done: report.md, summary.json and the plots (report/).
 
 Exit 0 when the re-check confirms the culprit, 1 when it does not or no answer holds the
 confidence (the report says the answer is suspect), 2 for bad input (one line), 3 when a
@@ -26,11 +26,13 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from kbisect.bisect import check, postreport, report, samples, state
+from kbisect.bisect import check, samples, state
 from kbisect.bisect.git import log
 from kbisect.bisect.git import run as gitrun
 from kbisect.bisect.git.log import Outcome
 from kbisect.bisect.posterior import search
+from kbisect.bisect.report import files
+from kbisect.bisect.report import posterior as posterior_report
 from kbisect.bisect.state import METHODS, Options, Run
 from kbisect.core import lock, progress, stale
 from kbisect.core.exceptions import EXIT_NEGATIVE, EXIT_OK, UserError
@@ -140,8 +142,8 @@ def _phases(ctx: samples.Context, top: Path, run_dir: Path, run: Run) -> int:
     assert run.recheck is not None
     run.exit = EXIT_OK if run.recheck["confirmed"] else EXIT_NEGATIVE
     state.save(run_dir, run)
-    summary = report.summary(top, run, outcome, run.options.argv())
-    _print_answer(top, outcome, run.recheck, report.write(run_dir, summary))
+    summary = files.summary(top, run_dir, run)
+    _print_answer(top, outcome, run.recheck, files.write(run_dir, summary))
     return run.exit
 
 
@@ -150,14 +152,14 @@ def _posterior(ctx: samples.Context, top: Path, run_dir: Path, run: Run) -> int:
         found = search.Search(ctx, top, run_dir, run)
         answer = found.find()
         run.answer = answer.as_dict()
-        run.git_bisect_log = postreport.replay_log(top, found.post, answer, run)
+        run.git_bisect_log = posterior_report.replay_log(top, found.post, answer, run)
         run.phase = "done"
         state.save(run_dir, run)
-    summary = postreport.summary(top, run_dir, run, run.options.argv())
+    summary = files.summary(top, run_dir, run)
     run.exit = EXIT_OK if summary["confirmed"] else EXIT_NEGATIVE
     state.save(run_dir, run)
-    written = report.write(run_dir, {**summary, "exit": run.exit})
-    postreport.print_answer(summary, written)
+    written = files.write(run_dir, {**summary, "exit": run.exit})
+    posterior_report.print_answer(summary, written)
     return run.exit
 
 

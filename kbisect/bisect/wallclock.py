@@ -1,22 +1,19 @@
 """A bisection's samples against wall-clock time (both methods): the drift check on the
 revisions sampled more than once (the good and bad endpoints at the start and, with
 `--references N`, again alongside the revisions under test; revisions sampled again; the
-re-check's pairs), its one-line warning saying what was done about it, and the plot of
-tps against time per revision.
+re-check's pairs) and its one-line warning saying what was done about it (the plot of
+tps against time per revision: report/figures.py).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from kbisect.bisect import samples
 from kbisect.measure import timeline
-from kbisect.report import plots
 from kbisect.stats import drift
-
-PLOT = "tps-time.png"
 
 
 def action(method: str, references: int) -> str:
@@ -53,16 +50,3 @@ def check(rows: Sequence[drift.Timed], method: str, references: int) -> dict[str
     {"trend": ... | None, "warning": ...}."""
     tr, line = timeline.check(rows, "revisions sampled more than once", action(method, references))
     return {"trend": tr.as_dict() if tr else None, "warning": line}
-
-
-def plot(rows: Sequence[drift.Timed], path: Path, names: Mapping[str, str]) -> Path | None:
-    """tps against time, one colour per revision (endpoints first); None without rows."""
-    if not rows:
-        return None
-    order = sorted(rows, key=lambda r: (r.revision not in names, r.t))
-    return plots.tps_over_time(
-        order,
-        path,
-        title="tps against wall-clock time, per revision",
-        names={r.revision: names.get(r.revision, r.revision[:12]) for r in rows},
-    )

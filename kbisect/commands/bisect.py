@@ -7,7 +7,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from kbisect.bisect import driver, report, state
+from kbisect.bisect import driver, state
+from kbisect.bisect.report import files
 from kbisect.bisect.state import Options
 from kbisect.commands import options
 from kbisect.core import paths, progress
@@ -114,7 +115,7 @@ def main(args: argparse.Namespace) -> int:
     data = state.load(run_dir)
     if data.refused:
         raise UserError(f"{run_dir}: this bisect was refused: {data.refused}")
-    if data.phase == "done" and (run_dir / report.REPORT).exists():
+    if data.phase == "done" and (run_dir / files.REPORT).exists():
         raise UserError(f"{run_dir}: this bisect has finished (see its report.md)")
     progress.step(f"resuming {run_dir} ({data.phase}); its saved options apply")
     return driver.drive(data.options, run_dir, data)

@@ -2,8 +2,8 @@
 
 This module only tells the runs apart: it reads the run's summary.json (or sees an
 interrupted compare by its plan, a study in progress by its definition) and hands the run
-to the renderer of its kind: kbisect/compare/ (markdown.py, text.py), kbisect/bisect/
-(report.py, text.py), kbisect/study/report.py. A compare report is recomputed from the
+to the renderer of its kind: kbisect/compare/ (markdown.py, text.py), kbisect/bisect/report/
+(files.py, text.py), kbisect/study/report.py. A compare report is recomputed from the
 stored samples every time, so it never disagrees with them.
 """
 
@@ -13,8 +13,8 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from kbisect.bisect import report as bisect_report
-from kbisect.bisect import text as bisect_text
+from kbisect.bisect.report import files as bisect_files
+from kbisect.bisect.report import text as bisect_text
 from kbisect.commands import options
 from kbisect.compare import markdown, schedule
 from kbisect.compare import report as compare_report
@@ -60,7 +60,7 @@ def _markdown(run_dir: Path, summary: dict[str, Any], min_effect: float | None) 
     if summary["kind"] == "compare":
         return [str(x) for x in markdown.render(run_dir, summary, min_effect)]
     if summary["kind"] in BISECT:
-        return [str(bisect_report.render(run_dir))]
+        return [str(bisect_files.rerender(run_dir))]
     if summary["kind"] == "study":
         return [str(study_report.write(run_dir))]
     raise NotAReport(f"{run_dir}: kind '{summary['kind']}' has no report")
@@ -70,7 +70,7 @@ def _text(run_dir: Path, summary: dict[str, Any], min_effect: float | None) -> s
     if summary["kind"] == "compare":
         return compare_text.render(compare_report.load(run_dir, summary, min_effect))
     if summary["kind"] in BISECT:
-        return bisect_text.bisect_text(run_dir, summary)
+        return bisect_text.render(run_dir, summary)
     if summary["kind"] == "study":
         return study_report.text_of(run_dir)
     raise NotAReport(f"{run_dir}: kind '{summary['kind']}' has no text report")

@@ -5,7 +5,7 @@ post performance regressions on LKML: the finding first (what changed, by how mu
 its interval and sample counts), then the commit, the command that reproduces it, the
 fingerprint differences, the machine and the scenario, then the per-boot figures.
 These are the helpers every text report shares; kbisect/compare/text.py,
-kbisect/bisect/text.py and kbisect/study/text.py write the texts.
+kbisect/bisect/report/text.py and kbisect/study/text.py write the texts.
 """
 
 from __future__ import annotations

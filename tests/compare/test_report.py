@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from kbisect.bisect import report as bisect_report
+from kbisect.bisect.report import files as bisect_files
 from kbisect.commands import cli
 from kbisect.compare import markdown
 from kbisect.compare import report as compare_report
@@ -329,7 +329,7 @@ def test_bisect_dispatch(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     (tmp_path / "summary.json").write_text('{"version": 1, "kind": "bisect"}')
-    monkeypatch.setattr(bisect_report, "render", lambda d: d / "report.md")
+    monkeypatch.setattr(bisect_files, "rerender", lambda d: d / "report.md")
     assert cli.main(["report", str(tmp_path)]) == 0
     assert capsys.readouterr().out.splitlines()[0] == str(tmp_path / "report.md")
 

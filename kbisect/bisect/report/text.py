@@ -1,13 +1,15 @@
-"""A bisect run's summary.json as a mailing-list text (`kbisect report RUN_DIR --format
-text`), with the 72-column helpers of kbisect/report/text.py."""
+"""A bisection's summary.json as a mailing-list text (`kbisect report RUN_DIR --format
+text`), either method, with the 72-column helpers of kbisect/report/text.py and the
+revisions as table.py lists them."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from kbisect.bisect import state
+from kbisect.bisect.report import table
 from kbisect.measure import results, schema
 from kbisect.report.text import change, command, fingerprint_lines, fit, machine, numbers, para
 
@@ -15,10 +17,9 @@ from kbisect.report.text import change, command, fingerprint_lines, fit, machine
 def _bisect_samples(run_dir: Path, commit: str | None) -> list[dict[str, Any]]:
     """A bisected revision's samples from the bisect store, when the run still has it: the
     store it recorded, else a `store/` beside it (an example copied with its samples)."""
-    state = run_dir / "state.json"
-    if commit is None or not state.is_file():
+    if commit is None or not (run_dir / state.STATE_FILE).is_file():
         return []
-    store = Path(json.loads(state.read_text()).get("store") or "/nonexistent")
+    store = state.load(run_dir).store
     if not store.is_dir():
         store = run_dir / "store"
     try:
@@ -27,7 +28,7 @@ def _bisect_samples(run_dir: Path, commit: str | None) -> list[dict[str, Any]]:
         return []
 
 
-def bisect_text(run_dir: Path, s: Mapping[str, Any]) -> str:
+def render(run_dir: Path, s: Mapping[str, Any]) -> str:
     """A bisect run's summary.json as a mailing-list text."""
     o, rc = s["options"], s.get("recheck") or {}
     fb = s.get("first_bad")
@@ -89,9 +90,7 @@ def bisect_text(run_dir: Path, s: Mapping[str, Any]) -> str:
         else f"threshold {s['threshold']:.1f} tps ({s.get('threshold_source')})"
     )
     lines += [f"{how}; append {o['append']!r}; arch {o['arch']}", "", "revisions tested:"]
-    for i, r in enumerate(s.get("revisions") or []):
-        mean = f"{r['mean']:.1f}" if r.get("mean") is not None else "-"
-        lines.append(f"  {i:>2} {r['commit'][:12]} {r['verdict']:<5} n={r['n']:<2} {mean:>8} tps")
+    lines += table.text(s.get("revisions") or [])
     if rc.get("parent_tps"):
         lines += [
             "",
