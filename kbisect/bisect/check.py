@@ -1,25 +1,24 @@
-"""The two A/B checks around a bisection, both with stats.verdict on interleaved samples:
+"""The check before a bisection, with stats.verdict on interleaved samples: the endpoints
+must differ significantly, good better than bad; the threshold is then the one given
+(which must lie between their means) or their geometric mean. (The check after it, the
+re-check of the answer, is recheck.py.)
 
-- before: the endpoints must differ significantly, good better than bad; the threshold
-  is then the one given (which must lie between their means) or their geometric mean;
-- after: the first bad commit against its parent, with fresh samples (the bisection's
-  own samples chose the commit, so they would flatter it).
+revision(): a commit built in the driver's worktree, for every phase of the driver.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 from kbisect.bisect import samples
 from kbisect.bisect.git import step
-from kbisect.bisect.git.log import Outcome
 from kbisect.bisect.git.run import SLOT
 from kbisect.bisect.state import Options
 from kbisect.core import progress
-from kbisect.core.exceptions import BenchmarkError, BootError, UserError
-from kbisect.source import git, worktree
+from kbisect.core.exceptions import UserError
+from kbisect.source import worktree
 from kbisect.stats import looks, means
 from kbisect.targets.base import Kernel
 
@@ -49,15 +48,25 @@ def endpoint_confidence(runs_min: int, runs_max: int) -> float:
 def measure_endpoints(
     ctx: samples.Context, top: Path, store: Path, opts: Options, good: str, bad: str
 ) -> means.Verdict:
-    """runs-min samples of each, then one more of each until the difference is
-    significant (at a confidence adjusted for the repeated looks) or runs-max is reached."""
+    """The endpoints measured (endpoint_verdict) from the store, built in the driver's
+    worktree."""
     progress.step(f"measuring the endpoints: good {good[:12]}, bad {bad[:12]}")
-    g = revision(ctx, top, good, opts, samples.commit_dir(store, good))
-    b = revision(ctx, top, bad, opts, samples.commit_dir(store, bad))
+    revs = {c: revision(ctx, top, c, opts, samples.commit_dir(store, c)) for c in (good, bad)}
+    return endpoint_verdict(lambda c, n: samples.top_up(ctx, revs[c], n), good, bad, opts)
+
+
+def endpoint_verdict(
+    top_up: Callable[[str, int], list[float]], good: str, bad: str, opts: Options
+) -> means.Verdict:
+    """runs-min samples of each, then one more of each until the difference is
+    significant (at a confidence adjusted for the repeated looks) or runs-max is reached.
+    top_up(commit, k): at least k samples of commit (stored ones count), taken good
+    first, then bad, so that drift hits both alike."""
     n = opts.runs_min
     confidence = endpoint_confidence(opts.runs_min, opts.runs_max)
     while True:
-        tg, tb = samples.interleaved(ctx, g, b, n)
+        for k in range(1, n + 1):
+            tg, tb = top_up(good, k), top_up(bad, k)
         v = means.verdict(
             tg,
             tb,
@@ -94,60 +103,3 @@ def pick_threshold(given: float | None, good_mean: float, bad_mean: float) -> tu
             f"--threshold {given:g} is outside the endpoints' range ({low:.1f} .. {high:.1f} tps)"
         )
     return given, "given"
-
-
-def recheck_pair(top: Path, outcome: Outcome) -> tuple[str, str]:
-    """(last good, first bad): the culprit and its first parent, or, when git could only
-    name a range, the newest good and bad marks around it."""
-    if outcome.first_bad:
-        return git.rev_parse(top, f"{outcome.first_bad}^"), outcome.first_bad
-    goods = [m.commit for m in outcome.marks if m.verdict == "good"]
-    bads = [m.commit for m in outcome.marks if m.verdict == "bad"]
-    return goods[-1], bads[-1]
-
-
-def recheck(
-    ctx: samples.Context, top: Path, run_dir: Path, opts: Options, outcome: Outcome
-) -> dict[str, Any]:
-    """The culprit against its parent: --recheck-samples fresh samples each, interleaved."""
-    parent, culprit = recheck_pair(top, outcome)
-    progress.step(
-        f"re-checking {culprit[:12]} against {parent[:12]}, "
-        f"{opts.recheck_samples} fresh samples each"
-    )
-    out = run_dir / "recheck"
-    p = revision(ctx, top, parent, opts, out / parent)
-    c = revision(ctx, top, culprit, opts, out / culprit)
-    result: dict[str, Any] = {"parent": parent, "culprit": culprit}
-    try:
-        tp, tc = samples.interleaved(ctx, p, c, opts.recheck_samples)
-    except (BootError, BenchmarkError) as exc:
-        return {**result, "confirmed": False, "error": str(exc)}
-    v = means.verdict(
-        tp, tc, higher_is_better=opts.higher_is_better, boots_flag="--recheck-samples"
-    )
-    r = v.ratio
-    return {
-        **result,
-        "parent_tps": tp,
-        "culprit_tps": tc,
-        "kind": v.kind,
-        "ratio": r.ratio,
-        "low": r.low,
-        "high": r.high,
-        "method": r.method,
-        "warnings": list(v.warnings),
-        "confirmed": v.kind == "regression",
-    }
-
-
-def recheck_line(rc: dict[str, Any]) -> str:
-    if "error" in rc:
-        return f"re-check failed: {rc['error']}: NOT CONFIRMED"
-    word = "confirmed" if rc["confirmed"] else "NOT CONFIRMED"
-    before = sum(rc["parent_tps"]) / len(rc["parent_tps"])
-    after = sum(rc["culprit_tps"]) / len(rc["culprit_tps"])
-    return (
-        f"re-check: {before:.1f} -> {after:.1f} tps, ratio {rc['ratio']:.3f} "
-        f"[{rc['low']:.3f}, {rc['high']:.3f}] (95% CI): {rc['kind']}, {word}"
-    )

@@ -26,7 +26,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from kbisect.bisect import check, samples, state
+from kbisect.bisect import check, recheck, samples, state
 from kbisect.bisect.git import log
 from kbisect.bisect.git import run as gitrun
 from kbisect.bisect.git.log import Outcome
@@ -137,7 +137,7 @@ def _phases(ctx: samples.Context, top: Path, run_dir: Path, run: Run) -> int:
         state.save(run_dir, run)
     outcome = log.parse(run.bisect_log)
     if run.phase == "recheck":
-        run.recheck = check.recheck(ctx, top, run_dir, run.options, outcome)
+        run.recheck = recheck.run_git(ctx, top, run_dir, run.options, outcome)
         run.phase = "done"
     assert run.recheck is not None
     run.exit = EXIT_OK if run.recheck["confirmed"] else EXIT_NEGATIVE
@@ -149,7 +149,7 @@ def _phases(ctx: samples.Context, top: Path, run_dir: Path, run: Run) -> int:
 
 def _posterior(ctx: samples.Context, top: Path, run_dir: Path, run: Run) -> int:
     if run.phase == "bisecting":
-        found = search.Search(ctx, top, run_dir, run)
+        found = search.start(ctx, top, run_dir, run)
         answer = found.find()
         run.answer = answer.as_dict()
         run.git_bisect_log = posterior_report.replay_log(top, found.post, answer, run)
@@ -170,7 +170,7 @@ def _print_answer(top: Path, outcome: Outcome, rc: dict[str, Any], written: Path
         print(f"first bad commit: one of {len(outcome.candidates)} (skipped commits hide it):")
         for c in outcome.candidates:
             print(f"  {c} {git.subject(top, c)}")
-    print(check.recheck_line(rc))
+    print(recheck.git_line(rc))
     if not rc["confirmed"]:
         progress.warn(
             "the re-check does NOT confirm this culprit: treat it as suspect "

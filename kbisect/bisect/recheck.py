@@ -1,30 +1,38 @@
-"""The posterior method's adaptive re-check in the driver: fresh pairs of the answer and
-its parent (confirm.py's rule: until the ratio's interval clears the minimum effect, or
-rules it out, or `--recheck-samples` pairs), stored in RUN_DIR/recheck/<answer>/<commit>/
-(never reused by another bisection: they must be fresh), and fed to the posterior.
+"""The one re-check of a bisection's answer: fresh samples of the answer and its parent,
+taken a pair at a time (the one with fewer first, the parent on a tie) until confirm.py's
+rule says more than "more". Fresh: the bisection's own samples chose the answer, so they
+would flatter it; they are stored apart and never reused by another bisection.
 
-For a range (skipped neighbours hide the boundary) the answer re-checked is the group's
-one testable member, the others' common descendant, against the first revision below
-the group on its first-parent line.
+- `--method git` fixes the rule at `--recheck-samples` pairs (least = most) and judges
+  them with stats.verdict (fixed): it only flags the culprit;
+- `--method posterior` uses the adaptive rule (until the ratio's interval clears the
+  minimum effect, or rules it out, or `--recheck-samples` pairs) and feeds the samples to
+  the posterior (posterior/search.py), which goes on when the answer no longer holds.
+
+For a range (skipped neighbours hide the boundary) the posterior's answer re-checked is
+the group's one testable member, the others' common descendant, against the first
+revision below the group on its first-parent line; git's is the newest good and bad
+marks around it.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from kbisect.bisect import check, samples
+from kbisect.bisect.git.log import Outcome
 from kbisect.bisect.posterior.posterior import Answer, Posterior
-from kbisect.bisect.state import Run
+from kbisect.bisect.state import Options, Run
 from kbisect.core import progress
-from kbisect.core.exceptions import BenchmarkError, BootError, BuildError
-from kbisect.stats import confirm
-
-if TYPE_CHECKING:
-    from kbisect.bisect.posterior.search import Search
+from kbisect.core.exceptions import BenchmarkError, BootError
+from kbisect.source import git
+from kbisect.stats import confirm, means
 
 
 def folder(run_dir: Path, culprit: str, commit: str) -> Path:
+    """Where the posterior's re-check of culprit stores commit's fresh samples."""
     return run_dir / "recheck" / culprit / commit
 
 
@@ -48,58 +56,111 @@ def due(run: Run, answer: Answer) -> bool:
     return not done or any(rc["kind"] == "running" for rc in done)
 
 
-def run(search: Search, answer: Answer) -> None:
-    """Fresh pairs of the answer and its parent until confirm.decide says more than
-    "more"; the result in the state's rechecks, the samples in the posterior."""
-    parent, culprit = pair(search.post, answer)
-    run, opts = search.run, search.opts
-    if run.first_stop is None:
-        run.first_stop = {"commit": culprit, "p": answer.probability, "kind": answer.kind}
-    rc = run.rechecks.setdefault(culprit, {"parent": parent, "kind": "running"})
-    rule = confirm.Rule(
+def adaptive(opts: Options) -> confirm.Rule:
+    """The posterior method's rule."""
+    return confirm.Rule(
         least=3,
         most=opts.recheck_samples,
         confidence=opts.confidence,
         higher_is_better=opts.higher_is_better,
     )
-    progress.step(
-        f"{culprit[:12]} holds P = {answer.probability:.3f}: re-checking it against "
-        f"{parent[:12]}, fresh pairs until the ratio is clear (at most {rule.most})"
-    )
-    out = {c: folder(search.run_dir, culprit, c) for c in (parent, culprit)}
-    try:
-        revs = {c: check.revision(search.ctx, search.top, c, opts, out[c]) for c in out}
-    except BuildError as exc:
-        search.fail(parent, f"build failed: {exc}")
-        rc.update(kind="error", error=str(exc), confirmed=False)
-        return
+
+
+def fixed(opts: Options) -> confirm.Rule:
+    """The git method's rule: exactly --recheck-samples pairs."""
+    n = opts.recheck_samples
+    return confirm.Rule(least=n, most=n, higher_is_better=opts.higher_is_better)
+
+
+def sample(
+    parent: str,
+    culprit: str,
+    rule: confirm.Rule,
+    fresh: Callable[[str], list[float]],
+    draw: Callable[[str], object],
+) -> tuple[confirm.Step, list[float], list[float]]:
+    """Draw (draw(commit): one more fresh sample) until the rule decides on the fresh
+    samples so far (fresh(commit)); the decision and the samples of parent and culprit."""
     while True:
-        a, b = samples.stored(out[parent])[0], samples.stored(out[culprit])[0]
+        a, b = fresh(parent), fresh(culprit)
         step = confirm.decide(a, b, rule)
         if step.kind != "more":
-            break
-        commit = parent if len(a) <= len(b) else culprit
-        try:
-            samples.draw(search.ctx, revs[commit])
-        except (BootError, BenchmarkError) as exc:
-            search.feed(commit, out[commit], "recheck")
-            rc.update(kind="error", error=str(exc), confirmed=False)
-            return
-        search.feed(commit, out[commit], "recheck")
-        search.save()
-    rc.update(
-        step.as_dict(),
-        parent_tps=a,
-        culprit_tps=b,
-        confirmed=step.kind == "confirmed",
-        level=rule.level,
-        min_effect=rule.min_effect,
+            return step, a, b
+        draw(parent if len(a) <= len(b) else culprit)
+
+
+def judged(parent: str, culprit: str, tp: list[float], tc: list[float], opts: Options
+           ) -> dict[str, Any]:  # fmt: skip
+    """The git method's record of its re-check: stats.verdict on the fresh samples."""
+    v = means.verdict(
+        tp, tc, higher_is_better=opts.higher_is_better, boots_flag="--recheck-samples"
     )
-    progress.step(line(culprit, rc))
+    r = v.ratio
+    return {
+        "parent": parent,
+        "culprit": culprit,
+        "parent_tps": tp,
+        "culprit_tps": tc,
+        "kind": v.kind,
+        "ratio": r.ratio,
+        "low": r.low,
+        "high": r.high,
+        "method": r.method,
+        "warnings": list(v.warnings),
+        "confirmed": v.kind == "regression",
+    }
+
+
+def git_pair(top: Path, outcome: Outcome) -> tuple[str, str]:
+    """(last good, first bad): the culprit and its first parent, or, when git could only
+    name a range, the newest good and bad marks around it."""
+    if outcome.first_bad:
+        return git.rev_parse(top, f"{outcome.first_bad}^"), outcome.first_bad
+    goods = [m.commit for m in outcome.marks if m.verdict == "good"]
+    bads = [m.commit for m in outcome.marks if m.verdict == "bad"]
+    return goods[-1], bads[-1]
+
+
+def run_git(
+    ctx: samples.Context, top: Path, run_dir: Path, opts: Options, outcome: Outcome
+) -> dict[str, Any]:
+    """The git method's re-check: the culprit against its parent, --recheck-samples fresh
+    samples each, interleaved, in RUN_DIR/recheck/<commit>/."""
+    parent, culprit = git_pair(top, outcome)
+    progress.step(
+        f"re-checking {culprit[:12]} against {parent[:12]}, "
+        f"{opts.recheck_samples} fresh samples each"
+    )
+    out = run_dir / "recheck"
+    revs = {c: check.revision(ctx, top, c, opts, out / c) for c in (parent, culprit)}
+    try:
+        _, tp, tc = sample(
+            parent,
+            culprit,
+            fixed(opts),
+            lambda c: samples.top_up(ctx, revs[c], 0),
+            lambda c: samples.draw(ctx, revs[c]),
+        )
+    except (BootError, BenchmarkError) as exc:
+        return {"parent": parent, "culprit": culprit, "confirmed": False, "error": str(exc)}
+    return judged(parent, culprit, tp, tc, opts)
+
+
+def git_line(rc: dict[str, Any]) -> str:
+    """The git method's re-check in one line, as the driver prints it."""
+    if "error" in rc:
+        return f"re-check failed: {rc['error']}: NOT CONFIRMED"
+    word = "confirmed" if rc["confirmed"] else "NOT CONFIRMED"
+    before = sum(rc["parent_tps"]) / len(rc["parent_tps"])
+    after = sum(rc["culprit_tps"]) / len(rc["culprit_tps"])
+    return (
+        f"re-check: {before:.1f} -> {after:.1f} tps, ratio {rc['ratio']:.3f} "
+        f"[{rc['low']:.3f}, {rc['high']:.3f}] (95% CI): {rc['kind']}, {word}"
+    )
 
 
 def line(culprit: str, rc: dict[str, Any]) -> str:
-    """The re-check in one line, as the driver prints it."""
+    """The posterior's re-check in one line, as the driver prints it."""
     if "error" in rc:
         return f"re-check of {culprit[:12]} failed: {rc['error']}: NOT CONFIRMED"
     word = "confirmed" if rc["confirmed"] else f"{rc['kind']}, NOT CONFIRMED"

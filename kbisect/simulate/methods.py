@@ -1,34 +1,38 @@
 """kbisect's bisection methods on a simulated world, each returning what it would report.
 
-Both start like `kbisect bisect`: the endpoints alternately, runs_min boots each, then a
-pair more until stats.verdict calls bad a regression (confidence split over the looks, as
-check.measure_endpoints does) or runs_max: refused.
+The methods are the driver's own code, reaching the world through the same port as the
+driver reaches the target (Sim below: build, boot, the samples so far): the endpoint
+check (check.endpoint_verdict), the git method's per-step judge (bisect/git/judge.py:
+sample_until, sample_with_refs), the posterior's search loop (posterior/search.py) and
+the one re-check (recheck.py). Only git's choice of the next revision (gitmodel.py: the
+real one is `git bisect` itself) and the tallies are the simulation's own.
 
-- sequential: today's path (git bisect run + bisect/run): gitmodel.bisect with
-  sequential.decide against the geometric mean of the endpoint means, the second pass
-  over unclear skips with twice runs_max, then the fixed re-check (recheck_samples fresh
-  boots of culprit and parent; it only flags, it does not change the answer);
-- posterior: posterior.Posterior with choice.best per cost, stop at `confidence`, then
-  the adaptive re-check (confirm.py) whose fresh samples go into the posterior; if the
-  culprit no longer holds the confidence the bisection goes on;
-- with refs=True (drift-aware references, drift.py): one reference boot (good and bad
-  endpoint in turn) after every `every` test boots; sequential decides on samples brought
-  back along the references' fitted drift, the posterior fits a time trend.
+- sequential (`--method git`): gitmodel.bisect with judge's rule against the geometric
+  mean of the endpoint means, the second pass over unclear skips with twice runs_max,
+  then the fixed re-check (recheck_samples fresh pairs; it only flags);
+- posterior (`--method posterior`): search.Search until the answer holds after its
+  adaptive re-check, or the budget is spent;
+- with refs=True (drift-aware references): one reference boot (good and bad endpoint in
+  turn) after every `every` test boots; sequential decides on samples brought back along
+  the references' fitted drift, the posterior fits a time trend.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, replace
+from pathlib import Path
 
-from kbisect.bisect import check, references
-from kbisect.bisect.posterior.choice import Cost
-from kbisect.bisect.posterior.likelihood import Model
+from kbisect.bisect import check, recheck, references
+from kbisect.bisect.git import judge
+from kbisect.bisect.posterior.bench import Sample
 from kbisect.bisect.posterior.posterior import Posterior
+from kbisect.bisect.posterior.search import Search
+from kbisect.bisect.state import Options, Run
+from kbisect.core.exceptions import BuildError
 from kbisect.simulate import gitmodel
 from kbisect.simulate.histories import GOOD
 from kbisect.simulate.world import World
-from kbisect.stats import confirm, drift, means
-from kbisect.stats import sequential as seq_rule
+from kbisect.stats import drift, means
 
 
 @dataclass(frozen=True)
@@ -39,9 +43,24 @@ class Settings:
     confidence: float = 0.95
     budget: int = 100  # posterior: boots after the endpoints, re-checks included
     every: int = 3  # drift-aware references: one reference boot per `every` test boots
-    build_cost: float = 0.15  # a build, in boots
-    recheck: confirm.Rule = field(default_factory=confirm.Rule)
     gate: bool = True  # refuse endpoints that do not differ (False: runs_min each, go on)
+
+    def options(self, bad: str, method: str, refs: bool) -> Options:
+        """What `kbisect bisect` would be asked."""
+        return Options(
+            tree=None,
+            good=GOOD,
+            bad=bad,
+            scenario="simulated",
+            runs_min=self.runs_min,
+            runs_max=self.runs_max,
+            recheck_samples=self.recheck_samples,
+            arch="simulated",
+            method=method,
+            confidence=self.confidence,
+            max_boots=self.budget,
+            references=self.every if refs else 0,
+        )
 
 
 @dataclass
@@ -57,88 +76,132 @@ class Result:
     first: tuple[str, float] | None = None  # posterior: the culprit at the first stop, its P
 
 
-def endpoints(world: World, s: Settings, refs: list[drift.Timed]) -> bool:
-    """Measure both endpoints into refs; False when bad is not significantly worse."""
-    bad = world.history.graph.bad
-    confidence = check.endpoint_confidence(s.runs_min, s.runs_max)
-    for n in range(1, s.runs_max + 1):
-        for commit in (GOOD, bad) if n % 2 else (bad, GOOD):
-            t, tps = world.boot(commit)
-            refs.append(drift.Timed(commit, t, tps))
-        if n >= s.runs_min and not s.gate:
-            return True
-        if n >= s.runs_min:
-            g = [r.tps for r in refs if r.revision == GOOD]
-            b = [r.tps for r in refs if r.revision == bad]
-            if means.verdict(g, b, confidence=confidence).kind == "regression":
-                return True
-    return False
+class Sim:
+    """The simulator's bench (the port of posterior/bench.py, and the store the git
+    method's steps share): builds and boots in the world, every sample kept in memory."""
+
+    def __init__(self, world: World) -> None:
+        self.world = world
+        self.store: dict[str, list[drift.Timed]] = {}
+        self.rechecked: dict[tuple[str, str], list[float]] = {}
+        self.start = 0  # world boots when the bisection began
+        self.recheck_boots = 0
+
+    def take(self, commit: str) -> drift.Timed:
+        """One boot of commit, kept in the store."""
+        t, tps = self.world.boot(commit)
+        row = drift.Timed(commit, t, tps)
+        self.store.setdefault(commit, []).append(row)
+        return row
+
+    def tps(self, commit: str) -> list[float]:
+        return [r.tps for r in self.store.get(commit, [])]
+
+    def top_up(self, commit: str, k: int) -> list[float]:
+        """At least k samples of commit."""
+        while len(self.store.get(commit, [])) < k:
+            self.take(commit)
+        return self.tps(commit)
+
+    def rows(self, *commits: str) -> list[drift.Timed]:
+        return [r for c in commits for r in self.store.get(c, [])]
+
+    # --- the port ---------------------------------------------------------------------------
+
+    def boots(self) -> int:
+        return self.world.boots - self.start
+
+    def stored(self, commit: str) -> tuple[list[Sample], str | None]:
+        return [], None  # every sample went into the posterior when it was taken
+
+    def build(self, commit: str) -> None:
+        if not self.world.build(commit):
+            raise BuildError(f"{commit} does not build")
+
+    def boot(self, commit: str, recheck_of: str | None = None) -> list[Sample]:
+        if recheck_of is None:
+            row = self.take(commit)
+        else:
+            t, tps = self.world.boot(commit)
+            row = drift.Timed(commit, t, tps)
+            self.rechecked.setdefault((recheck_of, commit), []).append(tps)
+            self.recheck_boots += 1
+        return [Sample(commit, row.t - self.start, row.tps)]
+
+    def fresh(self, culprit: str, commit: str) -> list[float]:
+        return list(self.rechecked.get((culprit, commit), []))
+
+    def save(self, run: Run, post: Posterior, schedule: references.Schedule | None) -> None:
+        pass
+
+    def say(self) -> bool:
+        return False
 
 
-def _warned(refs: list[drift.Timed]) -> bool:
+def endpoints(bench: Sim, s: Settings, opts: Options) -> means.Verdict | None:
+    """Both endpoints measured as the driver does; None when bad is not significantly
+    worse (refused). Without the gate: runs_min each, and on."""
+    bad = bench.world.history.graph.bad
+    if not s.gate:
+        return check.endpoint_verdict(bench.top_up, GOOD, bad, replace(opts, runs_max=s.runs_min))
+    v = check.endpoint_verdict(bench.top_up, GOOD, bad, opts)
+    return v if v.kind == "regression" else None
+
+
+def _warned(bench: Sim) -> bool:
+    refs = sorted(bench.rows(GOOD, bench.world.history.graph.bad), key=lambda r: r.t)
     return drift.warning(drift.trend(refs), "the run", "") is not None
 
 
-def _reference_boot(world: World, schedule: references.Schedule | None, refs: list[drift.Timed]
-                    ) -> drift.Timed | None:  # fmt: skip
-    ref = schedule.due() if schedule is not None else None
-    if ref is None or schedule is None:
-        return None
-    t, tps = world.boot(ref)
-    refs.append(drift.Timed(ref, t, tps))
-    schedule.took(ref)
-    return refs[-1]
-
-
 class Sequential:
-    """Today's method, optionally with drift-aware references."""
+    """`--method git`, optionally with drift-aware references."""
 
     def __init__(self, world: World, s: Settings, refs: bool) -> None:
         self.world, self.s = world, s
-        self.refs: list[drift.Timed] = []
-        bad = world.history.graph.bad
-        self.schedule = references.Schedule(GOOD, bad, s.every) if refs else None
-        self.store: dict[str, list[drift.Timed]] = {}
+        self.bench = Sim(world)
+        self.bad = world.history.graph.bad
+        self.opts = s.options(self.bad, "git", refs)
+        self.schedule = references.Schedule(GOOD, self.bad, s.every) if refs else None
 
-    def _slope(self) -> float:
-        return drift.correction(self.refs) if self.schedule is not None else 0.0
+    def judge(self, threshold: float, most: int) -> gitmodel.Judge:
+        """One `git bisect run` step: good, bad or skip."""
+        policy = judge.Policy(threshold, True, self.s.runs_min, most)
+        bench, schedule = self.bench, self.schedule
 
-    def judge(self, most: int) -> gitmodel.Judge:
         def run(commit: str) -> str:
-            if not self.world.build(commit):
+            try:
+                bench.build(commit)
+            except BuildError:
                 return "skip"
-            samples = self.store.setdefault(commit, [])
-            while True:
-                slope = self._slope()
-                threshold = drift.threshold(self.refs, GOOD, self.world.history.graph.bad, slope)
-                d = seq_rule.decide(drift.detrended(samples, slope), threshold,
-                                    runs_min=self.s.runs_min, runs_max=most)  # fmt: skip
-                if d.verdict in ("good", "bad"):
-                    return d.verdict
-                if len(samples) >= most:
-                    return "skip"
-                if _reference_boot(self.world, self.schedule, self.refs) is None:
-                    t, tps = self.world.boot(commit)
-                    samples.append(drift.Timed(commit, t, tps))
-                    if self.schedule is not None:
-                        self.schedule.took(commit)
+            if schedule is None:
+                d = judge.sample_until(bench.tps(commit), lambda: bench.take(commit).tps, policy)
+            else:
+                d = judge.sample_with_refs(
+                    commit, policy, schedule, lambda: bench.rows(GOOD, self.bad, commit),
+                    bench.take,
+                )[0]  # fmt: skip
+            return d.verdict if d.verdict in ("good", "bad") else "skip"
 
         return run
 
     def run(self) -> Result:
         h, w = self.world.history, self.world
-        if not endpoints(w, self.s, self.refs):
+        v = endpoints(self.bench, self.s, self.opts)
+        if v is None:
             return Result([], "refused", boots=w.boots)
+        threshold = check.pick_threshold(None, v.a.mean, v.b.mean)[0]
         start = w.boots
-        first, second = self.judge(self.s.runs_max), self.judge(2 * self.s.runs_max)
+        first = self.judge(threshold, self.s.runs_max)
+        second = self.judge(threshold, 2 * self.s.runs_max)
         found, tested = gitmodel.bisect(h.graph, first, h.broken, second)
         bisect_boots = w.boots - start
         confirmed = self._recheck(found, tested)
-        warned = self.schedule is not None and _warned(self.refs)
+        warned = self.schedule is not None and _warned(self.bench)
         kind = "culprit" if len(found) == 1 else "range"
         return Result(found, kind, None, bisect_boots, w.boots, w.builds, confirmed, warned)
 
     def _recheck(self, found: list[str], tested: list[tuple[str, str]]) -> str:
+        """recheck.run_git's: the fixed rule, judged by stats.verdict."""
         g = self.world.history.graph
         if len(found) == 1:
             parent, culprit = g.first_parent(found[0]), found[0]
@@ -146,87 +209,48 @@ class Sequential:
             goods = [c for c, v in tested if v == "good"] or [GOOD]
             bads = [c for c, v in tested if v == "bad"] or [g.bad]
             parent, culprit = goods[-1], bads[-1]
-        if not (self.world.build(parent) and self.world.build(culprit)):
+        try:
+            self.bench.build(parent)
+            self.bench.build(culprit)
+        except BuildError:
             return "error"
-        a, b = [], []
-        for _ in range(self.s.recheck_samples):
-            a.append(self.world.boot(parent)[1])
-            b.append(self.world.boot(culprit)[1])
-        return "confirmed" if means.verdict(a, b).kind == "regression" else "not confirmed"
+        _, a, b = recheck.sample(
+            parent,
+            culprit,
+            recheck.fixed(self.opts),
+            lambda c: self.bench.fresh(culprit, c),
+            lambda c: self.bench.boot(c, culprit),
+        )
+        rc = recheck.judged(parent, culprit, a, b, self.opts)
+        return "confirmed" if rc["confirmed"] else "not confirmed"
 
 
 class Bayes:
-    """The posterior method, optionally with drift-aware references."""
+    """`--method posterior`, optionally with drift-aware references."""
 
     def __init__(self, world: World, s: Settings, refs: bool) -> None:
         self.world, self.s = world, s
-        g = world.history.graph
-        self.post = Posterior(g, Model(trend=refs))
-        self.refs: list[drift.Timed] = []
-        self.schedule = references.Schedule(GOOD, g.bad, s.every) if refs else None
-        self.rechecks: dict[str, str] = {}
-        self.first: tuple[str, float] | None = None
-
-    def _sample(self, commit: str) -> None:
-        t, tps = self.world.boot(commit)
-        self.post.update(commit, tps, t)
-
-    def _step(self) -> bool:
-        """One boot (or a failed build); False when no revision can split the rest."""
-        ref = _reference_boot(self.world, self.schedule, self.refs)
-        if ref is not None:
-            self.post.update(ref.revision, ref.tps, ref.t)
-            return True
-        commit = self.post.next(Cost(build=self.s.build_cost))
-        if commit is None:
-            return False
-        if not self.world.build(commit):
-            self.post.failed(commit)
-            return True
-        self._sample(commit)
-        if self.schedule is not None:
-            self.schedule.took(commit)
-        return True
-
-    def _recheck(self, culprit: str) -> str:
-        """Fresh pairs of parent and culprit until confirm.decide says more than "more"."""
-        g = self.world.history.graph
-        parent = g.first_parent(culprit)
-        if not self.world.build(parent):
-            self.post.failed(parent)
-            return "error"
-        a: list[float] = []
-        b: list[float] = []
-        while True:
-            for commit, into in ((parent, a), (culprit, b)):
-                t, tps = self.world.boot(commit)
-                self.post.update(commit, tps, t)
-                into.append(tps)
-            step = confirm.decide(a, b, self.s.recheck)
-            if step.kind != "more":
-                return step.kind
+        self.bench = Sim(world)
+        self.opts = s.options(world.history.graph.bad, "posterior", refs)
 
     def run(self) -> Result:
-        w = self.world
-        if not endpoints(w, self.s, self.refs):
+        w, g = self.world, self.world.history.graph
+        if endpoints(self.bench, self.s, self.opts) is None:
             return Result([], "refused", boots=w.boots)
-        for r in self.refs:
-            self.post.update(r.revision, r.tps, r.t)
-        start, recheck_boots = w.boots, 0
-        while w.boots - start < self.s.budget:
-            answer = self.post.stop(self.s.confidence)
-            if answer is not None:
-                top = answer.candidates[0][0]
-                if answer.kind != "culprit" or top in self.rechecks:
-                    break
-                before = w.boots
-                self.first = self.first or answer.candidates[0]
-                self.rechecks[top] = self._recheck(top)
-                recheck_boots += w.boots - before
-            elif not self._step():
-                break
-        final = self.post.answer(self.s.confidence)
-        warned = self.schedule is not None and _warned(self.refs)
+        self.bench.start = w.boots
+        run = Run(self.opts, {}, Path(), GOOD, g.bad, Path())
+        run.bisect_t0, run.visited = 0.0, [GOOD, g.bad]
+        ends = sorted(self.bench.rows(GOOD, g.bad), key=lambda r: r.t)
+        evidence = [Sample(r.revision, r.t - self.bench.start, r.tps) for r in ends]
+        search = Search(g, self.bench, run, evidence)
+        final = search.find()
+        rc = None
+        if final.kind != "undecided":
+            rc = run.rechecks.get(recheck.pair(search.post, final)[1], {}).get("kind")
+        first = None
+        if run.first_stop is not None and run.first_stop["kind"] == "culprit":
+            first = (str(run.first_stop["commit"]), float(run.first_stop["p"]))
+        warned = self.opts.references > 0 and _warned(self.bench)
         return Result([c for c, _ in final.candidates], final.kind, final.probability,
-                      w.boots - start - recheck_boots, w.boots, w.builds,
-                      self.rechecks.get(final.candidates[0][0]), warned, self.first)  # fmt: skip
+                      self.bench.boots() - self.bench.recheck_boots, w.boots, w.builds,
+                      rc, warned, first)  # fmt: skip

@@ -159,3 +159,74 @@ def test_matrix_quick_prints_the_tables():
     rows = [line for line in out.splitlines() if line.startswith("| design |")]
     assert [r.split("|")[2].strip() for r in rows] == ["sequential", "posterior"]
     assert "reliability, posterior, final answers" in out
+
+
+# --- the simulator drives the driver's code through its port ---------------------------
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_endpoints_are_sampled_as_the_driver_does_good_then_bad(seed):
+    from kbisect.simulate import matrix, methods
+    from kbisect.simulate.world import Noise, World
+
+    h = matrix.Cell("design").history(random.Random(f"e-{seed}"))
+    world = World(h, Noise(), random.Random(f"e-{seed}-noise"))
+    bench = methods.Sim(world)
+    opts = methods.Settings().options(h.graph.bad, "git", False)
+    v = methods.endpoints(bench, methods.Settings(), opts)
+    rows = sorted(bench.rows("good", h.graph.bad), key=lambda r: r.t)
+    n = len(rows) // 2
+    assert [r.revision for r in rows] == ["good", h.graph.bad] * n
+    assert 3 <= n <= 10 and (v is not None or n == 10)
+
+
+@pytest.mark.parametrize("samples", [3, 5, 8])
+def test_git_recheck_takes_exactly_recheck_samples_pairs(samples):
+    from kbisect.simulate import matrix, methods
+    from kbisect.simulate.world import Noise, World
+
+    h = matrix.Cell("design").history(random.Random("r-1"))
+    world = World(h, Noise(), random.Random("r-1-noise"))
+    seq = methods.Sequential(world, methods.Settings(recheck_samples=samples), False)
+    result = seq.run()
+    fresh = seq.bench.rechecked
+    assert len(fresh) == 2 and all(len(v) == samples for v in fresh.values())
+    assert seq.bench.recheck_boots == 2 * samples
+    assert result.boots - result.boots_bisect - 2 * samples == sum(
+        len(seq.bench.store[c]) for c in ("good", h.graph.bad)
+    )
+
+
+def test_posterior_recheck_stops_by_recheck_samples_and_feeds_the_posterior():
+    from kbisect.simulate import matrix, methods
+    from kbisect.simulate.world import Noise, World
+
+    answered = 0
+    for i in range(6):
+        h = matrix.Cell("design").history(random.Random(f"p-{i}"))
+        world = World(h, Noise(cv=0.15), random.Random(f"p-{i}-noise"))
+        bayes = methods.Bayes(world, methods.Settings(recheck_samples=4), False)
+        result = bayes.run()
+        if result.kind == "refused":
+            continue
+        answered += 1
+        fresh = bayes.bench.rechecked
+        assert fresh and all(3 <= len(v) <= 4 for v in fresh.values())
+        assert result.boots_bisect == bayes.bench.boots() - bayes.bench.recheck_boots
+    assert answered >= 3
+
+
+def test_a_range_answer_is_rechecked_as_the_driver_does():
+    from kbisect.bisect.posterior.graph import Graph
+    from kbisect.simulate import histories, methods
+    from kbisect.simulate.world import Noise, World
+
+    parents = histories.linear(24)
+    g = Graph.from_parents(parents, "c23", ["good"])
+    h = histories.History(g, ("c12",), (0.25,), frozenset({"c11", "c12"}))
+    world = World(h, Noise(cv=0.05), random.Random("range"))
+    bayes = methods.Bayes(world, methods.Settings(), False)
+    result = bayes.run()
+    assert result.kind == "range" and {"c11", "c12", "c13"} <= set(result.candidates)
+    assert set(bayes.bench.rechecked) == {("c13", "c10"), ("c13", "c13")}
+    assert result.recheck == "confirmed"

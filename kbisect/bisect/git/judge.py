@@ -101,22 +101,50 @@ def judge_with_refs(
         raise BootError(f"stored failure, not retried: {failures[-1]}")
     schedule = references.in_store(store, refs.good.commit, refs.bad.commit, refs.every)
     ends = (refs.good.commit, refs.bad.commit)
+
+    def draw(commit: str) -> None:
+        if commit == rev.commit:
+            samples.draw(ctx, rev)
+        else:
+            _reference(ctx, refs.good if commit == refs.good.commit else refs.bad)
+
+    return sample_with_refs(
+        rev.commit,
+        policy,
+        schedule,
+        lambda: wallclock.store_rows(store, [*ends, rev.commit]),
+        draw,
+        lambda: references.save_in_store(store, schedule),
+    )
+
+
+def sample_with_refs(
+    commit: str,
+    policy: Policy,
+    schedule: references.Schedule,
+    rows: Callable[[], list[drift.Timed]],
+    draw: Callable[[str], object],
+    took: Callable[[], None] = lambda: None,
+) -> tuple[sequential.Decision, float, float]:
+    """Sample commit (draw(commit)) and the references when due (draw(reference)) until
+    the decision on commit's samples, brought back along the references' drift, is not
+    "more"; rows(): the timed samples of the references and of commit so far; took():
+    after each boot, the schedule updated. The decision, the threshold (at time 0) and
+    the slope (log tps per second) it was decided with."""
+    ends = (schedule.good, schedule.bad)
     while True:
-        rows = wallclock.store_rows(store, [*ends, rev.commit])
-        ref_rows = [r for r in rows if r.revision in ends]
+        every = rows()
+        ref_rows = [r for r in every if r.revision in ends]
         slope = drift.correction(ref_rows)
         threshold = drift.threshold(ref_rows, *ends, slope)
-        own = drift.detrended([r for r in rows if r.revision == rev.commit], slope)
+        own = drift.detrended([r for r in every if r.revision == commit], slope)
         d = decide(own, policy, threshold)
         if d.verdict != "more":
             return d, threshold, slope
         ref = schedule.due()
-        if ref is None:
-            samples.draw(ctx, rev)
-        else:
-            _reference(ctx, refs.good if ref == refs.good.commit else refs.bad)
-        schedule.took(ref or rev.commit)
-        references.save_in_store(store, schedule)
+        draw(ref or commit)
+        schedule.took(ref or commit)
+        took()
 
 
 def _reference(ctx: samples.Context, ref: samples.Revision) -> None:

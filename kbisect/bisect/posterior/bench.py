@@ -1,0 +1,183 @@
+"""Where the posterior's search builds and boots revisions: the port (Bench) the search
+loop (search.py) reaches them through, and the driver's implementation of it (Store):
+builds in the driver's worktree, boots on the target, every sample in the sample store
+(a re-check's in the run's recheck folder), read back as evidence. The simulator's
+implementation (kbisect/simulate/) builds and boots in a modelled world.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+from kbisect.bisect import check, recheck, samples, state
+from kbisect.bisect.posterior.posterior import Posterior
+from kbisect.bisect.references import Schedule
+from kbisect.bisect.state import Run
+from kbisect.core.exceptions import InfraError
+from kbisect.measure import results, retake, timeline
+from kbisect.targets import monitor
+
+
+@dataclass(frozen=True)
+class Sample:
+    """One sample as evidence: its time (seconds since the bisection began; earlier
+    samples before 0), its tps and the load around it."""
+
+    commit: str
+    t: float
+    tps: float
+    load: float = 0.0
+
+
+class Bench(Protocol):
+    """What the search needs of the world. A failed build raises BuildError, a failed
+    boot or benchmark BootError or BenchmarkError (the revision is then untestable)."""
+
+    def boots(self) -> int:
+        """Boots since the bisection began (re-checks and references included)."""
+        ...
+
+    def stored(self, commit: str) -> tuple[list[Sample], str | None]:
+        """Samples of commit stored (by a revisit, another bisection, --method git) and not
+        yet evidence; and a stored failure that is not to be retried, if that is all."""
+        ...
+
+    def build(self, commit: str) -> None:
+        """Build commit (cached per commit)."""
+        ...
+
+    def boot(self, commit: str, recheck_of: str | None = None) -> list[Sample]:
+        """One more sample of the built commit (a failed boot is retried once); the new
+        evidence. recheck_of: a fresh sample for the re-check of that culprit."""
+        ...
+
+    def fresh(self, culprit: str, commit: str) -> list[float]:
+        """The tps of commit's fresh samples for the re-check of culprit."""
+        ...
+
+    def save(self, run: Run, post: Posterior, schedule: Schedule | None) -> None:
+        """Keep the state (the driver: state.json after every boot)."""
+        ...
+
+    def say(self) -> bool:
+        """Whether to print progress lines."""
+        ...
+
+
+class Store:
+    """The driver's bench: the target, the sample store and the run's folder."""
+
+    def __init__(self, ctx: samples.Context, top: Path, run_dir: Path, run: Run) -> None:
+        self.ctx, self.top, self.run_dir, self.run = ctx, top, run_dir, run
+        assert run.bisect_t0 is not None
+        self.t0 = run.bisect_t0
+        self.seen: dict[str, float] = {}  # sample file -> its start time
+        self.rows: list[dict[str, Any]] = []  # every sample, for the report
+        self.revs: dict[str, samples.Revision] = {}
+
+    def out(self, commit: str, recheck_of: str | None = None) -> Path:
+        if recheck_of is None:
+            return samples.commit_dir(self.run.store, commit)
+        return recheck.folder(self.run_dir, recheck_of, commit)
+
+    def evidence(self) -> list[Sample]:
+        """The stored samples of every visited revision and re-check (a resumed search)."""
+        ends = (self.run.good, self.run.bad)
+        found = []
+        for commit in self.run.visited:
+            role = "reference" if commit in ends else "test"
+            found += self.feed(commit, self.out(commit), role)
+        for culprit, rc in self.run.rechecks.items():
+            for commit in (rc["parent"], culprit):
+                found += self.feed(commit, self.out(commit, culprit), "recheck")
+        return found
+
+    def feed(self, commit: str, out: Path, role: str) -> list[Sample]:
+        """out's samples not read yet (oldest first), as rows for the report; the ok ones.
+        role: test, reference or recheck (samples from before the bisection: endpoint)."""
+        if not (out / results.SAMPLES).is_dir():
+            return []
+        new = []
+        for path in results.sample_paths(out):
+            if str(path) not in self.seen:
+                s = json.loads(path.read_text())
+                self.seen[str(path)] = _when(s)
+                new.append(s)
+        ok_ones = []
+        for s in sorted(new, key=_when):
+            if s.get("status") == retake.DISTURBED:  # kept aside and retaken: no evidence
+                continue
+            ok = s.get("status") == "ok" and bool(s.get("tps"))
+            t, load = _when(s) - self.t0, monitor.load(s)
+            self.rows.append(
+                {
+                    "commit": commit,
+                    "t": t,
+                    "tps": s["tps"] if ok else None,
+                    "load": load,
+                    "role": role if t >= 0 else self._before(commit),
+                    "error": s.get("error"),
+                }
+            )
+            if ok:
+                ok_ones.append(Sample(commit, t, float(s["tps"]), load))
+        return ok_ones
+
+    def _before(self, commit: str) -> str:
+        """The role of a sample taken before the bisection began."""
+        return "endpoint" if commit in (self.run.good, self.run.bad) else "stored"
+
+    def _role(self, commit: str) -> str:
+        return "reference" if commit in (self.run.good, self.run.bad) else "test"
+
+    def boots(self) -> int:
+        return sum(t >= self.t0 for t in self.seen.values())
+
+    def stored(self, commit: str) -> tuple[list[Sample], str | None]:
+        out = self.out(commit)
+        tps, failures = samples.stored(out)
+        if samples.retry_owed(out, tps, failures):  # interrupted before its retry
+            return [], None
+        if failures and not tps:
+            return [], failures[-1]
+        return self.feed(commit, out, self._role(commit)), None
+
+    def build(self, commit: str) -> None:
+        self.revs[commit] = check.revision(
+            self.ctx, self.top, commit, self.run.options, self.out(commit)
+        )
+
+    def boot(self, commit: str, recheck_of: str | None = None) -> list[Sample]:
+        out = self.out(commit, recheck_of)
+        rev = samples.Revision(commit, self.revs[commit].kernel, out)
+        owed = recheck_of is None and samples.retry_owed(out, *samples.stored(out))
+        role = "recheck" if recheck_of is not None else self._role(commit)
+        try:
+            samples.draw(self.ctx, rev, attempts=1 if owed else 2)
+        finally:
+            found = self.feed(commit, out, role)
+        return found
+
+    def fresh(self, culprit: str, commit: str) -> list[float]:
+        return samples.stored(self.out(commit, culprit))[0]
+
+    def save(self, run: Run, post: Posterior, schedule: Schedule | None) -> None:
+        if schedule is not None:
+            run.schedule = {"tests": schedule.tests, "turn": schedule.turn}
+        run.posterior = post.as_dict()
+        run.samples = sorted(self.rows, key=lambda r: float(r["t"]))
+        state.save(self.run_dir, run)
+
+    def say(self) -> bool:
+        return True
+
+
+def _when(sample: dict[str, Any]) -> float:
+    """When a stored sample was taken (every one has a time)."""
+    t = timeline.when(sample)
+    if t is None:
+        raise InfraError(f"a stored sample without a time: {sample.get('boot_dir')}")
+    return t

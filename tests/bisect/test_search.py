@@ -1,0 +1,184 @@
+"""The posterior's search loop (posterior/search.py) through an in-memory bench: what it
+boots, builds, marks untestable and re-checks; and the port-level pieces the simulator
+shares with the driver (check.endpoint_verdict, judge.sample_with_refs)."""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+import pytest
+
+from kbisect.bisect import check, recheck, references
+from kbisect.bisect.git import judge
+from kbisect.bisect.posterior.bench import Sample
+from kbisect.bisect.posterior.graph import Graph
+from kbisect.bisect.posterior.posterior import Posterior
+from kbisect.bisect.posterior.search import Search
+from kbisect.bisect.state import Options, Run
+from kbisect.core.exceptions import BootError, BuildError
+from kbisect.simulate import histories
+from kbisect.stats import drift
+
+
+class Bench:
+    """Boots at a level per commit, with little noise; builds and boots that fail."""
+
+    def __init__(self, g: Graph, culprit: str, seed: int = 0) -> None:
+        self.g, self.culprit, self.rng = g, culprit, random.Random(seed)
+        self.unbuildable: set[str] = set()
+        self.unbootable: set[str] = set()
+        self.booted: list[tuple[str, str | None]] = []
+        self.built: list[str] = []
+        self.kept: dict[str, list[Sample]] = {}
+        self.failures: dict[str, str] = {}
+        self.rechecked: dict[tuple[str, str], list[float]] = {}
+        self.saves = 0
+
+    def level(self, commit: str) -> float:
+        return 750.0 if self.g.is_bad(commit, self.culprit) else 1000.0
+
+    def boots(self) -> int:
+        return len(self.booted)
+
+    def stored(self, commit: str) -> tuple[list[Sample], str | None]:
+        return self.kept.pop(commit, []), self.failures.get(commit)
+
+    def build(self, commit: str) -> None:
+        if commit in self.unbuildable:
+            raise BuildError(f"{commit} does not build")
+        self.built.append(commit)
+
+    def boot(self, commit: str, recheck_of: str | None = None) -> list[Sample]:
+        assert commit in self.built
+        self.booted.append((commit, recheck_of))
+        if commit in self.unbootable:
+            raise BootError("no login prompt")
+        tps = self.level(commit) * (1 + 0.01 * self.rng.gauss(0, 1))
+        if recheck_of is not None:
+            self.rechecked.setdefault((recheck_of, commit), []).append(tps)
+        return [Sample(commit, float(len(self.booted)), tps)]
+
+    def fresh(self, culprit: str, commit: str) -> list[float]:
+        return list(self.rechecked.get((culprit, commit), []))
+
+    def save(self, run: Run, post: Posterior, schedule: references.Schedule | None) -> None:
+        self.saves += 1
+
+    def say(self) -> bool:
+        return False
+
+
+def search(n: int, culprit: str, references_every: int = 0, max_boots: int = 100
+           ) -> tuple[Search, Bench, Run]:  # fmt: skip
+    g = Graph.from_parents(histories.linear(n), f"c{n - 1}", ["good"])
+    opts = Options(tree=None, good="good", bad=g.bad, scenario="s", arch="x86_64",
+                   references=references_every, max_boots=max_boots)  # fmt: skip
+    run = Run(opts, {}, Path(), "good", g.bad, Path())
+    run.bisect_t0, run.visited = 0.0, ["good", g.bad]
+    bench = Bench(g, culprit)
+    ends = [Sample(c, -10.0 + i, bench.level(c) * (1 + 0.01 * bench.rng.gauss(0, 1)))
+            for i in range(3) for c in ("good", g.bad)]  # fmt: skip
+    return Search(g, bench, run, ends), bench, run
+
+
+@pytest.mark.parametrize("culprit", ["c0", "c5", "c11", "c19"])
+def test_names_the_culprit_and_rechecks_it_once(culprit):
+    s, bench, run = search(20, culprit)
+    answer = s.find()
+    assert answer.kind == "culprit" and answer.candidates[0][0] == culprit
+    assert list(run.rechecks) == [culprit]
+    rc = run.rechecks[culprit]
+    assert rc["kind"] == "confirmed" and rc["confirmed"]
+    assert rc["parent"] == s.graph.first_parent(culprit)
+    assert [c for c, of in bench.booted if of] == [rc["parent"], culprit] * rc["n"]
+    assert run.first_stop is not None and run.first_stop["commit"] == culprit
+    assert bench.boots() < 30 and bench.saves >= bench.boots()
+    assert set(run.visited) >= {c for c, of in bench.booted if of is None}
+
+
+def test_an_unbuildable_or_unbootable_revision_is_untestable_never_bad():
+    s, bench, run = search(20, "c5")
+    first = s.post.next()
+    assert first is not None and first != "c5"
+    bench.unbuildable, bench.unbootable = {"c4"}, {first}
+    answer = s.find()
+    assert run.failed[first] == "boot failed: no login prompt"
+    assert [c for c, _ in bench.booted].count(first) == 1
+    assert all(c != "c4" for c, _ in bench.booted)
+    assert run.failed.get("c4", "build failed").startswith("build failed")
+    assert "c5" in [c for c, _ in answer.candidates]
+
+
+def test_a_range_hidden_by_untestable_neighbours_is_rechecked_too():
+    s, bench, run = search(20, "c9")
+    bench.unbuildable = {"c8", "c9"}
+    answer = s.find()
+    assert answer.kind == "range" and {"c8", "c9"} <= {c for c, _ in answer.candidates}
+    parent, top = recheck.pair(s.post, answer)
+    assert list(run.rechecks) == [top] and run.rechecks[top]["parent"] == parent
+    assert parent == "c7" and top == "c10"
+
+
+def test_stored_samples_are_reused_and_a_stored_failure_is_not_retried():
+    s, bench, run = search(20, "c5")
+    first = s.post.next()
+    assert first is not None
+    bench.kept[first] = [Sample(first, 0.0, bench.level(first))] * 3
+    s.find()
+    assert (first, None) not in bench.booted and first in run.visited
+    s, bench, run = search(20, "c5")
+    first = s.post.next()
+    assert first is not None
+    bench.failures[first] = "kernel panic"
+    s.find()
+    assert run.failed[first] == "stored failure, not retried: kernel panic"
+    assert first not in run.visited and all(c != first for c, _ in bench.booted)
+
+
+def test_references_follow_every_n_test_boots_and_the_budget_holds():
+    s, bench, run = search(300, "c150", references_every=2, max_boots=12)
+    s.find()
+    plain = [c for c, of in bench.booted if of is None]
+    assert plain[2] == "good" and plain[5] == run.bad and plain[8] == "good"
+    assert len(plain) <= 12  # a round begins only below the budget; a re-check is one round
+    assert bench.boots() <= 12 + 2 * run.options.recheck_samples
+    assert run.schedule is None  # kept by the driver's bench, not this one
+
+
+def test_endpoint_verdict_samples_good_then_bad_until_significant():
+    order: list[str] = []
+    rng = random.Random(4)
+    got: dict[str, list[float]] = {"g": [], "b": []}
+
+    def top_up(c: str, k: int) -> list[float]:
+        while len(got[c]) < k:
+            order.append(c)
+            got[c].append((1000.0 if c == "g" else 960.0) * (1 + 0.05 * rng.gauss(0, 1)))
+        return list(got[c])
+
+    opts = Options(tree=None, good="g", bad="b", scenario="s", arch="x86_64")
+    v = check.endpoint_verdict(top_up, "g", "b", opts)
+    n = len(got["g"])
+    assert order == ["g", "b"] * n and len(got["b"]) == n
+    assert opts.runs_min <= n <= opts.runs_max
+    assert v.kind == "regression" or n == opts.runs_max
+
+
+def test_sample_with_refs_boots_a_reference_after_every_n_and_corrects_drift():
+    schedule = references.Schedule("g", "b", every=2)
+    rows: list[drift.Timed] = [drift.Timed(c, float(i), 1000.0 if c == "g" else 800.0)
+                               for i, c in enumerate(["g", "b"] * 3)]  # fmt: skip
+    order: list[str] = []
+
+    def draw(c: str) -> None:
+        t = float(len(rows))
+        level = {"g": 1000.0, "b": 800.0, "x": 820.0}[c] * (1 + 0.004 * t)  # drifts up
+        order.append(c)
+        rows.append(drift.Timed(c, t, level))
+
+    policy = judge.Policy(900.0, runs_min=3, runs_max=10)
+    d, threshold, slope = judge.sample_with_refs("x", policy, schedule, lambda: list(rows), draw)
+    assert d.verdict == "bad"  # 820 is below the references' middle, drift or not
+    assert order[:4] == ["x", "x", "g", "x"]
+    assert slope > 0 and abs(threshold - (1000.0 * 800.0) ** 0.5) < 5
