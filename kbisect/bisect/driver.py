@@ -9,7 +9,7 @@ continues after Ctrl-C, a kill or a reboot:
    every sample, the next revision by information per cost, the adaptive re-check of the
    answer (search.py, recheck.py); `--method git`: `git bisect start B G` and
    `git bisect run bisect/run ...` in a scratch worktree, never the user's checkout
-   (gitbisect.py);
+   (git/run.py);
 3. recheck (git): the first bad commit against its parent with fresh samples;
 4. done: report.md, summary.json and the plots (report/).
 

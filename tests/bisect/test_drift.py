@@ -1,6 +1,6 @@
 """A drifting host (the fake target's drift_per_call): a fixed threshold goes wrong,
 drift-aware references keep the answer right, and bisect, compare and bisect/run say
-what moved (issue 19)."""
+what moved."""
 
 from __future__ import annotations
 

@@ -91,7 +91,7 @@ def test_script_prints_a_markdown_table():
     assert [line.split("|")[1].strip() for line in lines[4:]] == ["sequential", "fixed-5"]
 
 
-# --- issue 18/19: kbisect/simulate and --matrix ------------------------------------------
+# --- kbisect/simulate and --matrix ------------------------------------------------------
 
 
 def test_every_method_bisects_the_same_histories_and_endpoint_samples():

@@ -12,7 +12,7 @@ sample far from both levels is then explained by the wide part under either hypo
 and moves the odds little; under a plain normal it would decide them.
 
 d_j is the load of sample j: the share of the CPUs other work took while it ran, as
-measured (disturbance.py: others' share of the host where the kernel runs on it, steal
+measured (targets/monitor.py: others' share of the host where the kernel runs on it, steal
 time inside the kernel). A hog that starts halfway is a step, not a slope: the trend
 alone cannot explain it, and good revisions then look bad (seen for real: scripts/drift-demo);
 with the load as a regressor the samples taken under it stay evidence. It enters only
