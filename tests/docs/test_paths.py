@@ -18,14 +18,6 @@ CHECKOUT = Path(__file__).resolve().parents[2]
 SKIP_DIRS = {"__pycache__", "results"}  # and hidden dirs but .github and .ci
 SHOWN = {".github", ".ci"}
 
-# Another branch rewrites these; the merge removes them from this list.
-PENDING = {
-    # the simulation section of docs/benchmarks.md (its tables are re-run elsewhere)
-    ("docs/benchmarks.md", "kbisect/bisect/posterior.py"),
-    ("docs/benchmarks.md", "kbisect.bisect.likelihood"),
-    ("docs/benchmarks.md", "issues 18, 19"),
-}
-PENDING_DIRS: tuple[str, ...] = ()
 
 # A .py path: anything before it but another path character.
 PY_PATH = re.compile(r"(?<![\w./~$-])((?:[\w.-]+/)*[\w-]+\.py)\b")
@@ -100,14 +92,14 @@ def stale(doc: str) -> list[str]:
     problems = []
     for n, line in enumerate((CHECKOUT / doc).read_text().splitlines(), 1):
         for path in PY_PATH.findall(line):
-            if not py_path_exists(path) and (doc, path) not in PENDING:
+            if not py_path_exists(path):
                 problems.append(f"{doc}:{n}: {path}")
         for path in PKG_PATH.findall(line):
             path = path.rstrip("/")
-            if not list(CHECKOUT.glob(path)) and (doc, path) not in PENDING:
+            if not list(CHECKOUT.glob(path)):
                 problems.append(f"{doc}:{n}: {path}")
         for name in DOTTED.findall(line):
-            if not dotted_exists(name) and (doc, name) not in PENDING:
+            if not dotted_exists(name):
                 problems.append(f"{doc}:{n}: {name}")
     return sorted(set(problems))
 
@@ -142,7 +134,6 @@ def written() -> list[str]:
         r
         for r, p in zip(RELATIVE, FILES, strict=True)
         if not r.startswith(("docs/examples/", "tests/data/"))
-        and not r.startswith(PENDING_DIRS)
         and p.suffix not in {".png", ".json", ".raw", ".gz", ".xz"}
         and r != "tests/docs/test_paths.py"
     ]
@@ -156,5 +147,5 @@ def test_no_issue_numbers() -> None:
         except UnicodeDecodeError:
             continue
         for n, line in enumerate(text.splitlines(), 1):
-            found += [f"{rel}:{n}: {m}" for m in ISSUE.findall(line) if (rel, m) not in PENDING]
+            found += [f"{rel}:{n}: {m}" for m in ISSUE.findall(line)]
     assert found == []
