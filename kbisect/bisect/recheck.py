@@ -89,8 +89,9 @@ def sample(
         draw(parent if len(a) <= len(b) else culprit)
 
 
-def judged(parent: str, culprit: str, tp: list[float], tc: list[float], opts: Options
-           ) -> dict[str, Any]:  # fmt: skip
+def judged(
+    parent: str, culprit: str, tp: list[float], tc: list[float], opts: Options
+) -> dict[str, Any]:
     """The git method's record of its re-check: stats.verdict on the fresh samples."""
     v = means.verdict(
         tp, tc, higher_is_better=opts.higher_is_better, boots_flag="--recheck-samples"

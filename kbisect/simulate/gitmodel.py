@@ -25,8 +25,9 @@ def next_revision(graph: Graph, left: int, skipped: set[str]) -> str | None:
     return best
 
 
-def search(graph: Graph, judge: Judge, left: int, skipped: set[str],
-           tested: list[tuple[str, str]]) -> int:  # fmt: skip
+def search(
+    graph: Graph, judge: Judge, left: int, skipped: set[str], tested: list[tuple[str, str]]
+) -> int:
     """Bisect until no revision splits the candidates; the candidates left."""
     while (r := next_revision(graph, left, skipped)) is not None:
         verdict = judge(r)
@@ -41,8 +42,9 @@ def search(graph: Graph, judge: Judge, left: int, skipped: set[str],
     return left
 
 
-def bisect(graph: Graph, judge: Judge, broken: frozenset[str], retry: Judge | None = None
-           ) -> tuple[list[str], list[tuple[str, str]]]:  # fmt: skip
+def bisect(
+    graph: Graph, judge: Judge, broken: frozenset[str], retry: Judge | None = None
+) -> tuple[list[str], list[tuple[str, str]]]:
     """git's answer and the revisions tested; with `retry`, kbisect's second pass over the
     revisions skipped as unclear (not broken) that hide the answer."""
     tested: list[tuple[str, str]] = []

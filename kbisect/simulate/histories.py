@@ -63,8 +63,9 @@ def merges(n: int, rng: random.Random) -> dict[str, list[str]]:
     return parents
 
 
-def make(rng: random.Random, shape: str, low: int, high: int, broken: float,
-         effects: tuple[float, ...]) -> History:  # fmt: skip
+def make(
+    rng: random.Random, shape: str, low: int, high: int, broken: float, effects: tuple[float, ...]
+) -> History:
     """A history of low..high commits with len(effects) culprits (not merges) and a
     fraction `broken` of commits (never the bad endpoint) that do not build."""
     n = rng.randint(low, high)

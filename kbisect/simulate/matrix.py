@@ -45,18 +45,33 @@ def cells(mode: str) -> list[Cell]:
     point (CV 10%, 25% regression, 16-32 linear commits), one axis at a time, plus the
     CV x regression grid."""
     if mode == "quick":
-        return [Cell("design"), Cell("merges 300", "merges", "300"),
-                Cell("drift +20%", drift=0.20)]  # fmt: skip
-    grid = [Cell(f"cv {cv:.0%} reg {reg:.0%}", cv=cv, regression=reg,
-                 scale=4.0 if (cv, reg) == (0.10, 0.25) else 1.0)
-            for cv in (0.05, 0.10, 0.15, 0.20) for reg in (0.10, 0.25, 0.50)]  # fmt: skip
-    sizes = [Cell(f"{shape} {n}", shape, n, scale=1 / 3 if n == "3000" else 1.0)
-             for shape in ("linear", "merges")
-             for n in ("16:32", "300", "3000") if (shape, n) != ("linear", "16:32")]  # fmt: skip
-    return [*grid, *sizes, Cell("broken 10%", broken=0.10), Cell("drift +20%", drift=0.20),
-            Cell("drift -20%", drift=-0.20), Cell("drift -20% merges 300", "merges", "300",
-            drift=-0.20), Cell("two culprits 15%", regression=0.15,
-            culprits=2), Cell("heavy tails", heavy=True)]  # fmt: skip
+        return [Cell("design"), Cell("merges 300", "merges", "300"), Cell("drift +20%", drift=0.20)]
+    grid = [
+        Cell(
+            f"cv {cv:.0%} reg {reg:.0%}",
+            cv=cv,
+            regression=reg,
+            scale=4.0 if (cv, reg) == (0.10, 0.25) else 1.0,
+        )
+        for cv in (0.05, 0.10, 0.15, 0.20)
+        for reg in (0.10, 0.25, 0.50)
+    ]
+    sizes = [
+        Cell(f"{shape} {n}", shape, n, scale=1 / 3 if n == "3000" else 1.0)
+        for shape in ("linear", "merges")
+        for n in ("16:32", "300", "3000")
+        if (shape, n) != ("linear", "16:32")
+    ]
+    return [
+        *grid,
+        *sizes,
+        Cell("broken 10%", broken=0.10),
+        Cell("drift +20%", drift=0.20),
+        Cell("drift -20%", drift=-0.20),
+        Cell("drift -20% merges 300", "merges", "300", drift=-0.20),
+        Cell("two culprits 15%", regression=0.15, culprits=2),
+        Cell("heavy tails", heavy=True),
+    ]
 
 
 @dataclass
@@ -113,8 +128,14 @@ def run_one(method: str, world: World, s: methods.Settings) -> methods.Result:
     return kind(world, s, refs).run()
 
 
-def simulate(cell: Cell, n: int, seed: int, wanted: Iterable[str], s: methods.Settings,
-             progress: Callable[[str], None] | None = None) -> dict[str, Tally]:  # fmt: skip
+def simulate(
+    cell: Cell,
+    n: int,
+    seed: int,
+    wanted: Iterable[str],
+    s: methods.Settings,
+    progress: Callable[[str], None] | None = None,
+) -> dict[str, Tally]:
     tallies = {m: Tally() for m in wanted}
     for i in range(max(1, round(n * cell.scale))):
         h = cell.history(random.Random(f"{seed}-{cell.name}-{i}"))
@@ -141,9 +162,11 @@ def _reliability(bins: dict[int, list[int]]) -> str:
 
 def table(results: dict[Cell, dict[str, Tally]]) -> str:
     """One row per setting and method."""
-    lines = ["| setting | method | boots (bisect) | boots (all) | builds | wrong culprit | "
-             "range | refused | right at P ≥ 0.95 (at the stop) | drift warned | CPU s |",
-             "|---|---|---|---|---|---|---|---|---|---|---|"]  # fmt: skip
+    lines = [
+        "| setting | method | boots (bisect) | boots (all) | builds | wrong culprit | "
+        "range | refused | right at P ≥ 0.95 (at the stop) | drift warned | CPU s |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
     for cell, tallies in results.items():
         for m, t in tallies.items():
             a = max(t.answered, 1)
@@ -163,8 +186,11 @@ def reliability(results: dict[Cell, dict[str, Tally]], method: str, first: bool 
     first: at the first stop (before the re-check), else the final answers."""
     lines = ["| stated P(culprit) | answers | right | fraction right |", "|---|---|---|---|"]
     for k, (low, high) in enumerate(BINS):
-        counts = [(ts[method].first_bins if first else ts[method].bins).get(k, [0, 0])
-                  for ts in results.values() if method in ts]  # fmt: skip
+        counts = [
+            (ts[method].first_bins if first else ts[method].bins).get(k, [0, 0])
+            for ts in results.values()
+            if method in ts
+        ]
         n, ok = sum(c[0] for c in counts), sum(c[1] for c in counts)
         label = f"[{low:g}, {min(high, 1.0):g}{']' if high > 1 else ')'}"
         lines.append(

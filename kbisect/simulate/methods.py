@@ -177,9 +177,12 @@ class Sequential:
                 d = judge.sample_until(bench.tps(commit), lambda: bench.take(commit).tps, policy)
             else:
                 d = judge.sample_with_refs(
-                    commit, policy, schedule, lambda: bench.rows(GOOD, self.bad, commit),
+                    commit,
+                    policy,
+                    schedule,
+                    lambda: bench.rows(GOOD, self.bad, commit),
                     bench.take,
-                )[0]  # fmt: skip
+                )[0]
             return d.verdict if d.verdict in ("good", "bad") else "skip"
 
         return run
@@ -251,6 +254,14 @@ class Bayes:
         if run.first_stop is not None and run.first_stop["kind"] == "culprit":
             first = (str(run.first_stop["commit"]), float(run.first_stop["p"]))
         warned = self.opts.references > 0 and _warned(self.bench)
-        return Result([c for c, _ in final.candidates], final.kind, final.probability,
-                      self.bench.boots() - self.bench.recheck_boots, w.boots, w.builds,
-                      rc, warned, first)  # fmt: skip
+        return Result(
+            [c for c, _ in final.candidates],
+            final.kind,
+            final.probability,
+            self.bench.boots() - self.bench.recheck_boots,
+            w.boots,
+            w.builds,
+            rc,
+            warned,
+            first,
+        )

@@ -30,8 +30,12 @@ FAST, SLOW = 1000, 750  # a 25% regression
 @pytest.fixture
 def env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, Path]:
     fixed_dates(monkeypatch)
-    return {"scenario": write_scenario(tmp_path), "log": fake(tmp_path, cv=0.05),
-            "results": tmp_path / "results", "repo": tmp_path / "linux"}  # fmt: skip
+    return {
+        "scenario": write_scenario(tmp_path),
+        "log": fake(tmp_path, cv=0.05),
+        "results": tmp_path / "results",
+        "repo": tmp_path / "linux",
+    }
 
 
 def history(
@@ -42,8 +46,10 @@ def history(
     tps: tuple[int, int] = (FAST, SLOW),
 ) -> list[str]:
     """shas[1..commits]: fast before `culprit`, slow from it on; shas[0] is unused."""
-    specs = [{"subject": f"commit {i}", "tps": tps[0] if i < culprit else tps[1],
-              "broken": i in broken} for i in range(1, commits + 1)]  # fmt: skip
+    specs = [
+        {"subject": f"commit {i}", "tps": tps[0] if i < culprit else tps[1], "broken": i in broken}
+        for i in range(1, commits + 1)
+    ]
     return make_fake_kernel_repo(repo, specs)
 
 
@@ -51,12 +57,25 @@ def kbisect(*argv: str) -> int:
     return cli.main(["bisect", *argv])
 
 
-def args(env: dict[str, Path], good: str, bad: str, *extra: str, method: str = "git"
-         ) -> list[str]:  # fmt: skip
+def args(env: dict[str, Path], good: str, bad: str, *extra: str, method: str = "git") -> list[str]:
     """The command line of a bisection (these tests test git's method unless told)."""
-    return ["--tree", str(env["repo"]), "--good", good, "--bad", bad, "--method", method,
-            "--references", "0", "--scenario", str(env["scenario"]),
-            "--target", str(env["log"]), *extra]  # fmt: skip
+    return [
+        "--tree",
+        str(env["repo"]),
+        "--good",
+        good,
+        "--bad",
+        bad,
+        "--method",
+        method,
+        "--references",
+        "0",
+        "--scenario",
+        str(env["scenario"]),
+        "--target",
+        str(env["log"]),
+        *extra,
+    ]
 
 
 def run_dirs(results: Path) -> list[Path]:
@@ -128,11 +147,14 @@ def test_skips_away_from_the_culprit_do_not_hide_it(env, monkeypatch):
 def test_second_pass_remeasures_unclear_neighbours(env, monkeypatch, capsys, tmp_path):
     """Commit 4 sits exactly on the threshold (no noise): unclear in both passes."""
     fake(env["scenario"].parent, cv=0)
-    specs = [{"subject": f"commit {i}", "tps": {4: 900, 5: SLOW}.get(i, FAST if i < 5 else SLOW)}
-             for i in range(1, 9)]  # fmt: skip
+    specs = [
+        {"subject": f"commit {i}", "tps": {4: 900, 5: SLOW}.get(i, FAST if i < 5 else SLOW)}
+        for i in range(1, 9)
+    ]
     shas = make_fake_kernel_repo(env["repo"], specs)
-    argv = args(env, shas[1], shas[-1], "--threshold", "900", "--runs-max", "4",
-                "--recheck-samples", "3")  # fmt: skip
+    argv = args(
+        env, shas[1], shas[-1], "--threshold", "900", "--runs-max", "4", "--recheck-samples", "3"
+    )
     assert kbisect(*argv) == 0
     s = summary(env["results"])
     assert s["second_pass"] and "skip" in s["first_pass_log"]
@@ -163,10 +185,12 @@ def test_bad_endpoints_are_refused_in_one_line(env, capsys, tmp_path):
         (args(env, shas[-1], shas[1]), "swapped"),
         (args(env, side, shas[-1]), "not an ancestor"),
         (args(env, shas[1], "no-such-rev"), "unknown revision"),
-        (["--tree", str(notkernel), "--good", "a", "--bad", "b", "--scenario", "x"],
-         "not a kernel tree"),
+        (
+            ["--tree", str(notkernel), "--good", "a", "--bad", "b", "--scenario", "x"],
+            "not a kernel tree",
+        ),
         (args(env, shas[1], shas[-1], "--runs-min", "5", "--runs-max", "4"), "runs-min"),
-    ]  # fmt: skip
+    ]
     for argv, words in cases:
         assert kbisect(*argv) == 2, words
         assert words in one_error_line(capsys.readouterr().err)
@@ -269,9 +293,24 @@ def test_resume_after_a_kill_gives_the_same_answer(env, monkeypatch, tmp_path):
 @pytest.mark.parametrize("how", [("git", 0.95, 100, 0), ("posterior", 0.99, 40, 2)])
 def test_reproduce_line_parses_back(how):
     sets = ("pgbench.clients=4", "guest.vcpus=1")
-    opts = bisect_state.Options("/t", "v1", "v2", "smoke", 812.5, False, "preempt=full", 3,
-                                10, 8, ("preempt-none",), "arm64", "vng", sets, "defconfig",
-                                *how)  # fmt: skip
+    opts = bisect_state.Options(
+        "/t",
+        "v1",
+        "v2",
+        "smoke",
+        812.5,
+        False,
+        "preempt=full",
+        3,
+        10,
+        8,
+        ("preempt-none",),
+        "arm64",
+        "vng",
+        sets,
+        "defconfig",
+        *how,
+    )
     ns = cli.build_parser().parse_args(opts.argv())
     assert bisect_args.options_from_args(ns) == opts
 
@@ -350,7 +389,10 @@ def test_parse_log():
     found = bisect_log.parse(LOG_FOUND)
     assert found.first_bad == "dddd" and found.candidates == ["dddd"]
     assert [(m.verdict, m.commit) for m in found.marks] == [
-        ("bad", "bbbb"), ("good", "aaaa"), ("good", "cccc")]  # fmt: skip
+        ("bad", "bbbb"),
+        ("good", "aaaa"),
+        ("good", "cccc"),
+    ]
     ranged = bisect_log.parse(LOG_RANGE)
     assert ranged.first_bad is None and ranged.candidates == ["ffff", "eeee"]
     unfinished = bisect_log.parse(LOG_FOUND.rsplit("#", 1)[0])

@@ -28,9 +28,12 @@ FASTER = 0.02  # the host gets 2% faster with every boot
 def env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, Path]:
     fixed_dates(monkeypatch)
     monkeypatch.setenv("KBISECT_BISECT_STORE", str(tmp_path / "store"))
-    return {"scenario": write_scenario(tmp_path), "results": tmp_path / "results",
-            "log": fake(tmp_path, cv=0.02, noise_key="subject", drift_per_call=FASTER),
-            "repo": tmp_path / "linux"}  # fmt: skip
+    return {
+        "scenario": write_scenario(tmp_path),
+        "results": tmp_path / "results",
+        "log": fake(tmp_path, cv=0.02, noise_key="subject", drift_per_call=FASTER),
+        "repo": tmp_path / "linux",
+    }
 
 
 def bisect(env: dict[str, Path], good: str, bad: str, *extra: str) -> dict[str, Any]:
@@ -39,9 +42,21 @@ def bisect(env: dict[str, Path], good: str, bad: str, *extra: str) -> dict[str, 
     state.unlink(missing_ok=True)
     os.environ["KBISECT_BISECT_STORE"] = str(env["log"].parent / f"store-{'-'.join(extra)}")
     # (the env fixture's monkeypatch restores the variable after the test)
-    argv = ["--tree", str(env["repo"]), "--good", good, "--bad", bad, "--scenario",
-            str(env["scenario"]), "--target", str(env["log"]), "--recheck-samples", "4",
-            *extra]  # fmt: skip
+    argv = [
+        "--tree",
+        str(env["repo"]),
+        "--good",
+        good,
+        "--bad",
+        bad,
+        "--scenario",
+        str(env["scenario"]),
+        "--target",
+        str(env["log"]),
+        "--recheck-samples",
+        "4",
+        *extra,
+    ]
     kbisect(*argv)
     data: dict[str, Any] = json.loads((run_dirs(env["results"])[-1] / "summary.json").read_text())
     return data
@@ -72,8 +87,21 @@ def test_the_posterior_with_references_stays_right_and_reports_the_drift(env):
 def test_compare_warns_when_both_sides_drift(tmp_path, capsys):
     a, b = fake_image(tmp_path / "a", tps=1000.0), fake_image(tmp_path / "b", tps=1000.0)
     target = fake_target(tmp_path, cv=0.01, drift_per_call=0.05)
-    argv = ["compare", "--kernel-a", str(a), "--kernel-b", str(b), "--scenario", "smoke",
-            "--boots", "6", "--target", str(target), "--out", str(tmp_path / "c")]  # fmt: skip
+    argv = [
+        "compare",
+        "--kernel-a",
+        str(a),
+        "--kernel-b",
+        str(b),
+        "--scenario",
+        "smoke",
+        "--boots",
+        "6",
+        "--target",
+        str(target),
+        "--out",
+        str(tmp_path / "c"),
+    ]
     cli.main(argv)
     err = capsys.readouterr().err
     assert "drift: both sides got" in err and "faster" in err and "interleaved" in err
@@ -85,8 +113,21 @@ def test_compare_warns_when_both_sides_drift(tmp_path, capsys):
 def test_compare_without_drift_says_nothing(tmp_path, capsys):
     a, b = fake_image(tmp_path / "a", tps=1000.0), fake_image(tmp_path / "b", tps=1000.0)
     target = fake_target(tmp_path, cv=0.01)
-    argv = ["compare", "--kernel-a", str(a), "--kernel-b", str(b), "--scenario", "smoke",
-            "--boots", "6", "--target", str(target), "--out", str(tmp_path / "c")]  # fmt: skip
+    argv = [
+        "compare",
+        "--kernel-a",
+        str(a),
+        "--kernel-b",
+        str(b),
+        "--scenario",
+        "smoke",
+        "--boots",
+        "6",
+        "--target",
+        str(target),
+        "--out",
+        str(tmp_path / "c"),
+    ]
     cli.main(argv)
     assert "drift:" not in capsys.readouterr().err
 
@@ -116,9 +157,16 @@ def test_bisect_run_warns_that_its_threshold_is_stale(tmp_path, monkeypatch, cap
 @pytest.mark.parametrize("per_boot", [0.02, 0.0])
 def test_a_study_warns_when_its_cells_drift(per_boot):
     noise = [0.004, -0.003, 0.001, -0.002, 0.003, -0.004] * 2
-    samples = [{"label": study_store.label(i % 2, 0), "status": "ok", "target": {"name": "vng"},
-                "tps": (1000 + 300 * (i % 2)) * (1 + per_boot * i + noise[i]),
-                "created": f"2026-01-01T00:{3 * i:02d}:00Z"} for i in range(12)]  # fmt: skip
+    samples = [
+        {
+            "label": study_store.label(i % 2, 0),
+            "status": "ok",
+            "target": {"name": "vng"},
+            "tps": (1000 + 300 * (i % 2)) * (1 + per_boot * i + noise[i]),
+            "created": f"2026-01-01T00:{3 * i:02d}:00Z",
+        }
+        for i in range(12)
+    ]
     rows, lines = study_analysis.drifted(samples)
     assert len(rows) == 12 and rows[-1].t == 33 * 60
     if per_boot:

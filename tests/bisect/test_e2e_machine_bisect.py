@@ -41,8 +41,14 @@ REAL_TARGETS = Path(os.environ.get("XDG_CONFIG_HOME") or Path.home() / ".config"
 
 def kbisect(*args: str, timeout: float = 3 * 3600) -> subprocess.CompletedProcess[str]:
     cmd = [sys.executable, "-m", "kbisect", *args]
-    return subprocess.run(cmd, capture_output=True, text=True, env=os.environ.copy(),
-                          cwd=paths.CHECKOUT, timeout=timeout)  # fmt: skip
+    return subprocess.run(
+        cmd,
+        capture_output=True,
+        text=True,
+        env=os.environ.copy(),
+        cwd=paths.CHECKOUT,
+        timeout=timeout,
+    )
 
 
 def on_known_good(name: str) -> bool:
@@ -101,8 +107,9 @@ def stretch() -> tuple[str, list[str]]:
     assert made.returncode == 0, made.stderr[-3000:]
     demo = json.loads(made.stdout)
     top = tree.default_tree()
-    after = git.git(top, "rev-list", "--reverse", "--ancestry-path",
-                    f"{demo['regression']}..{demo['head']}").split()  # fmt: skip
+    after = git.git(
+        top, "rev-list", "--reverse", "--ancestry-path", f"{demo['regression']}..{demo['head']}"
+    ).split()
     before = [git.rev_parse(top, f"{demo['regression']}~{n}") for n in (2, 1)]
     return demo["regression"], [*before, demo["regression"], *after[:2]]
 
@@ -126,8 +133,19 @@ def test_bisect_and_ktest_find_the_regression_on_the_machine(
 ) -> None:
     regression, commits = stretch()
     good, bad = commits[0], commits[-1]
-    found = kbisect("bisect", "--target", machine, "--base-config", f"target:{machine}",
-                    "--good", good, "--bad", bad, "--scenario", "smoke")  # fmt: skip
+    found = kbisect(
+        "bisect",
+        "--target",
+        machine,
+        "--base-config",
+        f"target:{machine}",
+        "--good",
+        good,
+        "--bad",
+        bad,
+        "--scenario",
+        "smoke",
+    )
     assert found.returncode == 0, found.stderr[-5000:]
     assert f"first bad commit: {regression}" in found.stdout, found.stdout
     results = Path(os.environ["KBISECT_RESULTS"])
@@ -142,17 +160,34 @@ def test_bisect_and_ktest_find_the_regression_on_the_machine(
 
     # ktest.pl bisects regression~1 .. regression+1 with kbisect as its TEST
     conf = tmp_path / "ktest.conf"
-    written = kbisect("ktest-config", "--target", machine, "--scenario", "smoke",
-                      "--threshold", f"{summary['threshold']:.1f}",
-                      "--min-config", str(machine_config(real_cache, machine, good)),
-                      "--good", commits[1], "--bad", commits[3], "--out", str(conf))  # fmt: skip
+    written = kbisect(
+        "ktest-config",
+        "--target",
+        machine,
+        "--scenario",
+        "smoke",
+        "--threshold",
+        f"{summary['threshold']:.1f}",
+        "--min-config",
+        str(machine_config(real_cache, machine, good)),
+        "--good",
+        commits[1],
+        "--bad",
+        commits[3],
+        "--out",
+        str(conf),
+    )
     assert written.returncode == 0, written.stderr[-3000:]
     keys = dict(ln.split(" = ", 1) for ln in conf.read_text().splitlines() if " = " in ln)
     ktest = tree.default_tree() / "tools" / "testing" / "ktest" / "ktest.pl"
     # ktest reads standard input: give it one that never becomes readable (kept open)
     with (tmp_path / "ktest.out").open("w") as out:
-        run = subprocess.Popen(["perl", str(ktest), str(conf)], stdin=subprocess.PIPE,
-                               stdout=out, stderr=subprocess.STDOUT)  # fmt: skip
+        run = subprocess.Popen(
+            ["perl", str(ktest), str(conf)],
+            stdin=subprocess.PIPE,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
         try:
             code = run.wait(timeout=3 * 3600)
         finally:

@@ -81,10 +81,23 @@ def test_empty_range_is_a_user_error():
 
 def test_rev_list_command_and_parser_are_pure():
     cmd = graph_mod.rev_list_command(Path("/t"), ["g1", "g2"], "b")
-    assert cmd == ["git", "-C", "/t", "rev-list", "--parents", "--topo-order", "--reverse",
-                   "b", "^g1", "^g2"]  # fmt: skip
-    assert graph_mod.parse_rev_list("a p\nb a\n\nm b x\n") == {"a": ["p"], "b": ["a"],
-                                                                "m": ["b", "x"]}  # fmt: skip
+    assert cmd == [
+        "git",
+        "-C",
+        "/t",
+        "rev-list",
+        "--parents",
+        "--topo-order",
+        "--reverse",
+        "b",
+        "^g1",
+        "^g2",
+    ]
+    assert graph_mod.parse_rev_list("a p\nb a\n\nm b x\n") == {
+        "a": ["p"],
+        "b": ["a"],
+        "m": ["b", "x"],
+    }
 
 
 def test_read_from_git_with_a_merge(tmp_path):

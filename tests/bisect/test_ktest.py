@@ -38,10 +38,21 @@ def machine(monkeypatch, answers) -> FakeSsh:
 
 def opts(tmp_path: Path, **kw) -> argparse.Namespace:
     """`kbisect ktest-config`'s options, as its parser leaves them."""
-    base = dict(target="emu", scenario="smoke", threshold=400.0, tree=tmp_path / "linux",
-                output_dir=tmp_path / "out", min_config=tmp_path / "config", jobs=2,
-                test_type="bisect", good="v6.12", bad="HEAD",
-                no_build=None, initrd=None, out=None)  # fmt: skip
+    base = dict(
+        target="emu",
+        scenario="smoke",
+        threshold=400.0,
+        tree=tmp_path / "linux",
+        output_dir=tmp_path / "out",
+        min_config=tmp_path / "config",
+        jobs=2,
+        test_type="bisect",
+        good="v6.12",
+        bad="HEAD",
+        no_build=None,
+        initrd=None,
+        out=None,
+    )
     return argparse.Namespace(**{**base, **kw})
 
 
@@ -74,8 +85,10 @@ def test_settings_for_a_bisect(tmp_path, emu):
     assert (keys["BISECT_GOOD"], keys["BISECT_BAD"]) == ("v6.12", "HEAD")
     assert (keys["BISECT_SKIP"], keys["BISECT_TRIES"]) == ("1", "1")
     assert (keys["BISECT_RET_GOOD"], keys["BISECT_RET_SKIP"], keys["BISECT_RET_ABORT"]) == (
-        "0", "125", "128",
-    )  # fmt: skip
+        "0",
+        "125",
+        "128",
+    )
     assert "BISECT_RET_BAD" not in keys  # ktest 6.12 compares it with the skip value
     test = keys["TEST"]
     assert "-m kbisect bisect-step --booted --target emu --scenario smoke" in test
@@ -84,8 +97,9 @@ def test_settings_for_a_bisect(tmp_path, emu):
 
 
 def test_settings_for_one_test_round_without_threshold(tmp_path, emu):
-    keys = ktest.settings(emu, "root=/dev/vda", resolved(tmp_path, test_type="test",
-                                                     threshold=None))  # fmt: skip
+    keys = ktest.settings(
+        emu, "root=/dev/vda", resolved(tmp_path, test_type="test", threshold=None)
+    )
     assert keys["TEST_TYPE"] == "test" and "BISECT_TYPE" not in keys
     assert keys["TEST"].endswith("--threshold 1")
 
@@ -93,9 +107,16 @@ def test_settings_for_one_test_round_without_threshold(tmp_path, emu):
 def test_render_is_ktest_format():
     keys = {"MACHINE": "emu", "TEST_TYPE": "test", "LOG_FILE": "/l", "TEST": "x y"}
     text = ktest.render(keys, "# reproduce: kbisect ...\n")
-    assert text.splitlines() == ["# # reproduce: kbisect ...", "", "MACHINE = emu",
-                                 "LOG_FILE = /l", "", "TEST_START", "TEST_TYPE = test",
-                                 "TEST = x y"]  # fmt: skip
+    assert text.splitlines() == [
+        "# # reproduce: kbisect ...",
+        "",
+        "MACHINE = emu",
+        "LOG_FILE = /l",
+        "",
+        "TEST_START",
+        "TEST_TYPE = test",
+        "TEST = x y",
+    ]
 
 
 def test_ktest_config_needs_good_bad_threshold_for_a_bisect(tmp_path):
@@ -107,16 +128,38 @@ def test_ktest_config_needs_good_bad_threshold_for_a_bisect(tmp_path):
 def test_bisect_step_parser_knows_booted():
     parser = argparse.ArgumentParser()
     bisect_step.configure(parser)
-    args = parser.parse_args(["--scenario", "smoke", "--threshold", "5", "--booted",
-                              "--target", "emu", "--kernel", "/k/bzImage"])  # fmt: skip
+    args = parser.parse_args(
+        [
+            "--scenario",
+            "smoke",
+            "--threshold",
+            "5",
+            "--booted",
+            "--target",
+            "emu",
+            "--kernel",
+            "/k/bzImage",
+        ]
+    )
     assert args.booted and args.target == "emu" and args.kernel == Path("/k/bzImage")
 
 
 def test_booted_step_refuses_a_non_machine(tmp_path):
     parser = argparse.ArgumentParser()
     bisect_step.configure(parser)
-    args = parser.parse_args(["--scenario", "smoke", "--threshold", "5", "--booted",
-                              "--target", "fake", "--kernel", "/k/bzImage"])  # fmt: skip
+    args = parser.parse_args(
+        [
+            "--scenario",
+            "smoke",
+            "--threshold",
+            "5",
+            "--booted",
+            "--target",
+            "fake",
+            "--kernel",
+            "/k/bzImage",
+        ]
+    )
     with pytest.raises(UserError, match="needs a machine"):
         ktest.booted_step(bisect_step.spec(args), args.kernel)
     assert bisect_step.main(args) == step.ABORT  # git's/ktest's abort, never "bad"
@@ -130,8 +173,15 @@ def test_ktest_config_writes_a_file_after_a_preflight(monkeypatch, tmp_path, emu
     repo, shas = users_repo_at_work(tmp_path, [{"subject": f"c{i}"} for i in range(4)])
     before = repo_snapshot(repo)
     out = tmp_path / "emu.conf"
-    ns = opts(tmp_path, target="emu", out=out, tree=str(repo), good="v6.12-user", bad=shas[-1][:10],
-              output_dir=None)  # fmt: skip
+    ns = opts(
+        tmp_path,
+        target="emu",
+        out=out,
+        tree=str(repo),
+        good="v6.12-user",
+        bad=shas[-1][:10],
+        output_dir=None,
+    )
     assert ktest_config.main(ns) == 0
     text = out.read_text()
     assert "TEST_START" in text and "MIN_CONFIG = " + str(tmp_path / "config") in text
@@ -164,12 +214,22 @@ def test_a_nobuild_round_with_a_distro_kernel(monkeypatch, tmp_path, emu):
     fake(monkeypatch, [("uid=", 0, FACTS_TEXT)])
     image = tmp_path / "vmlinuz"
     image.write_bytes(b"kernel")
-    ns = opts(tmp_path, target="emu", out=tmp_path / "c.conf", tree=None, test_type="test",
-              threshold=None, min_config=None, no_build=image, initrd="/boot/initrd.img-6.1",
-              output_dir=tmp_path / "ktest")  # fmt: skip
+    ns = opts(
+        tmp_path,
+        target="emu",
+        out=tmp_path / "c.conf",
+        tree=None,
+        test_type="test",
+        threshold=None,
+        min_config=None,
+        no_build=image,
+        initrd="/boot/initrd.img-6.1",
+        output_dir=tmp_path / "ktest",
+    )
     assert ktest_config.main(ns) == 0
-    keys = dict(ln.split(" = ", 1) for ln in (tmp_path / "c.conf").read_text().splitlines()
-                if " = " in ln)  # fmt: skip
+    keys = dict(
+        ln.split(" = ", 1) for ln in (tmp_path / "c.conf").read_text().splitlines() if " = " in ln
+    )
     assert keys["BUILD_TYPE"] == "nobuild" and "MIN_CONFIG" not in keys
     assert "--initrd=/boot/initrd.img-6.1" in keys["REBOOT_SCRIPT"]
     assert (tmp_path / "ktest" / "arch/x86/boot/bzImage").read_bytes() == b"kernel"
@@ -191,15 +251,34 @@ def test_a_ktest_run_cut_short_mid_bisect_is_reset_next_time(monkeypatch, tmp_pa
     machine(monkeypatch, [("uid=", 0, FACTS_TEXT)])
     (tmp_path / "config").write_text("CONFIG_KEXEC=y\n")
     repo, shas = users_repo_at_work(tmp_path, [{"subject": f"c{i}"} for i in range(4)])
-    ns = opts(tmp_path, target="emu", out=tmp_path / "a.conf", tree=str(repo), good=shas[1],
-              bad=shas[-1], output_dir=tmp_path / "ktest")  # fmt: skip
+    ns = opts(
+        tmp_path,
+        target="emu",
+        out=tmp_path / "a.conf",
+        tree=str(repo),
+        good=shas[1],
+        bad=shas[-1],
+        output_dir=tmp_path / "ktest",
+    )
     ktest_config.main(ns)
-    build = Path(dict(ln.split(" = ", 1) for ln in (tmp_path / "a.conf").read_text().splitlines()
-                      if " = " in ln)["BUILD_DIR"])  # fmt: skip
+    build = Path(
+        dict(
+            ln.split(" = ", 1)
+            for ln in (tmp_path / "a.conf").read_text().splitlines()
+            if " = " in ln
+        )["BUILD_DIR"]
+    )
     git(build, "bisect", "start", shas[-1], shas[1])
     git(build, "bisect", "good")  # ktest killed half-way
-    ns = opts(tmp_path, target="emu", out=tmp_path / "b.conf", tree=str(repo), good=shas[2],
-              bad=shas[-2], output_dir=tmp_path / "ktest")  # fmt: skip
+    ns = opts(
+        tmp_path,
+        target="emu",
+        out=tmp_path / "b.conf",
+        tree=str(repo),
+        good=shas[2],
+        bad=shas[-2],
+        output_dir=tmp_path / "ktest",
+    )
     assert ktest_config.main(ns) == 0
     assert not (Path(git(build, "rev-parse", "--git-dir")) / "BISECT_LOG").exists()
     assert git(build, "rev-parse", "HEAD") == shas[-2]

@@ -182,8 +182,10 @@ def test_trend_model_fits_a_drift():
     rng = random.Random(3)
     t = [float(i) for i in range(40)]
     z = [i % 2 == 1 for i in range(40)]
-    x = [math.log((750 if b else 1000) * (1 + 0.004 * u)) + 0.05 * rng.gauss(0, 1)
-         for b, u in zip(z, t, strict=True)]  # fmt: skip
+    x = [
+        math.log((750 if b else 1000) * (1 + 0.004 * u)) + 0.05 * rng.gauss(0, 1)
+        for b, u in zip(z, t, strict=True)
+    ]
     f = fit(x, z, Model(trend=True), t)
     assert f.coef[2] == pytest.approx(0.004, abs=0.0015)
     assert math.exp(f.level(False, 0.0)) == pytest.approx(1000, rel=0.05)

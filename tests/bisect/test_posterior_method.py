@@ -23,20 +23,44 @@ from tests.fakes import fake_calls, git, make_fake_kernel_repo
 @pytest.fixture
 def env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, Path]:
     fixed_dates(monkeypatch)
-    return {"scenario": write_scenario(tmp_path), "log": fake(tmp_path, cv=0.05),
-            "results": tmp_path / "results", "repo": tmp_path / "linux"}  # fmt: skip
+    return {
+        "scenario": write_scenario(tmp_path),
+        "log": fake(tmp_path, cv=0.05),
+        "results": tmp_path / "results",
+        "repo": tmp_path / "linux",
+    }
 
 
 def args(env: dict[str, Path], good: str, bad: str, *extra: str) -> list[str]:
-    return ["--tree", str(env["repo"]), "--good", good, "--bad", bad,
-            "--scenario", str(env["scenario"]), "--target", str(env["log"]),
-            "--runs-min", "2", "--runs-max", "4", "--recheck-samples", "4", *extra]  # fmt: skip
+    return [
+        "--tree",
+        str(env["repo"]),
+        "--good",
+        good,
+        "--bad",
+        bad,
+        "--scenario",
+        str(env["scenario"]),
+        "--target",
+        str(env["log"]),
+        "--runs-min",
+        "2",
+        "--runs-max",
+        "4",
+        "--recheck-samples",
+        "4",
+        *extra,
+    ]
 
 
 def replay_names(repo: Path, run: Path) -> str:
     """What plain git says when it replays the run's log."""
-    out = subprocess.run(["git", "-C", str(repo), "bisect", "replay", str(run / "git-bisect.log")],
-                         capture_output=True, text=True, check=False)  # fmt: skip
+    out = subprocess.run(
+        ["git", "-C", str(repo), "bisect", "replay", str(run / "git-bisect.log")],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     git(repo, "bisect", "reset")
     return out.stdout + out.stderr
 
@@ -60,8 +84,14 @@ def test_finds_the_culprit_and_git_replays_it(env, capsys):
     run = run_dirs(env["results"])[0]
     assert f"{shas[9]} is the first bad commit" in replay_names(env["repo"], run)
     report = (run / "report.md").read_text()
-    for words in ("Reproduce:", "(P ", "Re-check, fresh pairs", "posterior.png",
-                  "Every sample, in time order", "git bisect replay"):  # fmt: skip
+    for words in (
+        "Reproduce:",
+        "(P ",
+        "Re-check, fresh pairs",
+        "posterior.png",
+        "Every sample, in time order",
+        "git bisect replay",
+    ):
         assert words in report
     for png in ("posterior.png", "bisect.png", "tps-time.png"):
         assert (run / png).read_bytes()[:4] == b"\x89PNG"
@@ -133,8 +163,9 @@ def test_finds_a_culprit_on_a_topic_branch_across_a_merge(env):
 def test_the_budget_ends_an_undecided_search_with_its_candidates(env, capsys):
     fake(env["scenario"].parent, cv=0.10, noise_key="subject")
     shas = history(env["repo"], 12, 7, tps=(1000, 700))
-    code = kbisect(*args(env, shas[1], shas[-1], "--references", "0", "--max-boots", "3",
-                         "--runs-max", "10"))  # fmt: skip
+    code = kbisect(
+        *args(env, shas[1], shas[-1], "--references", "0", "--max-boots", "3", "--runs-max", "10")
+    )
     s = summary(env["results"])
     assert code == 1 and s["boots"] <= 4  # a boot's retry may add one
     assert s["answer"]["kind"] == "undecided" and not s["confirmed"]
@@ -167,9 +198,12 @@ def test_resume_after_a_kill_reaches_the_same_answer(env, monkeypatch, tmp_path)
     fake(tmp_path, cv=0.05, kill_at=12, kill_pid_file=str(pid_file))
     driver = subprocess.Popen(
         [sys.executable, "-m", "kbisect", "bisect", *argv],
-        cwd=ROOT, env=os.environ.copy(), start_new_session=True,
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )  # fmt: skip
+        cwd=ROOT,
+        env=os.environ.copy(),
+        start_new_session=True,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     pid_file.write_text(str(driver.pid))
     assert driver.wait(timeout=120) == -signal.SIGKILL
     (run,) = run_dirs(env["results"])

@@ -13,8 +13,19 @@ from kbisect.bisect.state import Options
 from kbisect.stats import confirm
 
 OPTS = Options(tree=None, good="g", bad="b", scenario="s", arch="x86_64")
-KEYS = {"parent", "culprit", "parent_tps", "culprit_tps", "kind", "ratio", "low", "high",
-        "method", "warnings", "confirmed"}  # fmt: skip
+KEYS = {
+    "parent",
+    "culprit",
+    "parent_tps",
+    "culprit_tps",
+    "kind",
+    "ratio",
+    "low",
+    "high",
+    "method",
+    "warnings",
+    "confirmed",
+}
 
 
 def world(level: dict[str, float], seed: int, cv: float = 0.05):
@@ -50,8 +61,9 @@ def test_stored_samples_count_and_the_shorter_side_is_topped_up_first(before):
     n = OPTS.recheck_samples
     assert (len(a), len(b)) == (max(n, before[0]), max(n, before[1]))
     # the same draws samples.interleaved made: topping k = 1..n up, parent then culprit
-    expected = [c for k in range(1, n + 1) for c, have in zip("pc", before, strict=True)
-                if have < k]  # fmt: skip
+    expected = [
+        c for k in range(1, n + 1) for c, have in zip("pc", before, strict=True) if have < k
+    ]
     assert order == expected
 
 
@@ -65,8 +77,16 @@ def test_adaptive_rule_stops_early_on_a_clear_regression_and_refutes_none():
 
 
 def test_adaptive_rule_is_the_posterior_options():
-    opts = Options(tree=None, good="g", bad="b", scenario="s", arch="x86_64",
-                   recheck_samples=6, confidence=0.99, higher_is_better=False)  # fmt: skip
+    opts = Options(
+        tree=None,
+        good="g",
+        bad="b",
+        scenario="s",
+        arch="x86_64",
+        recheck_samples=6,
+        confidence=0.99,
+        higher_is_better=False,
+    )
     assert recheck.adaptive(opts) == confirm.Rule(
         least=3, most=6, confidence=0.99, higher_is_better=False
     )
@@ -78,6 +98,5 @@ def test_git_record_keeps_its_keys_and_verdict():
     assert set(rc) == KEYS
     assert rc["kind"] == "regression" and rc["confirmed"]
     assert "confirmed" in recheck.git_line(rc) and "NOT" not in recheck.git_line(rc)
-    same = recheck.judged("p", "c", [1000.0, 1010.0, 990.0] * 3, [1001.0, 1009.0, 991.0] * 3,
-                          OPTS)  # fmt: skip
+    same = recheck.judged("p", "c", [1000.0, 1010.0, 990.0] * 3, [1001.0, 1009.0, 991.0] * 3, OPTS)
     assert not same["confirmed"] and "NOT CONFIRMED" in recheck.git_line(same)

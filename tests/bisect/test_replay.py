@@ -64,8 +64,12 @@ def decided(
 def replayed(repo: Path, text: str, tmp_path: Path) -> str:
     log = tmp_path / "git-bisect.log"
     log.write_text(text)
-    out = subprocess.run(["git", "-C", str(repo), "bisect", "replay", str(log)],
-                         capture_output=True, text=True, check=False)  # fmt: skip
+    out = subprocess.run(
+        ["git", "-C", str(repo), "bisect", "replay", str(log)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     git(repo, "bisect", "reset")
     return out.stdout + out.stderr
 
@@ -82,8 +86,9 @@ def test_replay_names_the_culprit_on_a_linear_history(tmp_path):
     answer = post.stop(0.95)
     assert answer is not None and answer.kind == "culprit"
     assert answer.candidates[0][0] == shas[7]
-    text = replay.log(post, answer, 0.95, lambda c: "s", parents_of(repo),
-                      [shas[6], shas[7], shas[4], shas[9]])  # fmt: skip
+    text = replay.log(
+        post, answer, 0.95, lambda c: "s", parents_of(repo), [shas[6], shas[7], shas[4], shas[9]]
+    )
     assert f"{shas[7]} is the first bad commit" in replayed(repo, text, tmp_path)
     assert bisect_log.parse(text).first_bad == shas[7]
 

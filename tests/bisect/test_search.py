@@ -69,16 +69,27 @@ class Bench:
         return False
 
 
-def search(n: int, culprit: str, references_every: int = 0, max_boots: int = 100
-           ) -> tuple[Search, Bench, Run]:  # fmt: skip
+def search(
+    n: int, culprit: str, references_every: int = 0, max_boots: int = 100
+) -> tuple[Search, Bench, Run]:
     g = Graph.from_parents(histories.linear(n), f"c{n - 1}", ["good"])
-    opts = Options(tree=None, good="good", bad=g.bad, scenario="s", arch="x86_64",
-                   references=references_every, max_boots=max_boots)  # fmt: skip
+    opts = Options(
+        tree=None,
+        good="good",
+        bad=g.bad,
+        scenario="s",
+        arch="x86_64",
+        references=references_every,
+        max_boots=max_boots,
+    )
     run = Run(opts, {}, Path(), "good", g.bad, Path())
     run.bisect_t0, run.visited = 0.0, ["good", g.bad]
     bench = Bench(g, culprit)
-    ends = [Sample(c, -10.0 + i, bench.level(c) * (1 + 0.01 * bench.rng.gauss(0, 1)))
-            for i in range(3) for c in ("good", g.bad)]  # fmt: skip
+    ends = [
+        Sample(c, -10.0 + i, bench.level(c) * (1 + 0.01 * bench.rng.gauss(0, 1)))
+        for i in range(3)
+        for c in ("good", g.bad)
+    ]
     return Search(g, bench, run, ends), bench, run
 
 
@@ -167,8 +178,10 @@ def test_endpoint_verdict_samples_good_then_bad_until_significant():
 
 def test_sample_with_refs_boots_a_reference_after_every_n_and_corrects_drift():
     schedule = references.Schedule("g", "b", every=2)
-    rows: list[drift.Timed] = [drift.Timed(c, float(i), 1000.0 if c == "g" else 800.0)
-                               for i, c in enumerate(["g", "b"] * 3)]  # fmt: skip
+    rows: list[drift.Timed] = [
+        drift.Timed(c, float(i), 1000.0 if c == "g" else 800.0)
+        for i, c in enumerate(["g", "b"] * 3)
+    ]
     order: list[str] = []
 
     def draw(c: str) -> None:

@@ -31,15 +31,36 @@ def test_an_example_state_loads_and_saves_as_it_was(name: str, tmp_path: Path) -
 def git_state(**more: object) -> dict[str, object]:
     """A state as the git method left it before the posterior existed."""
     options: dict[str, object] = {
-        "tree": None, "good": "v1", "bad": "v2", "scenario": "smoke", "threshold": None,
-        "higher_is_better": True, "append": "", "runs_min": 3, "runs_max": 10,
-        "recheck_samples": 8, "configs": [], "arch": "x86_64",
-    }  # fmt: skip
-    return {"version": 1, "created": "20261101T000000Z", "options": options,
-            "scenario": {"name": "smoke", "hash": "abc"}, "tree": "/src/linux",
-            "good": "a" * 40, "bad": "b" * 40, "store": "/results/store", "phase": "recheck",
-            "threshold": 866.0, "threshold_source": "given", "bisect_log": "git bisect start\n",
-            "endpoints": {"kind": "regression"}, "kind": state.STATE_KIND, **more}  # fmt: skip
+        "tree": None,
+        "good": "v1",
+        "bad": "v2",
+        "scenario": "smoke",
+        "threshold": None,
+        "higher_is_better": True,
+        "append": "",
+        "runs_min": 3,
+        "runs_max": 10,
+        "recheck_samples": 8,
+        "configs": [],
+        "arch": "x86_64",
+    }
+    return {
+        "version": 1,
+        "created": "20261101T000000Z",
+        "options": options,
+        "scenario": {"name": "smoke", "hash": "abc"},
+        "tree": "/src/linux",
+        "good": "a" * 40,
+        "bad": "b" * 40,
+        "store": "/results/store",
+        "phase": "recheck",
+        "threshold": 866.0,
+        "threshold_source": "given",
+        "bisect_log": "git bisect start\n",
+        "endpoints": {"kind": "regression"},
+        "kind": state.STATE_KIND,
+        **more,
+    }
 
 
 def test_an_old_git_state_resumes_as_the_git_method(tmp_path: Path) -> None:

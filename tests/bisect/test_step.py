@@ -81,18 +81,24 @@ def calls(target: Path) -> list[tuple[str, int]]:
 def env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, Path]:
     fixed_dates(monkeypatch)
     monkeypatch.setenv("KBISECT_BISECT_STORE", str(tmp_path / "store"))
-    return {"scenario": write_scenario(tmp_path), "log": fake(tmp_path),
-            "store": tmp_path / "store"}  # fmt: skip
+    return {
+        "scenario": write_scenario(tmp_path),
+        "log": fake(tmp_path),
+        "store": tmp_path / "store",
+    }
 
 
 @pytest.fixture
 def repo(tmp_path: Path, env: dict[str, Path], monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """fake linux, fast (1000), slow (600), broken; cwd is the repo."""
-    shas = make_fake_kernel_repo(tmp_path / "linux", [
-        {"subject": "fast", "tps": 1000},
-        {"subject": "slow", "tps": 600},
-        {"subject": "broken", "broken": True},
-    ])  # fmt: skip
+    shas = make_fake_kernel_repo(
+        tmp_path / "linux",
+        [
+            {"subject": "fast", "tps": 1000},
+            {"subject": "slow", "tps": 600},
+            {"subject": "broken", "broken": True},
+        ],
+    )
     monkeypatch.chdir(tmp_path / "linux")
     git(tmp_path / "linux", "bisect", "start")  # bisect/run refuses to run outside one
     return shas
@@ -101,8 +107,9 @@ def repo(tmp_path: Path, env: dict[str, Path], monkeypatch: pytest.MonkeyPatch) 
 def step(scenario: Path, *extra: str, threshold: str = "800") -> int:
     """One step on the fake target whose TOML is next to the scenario."""
     target = scenario.parent / "fake.toml"
-    return step_command.entry(["--scenario", str(scenario), "--threshold", threshold,
-                              "--target", str(target), *extra])  # fmt: skip
+    return step_command.entry(
+        ["--scenario", str(scenario), "--threshold", threshold, "--target", str(target), *extra]
+    )
 
 
 def at(rev: str) -> None:
@@ -212,8 +219,10 @@ def test_outside_a_bisect_bisect_run_aborts_without_measuring(repo, env, capsys)
     assert calls(env["log"]) == []
 
 
-@pytest.mark.parametrize("extra", [("--threshold", "inf"), ("--threshold", "nan"),
-                                   ("--runs-max", "-1"), ("--runs-min", "1")])  # fmt: skip
+@pytest.mark.parametrize(
+    "extra",
+    [("--threshold", "inf"), ("--threshold", "nan"), ("--runs-max", "-1"), ("--runs-min", "1")],
+)
 def test_bad_numbers_abort_without_measuring(repo, env, extra):
     at(repo[1])
     argv = ["--scenario", str(env["scenario"]), "--threshold", "800", "--target", str(env["log"])]
@@ -274,15 +283,29 @@ def test_bisect_run_script_under_git(repo, env):
     git(top, "checkout", "-q", repo[2])
     git(top, "bisect", "start", repo[2], repo[1])
     result = subprocess.run(
-        ["git", "bisect", "run", str(RUN), "--scenario", str(env["scenario"]),
-         "--threshold", "800", "--target", str(env["log"])],
-        cwd=top, capture_output=True, text=True, check=False,
-    )  # fmt: skip
+        [
+            "git",
+            "bisect",
+            "run",
+            str(RUN),
+            "--scenario",
+            str(env["scenario"]),
+            "--threshold",
+            "800",
+            "--target",
+            str(env["log"]),
+        ],
+        cwd=top,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     assert result.returncode == 0, result.stdout + result.stderr
     assert f"{repo[2]} is the first bad commit" in result.stdout
     git(top, "bisect", "reset")
-    bad_usage = subprocess.run([str(RUN), "--threshold", "nope"], cwd=top, check=False,
-                               capture_output=True, text=True)  # fmt: skip
+    bad_usage = subprocess.run(
+        [str(RUN), "--threshold", "nope"], cwd=top, check=False, capture_output=True, text=True
+    )
     assert bad_usage.returncode == 128
     assert "bisect-step:" in bad_usage.stderr
 

@@ -61,8 +61,9 @@ def test_sequential_rule_finds_the_culprit(sim, seed):
 
 def test_second_pass_resolves_unclear_neighbours(sim):
     """Without the second pass, unclear skips next to the culprit leave ranges."""
-    args = options(sim, "--histories", "100", "--seed", "3",
-                   "--strategies", "sequential", "sequential-1pass")  # fmt: skip
+    args = options(
+        sim, "--histories", "100", "--seed", "3", "--strategies", "sequential", "sequential-1pass"
+    )
     tallies = sim.simulate(args)
     assert tallies["sequential-1pass"].ranges >= 10
     assert tallies["sequential"].ranges <= 3
@@ -80,10 +81,11 @@ def test_sequential_beats_fixed_3_on_wrong_culprits(sim):
 
 def test_script_prints_a_markdown_table():
     result = subprocess.run(
-        [sys.executable, str(SCRIPT), "--histories", "20", "--strategies", "sequential",
-         "fixed-5"],
-        capture_output=True, text=True, check=True,
-    )  # fmt: skip
+        [sys.executable, str(SCRIPT), "--histories", "20", "--strategies", "sequential", "fixed-5"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     lines = result.stdout.splitlines()
     assert len(lines) == 6
     assert lines[0].startswith("20 histories of 16:32 commits, CV 10%")
@@ -121,8 +123,9 @@ def test_every_method_bisects_the_same_histories_and_endpoint_samples():
 def test_posterior_needs_fewer_boots_than_sequential_and_names_the_culprit():
     from kbisect.simulate import matrix, methods
 
-    tallies = matrix.simulate(matrix.Cell("design"), 12, 5, ["sequential", "posterior"],
-                              methods.Settings())  # fmt: skip
+    tallies = matrix.simulate(
+        matrix.Cell("design"), 12, 5, ["sequential", "posterior"], methods.Settings()
+    )
     seq, post = tallies["sequential"], tallies["posterior"]
     assert seq.runs == post.runs == 12
     assert post.wrong == seq.wrong == 0
@@ -150,10 +153,21 @@ def test_fixed_threshold_suffers_from_drift_and_references_repair_it():
 
 def test_matrix_quick_prints_the_tables():
     result = subprocess.run(
-        [sys.executable, str(SCRIPT), "--matrix", "quick", "--bisections", "1",
-         "--methods", "sequential", "posterior"],
-        capture_output=True, text=True, check=True,
-    )  # fmt: skip
+        [
+            sys.executable,
+            str(SCRIPT),
+            "--matrix",
+            "quick",
+            "--bisections",
+            "1",
+            "--methods",
+            "sequential",
+            "posterior",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     out = result.stdout
     assert out.startswith("--matrix quick: 1 bisections per setting")
     rows = [line for line in out.splitlines() if line.startswith("| design |")]
