@@ -57,25 +57,15 @@ def kbisect(*argv: str) -> int:
     return cli.main(["bisect", *argv])
 
 
+def bisect_argv(env: dict[str, Path], good: str, bad: str, *extra: str) -> list[str]:
+    """The options of a bisection of the env fixture's tree on its fake target, then extra."""
+    where = ["--tree", str(env["repo"]), "--scenario", str(env["scenario"])]
+    return [*where, "--target", str(env["log"]), "--good", good, "--bad", bad, *extra]
+
+
 def args(env: dict[str, Path], good: str, bad: str, *extra: str, method: str = "git") -> list[str]:
     """The command line of a bisection (these tests test git's method unless told)."""
-    return [
-        "--tree",
-        str(env["repo"]),
-        "--good",
-        good,
-        "--bad",
-        bad,
-        "--method",
-        method,
-        "--references",
-        "0",
-        "--scenario",
-        str(env["scenario"]),
-        "--target",
-        str(env["log"]),
-        *extra,
-    ]
+    return bisect_argv(env, good, bad, "--method", method, "--references", "0", *extra)
 
 
 def run_dirs(results: Path) -> list[Path]:

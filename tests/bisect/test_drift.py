@@ -17,7 +17,7 @@ from kbisect.bisect.git import judge
 from kbisect.commands import cli
 from kbisect.study import analysis as study_analysis
 from kbisect.study import store as study_store
-from tests.bisect.test_bisect import history, kbisect, run_dirs
+from tests.bisect.test_bisect import bisect_argv, history, kbisect, run_dirs
 from tests.bisect.test_step import at, fake, fixed_dates, step, write_scenario
 from tests.fakes import fake_image, fake_target, git
 
@@ -42,22 +42,7 @@ def bisect(env: dict[str, Path], good: str, bad: str, *extra: str) -> dict[str, 
     state.unlink(missing_ok=True)
     os.environ["KBISECT_BISECT_STORE"] = str(env["log"].parent / f"store-{'-'.join(extra)}")
     # (the env fixture's monkeypatch restores the variable after the test)
-    argv = [
-        "--tree",
-        str(env["repo"]),
-        "--good",
-        good,
-        "--bad",
-        bad,
-        "--scenario",
-        str(env["scenario"]),
-        "--target",
-        str(env["log"]),
-        "--recheck-samples",
-        "4",
-        *extra,
-    ]
-    kbisect(*argv)
+    kbisect(*bisect_argv(env, good, bad, "--recheck-samples", "4", *extra))
     data: dict[str, Any] = json.loads((run_dirs(env["results"])[-1] / "summary.json").read_text())
     return data
 
@@ -84,25 +69,27 @@ def test_the_posterior_with_references_stays_right_and_reports_the_drift(env):
     assert (run / "tps-time.png").read_bytes()[:4] == b"\x89PNG"
 
 
-def test_compare_warns_when_both_sides_drift(tmp_path, capsys):
+def compare(tmp_path: Path, target: Path) -> None:
+    """Six boots of two kernels of the same speed into tmp_path/c."""
     a, b = fake_image(tmp_path / "a", tps=1000.0), fake_image(tmp_path / "b", tps=1000.0)
+    kernels = ["--kernel-a", str(a), "--kernel-b", str(b), "--boots", "6"]
+    cli.main(
+        [
+            "compare",
+            *kernels,
+            "--scenario",
+            "smoke",
+            "--target",
+            str(target),
+            "--out",
+            str(tmp_path / "c"),
+        ]
+    )
+
+
+def test_compare_warns_when_both_sides_drift(tmp_path, capsys):
     target = fake_target(tmp_path, cv=0.01, drift_per_call=0.05)
-    argv = [
-        "compare",
-        "--kernel-a",
-        str(a),
-        "--kernel-b",
-        str(b),
-        "--scenario",
-        "smoke",
-        "--boots",
-        "6",
-        "--target",
-        str(target),
-        "--out",
-        str(tmp_path / "c"),
-    ]
-    cli.main(argv)
+    compare(tmp_path, target)
     err = capsys.readouterr().err
     assert "drift: both sides got" in err and "faster" in err and "interleaved" in err
     report = (tmp_path / "c" / "report.md").read_text()
@@ -111,24 +98,8 @@ def test_compare_warns_when_both_sides_drift(tmp_path, capsys):
 
 
 def test_compare_without_drift_says_nothing(tmp_path, capsys):
-    a, b = fake_image(tmp_path / "a", tps=1000.0), fake_image(tmp_path / "b", tps=1000.0)
     target = fake_target(tmp_path, cv=0.01)
-    argv = [
-        "compare",
-        "--kernel-a",
-        str(a),
-        "--kernel-b",
-        str(b),
-        "--scenario",
-        "smoke",
-        "--boots",
-        "6",
-        "--target",
-        str(target),
-        "--out",
-        str(tmp_path / "c"),
-    ]
-    cli.main(argv)
+    compare(tmp_path, target)
     assert "drift:" not in capsys.readouterr().err
 
 

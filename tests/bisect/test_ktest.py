@@ -125,41 +125,21 @@ def test_ktest_config_needs_good_bad_threshold_for_a_bisect(tmp_path):
         ktest_config.main(ns)
 
 
-def test_bisect_step_parser_knows_booted():
+def booted_step_args(target: str) -> argparse.Namespace:
+    """`kbisect bisect-step --booted` on `target`, parsed."""
     parser = argparse.ArgumentParser()
     bisect_step.configure(parser)
-    args = parser.parse_args(
-        [
-            "--scenario",
-            "smoke",
-            "--threshold",
-            "5",
-            "--booted",
-            "--target",
-            "emu",
-            "--kernel",
-            "/k/bzImage",
-        ]
-    )
+    given = ["--scenario", "smoke", "--threshold", "5", "--booted", "--target", target]
+    return parser.parse_args([*given, "--kernel", "/k/bzImage"])
+
+
+def test_bisect_step_parser_knows_booted():
+    args = booted_step_args("emu")
     assert args.booted and args.target == "emu" and args.kernel == Path("/k/bzImage")
 
 
 def test_booted_step_refuses_a_non_machine(tmp_path):
-    parser = argparse.ArgumentParser()
-    bisect_step.configure(parser)
-    args = parser.parse_args(
-        [
-            "--scenario",
-            "smoke",
-            "--threshold",
-            "5",
-            "--booted",
-            "--target",
-            "fake",
-            "--kernel",
-            "/k/bzImage",
-        ]
-    )
+    args = booted_step_args("fake")
     with pytest.raises(UserError, match="needs a machine"):
         ktest.booted_step(bisect_step.spec(args), args.kernel)
     assert bisect_step.main(args) == step.ABORT  # git's/ktest's abort, never "bad"
@@ -251,16 +231,12 @@ def test_a_ktest_run_cut_short_mid_bisect_is_reset_next_time(monkeypatch, tmp_pa
     machine(monkeypatch, [("uid=", 0, FACTS_TEXT)])
     (tmp_path / "config").write_text("CONFIG_KEXEC=y\n")
     repo, shas = users_repo_at_work(tmp_path, [{"subject": f"c{i}"} for i in range(4)])
-    ns = opts(
-        tmp_path,
-        target="emu",
-        out=tmp_path / "a.conf",
-        tree=str(repo),
-        good=shas[1],
-        bad=shas[-1],
-        output_dir=tmp_path / "ktest",
-    )
-    ktest_config.main(ns)
+
+    def config(name: str, good: str, bad: str) -> int:
+        where = {"out": tmp_path / name, "tree": str(repo), "output_dir": tmp_path / "ktest"}
+        return ktest_config.main(opts(tmp_path, target="emu", good=good, bad=bad, **where))
+
+    config("a.conf", shas[1], shas[-1])
     build = Path(
         dict(
             ln.split(" = ", 1)
@@ -270,16 +246,7 @@ def test_a_ktest_run_cut_short_mid_bisect_is_reset_next_time(monkeypatch, tmp_pa
     )
     git(build, "bisect", "start", shas[-1], shas[1])
     git(build, "bisect", "good")  # ktest killed half-way
-    ns = opts(
-        tmp_path,
-        target="emu",
-        out=tmp_path / "b.conf",
-        tree=str(repo),
-        good=shas[2],
-        bad=shas[-2],
-        output_dir=tmp_path / "ktest",
-    )
-    assert ktest_config.main(ns) == 0
+    assert config("b.conf", shas[2], shas[-2]) == 0
     assert not (Path(git(build, "rev-parse", "--git-dir")) / "BISECT_LOG").exists()
     assert git(build, "rev-parse", "HEAD") == shas[-2]
     emu.close()

@@ -15,7 +15,7 @@ import pytest
 
 from kbisect.bisect import state as bisect_state
 from kbisect.commands import cli
-from tests.bisect.test_bisect import ROOT, history, kbisect, run_dirs, summary
+from tests.bisect.test_bisect import ROOT, bisect_argv, history, kbisect, run_dirs, summary
 from tests.bisect.test_step import fake, fixed_dates, write_scenario
 from tests.fakes import fake_calls, git, make_fake_kernel_repo
 
@@ -32,25 +32,8 @@ def env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, Path]:
 
 
 def args(env: dict[str, Path], good: str, bad: str, *extra: str) -> list[str]:
-    return [
-        "--tree",
-        str(env["repo"]),
-        "--good",
-        good,
-        "--bad",
-        bad,
-        "--scenario",
-        str(env["scenario"]),
-        "--target",
-        str(env["log"]),
-        "--runs-min",
-        "2",
-        "--runs-max",
-        "4",
-        "--recheck-samples",
-        "4",
-        *extra,
-    ]
+    runs = ["--runs-min", "2", "--runs-max", "4", "--recheck-samples", "4"]
+    return bisect_argv(env, good, bad, *runs, *extra)
 
 
 def replay_names(repo: Path, run: Path) -> str:
