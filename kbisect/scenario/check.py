@@ -8,6 +8,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+from kbisect.core import reading
 from kbisect.scenario import storage
 from kbisect.scenario.fields import (
     FIELDS,
@@ -31,6 +32,8 @@ def check_setting(name: str, value: Any) -> str | None:
         return "is set by the harness (use postgres.port)"
     if not isinstance(value, str | int | float | bool):
         return f"must be a string, number or boolean, got {got(value)}"
+    if not reading.finite(value):
+        return f"must be a finite number, got {got(value)}"
     return None
 
 

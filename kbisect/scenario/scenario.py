@@ -17,10 +17,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from kbisect.core import paths
+from kbisect.core import paths, reading
 from kbisect.scenario import storage
 from kbisect.scenario.check import validate
-from kbisect.scenario.fields import REQUIRED, ScenarioError, assign, got, lookup
+from kbisect.scenario.fields import REQUIRED, ScenarioError, got, lookup
 
 
 def scenario_hash(data: dict[str, Any]) -> str:
@@ -67,8 +67,7 @@ class Scenario:
         """`["postgres.settings.huge_pages=on", "pgbench.clients=32"]`, checked like the file."""
         raw = copy.deepcopy(self.raw)
         for item in overrides:
-            dotted, value = parse_override(item)
-            assign(raw, dotted, value)
+            _override(raw, *parse_override(item))
         label = self.source if not overrides else f"{self.source} with {' '.join(overrides)}"
         return _make(raw, label, self.base)
 
@@ -76,13 +75,36 @@ class Scenario:
 def parse_override(item: str) -> tuple[str, Any]:
     """`a.b=value`: value read as a TOML value (32, true, "x"), else taken as a string."""
     dotted, sep, text = item.partition("=")
-    if not sep or not re.fullmatch(r"[a-z_][a-z0-9_]*(\.[a-z_][a-z0-9_.]*)*", dotted.strip()):
+    if not sep or not re.fullmatch(r"[a-z_][a-z0-9_]*(\.[a-z_][a-z0-9_]*)*", dotted.strip()):
         raise ScenarioError(f"override must look like section.field=value, got {got(item)}")
     try:
         value: Any = tomllib.loads(f"v = {text.strip()}")["v"]
     except tomllib.TOMLDecodeError:
         value = text.strip()
     return dotted.strip(), value
+
+
+SETTINGS = "postgres.settings."
+
+
+def _override(raw: dict[str, Any], dotted: str, value: Any) -> None:
+    """Set `dotted` in `raw`; ScenarioError, one line, when a part of the way is a value
+    (`pgbench.clients.x`) or the value is NaN or infinity. A PostgreSQL setting's name
+    may hold dots (`auto_explain.log_min_duration`): it is one key of the settings."""
+    if not reading.finite(value):
+        raise ScenarioError(f"--set {dotted}: must be a finite value, got {got(value)}")
+    parts = ["postgres", "settings", dotted[len(SETTINGS) :]]
+    if not dotted.startswith(SETTINGS):
+        parts = dotted.split(".")
+    node = raw
+    for i, part in enumerate(parts[:-1]):
+        node = node.setdefault(part, {})
+        if not isinstance(node, dict):
+            here = ".".join(parts[: i + 1])
+            raise ScenarioError(
+                f"--set {dotted}: {here} is a value ({got(node)}), not a section with fields"
+            )
+    node[parts[-1]] = value
 
 
 def _make(raw: dict[str, Any], source: str, base: Path | None) -> Scenario:
@@ -109,10 +131,7 @@ def names() -> list[str]:
 
 def _path_of(name_or_path: str) -> Path:
     if "/" in name_or_path or name_or_path.endswith(".toml"):
-        path = Path(name_or_path)
-        if not path.is_file():
-            raise ScenarioError(f"no such scenario file: {path}")
-        return path
+        return Path(name_or_path)  # reading.toml says what is wrong with it
     path = paths.scenarios_dir() / f"{name_or_path}.toml"
     if not path.is_file():
         raise ScenarioError(
@@ -124,10 +143,7 @@ def _path_of(name_or_path: str) -> Path:
 def load(name_or_path: str) -> Scenario:
     """A shipped scenario by name (`smoke`), or any scenario file by path."""
     path = _path_of(name_or_path)
-    try:
-        raw = tomllib.loads(path.read_text(encoding="utf-8"))
-    except tomllib.TOMLDecodeError as exc:
-        raise ScenarioError(f"{path.name}: invalid TOML: {exc}") from exc
+    raw = reading.toml(path, ScenarioError)
     scenario = _make(raw, path.name, path.parent)
     if scenario.name != path.stem:
         raise ScenarioError(

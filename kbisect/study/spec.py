@@ -22,32 +22,15 @@ and `--append` add to it, `--boots`, `--budget` and the rest override it.
 
 from __future__ import annotations
 
-import tomllib
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from kbisect.core import paths
+from kbisect.core import paths, reading
 from kbisect.core.exceptions import UserError
 from kbisect.study import axes as axes_mod
 from kbisect.study.axes import Axis, Level
 
-TOP = {
-    "name",
-    "description",
-    "scenario",
-    "boots",
-    "budget_hours",
-    "set",
-    "append",
-    "kernels",
-    "axes",
-    "baseline",
-    "retries",
-    "seed",
-    "min_effect",
-}
-KERNEL_KEYS = {"tree", "revs", "pattern", "images", "configs", "base_config", "arch"}
 DEFAULT_BUDGET_H = 4.0
 
 
@@ -92,115 +75,111 @@ def names() -> list[str]:
 
 
 def path_of(name: str) -> Path:
-    path = Path(name) if ("/" in name or name.endswith(".toml")) else studies_dir() / f"{name}.toml"
-    if not path.is_file():
+    if "/" in name or name.endswith(".toml"):
+        return Path(name)  # reading.toml says what is wrong with it
+    path = studies_dir() / f"{name}.toml"
+    if not path.exists():
         raise StudyFileError(f"no study {name!r} (shipped: {', '.join(names()) or 'none'})")
     return path
 
 
-def _typed(src: str, data: dict[str, Any], key: str, kind: type | tuple[type, ...]) -> Any:
-    value = data[key]
-    if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
-        raise StudyFileError(f"{src}: {key} has the wrong type: {value!r}")
-    return value
-
-
-def _strings(src: str, data: dict[str, Any], key: str) -> tuple[str, ...]:
-    value = data.get(key, [])
-    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-        raise StudyFileError(f"{src}: {key} must be a list of strings")
-    return tuple(value)
+def _fields(src: str, raw: Any, prefix: str = "") -> reading.Fields:
+    return reading.Fields(raw, src, prefix, StudyFileError)
 
 
 def _kernels(src: str, raw: Any) -> KernelSpec:
-    if not isinstance(raw, dict) or (unknown := set(raw) - KERNEL_KEYS):
-        bad = "" if isinstance(raw, dict) else " (must be a table)"
-        raise StudyFileError(f"{src}: [kernels]{bad} unknown keys: {sorted(unknown or {raw})}")
-    items = _strings(src, raw, "revs") + _strings(src, raw, "images")
-    pattern = raw.get("pattern")
-    if bool(items) == bool(pattern):
-        raise StudyFileError(f"{src}: [kernels] needs revs/images or a pattern (one of them)")
-    return KernelSpec(
+    f = _fields(src, raw, "kernels.")
+    items = f.strings("revs") + f.strings("images")
+    pattern = f.string("pattern", None)
+    spec = KernelSpec(
         items,
         pattern,
-        raw.get("tree"),
-        _strings(src, raw, "configs"),
-        str(raw.get("base_config", "tinyconfig")),
-        raw.get("arch"),
+        f.string("tree", None),
+        f.strings("configs"),
+        f.string("base_config", "tinyconfig"),
+        f.string("arch", None),
+    )
+    f.done()
+    if bool(items) == bool(pattern):
+        raise StudyFileError(f"{src}: [kernels] needs revs/images or a pattern (one of them)")
+    return spec
+
+
+def _need(src: str, key: str, value: str, raw: Any) -> dict[str, Any]:
+    f = _fields(src, raw, f"axes.{key}.needs.{value}.")
+    need = {"set": f.strings("set"), "append": f.string("append", "")}
+    f.done()
+    return need
+
+
+def _key_axis(src: str, f: reading.Fields) -> Axis:
+    key = f.string("key")
+    axes_mod.check_key(key)
+    needs = f.table("needs")
+    values = f.items("values")
+    if not values or not all(isinstance(v, str | int | float | bool) for v in values):
+        f.fail("values", f"must be a non-empty list of values, got {reading.got(values)}")
+    if not reading.finite(values):
+        f.fail("values", f"must be finite numbers, got {reading.got(values)}")
+    unused = set(needs.data) - {axes_mod.text(v) for v in values}
+    if unused:
+        raise StudyFileError(f"{src}: axis {key}: needs for no value: {sorted(unused)}")
+    own = {v: _need(src, key, v, raw) for v, raw in needs.data.items()}
+    f.done()
+    return axes_mod.make(
+        key, [axes_mod.key_level(key, v, own.get(axes_mod.text(v))) for v in values]
     )
 
 
-def _needs(src: str, key: str, raw: Any) -> dict[str, Any]:
-    if not isinstance(raw, dict):
-        raise StudyFileError(f"{src}: axis {key}: needs must be a table of values")
-    for value, need in raw.items():
-        if not isinstance(need, dict) or set(need) - {"set", "append"}:
-            raise StudyFileError(f"{src}: axis {key}: needs.{value} takes set and append only")
-    return raw
+def _level(src: str, name: str, raw: Any) -> Level:
+    f = _fields(src, raw, f"axes.{name}.levels.")
+    level = Level(f.string("label"), f.strings("set"), f.string("append", ""))
+    f.done()
+    return level
 
 
 def axis_from_file(src: str, raw: Any) -> Axis:
-    if not isinstance(raw, dict):
-        raise StudyFileError(f"{src}: every [[axes]] entry must be a table")
-    if "key" in raw:
-        key = str(raw["key"])
-        axes_mod.check_key(key)
-        needs = _needs(src, key, raw.get("needs", {}))
-        values = raw.get("values")
-        if not isinstance(values, list) or not values:
-            raise StudyFileError(f"{src}: axis {key}: values must be a non-empty list")
-        unused = set(needs) - {axes_mod.text(v) for v in values}
-        if unused:
-            raise StudyFileError(f"{src}: axis {key}: needs for no value: {sorted(unused)}")
-        levels = [axes_mod.key_level(key, v, needs.get(axes_mod.text(v))) for v in values]
-        return axes_mod.make(key, levels)
-    name, given = raw.get("name"), raw.get("levels")
-    if not isinstance(name, str) or not isinstance(given, list):
+    f = _fields(src, raw, "axes.")
+    if "key" in f.data:
+        return _key_axis(src, f)
+    if "name" not in f.data or "levels" not in f.data:
         raise StudyFileError(f"{src}: an axis needs key and values, or name and levels")
-    out = []
-    for lv in given:
-        if not isinstance(lv, dict) or "label" not in lv or set(lv) - {"label", "set", "append"}:
-            raise StudyFileError(f"{src}: axis {name}: a level is {{label, set, append}}")
-        out.append(Level(str(lv["label"]), _strings(src, lv, "set"), str(lv.get("append", ""))))
-    return axes_mod.make(name, out)
+    name = f.string("name")
+    levels = [_level(src, name, lv) for lv in f.items("levels")]
+    f.done()
+    return axes_mod.make(name, levels)
 
 
 def from_dict(data: dict[str, Any], src: str) -> Study:
-    if unknown := set(data) - TOP:
-        raise StudyFileError(f"{src}: unknown keys {sorted(unknown)} (known: {sorted(TOP)})")
-    for key in ("name", "scenario", "kernels"):
-        if key not in data:
-            raise StudyFileError(f"{src}: {key} is missing")
-    raw_axes = data.get("axes", [])
-    if not isinstance(raw_axes, list):
-        raise StudyFileError(f"{src}: axes must be an array of tables ([[axes]])")
-    given: dict[str, Any] = {
-        k: float(_typed(src, data, k, (int, float)))
-        for k in ("budget_hours", "min_effect")
-        if k in data
+    """A study from a study file's table; StudyFileError naming the field when a key is
+    unknown, missing, of the wrong type, not finite or out of range."""
+    f = _fields(src, data)
+    given = {
+        "boots": f.integer("boots", 3, low=1, high=1000),
+        "retries": f.integer("retries", 1, low=0, high=100),
+        "seed": f.integer("seed", None, low=0),
+        "budget_hours": f.number("budget_hours", DEFAULT_BUDGET_H, low=0.0),
+        "min_effect": f.number("min_effect", 0.02, low=0.0, high=1.0),
     }
-    given.update({k: _typed(src, data, k, int) for k in ("boots", "retries", "seed") if k in data})
-    return Study(
-        name=_typed(src, data, "name", str),
-        scenario=_typed(src, data, "scenario", str),
-        kernels=_kernels(src, data["kernels"]),
-        axes=tuple(axis_from_file(src, a) for a in raw_axes),
-        description=str(data.get("description", "")),
-        sets=_strings(src, data, "set"),
-        append=str(data.get("append", "")),
-        baseline=data.get("baseline"),
+    study = Study(
+        name=f.string("name"),
+        scenario=f.string("scenario"),
+        kernels=_kernels(src, f.value("kernels")),
+        axes=tuple(axis_from_file(src, a) for a in f.items("axes", [])),
+        description=f.string("description", ""),
+        sets=f.strings("set"),
+        append=f.string("append", ""),
+        baseline=f.string("baseline", None),
         source=src,
         **given,
     )
+    f.done()
+    return study
 
 
 def load(name: str) -> Study:
     path = path_of(name)
-    try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
-        raise StudyFileError(f"{path.name}: cannot read: {exc}") from None
-    study = from_dict(data, path.name)
+    study = from_dict(reading.toml(path, StudyFileError), path.name)
     if path.parent == studies_dir() and study.name != path.stem:
         raise StudyFileError(f"{path.name}: name must be {path.stem!r}, got {study.name!r}")
     return study

@@ -158,7 +158,7 @@ def test_harness_owned_setting_is_refused(tmp_path):
 
 
 def test_invalid_toml_and_name_mismatch(tmp_path):
-    assert error_of(write(tmp_path, "name = ")).startswith("smoke.toml: invalid TOML:")
+    assert error_of(write(tmp_path, "name = ")).startswith(f"{tmp_path}/smoke.toml: invalid TOML:")
     other = write(tmp_path, smoke_text(), name="other")
     assert error_of(other) == 'other.toml: name must match the file name ("other"), got "smoke"'
 
@@ -251,3 +251,59 @@ def test_absurd_values_are_refused_naming_the_key_and_range(override, message):
         scenario.load("smoke").with_overrides([override])
     assert str(info.value) == f"smoke.toml with {override}: {message}"
     assert "\n" not in str(info.value)
+
+
+@pytest.mark.parametrize(
+    ("override", "message"),
+    [
+        (
+            "pgbench.clients.x=1",
+            "--set pgbench.clients.x: pgbench.clients is a value (4), not a section with fields",
+        ),
+        ("pgbench.clients=nan", "--set pgbench.clients: must be a finite value, got NaN"),
+        ("postgres.settings.work_mem=inf", "must be a finite value, got Infinity"),
+        ("pgbench.clients=-4", "pgbench.clients must be 1 to 262142, got -4"),
+        ("pgbench.clients=4.0", "pgbench.clients must be an integer, got 4.0"),
+        ("pgbench.clients=true", "pgbench.clients must be an integer, got true"),
+        ("pgbench..clients=4", "override must look like section.field=value"),
+        ("guest=4", "[guest] must be a table, got 4"),
+    ],
+)
+def test_bad_overrides_are_one_line(override, message):
+    """A dotted key through a plain value used to be a TypeError traceback."""
+    with pytest.raises(ScenarioError) as info:
+        scenario.load("smoke").with_overrides([override])
+    assert message in str(info.value)
+    assert "\n" not in str(info.value)
+
+
+def test_a_setting_name_with_dots_is_one_setting():
+    s = scenario.load("smoke").with_overrides(["postgres.settings.auto_explain.log_min_duration=5"])
+    assert s.data["postgres"]["settings"]["auto_explain.log_min_duration"] == 5
+
+
+def test_unreadable_scenario_files_are_one_line(tmp_path):
+    bad = tmp_path / "smoke.toml"
+    bad.write_bytes(b'name = "smoke"\ndescription = "\xff\xfe"\n')
+    assert error_of(bad) == f"{bad}: not UTF-8 text (byte 30)"
+    folder = tmp_path / "dir.toml"
+    folder.mkdir()
+    assert error_of(folder) == f"{folder}: is a directory, not a file"
+    assert error_of(tmp_path / "none.toml") == f"{tmp_path}/none.toml: no such file"
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "message"),
+    [
+        ("clients = 4\n", "clients = nan\n", "pgbench.clients must be an integer, got NaN"),
+        ("clients = 4\n", "clients = -4\n", "pgbench.clients must be 1 to 262142, got -4"),
+        ("\nruns = 1\n", "\nruns = inf\n", "pgbench.runs must be an integer, got Infinity"),
+        (
+            "[postgres.settings]\n",
+            "[postgres.settings]\nrandom_page_cost = nan\n",
+            "postgres.settings.random_page_cost must be a finite number, got NaN",
+        ),
+    ],
+)
+def test_nan_inf_and_negative_counts_in_a_file(tmp_path, old, new, message):
+    assert error_of(edited(tmp_path, old, new)) == f"smoke.toml: {message}"

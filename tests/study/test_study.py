@@ -115,7 +115,41 @@ def test_huge_pages_on_carries_its_reservation_and_1g_its_command_line() -> None
         ({"kernels": {"revs": ["a"]}, "scenario": "smoke"}, "name is missing"),
         (
             {"name": "x", "scenario": "smoke", "kernels": {"revs": ["a"]}, "bogus": 1},
-            "unknown keys",
+            "bogus is not a known field",
+        ),
+        (
+            {"name": "x", "scenario": "smoke", "kernels": {"revs": ["a"], "tags": ["b"]}},
+            "kernels.tags is not a known field",
+        ),
+        (
+            {"name": "x", "scenario": "smoke", "kernels": {"revs": ["a"]}, "min_effect": math.nan},
+            "min_effect must be a finite number, got nan",
+        ),
+        (
+            {
+                "name": "x",
+                "scenario": "smoke",
+                "kernels": {"revs": ["a"]},
+                "budget_hours": math.inf,
+            },
+            "budget_hours must be a finite number, got inf",
+        ),
+        (
+            {"name": "x", "scenario": "smoke", "kernels": {"revs": ["a"]}, "boots": -1},
+            "boots must be 1 to 1000, got -1",
+        ),
+        (
+            {"name": "x", "scenario": "smoke", "kernels": {"revs": ["a"]}, "retries": True},
+            "retries must be an integer, got true",
+        ),
+        (
+            {
+                "name": "x",
+                "scenario": "smoke",
+                "kernels": {"revs": ["a"]},
+                "axes": [{"key": "pgbench.clients", "values": [math.nan]}],
+            },
+            "axes.values must be finite numbers",
         ),
         (
             {"name": "x", "scenario": "smoke", "kernels": {"revs": ["a"], "pattern": "v*"}},
@@ -132,7 +166,7 @@ def test_huge_pages_on_carries_its_reservation_and_1g_its_command_line() -> None
         ),
         (
             {"name": "x", "scenario": "smoke", "kernels": {"revs": ["a"]}, "boots": "3"},
-            "wrong type",
+            "boots must be an integer",
         ),
     ],
 )

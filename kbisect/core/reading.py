@@ -1,0 +1,213 @@
+"""The one door every file kbisect reads comes through: text, TOML or JSON, for a named
+kind, and typed fields out of what was read.
+
+Whatever is wrong with a file (missing, a directory, unreadable, not UTF-8, truncated,
+not TOML or JSON, a field of the wrong type, NaN or infinity, a count out of range, an
+unknown key) becomes one line naming the file and the field. A file the user writes (a
+scenario, a study, a target) raises `BadInput`, exit 2; a file kbisect wrote itself
+(state.json, plan.json, summary.json, a sample, a cache) raises `CorruptFile`, exit 3,
+whose line ends with how to recover.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import tomllib
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, NoReturn
+
+from kbisect.core.exceptions import InfraError, KbisectError, UserError
+
+MISSING: Any = object()  # a getter's default when the field must be there
+
+
+class BadInput(UserError):
+    """A file the user wrote (scenario, study, target) cannot be read, or has a wrong field."""
+
+
+class CorruptFile(InfraError):
+    """A file kbisect wrote (run state, plan, summary, sample, cache) cannot be read back."""
+
+
+def _unreadable(path: Path) -> str | None:
+    """Why `path` cannot be read as a file, before trying; None if it looks readable."""
+    if path.is_dir():
+        return "is a directory, not a file"
+    if not path.exists():
+        return "no such file"
+    return None
+
+
+Error = Callable[[str], KbisectError]
+
+
+def text(path: Path, recover: str | None = None, error: Error | None = None) -> str:
+    """The file's text, UTF-8; one line when it cannot be read (see `fail`)."""
+    problem = _unreadable(path)
+    if problem is None:
+        try:
+            return path.read_text(encoding="utf-8")
+        except UnicodeDecodeError as exc:
+            problem = f"not UTF-8 text (byte {exc.start})"
+        except OSError as exc:
+            problem = f"cannot read: {exc.strerror or exc}"
+    fail(path, problem, recover, error)
+
+
+def fail(
+    path: Path | str, problem: str, recover: str | None = None, error: Error | None = None
+) -> NoReturn:
+    """Raise the one line for `path`: `error` if given (a kind's own class), else
+    BadInput for the user's file (no `recover`), CorruptFile for kbisect's own, whose
+    line ends with `recover`."""
+    line = f"{path}: {problem}" if recover is None else f"{path}: {problem}; {recover}"
+    raise (error or (BadInput if recover is None else CorruptFile))(line)
+
+
+def toml(path: Path, error: Error | None = None) -> dict[str, Any]:
+    """A TOML file the user wrote, as a table; one line (`error`, else BadInput) when it
+    cannot be read or parsed."""
+    try:
+        return tomllib.loads(text(path, None, error))
+    except tomllib.TOMLDecodeError as exc:
+        fail(path, f"invalid TOML: {exc}", None, error)
+
+
+def _no_constant(name: str) -> NoReturn:
+    raise ValueError(f"{name} is not a number JSON allows")
+
+
+def json_file(path: Path, recover: str, error: Error | None = None) -> Any:
+    """A JSON file kbisect wrote, strictly (no NaN or Infinity); CorruptFile (or `error`)
+    naming it and how to recover when it is missing, truncated or not JSON."""
+    try:
+        return json.loads(text(path, recover, error), parse_constant=_no_constant)
+    except ValueError as exc:  # JSONDecodeError is one
+        fail(path, f"truncated or not JSON ({exc})", recover, error)
+
+
+def json_table(path: Path, recover: str, error: Error | None = None) -> dict[str, Any]:
+    """As json_file, for a file that holds one JSON object."""
+    data = json_file(path, recover, error)
+    if not isinstance(data, dict):
+        fail(path, f"must hold a JSON object, got {type(data).__name__}", recover, error)
+    return data
+
+
+def got(value: Any) -> str:
+    return json.dumps(value, default=str)[:80]
+
+
+class Fields:
+    """Typed access to a table read from `source`: each getter refuses a wrong type (a
+    boolean is not a number), NaN and infinity, and a value out of range, naming the
+    field's dotted path; `done()` refuses the keys no getter asked for."""
+
+    def __init__(
+        self,
+        data: Any,
+        source: str,
+        prefix: str = "",
+        error: Error = BadInput,
+    ) -> None:
+        self.source, self.prefix, self.error = source, prefix, error
+        if not isinstance(data, dict):
+            self.fail(prefix.rstrip(".") or "the file", f"must be a table, got {got(data)}")
+        self.data: dict[str, Any] = data
+        self.asked: set[str] = set()
+
+    def fail(self, key: str, problem: str) -> NoReturn:
+        raise self.error(f"{self.source}: {self.prefix}{key} {problem}")
+
+    def _get(self, key: str, default: Any) -> Any:
+        self.asked.add(key)
+        if key in self.data:
+            return self.data[key]
+        if default is MISSING:
+            self.fail(key, "is missing")
+        return default
+
+    def value(self, key: str, default: Any = MISSING) -> Any:
+        """The field as it is, of any type (its own reader checks it)."""
+        return self._get(key, default)
+
+    def integer(
+        self, key: str, default: Any = MISSING, low: int = 0, high: int | None = None
+    ) -> Any:
+        """An integer in low..high (a boolean is not one)."""
+        return self._number(key, default, (int,), low, high)
+
+    def number(
+        self, key: str, default: Any = MISSING, low: float = 0.0, high: float | None = None
+    ) -> Any:
+        """A finite number in low..high, as a float."""
+        value = self._number(key, default, (int, float), low, high)
+        return value if value is default and key not in self.data else float(value)
+
+    def _number(
+        self, key: str, default: Any, kinds: tuple[type, ...], low: float, high: float | None
+    ) -> Any:
+        value: Any = self._get(key, default)
+        if key not in self.data:
+            return value
+        if type(value) not in kinds:  # a boolean is not a number
+            self.fail(
+                key, f"must be {'an integer' if kinds == (int,) else 'a number'}, got {got(value)}"
+            )
+        if isinstance(value, float) and not math.isfinite(value):
+            self.fail(key, f"must be a finite number, got {value}")
+        return self._bounds(key, value, low, high)
+
+    def _bounds(self, key: str, value: float, low: float, high: float | None) -> float:
+        if value < low or (high is not None and value > high):
+            span = f"at least {low}" if high is None else f"{low} to {high}"
+            self.fail(key, f"must be {span}, got {value}")
+        return value
+
+    def string(self, key: str, default: Any = MISSING) -> Any:
+        value = self._get(key, default)
+        if key in self.data and not isinstance(value, str):
+            self.fail(key, f"must be a string, got {got(value)}")
+        return value
+
+    def flag(self, key: str, default: Any = MISSING) -> Any:
+        value = self._get(key, default)
+        if key in self.data and not isinstance(value, bool):
+            self.fail(key, f"must be true or false, got {got(value)}")
+        return value
+
+    def strings(self, key: str) -> tuple[str, ...]:
+        """A list of strings, empty when absent."""
+        value = self._get(key, [])
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            self.fail(key, f"must be a list of strings, got {got(value)}")
+        return tuple(value)
+
+    def items(self, key: str, default: Any = MISSING) -> Any:
+        value = self._get(key, default)
+        if key in self.data and not isinstance(value, list):
+            self.fail(key, f"must be a list, got {got(value)}")
+        return value
+
+    def table(self, key: str) -> Fields:
+        """The sub-table `key` (an empty one when absent), as Fields of its own."""
+        return Fields(self._get(key, {}), self.source, f"{self.prefix}{key}.", self.error)
+
+    def done(self) -> None:
+        """Refuse any key no getter asked for."""
+        if unknown := sorted(set(self.data) - self.asked):
+            known = ", ".join(sorted(self.asked)) or "none"
+            self.fail(unknown[0], f"is not a known field (known here: {known})")
+
+
+def finite(value: Any) -> bool:
+    """False for a float NaN or infinity (anywhere in a list or table too)."""
+    if isinstance(value, float):
+        return math.isfinite(value)
+    if isinstance(value, dict):
+        return all(finite(v) for v in value.values())
+    if isinstance(value, list):
+        return all(finite(v) for v in value)
+    return True
