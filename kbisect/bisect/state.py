@@ -7,12 +7,11 @@ Phases, in order: "endpoints", "bisecting", "recheck" (the git method), "done".
 
 from __future__ import annotations
 
-import json
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from kbisect.core import atomic, clock, progress
+from kbisect.core import atomic, clock, progress, reading
 from kbisect.core.arch import host_arch
 from kbisect.core.exceptions import UserError
 from kbisect.measure import retake
@@ -189,30 +188,36 @@ REQUIRED = ("version", "options", "scenario", "tree", "good", "bad", "store", "p
 
 
 class BadState(UserError):
-    """A state.json that kbisect cannot resume from."""
+    """A directory that holds no kbisect bisect state to resume from."""
+
+
+# state.json is written whole (by rename): only damage from outside truncates it. The
+# samples a bisection took are kept in its store, keyed by what is measured, not by run.
+RECOVER = (
+    "this run cannot be resumed: run the same kbisect bisect again (without --resume); "
+    "the kernels it built and the samples it took are reused"
+)
 
 
 def load(run_dir: Path) -> Run:
-    """The saved state; BadState, one line, if it is missing, truncated or incomplete."""
+    """The saved state; BadState (exit 2) when run_dir holds none, CorruptFile (exit 3,
+    saying how to recover) when it is truncated, incomplete or does not parse."""
     f = run_dir / STATE_FILE
-    if not f.is_file():
+    if not f.exists():
         raise BadState(f"{run_dir}: not a kbisect bisect run (no {STATE_FILE})")
-    try:
-        data = json.loads(f.read_text())
-    except (OSError, UnicodeDecodeError, ValueError) as exc:
-        raise BadState(f"{f}: unreadable ({exc}); this run cannot be resumed") from None
-    if not isinstance(data, dict) or data.get("kind") != STATE_KIND:
+    data = reading.json_table(f, RECOVER)
+    if data.get("kind") != STATE_KIND:
         raise BadState(f"{f}: not a kbisect bisect state")
     if missing := [k for k in REQUIRED if k not in data]:
-        raise BadState(f"{f}: incomplete (no {', '.join(missing)}); it cannot be resumed")
+        reading.fail(f, f"incomplete (no {', '.join(missing)})", RECOVER)
     try:
         Options.from_dict(data["options"])
-    except (TypeError, KeyError) as exc:
-        raise BadState(f"{f}: its options do not parse ({exc})") from None
+    except (TypeError, KeyError, ValueError) as exc:
+        reading.fail(f, f"its options do not parse ({exc})", RECOVER)
     try:
         return Run.from_dict(data)
     except (TypeError, KeyError, ValueError) as exc:
-        raise BadState(f"{f}: does not parse ({exc}); it cannot be resumed") from None
+        reading.fail(f, f"does not parse ({exc})", RECOVER)
 
 
 def newest_unfinished(root: Path) -> Path:
@@ -222,7 +227,7 @@ def newest_unfinished(root: Path) -> Path:
     for f in root.glob(f"*/{STATE_FILE}"):
         try:
             run = load(f.parent)
-        except BadState as exc:
+        except (BadState, reading.CorruptFile) as exc:
             progress.warn(f"skipping {f.parent}: {exc}")
             continue
         if run.phase != "done":

@@ -54,7 +54,7 @@ def check(summary: Mapping[str, Any], path: Path) -> None:
     try:
         schema.validate(summary, "summary", where=str(path))
     except schema.InvalidResult as exc:
-        raise BadCompareRun(str(exc)) from exc
+        raise schema.InvalidResult(f"{exc}; {results.SUMMARY_RECOVER}") from None
     if missing := [x for x in SIDES if x not in summary["sides"]]:
         raise BadCompareRun(f"{path}: a compare without side {', '.join(missing)}")
 
@@ -78,10 +78,7 @@ def ok_tps(samples: Sequence[Mapping[str, Any]]) -> list[float]:
 
 def load(run_dir: Path, summary: Mapping[str, Any], min_effect: float | None) -> Run:
     """The samples and the verdict recomputed from them (min_effect overrides the run's)."""
-    try:
-        samples, copies = results.without_copies(run_dir)
-    except schema.InvalidResult as exc:
-        raise BadCompareRun(str(exc)) from exc
+    samples, copies = results.without_copies(run_dir)  # InvalidResult: exit 3
     for line in copies:
         progress.warn(line)
     samples = disturbed.counted(samples)  # a retaken sample is listed on its own

@@ -5,18 +5,23 @@ comes next, so `kbisect compare --resume` loses and duplicates no sample.
 
 from __future__ import annotations
 
-import json
 import random
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kbisect.core import atomic
+from kbisect.core import atomic, reading
 from kbisect.core.exceptions import UserError
 from kbisect.measure import results, retake
 
 PLAN = "plan.json"
 PLAN_KIND = "compare-plan"
+# plan.json is written whole (by rename) before the first boot; the command that made
+# it is at the top of the run's report.md (and in the plan, when that survives).
+RECOVER = (
+    "this compare cannot be resumed: run the same kbisect compare again into a new --out "
+    "(built kernels are cached)"
+)
 
 
 class NotResumable(UserError):
@@ -39,18 +44,17 @@ def save(out: Path, plan: dict[str, Any]) -> None:
 def load(out: Path) -> dict[str, Any]:
     """The saved plan, or one line saying why this directory cannot be resumed."""
     path = out / PLAN
-    if not path.is_file():
+    if not path.exists():
         raise NotResumable(
             f"{out}: no {PLAN}: not a compare run, or one interrupted "
             "before its first boot (run the command again: builds are cached)"
         )
-    try:
-        plan: dict[str, Any] = json.loads(path.read_text())
-    except (OSError, ValueError) as exc:
-        raise NotResumable(f"{path}: unreadable: {exc}") from None
+    plan = reading.json_table(path, RECOVER)
+    if plan.get("kind") != PLAN_KIND:
+        raise NotResumable(f"{path}: not a compare plan (kind {plan.get('kind')!r})")
     keys = {"order", "retries", "sides", "scenario", "target", "arch", "command"}
-    if plan.get("kind") != PLAN_KIND or not keys <= set(plan):
-        raise NotResumable(f"{path}: not a compare plan (missing {sorted(keys - set(plan))})")
+    if not keys <= set(plan):
+        reading.fail(path, f"not a whole compare plan (no {sorted(keys - set(plan))})", RECOVER)
     return plan
 
 

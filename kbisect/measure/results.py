@@ -16,12 +16,19 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from kbisect.core import atomic, clock, paths
+from kbisect.core import atomic, clock, paths, reading
 from kbisect.core.exceptions import InfraError, UserError
 from kbisect.measure.schema import InvalidResult, validate
 
 SAMPLES = "samples"
 SUMMARY = "summary.json"
+# What to do about a sample or summary that cannot be read back (each file is written
+# whole, by rename or link: only damage from outside truncates one).
+SAMPLE_RECOVER = "move it out of the samples folder (its boot is lost) and run the command again"
+SUMMARY_RECOVER = (
+    "remove it and report.md, and run the command with --resume: it is written again "
+    "from the run's samples"
+)
 
 
 class BadOutDir(UserError):
@@ -101,13 +108,15 @@ def write_sample(run_dir: Path, sample: dict[str, Any]) -> Path:
 
 
 def _read(path: Path, schema_name: str) -> dict[str, Any]:
+    """A sample or summary, validated; InvalidResult, one line ending with how to
+    recover, if it cannot be read or does not match its schema."""
+    recover = SAMPLE_RECOVER if schema_name == "sample" else SUMMARY_RECOVER
+    obj = reading.json_table(path, recover, InvalidResult)
     try:
-        obj = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError) as exc:
-        raise InvalidResult(f"{path}: cannot read: {exc}") from exc
-    validate(obj, schema_name, where=str(path))
-    result: dict[str, Any] = obj
-    return result
+        validate(obj, schema_name, where=str(path))
+    except InvalidResult as exc:
+        raise InvalidResult(f"{exc}; {recover}") from None
+    return obj
 
 
 def sample_paths(run_dir: Path) -> list[Path]:
@@ -162,7 +171,7 @@ def write_summary(run_dir: Path, summary: dict[str, Any]) -> Path:
 
 def load_summary(run_dir: Path) -> dict[str, Any]:
     path = run_dir / SUMMARY
-    if not path.is_file():
+    if not path.exists():
         raise NoResults(f"no summary in {run_dir} (was the run interrupted?)")
     return _read(path, "summary")
 
@@ -170,15 +179,11 @@ def load_summary(run_dir: Path) -> dict[str, Any]:
 def read_summary(run_dir: Path) -> dict[str, Any]:
     """A run's summary.json of any kind, as `kbisect report` reads it to tell the kinds
     apart (the module that renders a kind checks it); NoResults, one line, when there is
-    none, it is unreadable or it names no `kind`."""
+    none or it names no `kind`; InvalidResult (exit 3) when it cannot be read back."""
     path = run_dir / SUMMARY
-    if not path.is_file():
+    if not path.exists():
         raise NoResults(f"{run_dir}: no summary.json (not a finished compare or bisect run)")
-    try:
-        summary = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise NoResults(f"{path}: unreadable: {exc}") from exc
-    if not isinstance(summary, dict) or not isinstance(summary.get("kind"), str):
+    summary = reading.json_table(path, SUMMARY_RECOVER, InvalidResult)
+    if not isinstance(summary.get("kind"), str):
         raise NoResults(f"{path}: no 'kind' field: not a kbisect summary")
-    result: dict[str, Any] = summary
-    return result
+    return summary

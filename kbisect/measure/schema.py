@@ -11,7 +11,7 @@ from collections.abc import Callable
 from importlib import resources
 from typing import Any
 
-from kbisect.core.exceptions import InfraError
+from kbisect.core.reading import CorruptFile
 
 _ANNOTATIONS = {"$schema", "$id", "$defs", "$comment", "title", "description", "default"}
 _TYPES: dict[str, Callable[[Any], bool]] = {
@@ -25,8 +25,8 @@ _TYPES: dict[str, Callable[[Any], bool]] = {
 }
 
 
-class InvalidResult(InfraError):
-    """A sample or summary does not match its schema."""
+class InvalidResult(CorruptFile):
+    """A sample or summary cannot be read back, or does not match its schema."""
 
 
 @functools.cache

@@ -16,9 +16,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from kbisect.core import atomic, paths
+from kbisect.core import atomic, paths, reading
 from kbisect.core.exceptions import UserError
-from kbisect.measure import results, retake, schema
+from kbisect.measure import results, retake
 
 DEFINITION = "study.json"
 SCHEDULE = "schedule.json"
@@ -61,16 +61,14 @@ def identity(definition: Mapping[str, Any]) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
-def _read(path: Path, what: str) -> dict[str, Any]:
-    if not path.is_file():
+# study.json and schedule.json are written before the first boot, whole (by rename).
+RECOVER = "this study run cannot be resumed: run the study again (built kernels are cached)"
+
+
+def _read(path: Path) -> dict[str, Any]:
+    if not path.exists():
         raise NotAStudy(f"{path.parent}: no {path.name} (not a kbisect study run directory)")
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise NotAStudy(f"{path}: unreadable {what}: {exc}") from None
-    if not isinstance(data, dict):
-        raise NotAStudy(f"{path}: not a {what}")
-    return data
+    return reading.json_table(path, RECOVER)
 
 
 def write_definition(run_dir: Path, definition: dict[str, Any]) -> None:
@@ -80,7 +78,7 @@ def write_definition(run_dir: Path, definition: dict[str, Any]) -> None:
 def load_definition(run_dir: Path) -> dict[str, Any]:
     if not run_dir.is_dir():
         raise NotAStudy(f"{run_dir}: no such directory")
-    return _read(run_dir / DEFINITION, "study definition")
+    return _read(run_dir / DEFINITION)
 
 
 def write_schedule(run_dir: Path, schedule: dict[str, Any]) -> None:
@@ -88,15 +86,12 @@ def write_schedule(run_dir: Path, schedule: dict[str, Any]) -> None:
 
 
 def load_schedule(run_dir: Path) -> dict[str, Any]:
-    return _read(run_dir / SCHEDULE, "schedule")
+    return _read(run_dir / SCHEDULE)
 
 
 def samples(run_dir: Path) -> list[dict[str, Any]]:
     """This run's samples that belong to a kernel and cell, in boot order."""
-    try:
-        found = results.load_samples(run_dir)
-    except schema.InvalidResult as exc:
-        raise NotAStudy(str(exc)) from None
+    found = results.load_samples(run_dir)  # InvalidResult (exit 3) names a bad one
     return [s for s in found if unit_of(s.get("label")) is not None]
 
 

@@ -13,11 +13,11 @@ TOML says it), else, for a local target, this host's.
 from __future__ import annotations
 
 import os
-import tomllib
 from pathlib import Path
 from typing import Any
 
 from kbisect.core import arch as arch_mod
+from kbisect.core import reading
 from kbisect.core.exceptions import UserError
 from kbisect.targets.base import Job, Kernel, Target
 from kbisect.targets.fake.target import FakeTarget
@@ -48,18 +48,15 @@ def names() -> list[str]:
 def _file(name: str) -> Path | None:
     if name.endswith(".toml") or "/" in name:
         path = Path(name).expanduser()
-        if not path.is_file():
+        if not path.exists():
             raise UnknownTarget(f"--target {name}: no such file")
-        return path.resolve()
+        return path.resolve()  # reading.toml says what else is wrong with it
     path = config_dir() / f"{name}.toml"
-    return path if path.is_file() else None
+    return path if path.exists() else None
 
 
 def _settings(name: str, path: Path) -> dict[str, Any]:
-    try:
-        data = tomllib.loads(path.read_text())
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
-        raise UnknownTarget(f"target {name}: cannot read {path}: {exc}") from None
+    data = reading.toml(path, UnknownTarget)
     if data.get("kind") not in KINDS:
         raise UnknownTarget(
             f"target {name} ({path}): kind must be one of {', '.join(KINDS)}, "

@@ -11,6 +11,8 @@ import pytest
 
 from kbisect.bisect import state
 from kbisect.bisect.state import Options, Run
+from kbisect.core import reading
+from kbisect.core.exceptions import EXIT_INFRA
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "docs" / "examples"
 WITH_STATE = ("demo-bisect-posterior", "drift-bisect", "machine-bisect")
@@ -88,5 +90,8 @@ def test_unknown_options_are_refused_in_one_line(tmp_path: Path) -> None:
     broken = git_state()
     broken["options"] = {**broken["options"], "no_such_option": 1}  # type: ignore[dict-item]
     (tmp_path / state.STATE_FILE).write_text(json.dumps(broken))
-    with pytest.raises(state.BadState, match="its options do not parse"):
+    with pytest.raises(reading.CorruptFile, match="its options do not parse") as info:
         state.load(tmp_path)
+    assert info.value.exit_code == EXIT_INFRA and "run the same kbisect bisect again" in str(
+        info.value
+    )

@@ -11,6 +11,7 @@ from kbisect.bisect.report import files as bisect_files
 from kbisect.commands import cli
 from kbisect.compare import markdown
 from kbisect.compare import report as compare_report
+from kbisect.core.exceptions import EXIT_INFRA
 from kbisect.measure import schema
 from kbisect.report import plots
 from kbisect.stats import means
@@ -307,7 +308,7 @@ def test_tps_along_path(tmp_path: Path) -> None:
     assert path.read_bytes().startswith(PNG_MAGIC)
 
 
-@pytest.mark.parametrize("content", [None, "{not json", '{"version": 1}', '{"kind": "odd"}'])
+@pytest.mark.parametrize("content", [None, '{"version": 1}', '{"kind": "odd"}'])
 def test_bad_dirs_exit_2_with_one_line(
     tmp_path: Path, content: str | None, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -318,6 +319,24 @@ def test_bad_dirs_exit_2_with_one_line(
     assert cli.main(["report", str(d)]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and err.startswith(f"kbisect: {d}")
+
+
+@pytest.mark.parametrize("content", [b"{not json", b'{"kind": "compare", "ver', b"\xff{}", None])
+def test_a_summary_that_cannot_be_read_back_exits_3_saying_how_to_recover(
+    tmp_path: Path, content: bytes | None, capsys: pytest.CaptureFixture[str]
+) -> None:
+    d = tmp_path / "run"
+    (d / "summary.json").mkdir(parents=True)
+    if content is not None:
+        (d / "summary.json").rmdir()
+        (d / "summary.json").write_bytes(content)
+    assert cli.main(["report", str(d)]) == EXIT_INFRA
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith(f"kbisect: {d}/summary.json: ")
+    assert err.endswith(
+        "; remove it and report.md, and run the command with --resume: it is "
+        "written again from the run's samples\n"
+    )
 
 
 def test_missing_dir_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

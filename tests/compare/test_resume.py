@@ -12,7 +12,7 @@ import pytest
 
 from kbisect.commands import cli
 from kbisect.compare import schedule
-from kbisect.core import paths
+from kbisect.core import paths, reading
 from kbisect.core.exceptions import EXIT_OK, EXIT_USER
 from kbisect.measure import results
 from tests.fakes import (
@@ -210,6 +210,9 @@ def test_a_plan_the_samples_do_not_follow_is_refused(tmp_path: Path) -> None:
     )
     assert (st.slot, st.attempts, st.failed, st.tps["A"]) == (2, 1, {"A": 0, "B": 3}, [5.0])
     (tmp_path / "plan.json").write_text(json.dumps({"kind": "compare-plan"}))
+    with pytest.raises(reading.CorruptFile, match="not a whole compare plan"):
+        schedule.load(tmp_path)
+    (tmp_path / "plan.json").write_text(json.dumps({"kind": "odd"}))
     with pytest.raises(schedule.NotResumable, match="not a compare plan"):
         schedule.load(tmp_path)
 

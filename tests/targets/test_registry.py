@@ -53,7 +53,11 @@ def test_a_toml_file_names_a_target_by_path_or_by_name(tmp_path: Path) -> None:
         ("nope", None, None, "unknown target 'nope'"),
         ("/no/such.toml", None, None, "no such file"),
         ("m", None, 'kind = "teleport"\n', "kind must be one of"),
-        ("m", None, "kind = ", "cannot read"),
+        ("m", None, "kind = ", "m.toml: invalid TOML"),
+        ("m", None, b'kind = "fake"\n# \xff\n', "m.toml: not UTF-8 text"),
+        ("m", None, 'kind = "fake"\ncv = nan\n', "target m: cv must be finite, got nan"),
+        ("m", None, 'kind = "fake"\ndelay_s = -1\n', "delay_s must be at least 0, got -1"),
+        ("m", None, 'kind = "fake"\ntps = inf\n', "tps must be finite, got inf"),
         ("m", None, 'kind = "fake"\nwobble = 1\n', "unknown fake setting 'wobble'"),
         ("m", None, 'kind = "fake"\ncv = "high"\n', "cv must be a float"),
         ("m", None, 'kind = "fake"\nmode = "explode"\n', "unknown mode 'explode'"),
@@ -62,13 +66,21 @@ def test_a_toml_file_names_a_target_by_path_or_by_name(tmp_path: Path) -> None:
     ],
 )
 def test_bad_targets_are_one_line_user_errors(
-    tmp_path: Path, name: str, arch_name: str | None, content: str | None, message: str
+    tmp_path: Path, name: str, arch_name: str | None, content: str | bytes | None, message: str
 ) -> None:
     if content is not None:
         registry.config_dir().mkdir(parents=True, exist_ok=True)
-        (registry.config_dir() / f"{name}.toml").write_text(content)
+        path = registry.config_dir() / f"{name}.toml"
+        path.write_bytes(content if isinstance(content, bytes) else content.encode())
     with pytest.raises(UserError, match=message):
         registry.get(name, arch_name)
+
+
+def test_a_directory_where_a_target_file_belongs_is_one_line(tmp_path: Path) -> None:
+    folder = tmp_path / "m.toml"
+    folder.mkdir()
+    with pytest.raises(UserError, match=f"^{folder}: is a directory, not a file$"):
+        registry.get(str(folder))
 
 
 def test_an_unknown_target_exits_2_before_anything_runs(

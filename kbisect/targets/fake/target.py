@@ -18,7 +18,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from kbisect.core import atomic, paths, proc, progress
+from kbisect.core import atomic, paths, proc, progress, reading
 from kbisect.core.arch import Arch
 from kbisect.core.exceptions import UserError
 from kbisect.targets import monitor as disturbance
@@ -50,6 +50,7 @@ SETTINGS: dict[str, tuple[type, Any, str]] = {
     "steal": (list, [], "steal time inside the machine by call number (slows tps)"),
     "runs_here": (bool, True, "false: judged like a machine target, by steal time alone"),
 }
+NON_NEGATIVE = ("tps", "cv", "delay_s", "host_busy", "kill_at")
 HOST_FILE = "fake-host.json"  # guest.py writes the call's scripted share here
 
 
@@ -71,6 +72,10 @@ def check_settings(name: str, settings: dict[str, Any]) -> dict[str, Any]:
             value = float(value)
         if not isinstance(value, kind) or (isinstance(value, bool) and kind is not bool):
             raise BadFakeSettings(f"target {name}: {key} must be a {kind.__name__}")
+        if not reading.finite(value):
+            raise BadFakeSettings(f"target {name}: {key} must be finite, got {value}")
+        if key in NON_NEGATIVE and settings[key] < 0:  # a number, checked above
+            raise BadFakeSettings(f"target {name}: {key} must be at least 0, got {value}")
         out[key] = value
     bad = [m for m in [out["mode"], *out["script"]] if m not in MODES]
     if bad:

@@ -1,0 +1,163 @@
+"""Bad files and overrides through the real command line: one line on stderr, no
+traceback; exit 2 for the user's own files and options, exit 3, saying how to recover,
+for a file of kbisect's own run that cannot be read back."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from kbisect.commands import cli
+from kbisect.core import paths
+from kbisect.core.exceptions import EXIT_INFRA, EXIT_USER
+from tests.fakes import fake_image, fake_target, make_fake_kernel_repo
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "docs" / "examples"
+DOTTED = "pgbench.clients.x=1"
+
+
+def one_line(capsys: pytest.CaptureFixture[str]) -> str:
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "Traceback" not in err, err
+    return err.removeprefix("kbisect: ").strip()
+
+
+def commands(tmp_path: Path) -> dict[str, list[str]]:
+    """run, compare, bisect and study on the fake target, without a --scenario."""
+    image, target = fake_image(tmp_path / "k"), str(fake_target(tmp_path))
+    repo = tmp_path / "linux"
+    shas = make_fake_kernel_repo(repo, [{"subject": "one"}])
+    where, sides = ["--target", target], ["--append-a", "x=1", "--append-b", "x=2"]
+    return {
+        "run": ["run", "--kernel", str(image), *where],
+        "compare": ["compare", "--kernel", str(image), *sides, *where],
+        "bisect": ["bisect", "--tree", str(repo), "--good", shas[0], "--bad", shas[1], *where],
+        "study": ["study", "--kernels", str(image), "--axis", "pgbench.clients=2,3", *where],
+    }
+
+
+@pytest.mark.parametrize("command", ["run", "compare", "bisect", "study"])
+def test_set_through_a_plain_value_is_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], command: str
+) -> None:
+    argv = [*commands(tmp_path)[command], "--scenario", "smoke", "--set", DOTTED]
+    assert cli.main(argv) == EXIT_USER
+    line = one_line(capsys)
+    assert line.endswith(
+        "--set pgbench.clients.x: pgbench.clients is a value (4), not a section with fields"
+    )
+    assert not list((tmp_path / "results").glob("*/samples/*"))
+
+
+@pytest.mark.parametrize(
+    ("override", "message"),
+    [
+        ("pgbench.clients=nan", "--set pgbench.clients: must be a finite value, got NaN"),
+        ("pgbench.runs=-1", "pgbench.runs must be 1 to 1000, got -1"),
+        ("pgbench.nope=1", "unknown field pgbench.nope"),
+        ("guest.vcpus=2.5", "guest.vcpus must be an integer, got 2.5"),
+    ],
+)
+def test_bad_overrides_in_run_are_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], override: str, message: str
+) -> None:
+    argv = [*commands(tmp_path)["run"], "--scenario", "smoke", "--set", override]
+    assert cli.main(argv) == EXIT_USER
+    assert message in one_line(capsys)
+
+
+def test_a_scenario_file_that_is_not_utf8_or_a_directory(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    run = commands(tmp_path)["run"]
+    latin1 = tmp_path / "smoke.toml"
+    latin1.write_bytes((paths.scenarios_dir() / "smoke.toml").read_bytes() + b"# caf\xe9\n")
+    assert cli.main([*run, "--scenario", str(latin1)]) == EXIT_USER
+    assert one_line(capsys).startswith(f"{latin1}: not UTF-8 text (byte ")
+    folder = tmp_path / "dir.toml"
+    folder.mkdir()
+    assert cli.main([*run, "--scenario", str(folder)]) == EXIT_USER
+    assert one_line(capsys) == f"{folder}: is a directory, not a file"
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        (b"name = \xff", "not UTF-8 text (byte 7)"),
+        (b"name = ", "invalid TOML"),
+        (b"min_effect = nan\n", "min_effect must be a finite number, got nan"),
+        (b"budget_hours = inf\n", "budget_hours must be a finite number, got inf"),
+        (b"boots = -3\n", "boots must be 1 to 1000, got -3"),
+        (b"retries = 1.5\n", "retries must be an integer, got 1.5"),
+        (b"colour = 1\n", "colour is not a known field"),
+        (b"[kernels]\nrevs = [1]\n", "kernels.revs must be a list of strings"),
+    ],
+)
+def test_a_bad_study_file_is_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], content: bytes, message: str
+) -> None:
+    head = b'name = "s"\nscenario = "smoke"\n' if not content.startswith(b"name") else b""
+    kernels = b"" if b"[kernels]" in content else b'[kernels]\nrevs = ["v1"]\n'
+    study = tmp_path / "s.toml"
+    study.write_bytes(head + content + (b"\n" + kernels if head else b""))
+    assert cli.main(["study", str(study), "--target", str(fake_target(tmp_path))]) == EXIT_USER
+    assert message in one_line(capsys)
+
+
+def test_a_directory_where_a_study_or_target_file_belongs(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    folder = tmp_path / "s.toml"
+    folder.mkdir()
+    assert cli.main(["study", str(folder)]) == EXIT_USER
+    assert one_line(capsys) == f"{folder}: is a directory, not a file"
+    argv = [*commands(tmp_path)["run"][:3], "--scenario", "smoke", "--target", str(folder)]
+    assert cli.main(argv) == EXIT_USER
+    assert one_line(capsys) == f"{folder}: is a directory, not a file"
+
+
+def example(tmp_path: Path, name: str) -> Path:
+    run = tmp_path / name
+    shutil.copytree(EXAMPLES / name, run)
+    return run
+
+
+def truncate(path: Path) -> None:
+    path.write_bytes(path.read_bytes()[: len(path.read_bytes()) // 2])
+
+
+@pytest.mark.parametrize(
+    ("name", "file", "argv", "recover"),
+    [
+        ("demo", "plan.json", ["compare", "--resume"], "run the same kbisect compare again"),
+        ("demo", "summary.json", ["report"], "run the command with --resume"),
+        ("demo", "samples/001-A.json", ["report"], "move it out of the samples folder"),
+        (
+            "demo-bisect-posterior",
+            "state.json",
+            ["bisect", "--resume"],
+            "run the same kbisect bisect again",
+        ),
+        ("demo-study", "study.json", ["study", "--resume"], "run the study again"),
+        ("demo-study", "samples/001-k0-c0.json", ["report"], "move it out of the samples"),
+    ],
+)
+def test_a_truncated_file_of_a_run_exits_3_saying_how_to_recover(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    name: str,
+    file: str,
+    argv: list[str],
+    recover: str,
+) -> None:
+    run = example(tmp_path, name)
+    if file == "plan.json":
+        (run / "summary.json").unlink()  # an unfinished compare
+    if file.startswith("samples/") and not (run / file).exists():
+        file = f"samples/{sorted(p.name for p in (run / 'samples').iterdir())[0]}"
+    truncate(run / file)
+    assert cli.main([*argv, str(run)]) == EXIT_INFRA
+    line = one_line(capsys)
+    assert line.startswith(f"{run / file}: ") and recover in line
