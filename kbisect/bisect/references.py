@@ -9,11 +9,10 @@ process of its own, keep it in the sample store (references.json), counted acros
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from kbisect.core import atomic
+from kbisect.core import atomic, reading
 
 STORE_FILE = "references.json"
 
@@ -52,7 +51,7 @@ def in_store(store: Path, good: str, bad: str, every: int) -> Schedule:
     """The schedule the steps of a bisection share, from the store (a new one when the
     store kept none, or one for other references)."""
     f = store / STORE_FILE
-    saved = json.loads(f.read_text()) if f.is_file() else {}
+    saved = reading.json_table(f, "remove it: the references start over") if f.exists() else {}
     if (saved.get("good"), saved.get("bad")) != (good, bad):
         saved = {}
     return Schedule(good, bad, every, saved.get("tests", 0), saved.get("turn", 0))

@@ -3,13 +3,12 @@ has not finished (for `kbisect report` of a partial run)."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 from kbisect.compare import schedule
 from kbisect.compare.sides import NAMES, Side
-from kbisect.core import clock, progress
+from kbisect.core import clock, progress, reading
 from kbisect.measure import results
 from kbisect.stats import means
 
@@ -18,7 +17,7 @@ def sample_files(out: Path) -> dict[str, list[str]]:
     """This run's sample files per side, relative to the run dir."""
     files: dict[str, list[str]] = {}
     for path in results.sample_paths(out):
-        label = json.loads(path.read_text()).get("label") or "?"
+        label = reading.json_table(path, reading.SAMPLE_RECOVER).get("label") or "?"
         files.setdefault(label, []).append(str(path.relative_to(out)))
     return files
 

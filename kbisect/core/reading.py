@@ -21,6 +21,9 @@ from typing import Any, NoReturn
 from kbisect.core.exceptions import InfraError, KbisectError, UserError
 
 MISSING: Any = object()  # a getter's default when the field must be there
+# A sample is written whole (by link): only damage from outside truncates one. Read by
+# stats, measure, bisect and study alike, so the advice is said here, once.
+SAMPLE_RECOVER = "move it out of the samples folder (its boot is lost) and run the command again"
 
 
 class BadInput(UserError):
@@ -75,15 +78,12 @@ def toml(path: Path, error: Error | None = None) -> dict[str, Any]:
         fail(path, f"invalid TOML: {exc}", None, error)
 
 
-def _no_constant(name: str) -> NoReturn:
-    raise ValueError(f"{name} is not a number JSON allows")
-
-
 def json_file(path: Path, recover: str, error: Error | None = None) -> Any:
-    """A JSON file kbisect wrote, strictly (no NaN or Infinity); CorruptFile (or `error`)
-    naming it and how to recover when it is missing, truncated or not JSON."""
+    """A JSON file kbisect wrote; CorruptFile (or `error`) naming it and how to recover
+    when it is missing, truncated or not JSON. NaN and Infinity load (kbisect's own
+    statistics may write them, as json.dumps does); `finite` tells them."""
     try:
-        return json.loads(text(path, recover, error), parse_constant=_no_constant)
+        return json.loads(text(path, recover, error))
     except ValueError as exc:  # JSONDecodeError is one
         fail(path, f"truncated or not JSON ({exc})", recover, error)
 
@@ -114,7 +114,8 @@ class Fields:
     ) -> None:
         self.source, self.prefix, self.error = source, prefix, error
         if not isinstance(data, dict):
-            self.fail(prefix.rstrip(".") or "the file", f"must be a table, got {got(data)}")
+            where = prefix.rstrip(".") or "the file"
+            raise error(f"{source}: {where} must be a table, got {got(data)}")
         self.data: dict[str, Any] = data
         self.asked: set[str] = set()
 

@@ -9,14 +9,13 @@ artifact dir per commit holding the image, .config, System.map and manifest.json
 from __future__ import annotations
 
 import hashlib
-import json
 import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from kbisect.core import arch as arch_mod
-from kbisect.core import atomic, paths, progress
+from kbisect.core import atomic, paths, progress, reading
 from kbisect.core.exceptions import BuildError, CommandFailed, CommandTimeout, UserError
 from kbisect.kernel import ccache, kconfig, make
 from kbisect.kernel import manifest as buildmanifest
@@ -76,8 +75,10 @@ def build(req: Request) -> BuildResult:
     artifact = root / commit
     if (artifact / "manifest.json").exists():
         # Built maybe with another --allow-dropped: this request must accept its .config too.
-        kconfig.verify((artifact / "config").read_text(), fragments, set(req.allow_dropped))
-        manifest = json.loads((artifact / "manifest.json").read_text())
+        recover = f"remove {artifact} to build that commit again"
+        config = reading.text(artifact / "config", recover)
+        kconfig.verify(config, fragments, set(req.allow_dropped))
+        manifest = reading.json_table(artifact / "manifest.json", recover)
         progress.step(f"reusing build of {commit[:12]}: {artifact}")
         return BuildResult(artifact, artifact / Path(req.arch.image).name, manifest, True)
     # The worktree slot is shared by every build of this tree (any arch, any fragments).

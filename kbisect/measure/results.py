@@ -24,7 +24,7 @@ SAMPLES = "samples"
 SUMMARY = "summary.json"
 # What to do about a sample or summary that cannot be read back (each file is written
 # whole, by rename or link: only damage from outside truncates one).
-SAMPLE_RECOVER = "move it out of the samples folder (its boot is lost) and run the command again"
+SAMPLE_RECOVER = reading.SAMPLE_RECOVER
 SUMMARY_RECOVER = (
     "remove it and report.md, and run the command with --resume: it is written again "
     "from the run's samples"
@@ -112,6 +112,8 @@ def _read(path: Path, schema_name: str) -> dict[str, Any]:
     recover, if it cannot be read or does not match its schema."""
     recover = SAMPLE_RECOVER if schema_name == "sample" else SUMMARY_RECOVER
     obj = reading.json_table(path, recover, InvalidResult)
+    if schema_name == "sample" and not reading.finite(obj):
+        reading.fail(path, "holds NaN or Infinity, which no boot measures", recover, InvalidResult)
     try:
         validate(obj, schema_name, where=str(path))
     except InvalidResult as exc:

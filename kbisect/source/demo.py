@@ -10,11 +10,10 @@ commit ids are the same on every machine.
 from __future__ import annotations
 
 import hashlib
-import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from kbisect.core import atomic, proc, progress
+from kbisect.core import atomic, proc, progress, reading
 from kbisect.core.exceptions import InfraError
 from kbisect.source import git, tree, worktree
 
@@ -120,7 +119,10 @@ def create(repo: Path) -> dict[str, str]:
     """Create the demo branch once; return {base, head, regression} commit ids."""
     info = repo / ".git" / "kbisect-demo.json"
     if info.exists() and git.git(repo, "branch", "--list", BRANCH):
-        data: dict[str, str] = json.loads(info.read_text())
+        try:
+            data: dict[str, str] = reading.json_table(info, "")
+        except reading.CorruptFile:
+            data = {}  # damaged: the branch is made again
         if data.get("edits") == EDITS_ID:
             return data
     progress.step(f"creating the demo history ({len(EDITS)} commits) on {BRANCH}")

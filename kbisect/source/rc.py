@@ -11,7 +11,6 @@ it. `record` adds a measured tag to the history.
 from __future__ import annotations
 
 import fnmatch
-import json
 import math
 import os
 import re
@@ -19,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from kbisect.core import atomic, clock, paths
+from kbisect.core import atomic, clock, paths, reading
 from kbisect.core.exceptions import UserError
 from kbisect.source import git
 
@@ -120,13 +119,13 @@ def load_history(directory: Path) -> list[dict[str, Any]]:
     path = directory / HISTORY_FILE
     if not path.exists():
         return []
-    try:
-        data = json.loads(path.read_text())
-        entries = data["entries"]
-        if not isinstance(entries, list) or not all("tag" in e for e in entries):
-            raise TypeError
-    except (ValueError, KeyError, TypeError):
-        raise RcError(f"{path}: not a kbisect rc history (expected {{'entries': [...]}})") from None
+    recover = "move it aside to start a new history"
+    data = reading.json_file(path, recover)
+    entries = data.get("entries") if isinstance(data, dict) else None
+    if not isinstance(entries, list) or not all(
+        isinstance(e, dict) and "tag" in e for e in entries
+    ):
+        reading.fail(path, "not a kbisect rc history (expected {'entries': [...]})", recover)
     return entries
 
 
@@ -149,9 +148,9 @@ def measured_from_samples(result: Path, commit: str) -> tuple[str, float]:
     hashes: set[str] = set()
     for f in sorted(result.rglob("*.json")):
         try:
-            s = json.loads(f.read_text())
-        except ValueError:
-            continue
+            s = reading.json_file(f, "")
+        except reading.CorruptFile:
+            continue  # not a sample of kbisect's, or a damaged one: not evidence
         if not isinstance(s, dict) or s.get("kind") != "sample" or s.get("status") != "ok":
             continue
         if (s.get("kernel") or {}).get("commit") == commit and s.get("tps") is not None:

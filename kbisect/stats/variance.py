@@ -15,13 +15,13 @@ large) one run per boot and more boots buy more per minute.
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from kbisect.core import reading
 from kbisect.core.exceptions import UserError
 
 
@@ -70,7 +70,7 @@ def runs_of(sample_files: Sequence[Path]) -> list[list[float]]:
     """runs[].tps of each successful sample JSON (one boot each)."""
     out = []
     for f in sample_files:
-        data = json.loads(f.read_text())
+        data = reading.json_table(f, reading.SAMPLE_RECOVER)
         if data.get("status") == "ok" and data.get("runs"):
             out.append([float(r["tps"]) for r in data["runs"] if r.get("tps") is not None])
     return out

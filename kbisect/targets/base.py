@@ -11,7 +11,6 @@ get the harness run, what it is (`describe()`, stored in every sample) and what 
 
 from __future__ import annotations
 
-import json
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -19,6 +18,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, ClassVar
 
+from kbisect.core import reading
 from kbisect.core.arch import Arch
 from kbisect.core.checks import Check
 from kbisect.core.exceptions import UserError
@@ -55,7 +55,10 @@ class Kernel:
         if not path.is_file():
             raise KernelNotFound(f"{spec}: no such kernel image")
         manifest_file = path.parent / "manifest.json"
-        manifest = json.loads(manifest_file.read_text()) if manifest_file.is_file() else None
+        manifest = None
+        if manifest_file.exists():
+            recover = "remove it to boot the image as one built elsewhere, or build it again"
+            manifest = reading.json_table(manifest_file, recover)
         return cls(path.resolve(), manifest)
 
     @property

@@ -13,8 +13,8 @@ import pytest
 
 from kbisect.commands import cli
 from kbisect.commands import rc as rc_command
-from kbisect.core import proc
-from kbisect.core.exceptions import KbisectError, UserError
+from kbisect.core import proc, reading
+from kbisect.core.exceptions import KbisectError
 from kbisect.source import rc
 
 IDENTITY = {
@@ -292,7 +292,11 @@ def test_not_a_git_repo(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> N
 def test_broken_history(tree: Path, tmp_path: Path) -> None:
     (tmp_path / "h").mkdir()
     (tmp_path / "h" / "history.json").write_text("[1, 2]")
-    with pytest.raises(UserError, match="not a kbisect rc history"):
+    with pytest.raises(reading.CorruptFile, match="not a kbisect rc history") as info:
+        rc_command.main(next_args(tree, tmp_path / "h"))
+    assert info.value.exit_code == 3 and str(info.value).endswith("start a new history")
+    (tmp_path / "h" / "history.json").write_text('{"entries": [{"tag": "v1"')
+    with pytest.raises(reading.CorruptFile, match="truncated or not JSON"):
         rc_command.main(next_args(tree, tmp_path / "h"))
 
 

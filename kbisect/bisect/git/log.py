@@ -4,12 +4,13 @@ the log edited for the git method's second pass (its unclear skips taken out, to
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from kbisect.bisect import samples
+from kbisect.core import reading
 
 _MARK = re.compile(r"# (good|bad|skip): \[([0-9a-f]+)\] ?(.*)")
 _FIRST = re.compile(r"# first bad commit: \[([0-9a-f]+)\] ?(.*)")
@@ -57,9 +58,17 @@ def unclear_skips(store: Path, outcome: Outcome) -> list[str]:
     found = []
     for commit in outcome.candidates:
         record = samples.commit_dir(store, commit) / "step.json"
-        if record.exists() and json.loads(record.read_text()).get("skip") == "unclear":
+        if step_record(record).get("skip") == "unclear":
             found.append(commit)
     return found
+
+
+def step_record(path: Path) -> dict[str, Any]:
+    """What a bisect step recorded about its commit (step.json), {} when it recorded
+    nothing; CorruptFile when it cannot be read back."""
+    if not path.exists():
+        return {}
+    return reading.json_table(path, f"remove {path.parent} to measure that commit again")
 
 
 def without_skips(log: str, commits: list[str]) -> str:

@@ -7,7 +7,6 @@ implementation (kbisect/simulate/) builds and boots in a modelled world.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
@@ -16,6 +15,7 @@ from kbisect.bisect import check, recheck, samples, state
 from kbisect.bisect.posterior.posterior import Posterior
 from kbisect.bisect.references import Schedule
 from kbisect.bisect.state import Run
+from kbisect.core import reading
 from kbisect.core.exceptions import InfraError
 from kbisect.measure import results, retake, timeline
 from kbisect.targets import monitor
@@ -103,7 +103,7 @@ class Store:
         new = []
         for path in results.sample_paths(out):
             if str(path) not in self.seen:
-                s = json.loads(path.read_text())
+                s = reading.json_table(path, reading.SAMPLE_RECOVER)
                 self.seen[str(path)] = _when(s)
                 new.append(s)
         ok_ones = []

@@ -5,7 +5,6 @@ report.md and its plots."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -23,7 +22,7 @@ ENDPOINT = "endpoint, measured by the driver"
 def _row(store: Path, index: int, mark: log.Mark) -> dict[str, Any]:
     out = samples.commit_dir(store, mark.commit)
     step_file = out / "step.json"
-    step = json.loads(step_file.read_text()) if step_file.exists() else {}
+    step = log.step_record(step_file)
     role = "endpoint" if index < 2 else "step"
     reason = ENDPOINT if role == "endpoint" else step.get("reason", "")
     return table.row(mark.commit, mark.subject, mark.verdict, role, samples.stored(out), reason)

@@ -10,13 +10,12 @@ disk (`mkfs.ext4 -d`); the distro kernel and initrd are copied out for QEMU's -k
 from __future__ import annotations
 
 import functools
-import json
 import shutil
 import time
 from pathlib import Path
 from typing import Any
 
-from kbisect.core import clock, proc, progress
+from kbisect.core import clock, proc, progress, reading
 from kbisect.core.exceptions import UserError
 from kbisect.targets import debian
 from kbisect.targets.emu import where
@@ -113,7 +112,9 @@ def ensure_key() -> Path:
 
 def manifest() -> dict[str, object] | None:
     path = where.image_dir() / MANIFEST
-    return json.loads(path.read_text()) if path.is_file() else None
+    if not path.exists():
+        return None
+    return reading.json_table(path, "make the image again: kbisect emu image --force")
 
 
 def build(mirror: str | None = None, force: bool = False) -> Path:

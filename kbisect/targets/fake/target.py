@@ -172,7 +172,7 @@ class ScriptedMonitor(disturbance.Monitor):
         self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
         try:
-            share = float(json.loads(self.path.read_text())["others_share"])
-        except (OSError, ValueError, KeyError):
+            share = float(reading.json_table(self.path, "")["others_share"])
+        except (reading.CorruptFile, ValueError, KeyError, TypeError):
             share = 0.0  # nothing scripted, or the boot died first: a quiet host
         self.result = scripted(share, self.threshold, time.monotonic() - self.start)

@@ -10,13 +10,12 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import json
 import shlex
 from collections.abc import Mapping
 from pathlib import Path
 from typing import IO, Any
 
-from kbisect.core import atomic, progress
+from kbisect.core import atomic, progress, reading
 from kbisect.core.arch import Arch
 from kbisect.core.checks import FAIL, Check
 from kbisect.core.exceptions import BootError, CommandTimeout, InfraError, UserError
@@ -119,9 +118,9 @@ class SshTarget(Switching, Restoring, Target):
         return known
 
     def _stored_known(self) -> check.KnownGood | None:
-        try:
-            return check.KnownGood(**json.loads(self.known_file.read_text()))
-        except (OSError, ValueError, TypeError):
+        try:  # a note of this host's: when damaged, the next preflight writes it again
+            return check.KnownGood(**reading.json_table(self.known_file, ""))
+        except (reading.CorruptFile, TypeError):
             return None
 
     def checks(self) -> list[Check]:
