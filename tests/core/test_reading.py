@@ -12,6 +12,15 @@ from kbisect.core import reading
 from kbisect.core.exceptions import EXIT_INFRA, EXIT_USER
 
 
+def place(path: Path, content: bytes | str | None) -> Path:
+    """Nothing at path (None), a directory ("dir"), or a file of these bytes."""
+    if content == "dir":
+        path.mkdir()
+    elif isinstance(content, bytes):
+        path.write_bytes(content)
+    return path
+
+
 @pytest.mark.parametrize(
     ("content", "problem"),
     [
@@ -25,11 +34,7 @@ from kbisect.core.exceptions import EXIT_INFRA, EXIT_USER
 def test_a_users_file_that_cannot_be_read_is_one_line_exit_2(
     tmp_path: Path, content: bytes | str | None, problem: str
 ) -> None:
-    path = tmp_path / "x.toml"
-    if content == "dir":
-        path.mkdir()
-    elif isinstance(content, bytes):
-        path.write_bytes(content)
+    path = place(tmp_path / "x.toml", content)
     with pytest.raises(reading.BadInput) as info:
         reading.toml(path)
     assert str(info.value).startswith(f"{path}: {problem}")
@@ -50,11 +55,7 @@ def test_a_users_file_that_cannot_be_read_is_one_line_exit_2(
 def test_a_file_of_kbisects_own_that_cannot_be_read_is_exit_3_with_recovery(
     tmp_path: Path, content: bytes | str | None, problem: str
 ) -> None:
-    path = tmp_path / "state.json"
-    if content == "dir":
-        path.mkdir()
-    elif isinstance(content, bytes):
-        path.write_bytes(content)
+    path = place(tmp_path / "state.json", content)
     with pytest.raises(reading.CorruptFile) as info:
         reading.json_table(path, "start again")
     line = str(info.value)
