@@ -57,7 +57,7 @@ def _file(name: str) -> Path | None:
 
 def _settings(name: str, path: Path) -> dict[str, Any]:
     data = reading.toml(path, UnknownTarget)
-    if data.get("kind") not in KINDS:
+    if not isinstance(data.get("kind"), str) or data["kind"] not in KINDS:
         raise UnknownTarget(
             f"target {name} ({path}): kind must be one of {', '.join(KINDS)}, "
             f"got {data.get('kind')!r}"

@@ -58,6 +58,8 @@ def test_a_toml_file_names_a_target_by_path_or_by_name(tmp_path: Path) -> None:
         ("m", None, 'kind = "fake"\ncv = nan\n', "target m: cv must be finite, got nan"),
         ("m", None, 'kind = "fake"\ndelay_s = -1\n', "delay_s must be at least 0, got -1"),
         ("m", None, 'kind = "fake"\ntps = inf\n', "tps must be finite, got inf"),
+        ("m", None, 'kind = ["fake"]\n', "kind must be one of"),
+        ("m", None, 'kind = "fake"\nappend_tps = {a = "x"}\n', "append_tps maps"),
         ("m", None, 'kind = "fake"\nwobble = 1\n', "unknown fake setting 'wobble'"),
         ("m", None, 'kind = "fake"\ncv = "high"\n', "cv must be a float"),
         ("m", None, 'kind = "fake"\nmode = "explode"\n', "unknown mode 'explode'"),

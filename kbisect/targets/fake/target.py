@@ -80,6 +80,8 @@ def check_settings(name: str, settings: dict[str, Any]) -> dict[str, Any]:
     bad = [m for m in [out["mode"], *out["script"]] if m not in MODES]
     if bad:
         raise BadFakeSettings(f"target {name}: unknown mode {bad[0]!r} (known: {', '.join(MODES)})")
+    if any(type(x) not in (int, float) or x < 0 for x in out["append_tps"].values()):
+        raise BadFakeSettings(f"target {name}: append_tps maps --append items to tps (numbers)")
     for key in ("disturb", "steal"):
         if any(not isinstance(x, int | float) or not 0 <= x <= 1 for x in out[key]):
             raise BadFakeSettings(f"target {name}: {key} holds shares of the CPUs, 0..1")
