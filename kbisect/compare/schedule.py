@@ -52,10 +52,29 @@ def load(out: Path) -> dict[str, Any]:
     plan = reading.json_table(path, RECOVER)
     if plan.get("kind") != PLAN_KIND:
         raise NotResumable(f"{path}: not a compare plan (kind {plan.get('kind')!r})")
+    _check(plan, path)
+    return plan
+
+
+def _check(plan: dict[str, Any], path: Path) -> None:
+    """The fields a resume reads, each of its type; CorruptFile naming the first that is not."""
     keys = {"order", "retries", "sides", "scenario", "target", "arch", "command"}
     if not keys <= set(plan):
         reading.fail(path, f"not a whole compare plan (no {sorted(keys - set(plan))})", RECOVER)
-    return plan
+    f = reading.own_fields(plan, path, RECOVER)
+    order = f.items("order")
+    if not order or any(x not in ("A", "B") for x in order):
+        f.fail("order", f"must be a list of sides A and B, got {reading.got(order)}")
+    f.integer("retries", high=100)
+    f.integer("retakes", 0, high=100)
+    f.integer("resumed", 0)
+    f.number("min_effect", 0.02, high=1.0)
+    f.number("started", 0.0)
+    for key in ("scenario", "target", "arch", "command"):
+        f.string(key)
+    sides = f.table("sides")
+    for side in ("A", "B"):
+        sides.table(side, required=True)
 
 
 def newest_unfinished(root: Path) -> Path:

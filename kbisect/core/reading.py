@@ -192,15 +192,22 @@ class Fields:
             self.fail(key, f"must be a list, got {got(value)}")
         return value
 
-    def table(self, key: str) -> Fields:
-        """The sub-table `key` (an empty one when absent), as Fields of its own."""
-        return Fields(self._get(key, {}), self.source, f"{self.prefix}{key}.", self.error)
+    def table(self, key: str, required: bool = False) -> Fields:
+        """The sub-table `key` (when not required, an empty one if absent), as Fields of
+        its own."""
+        data = self._get(key, MISSING if required else {})
+        return Fields(data, self.source, f"{self.prefix}{key}.", self.error)
 
     def done(self) -> None:
         """Refuse any key no getter asked for."""
         if unknown := sorted(set(self.data) - self.asked):
             known = ", ".join(sorted(self.asked)) or "none"
             self.fail(unknown[0], f"is not a known field (known here: {known})")
+
+
+def own_fields(data: Any, path: Path, recover: str) -> Fields:
+    """Fields of a file kbisect wrote: a wrong one is CorruptFile, ending with `recover`."""
+    return Fields(data, str(path), error=lambda line: CorruptFile(f"{line}; {recover}"))
 
 
 def finite(value: Any) -> bool:

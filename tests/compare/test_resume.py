@@ -32,6 +32,9 @@ def target(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return fake_target(tmp_path, append_tps={"x=1": 1000, "x=2": 800}, cv=0.02)
 
 
+EXAMPLES = ROOT / "docs" / "examples"
+
+
 def argv(image: Path, target: Path, *extra: str) -> list[str]:
     return [
         "compare",
@@ -215,6 +218,28 @@ def test_a_plan_the_samples_do_not_follow_is_refused(tmp_path: Path) -> None:
     (tmp_path / "plan.json").write_text(json.dumps({"kind": "odd"}))
     with pytest.raises(schedule.NotResumable, match="not a compare plan"):
         schedule.load(tmp_path)
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "problem"),
+    [
+        ("order", "ABBA", 'order must be a list, got "ABBA"'),
+        ("order", ["A", "C"], 'order must be a list of sides A and B, got ["A", "C"]'),
+        ("retries", -1, "retries must be 0 to 100, got -1"),
+        ("retries", True, "retries must be an integer, got true"),
+        ("min_effect", float("nan"), "min_effect must be a finite number, got nan"),
+        ("sides", {"A": {}}, "sides.B is missing"),
+        ("target", 3, "target must be a string, got 3"),
+    ],
+)
+def test_a_plan_with_a_wrong_field_names_it_and_how_to_recover(
+    tmp_path: Path, field: str, value: object, problem: str
+) -> None:
+    plan = json.loads((EXAMPLES / "demo" / "plan.json").read_text())
+    (tmp_path / "plan.json").write_text(json.dumps({**plan, field: value}))
+    with pytest.raises(reading.CorruptFile) as info:
+        schedule.load(tmp_path)
+    assert str(info.value) == f"{tmp_path}/plan.json: {problem}; {schedule.RECOVER}"
 
 
 def test_a_resume_while_the_compare_still_runs_is_refused_naming_it(
