@@ -24,15 +24,13 @@ from tests.fakes import (
 )
 
 ROOT = Path(__file__).resolve().parents[2]
+EXAMPLES = ROOT / "docs" / "examples"
 
 
 @pytest.fixture
 def target(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("KBISECT_CACHE", str(tmp_path / "cache"))
     return fake_target(tmp_path, append_tps={"x=1": 1000, "x=2": 800}, cv=0.02)
-
-
-EXAMPLES = ROOT / "docs" / "examples"
 
 
 def argv(image: Path, target: Path, *extra: str) -> list[str]:
