@@ -210,6 +210,7 @@ def load(run_dir: Path) -> Run:
         raise BadState(f"{f}: not a kbisect bisect state")
     if missing := [k for k in REQUIRED if k not in data]:
         reading.fail(f, f"incomplete (no {', '.join(missing)})", RECOVER)
+    reading.check_dataclass(Run, reading.own_fields(data, f, RECOVER))
     try:
         Options.from_dict(data["options"])
     except (TypeError, KeyError, ValueError) as exc:

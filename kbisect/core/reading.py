@@ -11,9 +11,12 @@ whose line ends with how to recover.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import tomllib
+import types
+import typing
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NoReturn
@@ -203,6 +206,39 @@ class Fields:
         if unknown := sorted(set(self.data) - self.asked):
             known = ", ".join(sorted(self.asked)) or "none"
             self.fail(unknown[0], f"is not a known field (known here: {known})")
+
+
+def _getter(f: Fields, hint: Any) -> Callable[[str], Any] | None:
+    """The getter that checks a field declared `hint`; None for a type it does not check."""
+    if isinstance(hint, type) and dataclasses.is_dataclass(hint):
+        return lambda key: check_dataclass(hint, f.table(key, required=True))
+    origin = typing.get_origin(hint) or hint
+    simple: dict[Any, Callable[[str], Any]] = {
+        int: f.integer,
+        float: f.number,
+        str: f.string,
+        Path: f.string,
+        bool: f.flag,
+        list: f.items,
+        tuple: f.items,
+        dict: f.table,
+    }
+    return simple.get(origin)
+
+
+def check_dataclass(cls: type, f: Fields) -> None:
+    """Each field of dataclass `cls` that `f` holds is of its declared type: a number
+    finite and not negative, an optional one (`X | None`) may be null, a tuple or list a
+    list, a dict or a dataclass a table (that one checked in turn), a Path a string."""
+    for name, hint in typing.get_type_hints(cls).items():
+        value, args = f.data.get(name), typing.get_args(hint)
+        optional = isinstance(hint, types.UnionType) and type(None) in args
+        if name not in f.data or (value is None and optional):
+            continue
+        if optional:
+            hint = next(a for a in args if a is not type(None))
+        if getter := _getter(f, hint):
+            getter(name)
 
 
 def own_fields(data: Any, path: Path, recover: str) -> Fields:

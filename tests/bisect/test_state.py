@@ -4,6 +4,7 @@ kbisect wrote, the committed examples' included, and writes the same keys and va
 from __future__ import annotations
 
 import json
+import math
 import shutil
 from pathlib import Path
 
@@ -95,3 +96,30 @@ def test_unknown_options_are_refused_in_one_line(tmp_path: Path) -> None:
     assert info.value.exit_code == EXIT_INFRA and "run the same kbisect bisect again" in str(
         info.value
     )
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "problem"),
+    [
+        ("good", 5, "good must be a string, got 5"),
+        ("options.runs_min", -2, "options.runs_min must be at least 0, got -2"),
+        ("options.confidence", math.nan, "options.confidence must be a finite number, got nan"),
+        ("options", "x", 'options must be a table, got "x"'),
+        ("options.sets", "a", 'options.sets must be a list, got "a"'),
+        ("visited", {}, "visited must be a list, got {}"),
+        ("options.threshold", True, "options.threshold must be a number, got true"),
+    ],
+)
+def test_a_state_with_a_wrong_field_names_it_and_how_to_recover(
+    tmp_path: Path, field: str, value: object, problem: str
+) -> None:
+    data = json.loads((EXAMPLES / "demo-bisect-posterior" / state.STATE_FILE).read_text())
+    *parents, last = field.split(".")
+    node = data
+    for part in parents:
+        node = node[part]
+    node[last] = value
+    (tmp_path / state.STATE_FILE).write_text(json.dumps(data))
+    with pytest.raises(reading.CorruptFile) as info:
+        state.load(tmp_path)
+    assert str(info.value) == f"{tmp_path}/state.json: {problem}; {state.RECOVER}"
