@@ -133,6 +133,12 @@ class Fields:
             self.fail(key, "is missing")
         return default
 
+    def _given(self, key: str, default: Any) -> tuple[Any, bool]:
+        """The field's value, and whether it is to be checked: given, and not a null where
+        the default is None (an optional field kbisect wrote as null)."""
+        value = self._get(key, default)
+        return value, key in self.data and not (value is None and default is None)
+
     def value(self, key: str, default: Any = MISSING) -> Any:
         """The field as it is, of any type (its own reader checks it)."""
         return self._get(key, default)
@@ -146,40 +152,38 @@ class Fields:
     def number(
         self, key: str, default: Any = MISSING, low: float = 0.0, high: float | None = None
     ) -> Any:
-        """A finite number in low..high, as a float."""
-        value = self._number(key, default, (int, float), low, high)
-        return value if value is default and key not in self.data else float(value)
+        """A finite number in low..high (an integer too; a boolean is not one)."""
+        return self._number(key, default, (int, float), low, high)
 
     def _number(
         self, key: str, default: Any, kinds: tuple[type, ...], low: float, high: float | None
     ) -> Any:
-        value: Any = self._get(key, default)
-        if key not in self.data:
+        value, check = self._given(key, default)
+        if not check:
             return value
         if type(value) not in kinds:  # a boolean is not a number
-            self.fail(
-                key, f"must be {'an integer' if kinds == (int,) else 'a number'}, got {got(value)}"
-            )
+            kind = "an integer" if kinds == (int,) else "a number"
+            self.fail(key, f"must be {kind}, got {got(value)}")
         if isinstance(value, float) and not math.isfinite(value):
             self.fail(key, f"must be a finite number, got {value}")
-        return self._bounds(key, value, low, high)
-
-    def _bounds(self, key: str, value: float, low: float, high: float | None) -> float:
         if value < low or (high is not None and value > high):
             span = f"at least {low}" if high is None else f"{low} to {high}"
             self.fail(key, f"must be {span}, got {value}")
         return value
 
     def string(self, key: str, default: Any = MISSING) -> Any:
-        value = self._get(key, default)
-        if key in self.data and not isinstance(value, str):
-            self.fail(key, f"must be a string, got {got(value)}")
-        return value
+        return self._typed(key, default, str, "a string")
 
     def flag(self, key: str, default: Any = MISSING) -> Any:
-        value = self._get(key, default)
-        if key in self.data and not isinstance(value, bool):
-            self.fail(key, f"must be true or false, got {got(value)}")
+        return self._typed(key, default, bool, "true or false")
+
+    def items(self, key: str, default: Any = MISSING) -> Any:
+        return self._typed(key, default, list, "a list")
+
+    def _typed(self, key: str, default: Any, kind: type, name: str) -> Any:
+        value, check = self._given(key, default)
+        if check and not isinstance(value, kind):
+            self.fail(key, f"must be {name}, got {got(value)}")
         return value
 
     def strings(self, key: str) -> tuple[str, ...]:
@@ -188,12 +192,6 @@ class Fields:
         if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
             self.fail(key, f"must be a list of strings, got {got(value)}")
         return tuple(value)
-
-    def items(self, key: str, default: Any = MISSING) -> Any:
-        value = self._get(key, default)
-        if key in self.data and not isinstance(value, list):
-            self.fail(key, f"must be a list, got {got(value)}")
-        return value
 
     def table(self, key: str, required: bool = False) -> Fields:
         """The sub-table `key` (when not required, an empty one if absent), as Fields of

@@ -158,8 +158,8 @@ def from_dict(data: dict[str, Any], src: str) -> Study:
         "boots": f.integer("boots", 3, low=1, high=1000),
         "retries": f.integer("retries", 1, low=0, high=100),
         "seed": f.integer("seed", None, low=0),
-        "budget_hours": f.number("budget_hours", DEFAULT_BUDGET_H, low=0.0),
-        "min_effect": f.number("min_effect", 0.02, low=0.0, high=1.0),
+        "budget_hours": float(f.number("budget_hours", DEFAULT_BUDGET_H)),
+        "min_effect": float(f.number("min_effect", 0.02, high=1.0)),
     }
     study = Study(
         name=f.string("name"),

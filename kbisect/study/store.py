@@ -76,9 +76,23 @@ def write_definition(run_dir: Path, definition: dict[str, Any]) -> None:
 
 
 def load_definition(run_dir: Path) -> dict[str, Any]:
+    """study.json, each field a resume or a report reads of its type (CorruptFile, exit
+    3, naming the first that is not)."""
     if not run_dir.is_dir():
         raise NotAStudy(f"{run_dir}: no such directory")
-    return _read(run_dir / DEFINITION)
+    path = run_dir / DEFINITION
+    definition = _read(path)
+    f = reading.own_fields(definition, path, RECOVER)
+    for key in ("kernels", "cells", "sets", "configs"):
+        f.items(key)
+    for key in ("name", "append", "arch", "target", "base_config"):
+        f.string(key)
+    f.string("tree", None)
+    f.integer("boots", 1, low=1)
+    f.integer("retries", 0)
+    f.number("min_effect", 0.02, high=1.0)
+    f.table("scenario", required=True)
+    return definition
 
 
 def write_schedule(run_dir: Path, schedule: dict[str, Any]) -> None:

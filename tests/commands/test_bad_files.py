@@ -4,6 +4,7 @@ for a file of kbisect's own run that cannot be read back."""
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 
@@ -12,6 +13,7 @@ import pytest
 from kbisect.commands import cli
 from kbisect.core import paths
 from kbisect.core.exceptions import EXIT_INFRA, EXIT_USER
+from kbisect.study import store
 from tests.fakes import fake_image, fake_target, make_fake_kernel_repo
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "docs" / "examples"
@@ -161,3 +163,22 @@ def test_a_truncated_file_of_a_run_exits_3_saying_how_to_recover(
     assert cli.main([*argv, str(run)]) == EXIT_INFRA
     line = one_line(capsys)
     assert line.startswith(f"{run / file}: ") and recover in line
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "problem"),
+    [
+        ("kernels", "v1", 'kernels must be a list, got "v1"'),
+        ("retries", -1, "retries must be at least 0, got -1"),
+        ("min_effect", "big", 'min_effect must be a number, got "big"'),
+        ("scenario", None, "scenario must be a table, got null"),
+    ],
+)
+def test_a_study_definition_with_a_wrong_field_exits_3(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], field: str, value: object, problem: str
+) -> None:
+    run = example(tmp_path, "demo-study")
+    definition = json.loads((run / "study.json").read_text())
+    (run / "study.json").write_text(json.dumps({**definition, field: value}))
+    assert cli.main(["study", "--resume", str(run)]) == EXIT_INFRA
+    assert one_line(capsys) == f"{run}/study.json: {problem}; {store.RECOVER}"
