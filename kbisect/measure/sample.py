@@ -8,14 +8,13 @@ a failure the harness cannot see (a panic, a hang, no result at all) is a boot f
 
 from __future__ import annotations
 
-import json
 import shlex
 import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from kbisect.core import atomic, clock, paths, progress
+from kbisect.core import atomic, clock, paths, progress, reading
 from kbisect.core.exceptions import BenchmarkError, BootError, CommandTimeout
 from kbisect.measure import results
 from kbisect.scenario.scenario import Scenario
@@ -130,10 +129,9 @@ def classify(
 
 def _guest_result(path: Path) -> dict[str, Any]:
     try:
-        loaded: dict[str, Any] = json.loads(path.read_text())
-    except (OSError, ValueError):
+        return reading.json_table(path, "")
+    except reading.CorruptFile:
         return {}  # absent or half-written: the harness never finished
-    return loaded if isinstance(loaded, dict) else {}
 
 
 def record(

@@ -12,7 +12,6 @@ exists the answer is "unknown" and kbisect uses TCG. See docs/doctor.md.
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import platform
 import struct
@@ -22,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from kbisect.core import arch as arch_mod
-from kbisect.core import atomic, clock, paths, proc, progress
+from kbisect.core import atomic, clock, paths, proc, progress, reading
 from kbisect.core.exceptions import CommandTimeout, UserError
 from kbisect.targets import qemu
 
@@ -221,9 +220,9 @@ def host_key(a: arch_mod.Arch) -> dict[str, str]:
 
 
 def _load() -> list[dict[str, Any]]:
-    try:
-        entries = json.loads((paths.cache_dir() / "kvm.json").read_text())["entries"]
-    except (OSError, ValueError, KeyError, TypeError):
+    try:  # a cache: when damaged, the probe runs again and rewrites it
+        entries = reading.json_table(paths.cache_dir() / "kvm.json", "")["entries"]
+    except (reading.CorruptFile, KeyError):
         return []
     return [e for e in entries if isinstance(e, dict)] if isinstance(entries, list) else []
 
