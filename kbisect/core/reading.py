@@ -50,11 +50,12 @@ Error = Callable[[str], KbisectError]
 
 
 def text(path: Path, recover: str | None = None, error: Error | None = None) -> str:
-    """The file's text, UTF-8; one line when it cannot be read (see `fail`)."""
+    """The file's text, UTF-8, its bytes as they are (a hash of `.encode()` is the
+    file's); one line when it cannot be read (see `fail`)."""
     problem = _unreadable(path)
     if problem is None:
         try:
-            return path.read_text(encoding="utf-8")
+            return path.read_bytes().decode("utf-8")  # as written: no newline translation
         except UnicodeDecodeError as exc:
             problem = f"not UTF-8 text (byte {exc.start})"
         except OSError as exc:

@@ -16,7 +16,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from kbisect.core import paths
+from kbisect.core import paths, reading
 from kbisect.core.exceptions import BuildError, UserError
 from kbisect.kernel import machinebase
 
@@ -68,12 +68,12 @@ def parse(text: str) -> dict[str, str]:
 
 def load(path: Path, name: str) -> Fragment:
     """Read one fragment file; a malformed line raises BadFragment naming the file."""
-    data = path.read_bytes()
+    text = reading.text(path, None, BadFragment)
     try:
-        settings = parse(data.decode("utf-8"))
-    except (BadFragment, UnicodeDecodeError) as exc:
+        settings = parse(text)
+    except BadFragment as exc:
         raise BadFragment(f"{path}: {exc}") from None
-    return Fragment(name, path, hashlib.sha256(data).hexdigest(), settings)
+    return Fragment(name, path, hashlib.sha256(text.encode()).hexdigest(), settings)
 
 
 def available(configs_dir: Path | None = None) -> list[str]:

@@ -3,6 +3,7 @@ fragment files in kernel-configs/ themselves."""
 
 from __future__ import annotations
 
+import hashlib
 import shutil
 from pathlib import Path
 
@@ -151,6 +152,15 @@ def test_resolve_bad_fragment_names_the_file(configs: Path) -> None:
     (configs / "bad.config").write_text("CONFIG_OK=y\nOOPS\n")
     with pytest.raises(BadFragment, match=r"bad\.config: line 2"):
         resolve(["bad"], "x86_64", configs)
+    (configs / "latin1.config").write_bytes(b"# caf\xe9\nCONFIG_OK=y\r\n")
+    with pytest.raises(BadFragment, match=r"latin1\.config: not UTF-8 text \(byte 5\)$"):
+        resolve(["latin1"], "x86_64", configs)
+
+
+def test_a_fragment_is_hashed_as_its_bytes(configs: Path) -> None:
+    (configs / "crlf.config").write_bytes(b"CONFIG_OK=y\r\n")
+    (fragment,) = resolve(["crlf"], "x86_64", configs)[-1:]
+    assert fragment.sha256 == hashlib.sha256(b"CONFIG_OK=y\r\n").hexdigest()
 
 
 def test_resolve_uses_the_checkout_by_default() -> None:
