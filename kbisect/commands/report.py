@@ -44,9 +44,9 @@ def load(run_dir: Path) -> dict[str, Any]:
     path = run_dir / results.SUMMARY
     if not run_dir.is_dir():
         raise NotAReport(f"{run_dir}: no such directory")
-    if not path.is_file() and (run_dir / schedule.PLAN).is_file():
+    if not path.exists() and (run_dir / schedule.PLAN).is_file():
         return compare_summary.partial(run_dir)
-    if not path.is_file() and (run_dir / study_store.DEFINITION).is_file():
+    if not path.exists() and (run_dir / study_store.DEFINITION).is_file():
         return {"kind": "study"}
     summary = results.read_summary(run_dir)
     if summary["kind"] == "compare":

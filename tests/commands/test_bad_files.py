@@ -135,6 +135,7 @@ def truncate(path: Path) -> None:
     [
         ("demo", "plan.json", ["compare", "--resume"], "run the same kbisect compare again"),
         ("demo", "summary.json", ["report"], "run the command with --resume"),
+        ("demo", "summary.json/", ["report"], "run the command with --resume"),
         ("demo", "samples/001-A.json", ["report"], "move it out of the samples folder"),
         (
             "demo-bisect-posterior",
@@ -159,7 +160,12 @@ def test_a_truncated_file_of_a_run_exits_3_saying_how_to_recover(
         (run / "summary.json").unlink()  # an unfinished compare
     if file.startswith("samples/") and not (run / file).exists():
         file = f"samples/{sorted(p.name for p in (run / 'samples').iterdir())[0]}"
-    truncate(run / file)
+    if file.endswith("/"):  # a directory where the file belongs
+        file = file.rstrip("/")
+        (run / file).unlink()
+        (run / file).mkdir()
+    else:
+        truncate(run / file)
     assert cli.main([*argv, str(run)]) == EXIT_INFRA
     line = one_line(capsys)
     assert line.startswith(f"{run / file}: ") and recover in line

@@ -101,7 +101,8 @@ def state_dir(name: str) -> Path:
 def _typed(name: str, key: str, value: Any) -> Any:
     kind = SCHEMA[key][0]
     if isinstance(value, bool) or not isinstance(value, kind):
-        raise BadMachine(f"target {name}: {key} must be a {kind.__name__}, got {value!r}")
+        what = {int: "an integer", str: "a string"}.get(kind, f"a {kind.__name__}")
+        raise BadMachine(f"target {name}: {key} must be {what}, got {value!r}")
     return value
 
 
