@@ -188,3 +188,14 @@ def test_a_study_definition_with_a_wrong_field_exits_3(
     (run / "study.json").write_text(json.dumps({**definition, field: value}))
     assert cli.main(["study", "--resume", str(run)]) == EXIT_INFRA
     assert one_line(capsys) == f"{run}/study.json: {problem}; {store.RECOVER}"
+
+
+def test_a_damaged_manifest_beside_a_kernel_image_exits_3(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    run = commands(tmp_path)["run"]
+    manifest = Path(run[2]).parent / "manifest.json"
+    manifest.write_text('{"arch": "x86')
+    assert cli.main([*run, "--scenario", "smoke"]) == EXIT_INFRA
+    line = one_line(capsys)
+    assert line.startswith(f"{manifest}: truncated or not JSON") and "built elsewhere" in line
