@@ -43,6 +43,8 @@ def _unreadable(path: Path) -> str | None:
         return "is a directory, not a file"
     if not path.exists():
         return "no such file"
+    if not path.is_file():  # a fifo or a device: reading it could block or never end
+        return "is not a regular file"
     return None
 
 
@@ -80,6 +82,8 @@ def toml(path: Path, error: Error | None = None) -> dict[str, Any]:
         return tomllib.loads(text(path, None, error))
     except tomllib.TOMLDecodeError as exc:
         fail(path, f"invalid TOML: {exc}", None, error)
+    except RecursionError:
+        fail(path, "invalid TOML: nested too deeply", None, error)
 
 
 def json_file(path: Path, recover: str, error: Error | None = None) -> Any:
@@ -90,6 +94,8 @@ def json_file(path: Path, recover: str, error: Error | None = None) -> Any:
         return json.loads(text(path, recover, error))
     except ValueError as exc:  # JSONDecodeError is one
         fail(path, f"truncated or not JSON ({exc})", recover, error)
+    except RecursionError:
+        fail(path, "not JSON kbisect wrote (nested too deeply)", recover, error)
 
 
 def json_table(path: Path, recover: str, error: Error | None = None) -> dict[str, Any]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import os
 from pathlib import Path
 from typing import Any
 
@@ -13,9 +14,11 @@ from kbisect.core.exceptions import EXIT_INFRA, EXIT_USER
 
 
 def place(path: Path, content: bytes | str | None) -> Path:
-    """Nothing at path (None), a directory ("dir"), or a file of these bytes."""
+    """Nothing at path (None), a directory ("dir"), a fifo ("fifo"), or a file of these bytes."""
     if content == "dir":
         path.mkdir()
+    elif content == "fifo":
+        os.mkfifo(path)
     elif isinstance(content, bytes):
         path.write_bytes(content)
     return path
@@ -29,6 +32,8 @@ def place(path: Path, content: bytes | str | None) -> Path:
         (b"a = \xe9", "not UTF-8 text (byte 4)"),
         (b"a = ", "invalid TOML: "),
         (b"[a]\n[a]\n", "invalid TOML: "),
+        (b"a = " + b"[" * 100_000, "invalid TOML: nested too deeply"),
+        ("fifo", "is not a regular file"),
     ],
 )
 def test_a_users_file_that_cannot_be_read_is_one_line_exit_2(
@@ -50,6 +55,7 @@ def test_a_users_file_that_cannot_be_read_is_one_line_exit_2(
         (b'{"a": [1, 2', "truncated or not JSON"),
         (b"", "truncated or not JSON"),
         (b"[1]", "must hold a JSON object, got list"),
+        (b"[" * 100_000, "not JSON kbisect wrote (nested too deeply)"),
     ],
 )
 def test_a_file_of_kbisects_own_that_cannot_be_read_is_exit_3_with_recovery(
