@@ -343,6 +343,24 @@ def test_a_study_retakes_a_disturbed_boot(
     assert analysis.disturbed is not None and len(analysis.disturbed) == 1
 
 
+def test_a_study_slot_left_disturbed_is_missing_until_a_resume_takes_it(
+    isolated_env: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    kernels = ",".join(
+        str(fake_image(tmp_path / f"k{i}", t).parent) for i, t in enumerate((1000, 650))
+    )
+    target = study_target(isolated_env, disturb=[0.0, 0.0, HOG, HOG])
+    assert cli.main(study_args(kernels, "--retakes", "1")) == 5  # one slot left disturbed
+    assert "still missing after retries (failed boots) or retakes" in capsys.readouterr().err
+    run = study_run(tmp_path / "results")
+    assert [s["status"] for s in results.load_samples(run)].count("ok") == 11
+    analysis = study_report.load(run)
+    assert sorted(p.n for p in analysis.points.values()) == [2, 3, 3, 3]  # 2: never the hog's
+    target.write_text('kind = "fake"\n')  # a quiet host
+    assert cli.main(["study", "--resume", str(run)]) == 0
+    assert all(p.n == 3 for p in study_report.load(run).points.values())
+
+
 def test_doctor_shows_the_host_load_row() -> None:
     rows = doctor.checks(FakeHost(), ["x86_64"])
     assert [r.name for r in rows].count("host load") == 1
