@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from kbisect.core import paths, progress
-from kbisect.core.exceptions import BootError
+from kbisect.core.exceptions import BenchmarkError, BootError
 from kbisect.measure import results, retake, sample
 from kbisect.scenario import scenario
 from kbisect.source import git
@@ -78,9 +78,9 @@ def stored(out: Path) -> tuple[list[float], list[str]]:
     tps: list[float] = []
     failures: list[str] = []
     for s in results.load_samples(out):
-        if s["status"] == "ok":
+        if retake.counts(s):
             tps.append(float(s["tps"]))
-        elif s["status"] != retake.DISTURBED:  # kept, retaken: neither figure nor failure
+        elif s["status"] not in ("ok", retake.DISTURBED):  # disturbed: neither one
             failures.append(str(s["error"]))
     return tps, failures
 
@@ -110,14 +110,22 @@ def loaded(store: Path, commit: str) -> list[dict[str, Any]]:
 def draw(ctx: Context, rev: Revision, attempts: int = 2) -> float:
     """One more sample of rev; a boot failure is retried once (both are stored). A panic
     that is the commit's doing fails twice and the step is skipped; a one-off emulation
-    hiccup costs one boot. A disturbed sample is retaken (retake.py), counting the retakes
-    already stored for this draw."""
+    hiccup costs one boot. A disturbed sample is retaken once the host is quiet
+    (retake.py), counting the retakes already stored for this draw; when they run out
+    the draw fails like a benchmark (BenchmarkError: the revision is left untested this
+    time; a later draw tries again), since a disturbed sample never counts."""
     stored_now = results.load_samples(rev.out) if (rev.out / results.SAMPLES).is_dir() else []
     slot = retake.Slot(retake.trailing(stored_now))
     for attempt in range(3 - attempts, 3):
         try:
             boot = sample.Boot(rev.kernel, ctx.scen, rev.out, ctx.append)
             taken = retake.take(ctx.target, boot, ctx.policy, slot)
+            if taken.get("status") == retake.DISTURBED:
+                raise BenchmarkError(
+                    f"{rev.commit[:12]}: {slot.used + 1} samples in a row disturbed by other "
+                    "work on the host (none counts): run it on a quiet host, or "
+                    "--count-disturbed"
+                )
             return float(taken["tps"])
         except BootError as exc:
             if attempt == 2:

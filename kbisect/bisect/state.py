@@ -51,6 +51,7 @@ class Options:
     references: int = 3  # a reference boot after every N test boots; 0: none
     retakes: int = retake.RETAKES  # of a disturbed sample (retake.py)
     disturbed_share: float = monitor.THRESHOLD
+    count_disturbed: bool = False  # saved only when set: older states read as they were
 
     def measured_argv(self) -> list[str]:
         """What is measured and where: the options the driver and every step share."""
@@ -67,10 +68,12 @@ class Options:
             out += ["--base-config", self.base_config]
         if self.policy() != retake.Policy():
             out += ["--retakes", str(self.retakes), "--disturbed-share", repr(self.disturbed_share)]
+        if self.count_disturbed:
+            out.append("--count-disturbed")
         return out
 
     def policy(self) -> retake.Policy:
-        return retake.Policy(self.retakes, self.disturbed_share)
+        return retake.Policy(self.retakes, self.disturbed_share, self.count_disturbed)
 
     def argv(self) -> list[str]:
         """The `kbisect bisect` arguments that reproduce this bisection."""
@@ -97,7 +100,10 @@ class Options:
         return out + self.measured_argv()
 
     def as_dict(self) -> dict[str, Any]:
-        return {**asdict(self), "configs": list(self.configs), "sets": list(self.sets)}
+        out = {**asdict(self), "configs": list(self.configs), "sets": list(self.sets)}
+        if not self.count_disturbed:
+            del out["count_disturbed"]
+        return out
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Options:

@@ -105,6 +105,7 @@ def options_from_args(args: argparse.Namespace) -> Options:
         args.references,
         args.retakes,
         args.disturbed_share,
+        args.count_disturbed,
     )
 
 

@@ -6,7 +6,7 @@
 --scenario S    a scenario name from harness/scenarios/ or a .toml file
 --append ARGS   kernel command-line extras
 --set KEY=VALUE a scenario override (repeatable)
---retakes N, --disturbed-share F   disturbed samples
+--retakes N, --disturbed-share F, --count-disturbed   disturbed samples
 --resume [RUN_DIR]                 continue an interrupted compare, bisect or study
 --references N                     drift-aware reference boots (bisect, bisect-step)
 
@@ -141,14 +141,16 @@ def _finite(text: str) -> float:
 
 
 def add_disturbance(p: argparse.ArgumentParser | argparse._ArgumentGroup) -> None:
-    """--retakes and --disturbed-share: when a sample counts as disturbed, and what then."""
+    """--retakes, --disturbed-share and --count-disturbed: when a sample counts as
+    disturbed, and what then."""
     p.add_argument(
         "--retakes",
         type=count(0, 20),
         default=retake.RETAKES,
         metavar="N",
-        help="take a disturbed sample again, up to N times per boot (default "
-        f"{retake.RETAKES}); 0 keeps disturbed samples, flagged in the report",
+        help="take a disturbed sample again once the host is quiet, up to N times per "
+        f"boot (default {retake.RETAKES}); a disturbed sample never counts: a boot still "
+        "disturbed after N retakes is left out of the statistics (0: never retake)",
     )
     p.add_argument(
         "--disturbed-share",
@@ -158,10 +160,16 @@ def add_disturbance(p: argparse.ArgumentParser | argparse._ArgumentGroup) -> Non
         help="a sample is disturbed when other work used more than F of the host's CPUs "
         f"in any {monitor.WINDOW_S:g} s (default {monitor.THRESHOLD:g})",
     )
+    p.add_argument(
+        "--count-disturbed",
+        action="store_true",
+        help="count the try after the last retake even when disturbed, flagged in the "
+        "report (kbisect's behaviour before disturbed samples never counted)",
+    )
 
 
 def retake_policy(args: argparse.Namespace) -> retake.Policy:
-    return retake.Policy(args.retakes, args.disturbed_share)
+    return retake.Policy(args.retakes, args.disturbed_share, args.count_disturbed)
 
 
 # --- what a bisection measures: `kbisect bisect` and every step share these -------------

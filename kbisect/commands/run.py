@@ -42,6 +42,9 @@ def main(args: argparse.Namespace) -> int:
         for i in range(args.runs):
             progress.step(f"boot {i + 1}/{args.runs}")
             s = retake.take(target, sample.Boot(kernel, scen, out, args.append), policy)
+            if s.get("status") == retake.DISTURBED:
+                print(f"boot {i + 1}: disturbed, not counted")
+                continue
             tps.append(s["tps"])
             preempt = (s["fingerprint"] or {}).get("preempt")
             print(f"boot {i + 1}: {s['tps']:.1f} tps  (preempt={preempt})")

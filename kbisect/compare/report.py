@@ -6,13 +6,13 @@ warnings.py) writes its report.md and plots from it, text.py its mailing-list te
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from kbisect.core import progress
 from kbisect.core.exceptions import UserError
-from kbisect.measure import results, schema
+from kbisect.measure import results, retake, schema
 from kbisect.report import disturbed
 from kbisect.stats import means
 
@@ -36,6 +36,12 @@ class Run:
     min_effect: float
     confidence: float
     copies: tuple[str, ...] = ()  # sample files that repeat a boot, left out
+    left_out: Mapping[str, int] = field(default_factory=dict)  # disturbed, per side (retake.py)
+
+    def planned(self, side: str) -> int | None:
+        """The boots the plan gave a side (None for a summary without its order)."""
+        order = self.summary.get("order") or []
+        return order.count(side) if order else None
 
     def side(self, name: str) -> list[dict[str, Any]]:
         return [s for s in self.samples if s.get("label") == name]
@@ -72,8 +78,8 @@ def _where(target: Mapping[str, Any]) -> str:
 
 
 def ok_tps(samples: Sequence[Mapping[str, Any]]) -> list[float]:
-    """The tps of the boots that count: status "ok" only."""
-    return [float(s["tps"]) for s in samples if s.get("status") == "ok" and s.get("tps")]
+    """The tps of the boots that count: status "ok", undisturbed (retake.counts)."""
+    return [float(s["tps"]) for s in samples if retake.counts(s)]
 
 
 def load(run_dir: Path, summary: Mapping[str, Any], min_effect: float | None) -> Run:
@@ -81,7 +87,8 @@ def load(run_dir: Path, summary: Mapping[str, Any], min_effect: float | None) ->
     samples, copies = results.without_copies(run_dir)  # InvalidResult: exit 3
     for line in copies:
         progress.warn(line)
-    samples = disturbed.counted(samples)  # a retaken sample is listed on its own
+    left = {x: sum(retake.left_out(s) for s in samples if s.get("label") == x) for x in SIDES}
+    samples = disturbed.counted(samples)  # a disturbed sample is listed on its own
     listed = [f for side in summary["sides"].values() for f in side.get("samples") or []]
     if listed and not samples:
         raise BadCompareRun(
@@ -93,10 +100,12 @@ def load(run_dir: Path, summary: Mapping[str, Any], min_effect: float | None) ->
     confidence = float(summary.get("confidence", 0.95))
     a, b = (ok_tps([s for s in samples if s.get("label") == x]) for x in SIDES)
     try:
-        v = means.verdict(a, b, min_effect=effect, confidence=confidence)
+        order = summary.get("order") or []
+        planned = min(order.count(x) for x in SIDES) if order else None
+        v = means.verdict(a, b, min_effect=effect, confidence=confidence, planned=planned)
     except means.StatsError as exc:
         raise BadCompareRun(f"{run_dir}: {exc}") from exc
-    return Run(run_dir, summary, samples, v, effect, confidence, tuple(copies))
+    return Run(run_dir, summary, samples, v, effect, confidence, tuple(copies), left)
 
 
 def verdict_line(v: means.Verdict) -> str:

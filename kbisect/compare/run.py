@@ -2,7 +2,9 @@
 
 A new run checks and builds both sides, saves its plan (the boot order, interleaved:
 schedule.py) before the first boot, then boots in that order; a failed boot is kept out
-of the statistics and retried, a disturbed sample retaken (measure/retake.py). An
+of the statistics and retried, a disturbed sample never counts: it is retaken in place
+once the host is quiet (measure/retake.py). A slot whose retakes ran out is left out of
+the verdict, which says so; `--resume` takes such slots again before anything else. An
 interrupted run resumes from its plan and samples (`--resume`). The verdict, the summary
 and the report come from the stored samples (summary.py, markdown.py).
 """
@@ -81,7 +83,8 @@ def resume(given: Path | None) -> int:
     if (out / results.SUMMARY).exists():
         if not (out / markdown.REPORT).exists():
             return _finish(out)
-        raise UserError(f"{out}: this compare has finished (see its report.md)")
+        if not _left_disturbed(out):
+            raise UserError(f"{out}: this compare has finished (see its report.md)")
     plan = schedule.load(out)
     sides = {x: Side.from_plan(x, plan["sides"][x], plan["scenario"]) for x in NAMES}
     plan["resumed"] = int(plan.get("resumed", 0)) + 1
@@ -89,6 +92,15 @@ def resume(given: Path | None) -> int:
     with registry.get(plan["target"], plan["arch"]) as target:
         target.preflight(sides["A"].scen)
         return _run(target, sides, plan, out)
+
+
+def _left_disturbed(out: Path) -> bool:
+    """A finished run with slots left disturbed, which --resume takes again."""
+    if not (out / schedule.PLAN).is_file():
+        return False
+    plan = schedule.load(out)
+    stored = results.load_samples(out)
+    return bool(schedule.standing(plan["order"], int(plan["retries"]), stored).open)
 
 
 def _finish(out: Path) -> int:
@@ -126,11 +138,22 @@ def _run(target: Target, sides: dict[str, Side], plan: dict[str, Any], out: Path
         _measure(target, sides, plan, out, st)
     a, b = sides["A"], sides["B"]
     if len(a.tps) < 2 or len(b.tps) < 2:
-        raise BootError(f"too many failed boots (A: {a.failed}, B: {b.failed}); see {out}")
-    verdict = means.verdict(a.tps, b.tps, min_effect=plan["min_effect"])
+        raise BootError(
+            f"too few boots count (A: {len(a.tps)}, B: {len(b.tps)}; failed A: {a.failed}, "
+            f"B: {b.failed}; slots left disturbed: {len(st.open)}); see {out}"
+        )
+    planned = min(plan["order"].count(x) for x in NAMES)
+    verdict = means.verdict(a.tps, b.tps, min_effect=plan["min_effect"], planned=planned)
     duration = time.time() - float(plan["started"])
     results.write_summary(out, summaries.summary(sides, plan, verdict, duration, out))
     summaries.print_table(sides, verdict)
+    for x in NAMES:
+        if left := [i for i in st.open if plan["order"][i] == x]:
+            progress.warn(
+                f"side {x}: {len(sides[x].tps)} of {plan['order'].count(x)} boots count: "
+                f"{len(left)} slot(s) left disturbed (retakes used up); "
+                f"`kbisect compare --resume {out}` takes them again"
+            )
     if moved := timeline.sides(results.load_samples(out))[1]:
         progress.warn(moved)
     print(f"report: {markdown.render(out)[0]}")
@@ -140,28 +163,52 @@ def _run(target: Target, sides: dict[str, Side], plan: dict[str, Any], out: Path
 def _measure(
     target: Target, sides: dict[str, Side], plan: dict[str, Any], out: Path, st: schedule.Standing
 ) -> None:
-    """Boot in plan order from where the run stands; a failed boot is recorded, kept out
-    of the statistics and retried in place (up to the plan's retries) so that both sides
-    keep their boot count. A disturbed sample is kept and retaken in place (retake.py)."""
-    order, retries = plan["order"], int(plan["retries"])
-    policy = retake.Policy.from_dict(plan)
+    """Boot in plan order from where the run stands, the slots left disturbed first (a
+    resumed run's); a slot whose retakes run out is left disturbed (`st.open`)."""
+    order = plan["order"]
+    for i, used in list(st.open.items()):
+        progress.step(f"boot {i + 1}/{len(order)} was left disturbed: taking it again")
+        if _slot(target, sides[order[i]], plan, out, i, 0, retake.Slot(used)):
+            del st.open[i]
     for i in range(st.slot, len(order)):
-        side = sides[order[i]]
-        assert side.kernel is not None
         first = st.attempts if i == st.slot else 0
         slot = retake.Slot(st.retakes if i == st.slot else 0)
-        for attempt in range(first, retries + 1):
-            again = f", retry {attempt}" if attempt else ""
-            progress.step(f"boot {i + 1}/{len(order)}: side {side.name} ({side.label}){again}")
-            try:
-                boot = sample.Boot(side.kernel, side.scen, out, side.append, side.name)
-                s = retake.take(target, boot, policy, slot)
-            except (BootError, BenchmarkError) as exc:
-                side.failed += 1
-                progress.warn(
-                    f"side {side.name} boot {i + 1} failed, kept out of the statistics: {exc}"
-                )
-                continue
-            side.tps.append(float(s["tps"]))
-            progress.step(f"side {side.name}: {s['tps']:.1f} tps")
-            break
+        if _slot(target, sides[order[i]], plan, out, i, first, slot) is False:
+            st.open[i] = 0
+
+
+def _slot(
+    target: Target,
+    side: Side,
+    plan: dict[str, Any],
+    out: Path,
+    i: int,
+    first: int,
+    slot: retake.Slot,
+) -> bool | None:
+    """Boot i of the plan: a failed boot is recorded, kept out of the statistics and
+    retried in place (up to the plan's retries) so that both sides keep their boot count;
+    a disturbed sample is kept and retaken in place (retake.py). True when a figure
+    counts, False when the slot was left disturbed, None when every try failed."""
+    assert side.kernel is not None
+    order, retries = plan["order"], int(plan["retries"])
+    policy = retake.Policy.from_dict(plan)
+    for attempt in range(first, retries + 1):
+        again = f", retry {attempt}" if attempt else ""
+        progress.step(f"boot {i + 1}/{len(order)}: side {side.name} ({side.label}){again}")
+        try:
+            boot = sample.Boot(side.kernel, side.scen, out, side.append, side.name, i)
+            s = retake.take(target, boot, policy, slot)
+        except (BootError, BenchmarkError) as exc:
+            side.failed += 1
+            progress.warn(
+                f"side {side.name} boot {i + 1} failed, kept out of the statistics: {exc}"
+            )
+            continue
+        if s.get("status") == retake.DISTURBED:
+            progress.warn(f"side {side.name} boot {i + 1}: left disturbed, not counted")
+            return False
+        side.tps.append(float(s["tps"]))
+        progress.step(f"side {side.name}: {s['tps']:.1f} tps")
+        return True
+    return None

@@ -90,20 +90,29 @@ def newest_unfinished(root: Path) -> Path:
 @dataclass
 class Standing:
     """How far a run got: the next boot of the plan, the retries and retakes (of disturbed
-    samples, retake.py) it has used, and every stored sample counted per side."""
+    samples, retake.py) it has used, every stored sample counted per side, and the slots
+    left without an undisturbed sample (`open`: slot -> retakes used since), which a
+    resumed run takes again first."""
 
     slot: int = 0
     attempts: int = 0
     retakes: int = 0
     tps: dict[str, list[float]] = field(default_factory=lambda: {"A": [], "B": []})
     failed: dict[str, int] = field(default_factory=lambda: {"A": 0, "B": 0})
+    open: dict[int, int] = field(default_factory=dict)
 
 
 def standing(plan: list[str], retries: int, stored: list[dict[str, Any]]) -> Standing:
-    """Replay the stored samples (in the order taken) against the plan."""
+    """Replay the stored samples (in the order taken) against the plan. A sample that
+    names its slot (a later kbisect's) and is not the next one retakes a slot left
+    disturbed; one without follows the plan in order. A slot is left disturbed by its
+    last try (retake.py), or by a disturbed sample an earlier kbisect kept and counted."""
     st = Standing()
     for s in stored:
-        label = s.get("label")
+        label, slot = s.get("label"), s.get("slot")
+        if isinstance(slot, int) and slot != st.slot:
+            _retaken(st, plan, slot, s)
+            continue
         if st.slot >= len(plan) or label != plan[st.slot]:
             where = (
                 f"boot {st.slot + 1} of the plan is side {plan[st.slot]}"
@@ -113,14 +122,34 @@ def standing(plan: list[str], retries: int, stored: list[dict[str, Any]]) -> Sta
             raise NotResumable(
                 f"a stored sample of side {label} does not follow the plan ({where})"
             )
-        if s.get("status") == retake.DISTURBED:
-            st.retakes += 1
-        elif s.get("status") == "ok":
+        if retake.counts(s):
             st.tps[str(label)].append(float(s["tps"]))
             st.slot, st.attempts, st.retakes = st.slot + 1, 0, 0
+        elif s.get("status") in ("ok", retake.DISTURBED):
+            st.retakes += 1
+            if retake.left_out(s):
+                st.open[st.slot] = 0
+                st.slot, st.attempts, st.retakes = st.slot + 1, 0, 0
         else:
             st.failed[str(label)] += 1
             st.attempts += 1
             if st.attempts > retries:
                 st.slot, st.attempts, st.retakes = st.slot + 1, 0, 0
     return st
+
+
+def _retaken(st: Standing, plan: list[str], slot: int, s: dict[str, Any]) -> None:
+    """A sample of a slot left disturbed, taken again by a resumed run."""
+    label = s.get("label")
+    if slot not in st.open or slot >= len(plan) or plan[slot] != label:
+        raise NotResumable(
+            f"a stored sample of side {label} names boot {slot + 1} of the plan, "
+            "which is neither the next one nor one left disturbed"
+        )
+    if retake.counts(s):
+        st.tps[str(label)].append(float(s["tps"]))
+        del st.open[slot]
+    elif s.get("status") in ("ok", retake.DISTURBED):
+        st.open[slot] = 0 if retake.left_out(s) else st.open[slot] + 1
+    else:
+        st.failed[str(label)] += 1

@@ -1,5 +1,6 @@
-"""The Warnings section of a compare report: failed boots, copied samples, drift over
-time, sides on different targets, storage that differs, a verdict that changed."""
+"""The Warnings section of a compare report: failed boots, slots left disturbed, copied
+samples, drift over time, sides on different targets, storage that differs, a verdict
+that changed."""
 
 from __future__ import annotations
 
@@ -17,6 +18,8 @@ def warnings(run: Run) -> list[str]:
             out.append(
                 f"side {side}: {failed} failed boot(s), listed below and kept out of the statistics"
             )
+        if line := left_disturbed(run, side):
+            out.append(line)
         recorded = int((run.summary.get("failed") or {}).get(side, failed))
         if recorded != failed:
             out.append(
@@ -41,6 +44,20 @@ def warnings(run: Run) -> list[str]:
     ):
         out.append(f"summary.json says '{kind}'; recomputed from the samples: '{new}'")
     return out
+
+
+def left_disturbed(run: Run, side: str) -> str | None:
+    """Fewer boots count on a side than planned because disturbed samples never count:
+    how many do, and how to take the rest."""
+    planned, n = run.planned(side), len(ok_tps(run.side(side)))
+    missing = min(run.left_out.get(side, 0), (planned or n) - n)
+    if missing <= 0:
+        return None
+    return (
+        f"side {side}: {n} of {planned} boots count: {missing} slot(s) left without an "
+        "undisturbed sample (a disturbed sample never counts; see Disturbed samples): "
+        f"`kbisect compare --resume {run.dir}` takes them again"
+    )
 
 
 def storage(run: Run) -> list[fiodiff.Row]:

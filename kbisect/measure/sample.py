@@ -24,7 +24,11 @@ from kbisect.targets.console import Console
 
 VERSION = 2
 TIMINGS = ("boot_s", "restore_s", "init_s", "bench_s", "total_s")
-DISTURBED = "disturbed"  # the status of a sample kept on disk but retaken (retake.py)
+DISTURBED = "disturbed"  # the status of a sample kept on disk, never counted (retake.py)
+# What take() does with a disturbed good sample (retake.py): stored as DISTURBED (RETAKE;
+# LAST: and its slot gets no retake after it), or kept "ok" with its flag (KEEP; COUNT:
+# marked `counted`, as --count-disturbed asks: the statistics use it).
+RETAKE, LAST, KEEP, COUNT = "retake", "last", "keep", "count"
 
 
 def command_line(scen: Scenario, append: str) -> tuple[str, ...]:
@@ -41,14 +45,15 @@ def new_boot_dir(out_dir: Path, label: str | None) -> Path:
 @dataclass(frozen=True)
 class Boot:
     """One boot to take: the kernel, the scenario, the user's command-line extras, the
-    run directory its sample goes to, and the sample's label (a compare's side, a study's
-    cell)."""
+    run directory its sample goes to, the sample's label (a compare's side, a study's
+    cell) and its slot (a compare's place in its plan's order, stored with the sample)."""
 
     kernel: Kernel
     scen: Scenario
     out_dir: Path
     append: str = ""
     label: str | None = None
+    slot: int | None = None
 
 
 def take(
@@ -56,12 +61,12 @@ def take(
     boot: Boot,
     *,
     threshold: float = disturbance.THRESHOLD,
-    retake: bool = False,
+    when_disturbed: str = KEEP,
 ) -> dict[str, Any]:
     """Boot once on `target`; return the sample (also written under out_dir/samples/).
     Raises BootError or BenchmarkError after storing a failed sample. A good sample taken
-    while others used more than `threshold` of the host is stored with status DISTURBED
-    when `retake` (the caller takes it again), else kept with its disturbance flag."""
+    while others used more than `threshold` of the host is stored as `when_disturbed`
+    says (RETAKE, LAST, KEEP or COUNT above)."""
     kernel, scen, append = boot.kernel, boot.scen, boot.append
     target.validate(kernel)
     boot_dir = new_boot_dir(boot.out_dir, boot.label)
@@ -96,6 +101,8 @@ def take(
     except BootError as exc:
         error = BootError(f"{exc} (log: {log})")
     data = record(target, job, console, time.monotonic() - start, boot.label, append)
+    if boot.slot is not None:
+        data["slot"] = boot.slot
     data["disturbance"] = disturbance.judge(
         monitor.result, data.get("fingerprint"), threshold, target.runs_here
     )
@@ -106,8 +113,13 @@ def take(
             error=str(error),
             tps=None,
         )
-    elif retake and (data["disturbance"] or {}).get("disturbed"):
-        data["status"] = DISTURBED
+    elif (data["disturbance"] or {}).get("disturbed") and when_disturbed != KEEP:
+        if when_disturbed == COUNT:
+            data["disturbance"]["counted"] = True
+        else:
+            data["status"] = DISTURBED
+            if when_disturbed == LAST:
+                data["disturbance"]["last_try"] = True
     results.write_sample(boot.out_dir, data)
     if error is not None:
         raise error

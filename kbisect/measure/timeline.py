@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from kbisect.core import clock
+from kbisect.measure import retake
 from kbisect.stats import drift
 
 _BOOT_DIR = re.compile(r"(\d{13})-")  # sample.new_boot_dir: <ms since the epoch>-<label>
@@ -41,13 +42,9 @@ def timed(
     group: Callable[[Mapping[str, Any]], str | None],
     t0: float | None = None,
 ) -> list[drift.Timed]:
-    """The ok samples as drift.Timed(group, seconds since t0 (default: the first), tps);
-    samples whose group is None are left out."""
-    rows = [
-        (group(s), when(s), float(s["tps"]))
-        for s in samples
-        if s.get("status") == "ok" and s.get("tps")
-    ]
+    """The samples that count (retake.counts) as drift.Timed(group, seconds since t0
+    (default: the first), tps); samples whose group is None are left out."""
+    rows = [(group(s), when(s), float(s["tps"])) for s in samples if retake.counts(s)]
     kept = [(g, t, tps) for g, t, tps in rows if g is not None and t is not None]
     if not kept:
         return []

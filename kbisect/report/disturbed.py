@@ -1,7 +1,8 @@
 """The reports' "Disturbed samples" section: which samples were taken while other work
 used more than a set share of the host's CPUs (targets/monitor.py), how much it used, and
-whether the sample was retaken (kept on disk, left out of the statistics) or kept and
-counted, flagged (retake.py). Compare, bisect and study reports all call `markdown`.
+what became of it (retake.py): a disturbed sample never counts (kept on disk, left out
+of every statistic) unless the run was asked to count it (`--count-disturbed`).
+Compare, bisect and study reports all call `markdown`.
 
 Inside every kernel the harness records its CPUs during the measured runs
 (fingerprint `cpu_during_runs`); steal time above the share disturbs a sample wherever
@@ -26,17 +27,28 @@ HEAD = [
 
 
 def counted(samples: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The samples that count (or failed): every one but those retaken."""
-    return [s for s in samples if s.get("status") != retake.DISTURBED]
+    """The samples that count (or failed): every one but the disturbed ones that do not."""
+    return [
+        s
+        for s in samples
+        if s.get("status") != retake.DISTURBED
+        and not (s.get("status") == "ok" and retake.disturbed(s) and not retake.counts(s))
+    ]
 
 
 def outcome(s: Mapping[str, Any]) -> str:
     status = s.get("status")
     inside = (s.get("disturbance") or {}).get("inside") or {}
     why = f"{_pct(inside.get('steal_share'))} stolen inside; " if inside.get("disturbed") else ""
+    if status == retake.DISTURBED and retake.left_out(s):
+        return f"{why}not counted, no retakes left (kept on disk)"
     if status == retake.DISTURBED:
         return f"{why}retaken (kept on disk, not counted)"
-    return why + ("kept and counted, flagged" if status == "ok" else f"{status} (not counted)")
+    if status == "ok" and retake.counts(s):
+        return f"{why}kept and counted, flagged (--count-disturbed)"
+    if status == "ok":
+        return f"{why}kept, not counted (a disturbed sample never counts)"
+    return f"{why}{status} (not counted)"
 
 
 def row(name: str, who: str, s: Mapping[str, Any]) -> dict[str, Any] | None:
@@ -109,8 +121,10 @@ def markdown(found: Sequence[Mapping[str, Any]] | None) -> list[str]:
     limit = _pct(found[0].get("threshold"))
     out += [
         f"Taken while other work used more than {limit} of the host's CPUs in some "
-        "window. A retaken sample is kept on disk and left out of every statistic; one "
-        "kept (its retakes used up, or `--retakes 0`) counts, flagged here.",
+        "window. A disturbed sample is kept on disk and never counts: the run waits for "
+        "a quiet host and retakes it; a slot whose retakes ran out is left out of the "
+        "statistics (`--resume` takes it again). Only `--count-disturbed` counts one, "
+        "flagged here.",
         "",
         *HEAD,
     ]

@@ -29,7 +29,8 @@ METHOD = "delta-log-welch"
 NO_DIFFERENCE = "no significant difference"
 HIGH_CV = 0.10  # above this, a side is called noisy
 FEW_BOOTS = 5  # below this, a side gets a hint to add boots
-OUTLIER_Z = 3.5  # modified z-score (Iglewicz & Hoaglin) that flags a boot
+OUTLIER_Z = 3.5  # robust z-score (Iglewicz & Hoaglin's modified z) that flags a boot
+OUTLIER_FLOOR = 0.02  # the least spread outliers() assumes: 2% of the median
 REFERENCE_EFFECT = 0.10  # the change the "add boots" hint sizes --boots for
 
 
@@ -169,14 +170,20 @@ class Verdict:
 
 
 def outliers(xs: Sequence[float]) -> list[int]:
-    """0-based indices of samples whose modified z-score 0.6745·|x - median| / MAD > 3.5."""
+    """0-based indices of samples more than OUTLIER_Z robust standard deviations from the
+    median: |x - median| / s > 3.5, with s = MAD / 0.6745 (the modified z-score) but never
+    below OUTLIER_FLOOR of the median. The floor keeps a tight side from calling a boot
+    4% off its neighbours an outlier because the others agree to 0.1% (a MAD of one
+    tps); boot-to-boot noise of a few percent is normal, so a boot must be more than
+    7% off the median (3.5 x 2%) and far outside the side's own spread to be flagged."""
     if len(xs) < 3:
         return []
     med = statistics.median(xs)
     mad = statistics.median(abs(x - med) for x in xs)
-    if mad == 0:
+    spread = max(mad / 0.6745, OUTLIER_FLOOR * abs(med))
+    if spread == 0:
         return []
-    return [i for i, x in enumerate(xs) if 0.6745 * abs(x - med) / mad > OUTLIER_Z]
+    return [i for i, x in enumerate(xs) if abs(x - med) / spread > OUTLIER_Z]
 
 
 def _side_warnings(name: str, xs: Sequence[float], s: Summary, flag: str) -> list[str]:
@@ -202,9 +209,12 @@ def verdict(
     confidence: float = 0.95,
     higher_is_better: bool = True,
     boots_flag: str = "--boots",
+    planned: int | None = None,
 ) -> Verdict:
     """Regression, improvement, or no significant difference, for B against A.
-    `boots_flag` is the option the warnings tell the user to raise for more boots."""
+    `boots_flag` is the option the warnings tell the user to raise for more boots;
+    `planned`, the boots per side asked for (when samples were left out, fewer count,
+    and asking for more would not help)."""
     sa, sb = _checked(a, "side A"), _checked(b, "side B")
     r = _ratio(sa, sb, confidence)
     significant = r.low > 1.0 or r.high < 1.0
@@ -212,7 +222,7 @@ def verdict(
     if significant and abs(r.ratio - 1.0) >= min_effect:
         kind = "regression" if (r.ratio < 1.0) == higher_is_better else "improvement"
     warnings = _side_warnings("A", a, sa, boots_flag) + _side_warnings("B", b, sb, boots_flag)
-    if min(sa.n, sb.n) < FEW_BOOTS:
+    if (min(sa.n, sb.n) if planned is None else planned) < FEW_BOOTS:
         warnings.append(
             f"{sa.n} boots on side A and {sb.n} on side B: the interval is wide "
             f"below {FEW_BOOTS} per side: use {boots_flag} {FEW_BOOTS} or more"

@@ -119,7 +119,7 @@ def points(
         range(len(definition["kernels"])), range(len(definition["cells"]))
     ):
         got = found.get((k, c), [])
-        ok = [s for s in got if s.get("status") == "ok" and s.get("tps")]
+        ok = [s for s in got if retake.counts(s)]
         out[(k, c)] = Point(
             k,
             c,

@@ -193,7 +193,8 @@ def execute(out: Path, d: dict[str, Any], target: Target, repo: Path | None) -> 
     print(f"report: {written}")
     if missing:
         raise BootError(
-            f"{len(missing)} planned sample(s) still missing after retries: "
+            f"{len(missing)} planned sample(s) still missing after retries (failed boots) "
+            "or retakes (disturbed samples, which never count): "
             f"`kbisect study --resume {out}` takes them"
         )
     return EXIT_OK

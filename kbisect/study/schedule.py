@@ -6,8 +6,9 @@ a study with N boots per cell has N blocks. The plan is saved (schedule.json) be
 first boot. Resume walks it again: the k-th planned slot of a (kernel, cell) is done when
 that unit has at least k good samples, so no sample is taken twice and none is lost. A
 failed boot is stored (sample.take does it), kept out of the statistics and retried in
-place like compare does; one still failing after its retries stays pending for the next
---resume.
+place like compare does; one still failing after its retries, or left disturbed when its
+retakes ran out (a disturbed sample never counts: measure/retake.py), stays pending for
+the next --resume, which takes the pending slots in plan order.
 """
 
 from __future__ import annotations
@@ -111,6 +112,9 @@ def take(b: Boots, slot: Slot, out: Path, retries: int, used: int = 0) -> bool:
         except (BootError, BenchmarkError) as exc:
             progress.warn(f"{b.name(slot)}: failed, kept out of the statistics: {exc}")
             continue
+        if s.get("status") == retake.DISTURBED:
+            progress.warn(f"{b.name(slot)}: left disturbed (no retakes left), not counted")
+            return False
         progress.step(f"{b.name(slot)}: {s['tps']:.1f} tps")
         return True
     return False

@@ -110,11 +110,11 @@ def samples(run_dir: Path) -> list[dict[str, Any]]:
 
 
 def ok_counts(run_dir: Path) -> dict[tuple[int, int], int]:
-    """Good samples per (kernel, cell): what resume counts as done."""
+    """Samples that count per (kernel, cell) (retake.counts): what resume counts as done."""
     counts: dict[tuple[int, int], int] = {}
     for s in samples(run_dir):
         unit = unit_of(s.get("label"))
-        if unit is not None and s.get("status") == "ok":
+        if unit is not None and retake.counts(s):
             counts[unit] = counts.get(unit, 0) + 1
     return counts
 

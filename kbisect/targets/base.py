@@ -159,6 +159,12 @@ class Target(ABC):
         """The start of a run: one line on stderr when other work keeps this host busy."""
         disturbance.warn_if_busy()
 
+    def wait_quiet(self, threshold: float) -> None:
+        """Before a retake: wait until other work leaves this host's CPUs (monitor.py).
+        A machine target is judged from inside, which no poll from here sees: no wait."""
+        if self.runs_here:
+            disturbance.wait_quiet(lambda: disturbance.busy_now(disturbance.WINDOW_S, threshold))
+
     def close(self) -> None:
         """End of the command: leave the place as it was found."""
         return None

@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
@@ -24,6 +25,7 @@ from kbisect.core.checks import OK, WARN, Check
 
 THRESHOLD = 0.25  # of the host's CPUs, used by others in a window
 WINDOW_S = 10.0
+QUIET_LIMIT_S = 3600.0  # the longest wait for a quiet host before a retake
 PROC = Path("/proc")
 HZ = os.sysconf("SC_CLK_TCK")  # the unit of /proc/stat and /proc/<pid>/stat times
 
@@ -210,9 +212,10 @@ class Monitor:
         self.result = summarize(self.points, load, self.threshold, self.window_s)
 
 
-def busy_now(seconds: float = 5.0) -> dict[str, Any]:
-    """Measure the host for `seconds` with nothing of ours running (start of a run, doctor)."""
-    with Monitor(window_s=seconds) as m:
+def busy_now(seconds: float = 5.0, threshold: float = THRESHOLD) -> dict[str, Any]:
+    """Measure the host for `seconds` with nothing of ours running (start of a run, doctor,
+    the wait before a retake)."""
+    with Monitor(threshold, window_s=seconds) as m:
         time.sleep(seconds)
     assert m.result is not None
     return m.result
@@ -236,6 +239,28 @@ def warn_if_busy(seconds: float = 5.0) -> dict[str, Any]:
     if text:
         progress.warn(text)
     return record
+
+
+def wait_quiet(
+    poll: Callable[[], dict[str, Any]], limit_s: float = QUIET_LIMIT_S, every: int = 6
+) -> bool:
+    """Before a retake: poll() (a busy_now record) until the host is quiet, with a
+    progress line on the first busy poll and every `every` after; give up after `limit_s`
+    seconds of waiting (the retake is then judged like any sample). True if quiet."""
+    start, n = time.monotonic(), 0
+    while (record := poll())["disturbed"]:
+        waited = time.monotonic() - start
+        if n % every == 0:
+            progress.step(
+                f"host busy: other work uses {record['others_share'] * 100:.0f}% of the CPUs "
+                f"(threshold {record['threshold'] * 100:.0f}%); waiting for it to be quiet "
+                f"before the next sample ({waited / 60:.0f} of at most {limit_s / 60:.0f} min; "
+                "an interrupted run resumes with --resume)"
+            )
+        n += 1
+        if waited >= limit_s:
+            return False
+    return True
 
 
 def check(seconds: float = 5.0) -> Check:

@@ -199,7 +199,8 @@ def test_verdict_warnings_say_what_to_do() -> None:
 
 def test_outliers_need_three_points_and_spread() -> None:
     assert means.outliers([1.0, 100.0]) == []
-    assert means.outliers([5.0, 5.0, 5.0, 9.0]) == []  # MAD 0: no scale to judge by
+    assert means.outliers([5.0, 5.0, 5.0, 9.0]) == [3]  # MAD 0: the floor is the scale
+    assert means.outliers([5.0, 5.0, 5.0, 5.2]) == []  # 4% off: within the floor
     assert means.outliers([500.0, 510.0, 212.0, 505.0, 498.0]) == [2]
     assert means.outliers([500.0, 510.0, 480.0, 505.0, 490.0]) == []
 
@@ -245,3 +246,11 @@ def test_power_for_a_25_percent_regression_at_cv_10_n_5() -> None:
         for _ in range(trials)
     )
     assert hits / trials >= 0.95
+
+
+def test_few_boots_advice_counts_the_boots_asked_for_not_those_that_count() -> None:
+    few = "the interval is wide below 5 per side"
+    a, b = [600.0, 610.0, 620.0, 615.0], [1200.0, 1210.0, 1190.0, 1205.0, 1215.0]
+    assert any(few in w for w in means.verdict(a, b).warnings)
+    assert not any(few in w for w in means.verdict(a, b, planned=5).warnings)
+    assert any(few in w for w in means.verdict(a, b, planned=3).warnings)

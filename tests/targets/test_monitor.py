@@ -207,3 +207,14 @@ def test_judge_the_host_where_the_kernel_runs_and_steal_time_everywhere():
     robbed = monitor.judge({**host, "disturbed": False}, stolen, 0.25, here=False)
     assert robbed is not None and robbed["disturbed"] and robbed["inside"]["steal_share"] == 0.4
     assert not monitor.judge(None, stolen, 0.5)["disturbed"]  # type: ignore[index]
+
+
+def test_the_wait_for_a_quiet_host_polls_until_quiet_and_gives_up_at_its_limit(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    busy = {"disturbed": True, "others_share": 0.6, "threshold": 0.25}
+    quiet = {**busy, "disturbed": False, "others_share": 0.0}
+    polls = iter([busy, busy, busy, quiet])
+    assert monitor.wait_quiet(lambda: next(polls), every=2)
+    assert capsys.readouterr().err.count("waiting for it to be quiet") == 2  # polls 1 and 3
+    assert not monitor.wait_quiet(lambda: busy, limit_s=0.0)  # a host busy past the limit

@@ -169,8 +169,9 @@ def test_run_cli_takes_one_sample_per_boot(
         "preempt=none",
         "--out",
         str(tmp_path / "r"),
-        "--retakes",  # the real monitor watches this (shared, maybe busy) host: no retakes
-        "0",
+        "--retakes",  # the real monitor watches this (shared, maybe busy) host: no retakes,
+        "0",  # and a disturbed sample counts
+        "--count-disturbed",
     ]
     assert cli.main(argv) == 0
     samples = stored(tmp_path / "r")

@@ -108,9 +108,9 @@ class Store:
                 new.append(s)
         ok_ones = []
         for s in sorted(new, key=_when):
-            if s.get("status") == retake.DISTURBED:  # kept aside and retaken: no evidence
-                continue
-            ok = s.get("status") == "ok" and bool(s.get("tps"))
+            if s.get("status") == retake.DISTURBED or (s.get("tps") and not retake.counts(s)):
+                continue  # disturbed, not counted (retake.py): no evidence
+            ok = retake.counts(s)
             t, load = _when(s) - self.t0, monitor.load(s)
             self.rows.append(
                 {

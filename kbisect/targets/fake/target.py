@@ -47,6 +47,7 @@ SETTINGS: dict[str, tuple[type, Any, str]] = {
     "kill_signal": (str, "KILL", f"what kill_at sends: {', '.join(SIGNALS)}"),
     "disturb": (list, [], "a hog: others' share of the host's CPUs by call number (slows tps)"),
     "host_busy": (float, 0.0, "others' share of the host at the start of a run (warns)"),
+    "busy_polls": (int, 0, "polls of the wait before a retake that find the host busy"),
     "steal": (list, [], "steal time inside the machine by call number (slows tps)"),
     "runs_here": (bool, True, "false: judged like a machine target, by steal time alone"),
 }
@@ -100,6 +101,7 @@ class FakeTarget(Target):
         if not self.settings["state"]:
             self.settings["state"] = str(paths.cache_dir() / "fake" / name)
         self.runs_here = bool(self.settings["runs_here"])
+        self.polls = 0  # wait_quiet's polls so far
 
     @classmethod
     def from_settings(cls, name: str, arch: Arch, settings: Mapping[str, Any]) -> Target:
@@ -115,6 +117,17 @@ class FakeTarget(Target):
         record = scripted(float(self.settings["host_busy"]), disturbance.THRESHOLD)
         if text := disturbance.warning(record):
             progress.warn(text)
+
+    def wait_quiet(self, threshold: float) -> None:
+        """The wait before a retake, without waiting: the first `busy_polls` polls of this
+        target find others using 60% of the host."""
+
+        def poll() -> dict[str, Any]:
+            self.polls += 1
+            return scripted(0.6 if self.polls <= self.settings["busy_polls"] else 0.0, threshold)
+
+        if self.runs_here:
+            disturbance.wait_quiet(poll)
 
     def command(self, job: Job, settings_file: Path) -> list[str]:
         m = job.kernel.manifest or {}
