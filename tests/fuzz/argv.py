@@ -9,11 +9,13 @@ a generated command line names what it means, so a failure reads as a reproducer
 
 from __future__ import annotations
 
+import itertools
 import math
 import shutil
 import string
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from hypothesis import strategies as st
 
@@ -230,6 +232,7 @@ class Spec:
     options: dict[str, Kind | list[Kind]]
     positional: Kind = field(default_factory=lambda: Kind(st.just(""), st.just("")))
     examples: int = 30  # doctor's checks take seconds: fewer
+    working: list[str] = field(default_factory=list)  # the positional words that work
 
 
 COMMON_RUN: dict[str, Kind | list[Kind]] = {
@@ -341,6 +344,7 @@ SPECS: dict[str, Spec] = {
         {},
         {"--format": choice(["markdown", "text"], ["html", ""]), "--min-effect": FRACTION},
         RUN_DIR,
+        working=["{compare_run}"],
     ),
     "bisect": Spec(
         ["bisect"],
@@ -465,6 +469,7 @@ SPECS: dict[str, Spec] = {
                 ]
             ),
         ),
+        working=["{study}"],
     ),
     "emu": Spec(
         ["emu"],
@@ -481,6 +486,7 @@ SPECS: dict[str, Spec] = {
             st.sampled_from(["status", "down", "reset", "up", "image"]),
             st.sampled_from(["nosuch", ""]),
         ),
+        working=["up"],
     ),
     "ktest-config": Spec(
         ["ktest-config"],
@@ -652,3 +658,40 @@ def resolve(argv: list[str], places: Places) -> list[str]:
         except (KeyError, ValueError, IndexError, AttributeError):
             out.append(a)
     return out
+
+
+# options whose value is the run's own output (a dir, or the file it writes)
+OUTPUTS = ("--out", "--output-dir", "--store", "--history", "--resume")
+
+
+def run_dirs(argv: list[str]) -> list[Path]:
+    """The outputs argv names that a run may write: a new path, or a dir (a run dir, an
+    empty dir); an existing file named as an output stays watched, so writing it fails."""
+    found = [Path(v) for k, v in itertools.pairwise(argv) if k in OUTPUTS and v]
+    return [p for p in found if not p.exists() or p.is_dir()]
+
+
+NOT_NUMBERS = ("nan", "inf", "-inf")
+
+
+def numeric_cases() -> list[tuple[str, str, str]]:
+    """(subcommand, option, value): every numeric option of every subcommand with nan, inf
+    and -inf, and every count with -1: each must be refused (exit 2) before any work."""
+    out = []
+    for name, spec in SPECS.items():
+        for key, option in spec.options.items():
+            k = option[0] if isinstance(option, list) else option
+            for value in (*NOT_NUMBERS, "-1"):
+                if k.refused(value):
+                    out.append((name, key, value))
+    return out
+
+
+def numeric_line(name: str, key: str, value: str) -> list[str]:
+    """The working command line of `name`, with key set to value."""
+    spec = SPECS[name]
+    opts = {**spec.base, key: value}
+    words = [w for k, v in opts.items() for w in ([k] if v is None else [k, v])]
+    if name in SUBCOMMAND_FIRST:
+        return [*spec.words, *spec.working, *words]
+    return [*spec.words, *words, *spec.working]

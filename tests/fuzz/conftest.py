@@ -1,17 +1,20 @@
 """The fuzz tier's session: one world (tests/fuzz/world.py) and hypothesis's settings.
 
 Seeded: every test runs with the seed KBISECT_FUZZ_SEED (default below), so a session
-replays exactly. Failing examples are saved in hypothesis's example database,
-results/fuzz-examples/ in the checkout (KBISECT_FUZZ_DB elsewhere), and replayed first
-by the next session; a failure also prints its command line, the input it corrupted and
-`@reproduce_failure(...)`. KBISECT_FUZZ_EXAMPLES scales the number of cases (2 doubles
-them), KBISECT_FUZZ_SHRINK=1 shrinks a failure to a minimal case (slower).
+replays exactly. A property runs all its examples and fails with every kind of failure
+it met, once each (`collected`): the command line, the input it corrupted, the rules
+broken; the list is also written to results/fuzz-examples/failures/. With
+KBISECT_FUZZ_RAISE=1 the first failure raises: hypothesis saves it in its example
+database, results/fuzz-examples/ in the checkout (KBISECT_FUZZ_DB elsewhere), replays it
+first next session, and prints `@reproduce_failure(...)`. KBISECT_FUZZ_EXAMPLES scales
+the number of cases (2 doubles them), KBISECT_FUZZ_SHRINK=1 shrinks a failure to a
+minimal case (slower).
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -45,6 +48,29 @@ settings.register_profile(
         HealthCheck.filter_too_much,
     ],
 )
+
+
+def collected(prop: Callable[..., None]) -> Callable[[Fuzz], None]:
+    """A pytest test running the property prop(fuzz=...) to its last example, then failing
+    with every kind of failure it met, each once (sandbox.COLLECT); the list also goes to
+    DATABASE/failures/<test>.txt."""
+
+    def test(fuzz: Fuzz) -> None:
+        found: dict[str, str] = {}
+        sandbox.COLLECT.append(found)
+        try:
+            prop(fuzz=fuzz)
+        finally:
+            sandbox.COLLECT.pop()
+        name = os.environ.get("PYTEST_CURRENT_TEST", "fuzz").split(" ")[0].split("::")[-1]
+        out = DATABASE / "failures" / f"{name}.txt"
+        out.parent.mkdir(parents=True, exist_ok=True)
+        text = "\n\n".join(found.values())
+        out.write_text(text + "\n" if text else "")
+        assert not found, f"{len(found)} kind(s) of failure, each once:\n\n{text}"
+
+    test.__doc__ = prop.__doc__
+    return test
 
 
 def examples(n: int) -> int:

@@ -150,7 +150,8 @@ def snapshot(top: Path, skip: tuple[Path, ...] = ()) -> dict[str, tuple[int, int
 
 
 def _under(p: Path, tops: tuple[Path, ...]) -> bool:
-    return any(p == t or t in p.parents for t in tops)
+    """p is one of tops, inside one, or a dir on the way to one (made by mkdir -p)."""
+    return any(p == t or t in p.parents or p in t.parents for t in tops)
 
 
 def changes(before: dict[str, Any], after: dict[str, Any]) -> list[str]:
@@ -163,29 +164,16 @@ def changes(before: dict[str, Any], after: dict[str, Any]) -> list[str]:
     return diff[:5] + ([f"... {len(diff) - 5} more"] if len(diff) > 5 else [])
 
 
+# the checkout's dirs kbisect reads data from (and could write into by mistake: an in-place
+# build of the fake tree, a scenario rewritten); code and docs are left out, since they may
+# be edited while the tier runs
+CHECKOUT_DATA = ("harness", "kernel-configs", "tests/fakelinux")
+
+
 def checkout_status() -> str:
-    """The checkout's own files as git sees them (nothing kbisect should touch)."""
-    return subprocess.run(
-        [
-            "git",
-            "-C",
-            str(ROOT),
-            "status",
-            "--porcelain",
-            "-uall",
-            "--",
-            "kbisect",
-            "harness",
-            "kernel-configs",
-            "tests/fakelinux",
-            "bisect",
-            "scripts",
-            "docs",
-        ],
-        capture_output=True,
-        text=True,
-        check=False,
-    ).stdout
+    """The checkout's data dirs as git sees them."""
+    command = ["git", "-C", str(ROOT), "status", "--porcelain", "-uall", "--", *CHECKOUT_DATA]
+    return subprocess.run(command, capture_output=True, text=True, check=False).stdout
 
 
 # --- running -------------------------------------------------------------------------------
@@ -253,7 +241,15 @@ def _where(exc: BaseException) -> str:
 
 def in_process(argv: list[str], env: dict[str, str], sb: Sandbox) -> Outcome:
     """cli.main(argv) in this process: an exception escaping it is what a user sees as a
-    traceback."""
+    traceback. sys.argv is kbisect's meanwhile (runs record it as their reproduce line)."""
+    saved_argv, sys.argv = sys.argv, ["kbisect", *argv]
+    try:
+        return _in_process(argv, env, sb)
+    finally:
+        sys.argv = saved_argv
+
+
+def _in_process(argv: list[str], env: dict[str, str], sb: Sandbox) -> Outcome:
     escaped = ""
     code = -1
     with _environment(env, sb.cwd, sb.tmp), _captured(sb.root / "captured") as (out, err):
@@ -402,12 +398,23 @@ def check_case(
         head = f"{outcome.shell()}" + (f"\n  input: {what}" if what else "")
         body = "\n".join(f"  - {p}" for p in problems)
         tail = _last_nonblank(outcome.stderr)
-        raise failure(argv[0], problems[0])(
+        exc = failure(argv[0], problems[0])(
             f"{head}\n{body}\n  exit {outcome.code}; stderr ends: {tail!r}"
         )
+        if not COLLECT or RAISE:
+            raise exc
+        COLLECT[-1].setdefault(type(exc).__name__, str(exc))
     if not keep:
         shutil.rmtree(sb.root, ignore_errors=True)
     return outcome
+
+
+# While a property runs under `collected` (tests/fuzz/conftest.py), a failing case is kept
+# here, first of its kind, and the property goes on: hypothesis stops at its first failure
+# unless it shrinks, and shrinking costs minutes. KBISECT_FUZZ_RAISE=1 raises instead, for
+# hypothesis's database and shrinking of one failure.
+COLLECT: list[dict[str, str]] = []
+RAISE = bool(os.environ.get("KBISECT_FUZZ_RAISE"))
 
 
 class FuzzFailure(AssertionError):
@@ -422,7 +429,7 @@ def failure(command: str, problem: str) -> type[FuzzFailure]:
     a traceback, the exception's type and where it was raised). Hypothesis keeps failures
     of distinct types apart, so one run reports each kind once instead of the first."""
     words = problem.split(" (at ")
-    kind = re.sub(r":.*", "", words[0]).replace(" ", "-")
+    kind = re.sub(r":.*", "", words[0], flags=re.S).replace(" ", "-")
     if problem.startswith("traceback: "):
         where = words[-1].rstrip(")") if len(words) > 1 else ""
         kind = f"traceback-{problem.split(' ')[1].rstrip(':')}-{where}"

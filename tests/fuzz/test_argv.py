@@ -5,18 +5,20 @@ repository untouched (tests/fuzz/sandbox.py says how each is checked)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import pytest
 from hypothesis import given, seed, settings
 from hypothesis import strategies as st
 
 from tests.fuzz import argv as gen
-from tests.fuzz.conftest import SEED, Fuzz, examples
+from tests.fuzz.conftest import SEED, Fuzz, collected, examples
 from tests.fuzz.sandbox import check_case
 
 pytestmark = pytest.mark.fuzz
 
 
-def fuzz(name: str):  # type: ignore[no-untyped-def]
+def fuzz(name: str) -> Callable[[Fuzz], None]:
     """The property for one subcommand, with its number of examples."""
 
     @settings(settings.get_profile("fuzz"), max_examples=examples(gen.SPECS[name].examples))
@@ -25,7 +27,7 @@ def fuzz(name: str):  # type: ignore[no-untyped-def]
     def prop(fuzz: Fuzz, data: st.DataObject) -> None:
         case(fuzz, name, data)
 
-    return prop
+    return collected(prop)
 
 
 def case(fuzz: Fuzz, name: str, data: st.DataObject) -> None:
@@ -34,7 +36,19 @@ def case(fuzz: Fuzz, name: str, data: st.DataObject) -> None:
     sb = world.sandbox()
     places = gen.Places(world, seeds, sb)
     argv = gen.resolve(line.argv, places)
+    sb.writable += gen.run_dirs(argv)
     check_case(world, sb, argv, what=" ".join(line.argv), refuse=line.refuse)
+
+
+@pytest.mark.parametrize(("name", "option", "value"), gen.numeric_cases())
+def test_numeric_option_refuses(fuzz: Fuzz, name: str, option: str, value: str) -> None:
+    """Every numeric option, nan/inf/-inf (and -1 for a count): exit 2, one line, before
+    any work (the working command line otherwise)."""
+    sb = fuzz.world.sandbox()
+    places = gen.Places(fuzz.world, fuzz.seeds, sb)
+    argv = gen.resolve(gen.numeric_line(name, option, value), places)
+    sb.writable += gen.run_dirs(argv)
+    check_case(fuzz.world, sb, argv, refuse=f"{option} {value}")
 
 
 for _name in gen.SPECS:

@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 
 from tests.fuzz import mutate
 from tests.fuzz.argv import RANGE, Places, resolve
-from tests.fuzz.conftest import SEED, Fuzz, examples
+from tests.fuzz.conftest import SEED, Fuzz, collected, examples
 from tests.fuzz.sandbox import check_case
 
 pytestmark = pytest.mark.fuzz
@@ -36,7 +36,7 @@ class FileKind:
     glob: str
     readers: list[list[str]]
     structured: bool = True
-    examples: int = 12
+    examples: int = 25
 
 
 KINDS: dict[str, FileKind] = {
@@ -66,7 +66,7 @@ KINDS: dict[str, FileKind] = {
             ],
             ["run", *RUN[:4], "--target", "{machine}", "--out", "{out}"],
         ],
-        examples=8,
+        examples=15,
     ),
     "kernel-manifest": FileKind("image_dir", "manifest.json", [["run", *RUN]]),
     "kernel-image": FileKind("image_dir", "bzImage", [["run", *RUN]], structured=False),
@@ -92,7 +92,7 @@ KINDS: dict[str, FileKind] = {
                 "1000",
             ],
         ],
-        examples=8,
+        examples=15,
     ),
     "compare-run": FileKind(
         "compare_run",
@@ -102,19 +102,19 @@ KINDS: dict[str, FileKind] = {
             ["report", "{compare_run}", "--format", "text"],
             ["compare", "--resume", "{compare_run}"],
         ],
-        examples=25,
+        examples=40,
     ),
     "bisect-run": FileKind(
         "bisect_run",
         "*.json",
         [["report", "{bisect_run}"], ["bisect", "--resume", "{bisect_run}"]],
-        examples=12,
+        examples=40,
     ),
     "study-run": FileKind(
         "study_run",
         "*.json|samples/*.json",
         [["report", "{study_run}"], ["study", "--resume", "{study_run}", "--yes"]],
-        examples=15,
+        examples=40,
     ),
 }
 
@@ -128,7 +128,7 @@ def candidates(top: Path, glob: str) -> list[Path]:
     return found
 
 
-def fuzz_kind(name: str) -> Callable[..., None]:
+def fuzz_kind(name: str) -> Callable[[Fuzz], None]:
     kind = KINDS[name]
 
     @settings(settings.get_profile("fuzz"), max_examples=examples(kind.examples))
@@ -146,17 +146,17 @@ def fuzz_kind(name: str) -> Callable[..., None]:
         shown = f"{file.relative_to(sb.root)}: {what}"
         check_case(world, sb, resolve(argv, places), what=shown)
 
-    return prop
+    return collected(prop)
 
 
 def _cache_manifests(fuzz: Fuzz) -> list[Path]:
     return sorted(fuzz.world.cache.glob("builds/*/*/*/manifest.json"))
 
 
-@settings(settings.get_profile("fuzz"), max_examples=examples(8))
+@settings(settings.get_profile("fuzz"), max_examples=examples(15))
 @seed(SEED)
 @given(data=st.data())
-def test_build_manifest_in_the_cache(fuzz: Fuzz, data: st.DataObject) -> None:
+def build_manifest_in_the_cache(fuzz: Fuzz, data: st.DataObject) -> None:
     """A build's manifest.json in kbisect's cache, corrupted, then that build asked for
     again (put back afterwards: the cache is the session's)."""
     world, seeds = fuzz.world, fuzz.seeds
@@ -175,5 +175,6 @@ def test_build_manifest_in_the_cache(fuzz: Fuzz, data: st.DataObject) -> None:
         mutate.replace_file(file, backup)
 
 
+test_build_manifest_in_the_cache = collected(build_manifest_in_the_cache)
 for _name in KINDS:
     globals()[f"test_{_name.replace('-', '_')}"] = fuzz_kind(_name)
