@@ -28,21 +28,27 @@ lint:
     shellcheck $(git ls-files -co --exclude-standard | xargs grep -lE '^#!.*(ba)?sh' 2>/dev/null | grep -v '^\.venv/')
     if ls .github/workflows/*.yml >/dev/null 2>&1; then actionlint; fi
 
-# lint, then the test suite (unit tests, plus the real kernel build/boot/compare smoke), then the fault-injection suite
+# lint, then the test suite (unit tests, plus the real kernel build/boot/compare smoke), then the fault-injection and input fuzz suites
 [group('check')]
 test: lint
     pytest -q
     just faults
+    just fuzz
 
 # unit tests only (fake kernel tree, generated histories): seconds
 [group('check')]
 unit:
-    pytest -q -m 'not e2e and not real and not faults'
+    pytest -q -m 'not e2e and not real and not faults and not fuzz'
 
 # fault injection: 50+ kill -9/SIGINT/SIGTERM/SIGHUP each into fake compares and bisections (~4 min)
 [group('check')]
 faults:
     pytest -q -m faults
+
+# input fuzz: generated command lines for every subcommand and corrupted files of every kind, on the fake target (~3 min; seeded: KBISECT_FUZZ_SEED)
+[group('check')]
+fuzz:
+    pytest -q -m fuzz
 
 # slow real-kernel tests: the arm64 cross build (and its boot to the root-fs mount)
 [group('check')]
