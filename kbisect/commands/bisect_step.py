@@ -11,17 +11,15 @@ from __future__ import annotations
 
 import argparse
 import os
-import signal
 import sys
 import traceback
 from pathlib import Path
-from types import FrameType
 from typing import NoReturn
 
 from kbisect.bisect import samples
 from kbisect.bisect.git import ktest, liveness, step
 from kbisect.commands import options
-from kbisect.core import progress
+from kbisect.core import interrupt, progress
 from kbisect.core.exceptions import KbisectError, UserError
 
 
@@ -91,15 +89,10 @@ class _Parser(argparse.ArgumentParser):
         raise UserError(f"bisect-step: {message}")
 
 
-def _sigterm(signum: int, frame: FrameType | None) -> None:
-    raise KeyboardInterrupt
-
-
 def entry(argv: list[str]) -> int:
     """bisect/run's way in: parse argv, run one step; only ever 0, 1, 125 or 128. A step
     whose output reader is gone (EPIPE: the driver died) aborts, and stays quiet."""
-    for sig in (signal.SIGTERM, signal.SIGHUP):
-        signal.signal(sig, _sigterm)
+    interrupt.stop_on()
     try:
         return _entry(argv)
     except BrokenPipeError:

@@ -61,13 +61,16 @@ def obj_dir(root: Path, src: Path) -> Path:
     if src.resolve().is_relative_to(cache):
         return src / f"{OBJ_PREFIX}{root.name}"
     where = str(src.resolve())
-    return root / f"obj-{src.name}-{hashlib.sha256(where.encode()).hexdigest()[:8]}"
+    return root / f"obj-{scratch.slug(src.name)}-{hashlib.sha256(where.encode()).hexdigest()[:8]}"
 
 
 def build(req: Request) -> BuildResult:
     """Build (or reuse) the artifact for req; raise BuildError when the kernel fails."""
     commit = scratch.rev_parse(req.tree, req.rev)
     make.check_compiler(req.arch)
+    make.check_dir(paths.cache_dir(), "the cache")
+    if req.in_place:
+        make.check_dir(req.tree, "--in-place: the tree")
     if req.in_place and git.is_dirty(req.tree):
         raise UserError(f"--in-place: {req.tree} has uncommitted changes; commit or stash them")
     fragments = kconfig.resolve(list(req.configs), req.arch.name, base=req.base)

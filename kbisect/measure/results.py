@@ -16,12 +16,13 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from kbisect.core import atomic, clock, paths
+from kbisect.core import atomic, clock, paths, room
 from kbisect.core.exceptions import InfraError, UserError
 from kbisect.measure.schema import InvalidResult, validate
 
 SAMPLES = "samples"
 SUMMARY = "summary.json"
+RESUMABLE = ("compare", "study", "bisect")
 
 
 class BadOutDir(UserError):
@@ -33,22 +34,30 @@ class NoResults(UserError):
     summary is not a kbisect summary."""
 
 
+def check_out(given: Path | None, kind: str, need: int, *, fresh: bool = True) -> None:
+    """Before any work, and writing nothing: the run's directory (--out, else the results
+    dir a new one goes into) is a writable directory with `need` bytes free (room.py, exit
+    3); with `fresh`, --out holds no run yet (exit 2: it would be overwritten)."""
+    room.check(given or paths.results_dir(), need, "--out" if given else "results dir")
+    if given is None or not fresh or not given.is_dir():
+        return
+    held = sorted(p.name for p in given.iterdir() if p.name != SAMPLES)
+    if (given / SAMPLES).is_dir() and any((given / SAMPLES).iterdir()):
+        held.append(SAMPLES)
+    if held:
+        raise BadOutDir(
+            f"--out {given}: already holds a run ({', '.join(held[:3]) or SAMPLES}); "
+            f"use a new directory{' or --resume' if kind in RESUMABLE else ''}"
+        )
+
+
 def out_dir(given: Path | None, kind: str, name: str, *, fresh: bool = True) -> Path:
-    """--out if given (created; with `fresh`, it must not hold samples already), else a
-    new run dir."""
+    """--out if given (created; with `fresh`, it must not hold a run already: check_out),
+    else a new run dir."""
     if given is None:
         return new_run_dir(kind, name)
-    try:
-        (given / SAMPLES).mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise BadOutDir(f"--out {given}: cannot create it: {exc.strerror}") from None
-    if not os.access(given, os.W_OK):
-        raise BadOutDir(f"--out {given}: not writable")
-    if fresh and any((given / SAMPLES).glob("[0-9]*-*.json")):
-        raise BadOutDir(
-            f"--out {given}: already holds samples; use a new directory"
-            f"{' or --resume' if kind == 'compare' else ''}"
-        )
+    check_out(given, kind, 0, fresh=fresh)
+    (given / SAMPLES).mkdir(parents=True, exist_ok=True)
     return given
 
 
