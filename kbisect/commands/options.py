@@ -11,7 +11,7 @@
 --references N                     drift-aware reference boots (bisect, bisect-step)
 
 and the argparse types every numeric or structured option goes through (count, seed,
-fraction, probability, positive, hours, share): a bad value is one line, exit 2.
+fraction, confidence, positive, hours, share): a bad value is one line, exit 2.
 """
 
 from __future__ import annotations
@@ -125,11 +125,11 @@ SEED_MAX = 2**63 - 1
 seed = count(0, SEED_MAX)  # a random seed: a whole number, 0 or more
 
 
-def probability(text: str) -> float:
-    """A finite number in (0, 1): a confidence such as 0.95."""
+def confidence(text: str) -> float:
+    """A finite number in (0.5, 1): a probability to reach, such as 0.95."""
     value = _finite(text)
-    if not 0 < value < 1:
-        raise argparse.ArgumentTypeError(f"{text} is not between 0 and 1 (e.g. 0.95)")
+    if not 0.5 < value < 1:
+        raise argparse.ArgumentTypeError(f"{text} is not between 0.5 and 1 (e.g. 0.95)")
     return value
 
 

@@ -33,7 +33,7 @@ def typed_options() -> Iterator[tuple[tuple[str, ...], str, argparse.Action]]:
 
 def test_no_option_is_a_bare_int_or_float() -> None:
     """int and float take nan, inf, negatives and 1e999 alike: every number goes through
-    options.count/seed/fraction/probability/positive/hours instead."""
+    options.count/seed/fraction/confidence/positive/hours instead."""
     bare = [f"{' '.join(w)} {o}" for w, o, a in typed_options() if a.type in (int, float)]
     assert bare == []
 
@@ -71,8 +71,9 @@ def test_a_bad_number_is_one_line_and_exit_2(
         (["study", "--runners", "0"], "0 is not in 1..1000"),
         (["study", "--seed", "-1"], "-1 is not in 0.."),
         (["compare", "--seed", "nan"], "'nan' is not a whole number"),
-        (["bisect", "--confidence", "1.5"], "1.5 is not between 0 and 1"),
+        (["bisect", "--confidence", "1.5"], "1.5 is not between 0.5 and 1"),
         (["bisect", "--confidence", "nan"], "nan is not a finite number"),
+        (["bisect", "--confidence", "0.5"], "0.5 is not between 0.5 and 1"),
         (["emu", "up", "--cpus", "0"], "0 is not in 1..1024"),
         (["image", "--pg-major", "-3"], "-3 is not in 10..99"),
         (["rc", "record", "--tps", "nan"], "nan is not a finite number"),
@@ -91,7 +92,7 @@ def test_the_audited_values(
     ("parse", "text", "value"),
     [
         (options.hours, "2", 2.0),
-        (options.probability, "0.95", 0.95),
+        (options.confidence, "0.95", 0.95),
         (options.share, "2/3", "2/3"),
         (options.seed, "0", 0),
         (options.fraction, "0", 0.0),
