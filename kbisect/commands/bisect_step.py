@@ -19,7 +19,7 @@ from typing import NoReturn
 from kbisect.bisect import samples
 from kbisect.bisect.git import ktest, liveness, step
 from kbisect.commands import options
-from kbisect.core import interrupt, progress
+from kbisect.core import interrupt, progress, room
 from kbisect.core.exceptions import KbisectError, UserError
 
 
@@ -76,9 +76,12 @@ def main(args: argparse.Namespace) -> int:
         print(f"kbisect: {exc}", file=sys.stderr, flush=True)
     except KeyboardInterrupt:
         progress.step("step: interrupted; aborting the bisect")
-    except Exception:
-        traceback.print_exc()
-        progress.step("step: abort: unexpected error (a kbisect bug); see the traceback above")
+    except Exception as exc:
+        if isinstance(exc, OSError) and (full := room.stopped(exc)) is not None:
+            progress.step(f"step: abort: {full}")  # a full disk: one line, no traceback
+        else:
+            traceback.print_exc()
+            progress.step("step: abort: unexpected error (a kbisect bug); see the traceback above")
     return step.ABORT
 
 

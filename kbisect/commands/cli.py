@@ -87,6 +87,9 @@ def main(argv: list[str] | None = None) -> int:
     try:
         code: int = args._main(args)
         return code
+    except (room.UnusableDir, room.DiskFull) as exc:  # the disk: free space, then go on
+        print(_go_on(str(exc)), file=sys.stderr)
+        return exc.exit_code
     except KbisectError as exc:
         print(f"kbisect: {exc}", file=sys.stderr)
         return exc.exit_code
