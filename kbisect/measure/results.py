@@ -21,6 +21,7 @@ from kbisect.core.exceptions import InfraError, UserError
 from kbisect.measure.schema import InvalidResult, validate
 
 SAMPLES = "samples"
+BOOTS = "boots"  # each boot's console log and guest files (measure/sample.py)
 SUMMARY = "summary.json"
 RESUMABLE = ("compare", "study", "bisect")
 
@@ -37,16 +38,18 @@ class NoResults(UserError):
 def check_out(given: Path | None, kind: str, need: int, *, fresh: bool = True) -> None:
     """Before any work, and writing nothing: the run's directory (--out, else the results
     dir a new one goes into) is a writable directory with `need` bytes free (room.py, exit
-    3); with `fresh`, --out holds no run yet (exit 2: it would be overwritten)."""
+    3); --out holds no run yet (exit 2: it would be overwritten), or without `fresh` (the
+    samples of `kbisect run` add up) only such samples."""
     room.check(given or paths.results_dir(), need, "--out" if given else "results dir")
-    if given is None or not fresh or not given.is_dir():
+    if given is None or not given.is_dir():
         return
-    held = sorted(p.name for p in given.iterdir() if p.name != SAMPLES)
-    if (given / SAMPLES).is_dir() and any((given / SAMPLES).iterdir()):
+    own = (SAMPLES, BOOTS) if not fresh else (SAMPLES,)  # kbisect run adds to its own
+    held = sorted(p.name for p in given.iterdir() if p.name not in own)
+    if fresh and (given / SAMPLES).is_dir() and any((given / SAMPLES).iterdir()):
         held.append(SAMPLES)
     if held:
         raise BadOutDir(
-            f"--out {given}: already holds a run ({', '.join(held[:3]) or SAMPLES}); "
+            f"--out {given}: already holds a run ({', '.join(held[:3])}); "
             f"use a new directory{' or --resume' if kind in RESUMABLE else ''}"
         )
 

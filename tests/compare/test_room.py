@@ -229,3 +229,24 @@ def test_a_study_into_a_compare_out_is_refused_before_it_writes(
     assert cli.main([*study, "--target", str(target), "--yes", "--out", str(out)]) == EXIT_USER
     assert "already holds a run" in refused(capsys)
     assert snapshot(out) == before and len(fake_calls(target)) == calls
+
+
+def test_a_run_into_a_compare_out_is_refused_before_it_writes(
+    tmp_path: Path, target: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "cmp"
+    image = fake_image(tmp_path / "k")
+    first = ["compare", "--kernel", str(image), "--append-a", "x=1", "--append-b", "x=2"]
+    first += ["--scenario", "smoke", "--boots", "2", "--target", str(target), "--out", str(out)]
+    assert cli.main(first) == 1
+    capsys.readouterr()
+    before, calls = snapshot(out), len(fake_calls(target))
+    run = ["run", "--kernel", str(image), "--scenario", "smoke", "--target", str(target)]
+    assert cli.main([*run, "--out", str(out)]) == EXIT_USER
+    assert f"--out {out}: already holds a run (.compare.lock, plan.json, report.md)" in (
+        refused(capsys)
+    )
+    assert snapshot(out) == before and len(fake_calls(target)) == calls
+    again = tmp_path / "run"  # a run's own directory still takes more of its samples
+    assert cli.main([*run, "--out", str(again)]) == cli.main([*run, "--out", str(again)]) == 0
+    assert len(results.load_samples(again)) == 2
