@@ -214,8 +214,9 @@ def test_a_second_compare_into_the_out_of_an_interrupted_one_writes_nothing(
     assert len(results.load_samples(out)) == 6
 
 
-def test_a_study_into_a_compare_out_is_refused_before_it_writes(
-    tmp_path: Path, target: Path, capsys: pytest.CaptureFixture[str]
+@pytest.mark.parametrize("kind", ["study", "run"])
+def test_a_study_or_run_into_a_compare_out_is_refused_before_it_writes(
+    tmp_path: Path, target: Path, capsys: pytest.CaptureFixture[str], kind: str
 ) -> None:
     out = tmp_path / "cmp"
     image = fake_image(tmp_path / "k")
@@ -224,29 +225,20 @@ def test_a_study_into_a_compare_out_is_refused_before_it_writes(
     assert cli.main(first) == 1
     capsys.readouterr()
     before, calls = snapshot(out), len(fake_calls(target))
-    other = fake_image(tmp_path / "k2", 900)
-    study = ["study", "--kernels", f"{image},{other}", "--scenario", "smoke", "--boots", "2"]
-    assert cli.main([*study, "--target", str(target), "--yes", "--out", str(out)]) == EXIT_USER
-    assert "already holds a run" in refused(capsys)
+    kernels = f"{image},{fake_image(tmp_path / 'k2', 900)}"
+    second = {
+        "study": ["study", "--kernels", kernels, "--boots", "2", "--yes"],
+        "run": ["run", "--kernel", str(image)],
+    }[kind]
+    argv = [*second, "--scenario", "smoke", "--target", str(target), "--out", str(out)]
+    assert cli.main(argv) == EXIT_USER
+    line = refused(capsys)
+    assert f"--out {out}: already holds a run (.compare.lock, " in line
     assert snapshot(out) == before and len(fake_calls(target)) == calls
 
 
-def test_a_run_into_a_compare_out_is_refused_before_it_writes(
-    tmp_path: Path, target: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    out = tmp_path / "cmp"
-    image = fake_image(tmp_path / "k")
-    first = ["compare", "--kernel", str(image), "--append-a", "x=1", "--append-b", "x=2"]
-    first += ["--scenario", "smoke", "--boots", "2", "--target", str(target), "--out", str(out)]
-    assert cli.main(first) == 1
-    capsys.readouterr()
-    before, calls = snapshot(out), len(fake_calls(target))
-    run = ["run", "--kernel", str(image), "--scenario", "smoke", "--target", str(target)]
-    assert cli.main([*run, "--out", str(out)]) == EXIT_USER
-    assert f"--out {out}: already holds a run (.compare.lock, plan.json, report.md)" in (
-        refused(capsys)
-    )
-    assert snapshot(out) == before and len(fake_calls(target)) == calls
-    again = tmp_path / "run"  # a run's own directory still takes more of its samples
-    assert cli.main([*run, "--out", str(again)]) == cli.main([*run, "--out", str(again)]) == 0
-    assert len(results.load_samples(again)) == 2
+def test_a_run_adds_to_its_own_out(tmp_path: Path, target: Path) -> None:
+    run = ["run", "--kernel", str(fake_image(tmp_path / "k")), "--scenario", "smoke"]
+    again = [*run, "--target", str(target), "--out", str(tmp_path / "run")]
+    assert cli.main(again) == cli.main(again) == 0
+    assert len(results.load_samples(tmp_path / "run")) == 2
