@@ -34,8 +34,9 @@ from kbisect.bisect.posterior import search
 from kbisect.bisect.report import files
 from kbisect.bisect.report import posterior as posterior_report
 from kbisect.bisect.state import METHODS, Options, Run
-from kbisect.core import lock, progress, stale
+from kbisect.core import lock, paths, progress, room, stale
 from kbisect.core.exceptions import EXIT_NEGATIVE, EXIT_OK, UserError
+from kbisect.kernel import make
 from kbisect.measure import results
 from kbisect.scenario import scenario
 from kbisect.source import git, tree, worktree
@@ -91,6 +92,10 @@ def drive(opts: Options, run_dir: Path | None = None, run: Run | None = None) ->
     """Run (or, with run_dir and its state, resume) a bisection; its exit code."""
     checked = opts if run is None else replace(opts, good=run.good, bad=run.bad)
     top, good, bad = validate(checked)
+    need = room.results_need(opts.max_boots + 2 * (opts.runs_max + opts.recheck_samples))
+    room.check(run_dir or paths.results_dir(), need, "results dir")
+    room.check(paths.cache_dir(), room.PER_BUILD, "the cache")
+    make.check_dir(paths.cache_dir(), "the cache")
     with registry.get(opts.target, opts.arch) as target, _exclusive(top):
         scen = scenario.load(opts.scenario).with_overrides(list(opts.sets))
         target.preflight(scen)
@@ -103,11 +108,8 @@ def drive(opts: Options, run_dir: Path | None = None, run: Run | None = None) ->
             run = Run(opts, ident, top, good, bad, store)
             state.save(run_dir, run)
         progress.step(f"bisect run dir: {run_dir}")
-        try:
-            return _phases(ctx, top, run_dir, run)
-        except KeyboardInterrupt:
-            progress.step(f"interrupted; continue with: kbisect bisect --resume {run_dir}")
-            raise
+        progress.set_resume(["kbisect", "bisect", "--resume", str(run_dir.resolve())])
+        return _phases(ctx, top, run_dir, run)
 
 
 def _endpoints(ctx: samples.Context, top: Path, run_dir: Path, run: Run) -> None:

@@ -45,7 +45,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     )
     add(
         "--confidence",
-        type=options.positive,
+        type=options.confidence,
         default=0.95,
         help="posterior: stop when one commit holds this probability (default 0.95)",
     )

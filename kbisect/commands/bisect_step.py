@@ -11,17 +11,15 @@ from __future__ import annotations
 
 import argparse
 import os
-import signal
 import sys
 import traceback
 from pathlib import Path
-from types import FrameType
 from typing import NoReturn
 
 from kbisect.bisect import samples
 from kbisect.bisect.git import ktest, liveness, step
 from kbisect.commands import options
-from kbisect.core import progress
+from kbisect.core import interrupt, progress, room
 from kbisect.core.exceptions import KbisectError, UserError
 
 
@@ -78,9 +76,12 @@ def main(args: argparse.Namespace) -> int:
         print(f"kbisect: {exc}", file=sys.stderr, flush=True)
     except KeyboardInterrupt:
         progress.step("step: interrupted; aborting the bisect")
-    except Exception:
-        traceback.print_exc()
-        progress.step("step: abort: unexpected error (a kbisect bug); see the traceback above")
+    except Exception as exc:
+        if isinstance(exc, OSError) and (full := room.stopped(exc)) is not None:
+            progress.step(f"step: abort: {full}")  # a full disk: one line, no traceback
+        else:
+            traceback.print_exc()
+            progress.step("step: abort: unexpected error (a kbisect bug); see the traceback above")
     return step.ABORT
 
 
@@ -91,15 +92,10 @@ class _Parser(argparse.ArgumentParser):
         raise UserError(f"bisect-step: {message}")
 
 
-def _sigterm(signum: int, frame: FrameType | None) -> None:
-    raise KeyboardInterrupt
-
-
 def entry(argv: list[str]) -> int:
     """bisect/run's way in: parse argv, run one step; only ever 0, 1, 125 or 128. A step
     whose output reader is gone (EPIPE: the driver died) aborts, and stays quiet."""
-    for sig in (signal.SIGTERM, signal.SIGHUP):
-        signal.signal(sig, _sigterm)
+    interrupt.stop_on()
     try:
         return _entry(argv)
     except BrokenPipeError:

@@ -8,7 +8,7 @@ from __future__ import annotations
 import argparse
 import signal
 import sys
-from types import FrameType, ModuleType
+from types import ModuleType
 from typing import NoReturn
 
 import kbisect
@@ -29,6 +29,7 @@ from kbisect.commands import (
     tree,
 )
 from kbisect.commands import emu as emu_command
+from kbisect.core import interrupt, progress, room
 from kbisect.core.exceptions import EXIT_INTERRUPTED, EXIT_USER, KbisectError
 
 # (name, module, one-line help); each module has configure(parser) and main(args)
@@ -67,13 +68,15 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _sigterm(signum: int, frame: FrameType | None) -> None:
-    raise KeyboardInterrupt
+def _go_on(what: str) -> str:
+    """`what`, and the command that continues the run, when one is in progress."""
+    line = progress.resume_line()
+    return f"kbisect: {what}; to go on: {line}" if line else f"kbisect: {what}"
 
 
 def main(argv: list[str] | None = None) -> int:
-    for sig in (signal.SIGTERM, signal.SIGHUP):  # a closed terminal stops like Ctrl-C
-        signal.signal(sig, _sigterm)
+    interrupt.stop_on()  # SIGTERM and a closed terminal stop like Ctrl-C (unless ignored)
+    progress.set_resume([])
     try:
         args = build_parser().parse_args(argv)
     except SystemExit as exc:  # a usage error (one line, exit 2), --help or --version
@@ -84,11 +87,19 @@ def main(argv: list[str] | None = None) -> int:
     try:
         code: int = args._main(args)
         return code
+    except (room.UnusableDir, room.DiskFull) as exc:  # the disk: free space, then go on
+        print(_go_on(str(exc)), file=sys.stderr)
+        return exc.exit_code
     except KbisectError as exc:
         print(f"kbisect: {exc}", file=sys.stderr)
         return exc.exit_code
+    except OSError as exc:  # the disk filled or went read-only during the run
+        if (full := room.stopped(exc)) is None:
+            raise
+        print(_go_on(str(full)), file=sys.stderr)
+        return full.exit_code
     except KeyboardInterrupt:
-        print("kbisect: interrupted; what was finished is saved", file=sys.stderr)
+        print(_go_on("interrupted; what was finished is saved"), file=sys.stderr)
         return EXIT_INTERRUPTED
 
 

@@ -47,7 +47,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
         help="retry a failed boot this many times (default 1); failures are kept",
     )
     options.add_disturbance(m)
-    m.add_argument("--seed", type=int, help="seed for --order random")
+    m.add_argument("--seed", type=options.seed, help="seed for --order random")
     m.add_argument(
         "--min-effect",
         type=options.fraction,

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 
+from kbisect.commands import options
 from kbisect.targets.emu import image, vm, where
 
 
@@ -14,8 +15,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
     p.add_argument("--mirror", help=f"Debian mirror URL (default: mmdebstrap's for {image.SUITE})")
     p.add_argument("--force", action="store_true", help="make it again even if it exists")
     p = sub.add_parser("up", help="power the machine on; write its target file")
-    p.add_argument("--memory-mb", type=int, default=2048)
-    p.add_argument("--cpus", type=int, default=2)
+    p.add_argument("--memory-mb", type=options.count(256, 1 << 20), default=2048)
+    p.add_argument("--cpus", type=options.count(1, 1024), default=2)
     p.add_argument("--fresh", action="store_true", help="start from the pristine disk")
     sub.add_parser("down", help="power the machine off (clean shutdown, then kill)")
     sub.add_parser("reset", help="power-cycle the machine (QMP system_reset)")

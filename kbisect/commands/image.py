@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import json
 
+from kbisect.commands import options
 from kbisect.core import arch
 from kbisect.targets.vng import rootfs
 
@@ -16,7 +17,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--arch", default=default, choices=arch.names(), help=f"guest arch (default {default})"
     )
-    parser.add_argument("--pg-major", type=int, default=rootfs.PG_MAJOR, help="PostgreSQL major")
+    parser.add_argument(
+        "--pg-major", type=options.count(10, 99), default=rootfs.PG_MAJOR, help="PostgreSQL major"
+    )
     parser.add_argument(
         "--mirror", help=f"Debian mirror URL (default: mmdebstrap's for {rootfs.SUITE})"
     )

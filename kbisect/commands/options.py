@@ -10,7 +10,8 @@
 --resume [RUN_DIR]                 continue an interrupted compare, bisect or study
 --references N                     drift-aware reference boots (bisect, bisect-step)
 
-and the argparse types every numeric option goes through (count, fraction, positive).
+and the argparse types every numeric or structured option goes through (count, seed,
+fraction, confidence, positive, hours, share): a bad value is one line, exit 2.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from typing import Any, TypeVar
 
 from kbisect.kernel import config, machinebase
 from kbisect.measure import retake
+from kbisect.study import fanout
 from kbisect.targets import monitor, registry
 from kbisect.targets.base import Target
 from kbisect.targets.ssh import baseconfig
@@ -119,12 +121,42 @@ def fraction(text: str) -> float:
     return value
 
 
+SEED_MAX = 2**63 - 1
+seed = count(0, SEED_MAX)  # a random seed: a whole number, 0 or more
+
+
+def confidence(text: str) -> float:
+    """A finite number in (0.5, 1): a probability to reach, such as 0.95."""
+    value = _finite(text)
+    if not 0.5 < value < 1:
+        raise argparse.ArgumentTypeError(f"{text} is not between 0.5 and 1 (e.g. 0.95)")
+    return value
+
+
 def positive(text: str) -> float:
     """A finite number above zero (a tps figure, seconds)."""
     value = _finite(text)
     if not value > 0:
         raise argparse.ArgumentTypeError(f"{text} must be above 0")
     return value
+
+
+def hours(text: str) -> float:
+    """A budget in hours: finite, above zero, at most a year (nan or inf would switch the
+    guard it sets off)."""
+    value = positive(text)
+    if value > 24 * 366:
+        raise argparse.ArgumentTypeError(f"{text} hours is more than a year")
+    return value
+
+
+def share(text: str) -> str:
+    """`I/N` with 1 <= I <= N (study --share), kept as given."""
+    try:
+        fanout.parse_share(text)
+    except fanout.ShareError as exc:
+        raise argparse.ArgumentTypeError(str(exc).removeprefix(f"--share {text}: ")) from None
+    return text
 
 
 def _finite(text: str) -> float:

@@ -8,6 +8,7 @@ import json
 import sys
 from pathlib import Path
 
+from kbisect.commands import options
 from kbisect.source import rc
 
 
@@ -26,7 +27,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     rec.add_argument("--commit", required=True)
     rec.add_argument("--result", type=Path, required=True, help="the run's results dir")
     rec.add_argument("--scenario-hash", help="default: from the result's samples of --commit")
-    rec.add_argument("--tps", type=float, help="mean tps (default: from the samples)")
+    rec.add_argument("--tps", type=options.positive, help="mean tps (default: from the samples)")
 
 
 def _next(args: argparse.Namespace) -> int:

@@ -6,10 +6,11 @@ One boot is one sample (kbisect/measure/sample.py); `--runs N` takes N of them i
 from __future__ import annotations
 
 import argparse
+import shlex
 from pathlib import Path
 
 from kbisect.commands import options
-from kbisect.core import progress
+from kbisect.core import progress, room
 from kbisect.measure import results, retake, sample
 from kbisect.scenario import scenario
 from kbisect.stats import means
@@ -29,17 +30,35 @@ def configure(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def going_on(line: str, out: Path, left: int) -> list[str]:
+    """`line` (this run's command) taking the `left` boots still to do into `out`: its
+    --out and --runs replaced."""
+    words, kept = shlex.split(line), []
+    skip = False
+    for word in words:
+        if skip or word.startswith(("--out=", "--runs=")):
+            skip = False
+            continue
+        skip = word in ("--out", "--runs")
+        if not skip:
+            kept.append(word)
+    return [*kept, "--out", str(out.resolve()), "--runs", str(left)]
+
+
 def main(args: argparse.Namespace) -> int:
     kernel = Kernel.find(args.kernel)
     scen = scenario.load(args.scenario).with_overrides(args.set)
     with options.target(args) as target:
         target.validate(kernel)
         target.preflight(scen)
+        need = room.results_need(args.runs * (args.retakes + 1))
+        results.check_out(args.out, "run", need, fresh=False)
         out = results.out_dir(args.out, "run", scen.name, fresh=False)
         target.warn_if_busy()
         policy = options.retake_policy(args)
         tps: list[float] = []
         for i in range(args.runs):
+            progress.set_resume(going_on(progress.reproduce_line(), out, args.runs - i))
             progress.step(f"boot {i + 1}/{args.runs}")
             s = retake.take(target, sample.Boot(kernel, scen, out, args.append), policy)
             if s.get("status") == retake.DISTURBED:

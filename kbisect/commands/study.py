@@ -82,20 +82,41 @@ def configure(parser: argparse.ArgumentParser) -> None:
     options.add_set(c, what=" (every cell)")
     options.add_append(c, what=" (every cell)")
     m = parser.add_argument_group("measurement")
-    m.add_argument("--boots", type=int, help="boots per kernel and cell (default: the study's)")
-    m.add_argument("--retries", type=int, help="retry a failed boot this many times (default 1)")
+    m.add_argument(
+        "--boots",
+        type=options.count(2, 1000),
+        help="boots per kernel and cell (default: the study's)",
+    )
+    m.add_argument(
+        "--retries",
+        type=options.count(0, 20),
+        help="retry a failed boot this many times (default 1)",
+    )
     options.add_disturbance(m)
-    m.add_argument("--seed", type=int, help="seed of the block order (default: random, recorded)")
-    m.add_argument("--min-effect", type=float, help="smallest step called (default 0.02)")
-    m.add_argument("--budget", type=float, metavar="HOURS", help="refuse more without --yes")
+    m.add_argument(
+        "--seed", type=options.seed, help="seed of the block order (default: random, recorded)"
+    )
+    m.add_argument(
+        "--min-effect", type=options.fraction, help="smallest step called (default 0.02)"
+    )
+    m.add_argument(
+        "--budget", type=options.hours, metavar="HOURS", help="refuse more without --yes"
+    )
     m.add_argument("--yes", action="store_true", help="run even if over the budget")
     m.add_argument("--dry-run", action="store_true", help="print the plan and stop")
     m.add_argument("--name", help="the study's name without a study file (default: study)")
-    m.add_argument("--share", metavar="I/N", help="run only share I of N (see `study plan`)")
+    m.add_argument(
+        "--share",
+        type=options.share,
+        metavar="I/N",
+        help="run only share I of N (see `study plan`)",
+    )
     m.add_argument("--out", type=Path, help="results dir (default: a new one in results/)")
     options.add_resume(m, "study")
     f = parser.add_argument_group("plan")
-    f.add_argument("--runners", type=int, default=2, help="plan: machines to share among")
+    f.add_argument(
+        "--runners", type=options.count(1, 1000), default=2, help="plan: machines to share among"
+    )
     f.add_argument(
         "--runner-prefix",
         default="kbisect-metal-x86_64-",

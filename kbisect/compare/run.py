@@ -21,8 +21,9 @@ from kbisect.compare import markdown, schedule
 from kbisect.compare import sides as sides_mod
 from kbisect.compare import summary as summaries
 from kbisect.compare.sides import NAMES, Side, Spec
-from kbisect.core import clock, lock, paths, progress
+from kbisect.core import clock, lock, paths, progress, room
 from kbisect.core.exceptions import EXIT_NEGATIVE, EXIT_OK, BenchmarkError, BootError, UserError
+from kbisect.kernel import make
 from kbisect.measure import results, retake, sample, timeline
 from kbisect.scenario import scenario
 from kbisect.stats import means
@@ -45,14 +46,19 @@ def start(spec: Spec, policy: retake.Policy) -> int:
     sides_mod.validate(a, b)
     boots = spec.boots or int(base_scen.data.get("compare", {}).get("boots", 3))
     target = registry.get(spec.target, spec.arch)
-    out = results.out_dir(spec.out, "compare", base_scen.name)
+    results.check_out(spec.out, "compare", room.results_need(2 * boots * (spec.retries + 1)))
+    if repo is not None:
+        room.check(paths.cache_dir(), 2 * room.PER_BUILD, "the cache")
+        make.check_dir(paths.cache_dir(), "the cache")
     with target:
         target.preflight(a.scen)
         for side in (a, b):
             if side.kernel is not None:
                 target.validate(side.kernel)
+        for side in (a, b):
             if repo is not None:
                 sides_mod.build_side(repo, side, target, spec.configs, spec.base_config)
+        out = results.out_dir(spec.out, "compare", base_scen.name)  # written from here on
         plan = {
             "version": 1,
             "command": progress.reproduce_line(),
@@ -126,6 +132,7 @@ def _exclusive(out: Path) -> Iterator[None]:
 def _run(target: Target, sides: dict[str, Side], plan: dict[str, Any], out: Path) -> int:
     with _exclusive(out):
         schedule.save(out, plan)
+        progress.set_resume(["kbisect", "compare", "--resume", str(out.resolve())])
         st = schedule.standing(plan["order"], plan["retries"], results.load_samples(out))
         for x in NAMES:
             sides[x].tps, sides[x].failed = st.tps[x], st.failed[x]

@@ -127,7 +127,8 @@ class _Held:
     def __enter__(self) -> _Held:
         if threading.current_thread() is threading.main_thread():
             for sig in self.SIGNALS:
-                if signal.getsignal(sig) is not None:  # None: set outside Python, kept
+                # None: set outside Python; SIG_IGN (nohup): the child must inherit it
+                if signal.getsignal(sig) not in (None, signal.SIG_IGN):
                     self.former[sig] = signal.signal(sig, self._record)
         return self
 

@@ -1,4 +1,5 @@
-"""Progress lines for long work, and the command line that reproduces a run."""
+"""Progress lines for long work, the command line that reproduces a run, and the one that
+continues the run in progress (said when it is interrupted or its disk fills)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import time
 
 _START = time.monotonic()
 _COMMAND: list[str] = []  # set when sys.argv is not the kbisect command line
+_RESUME: list[str] = []  # the command that continues the run in progress
 
 
 def elapsed() -> str:
@@ -28,6 +30,17 @@ def set_command(words: list[str]) -> None:
     """The command line that reproduces this process, when sys.argv is not it (bisect/run
     runs `python -c`: it reproduces as `kbisect bisect-step ARGS`); [] to unset."""
     _COMMAND[:] = words
+
+
+def set_resume(words: list[str]) -> None:
+    """The command that continues the run in progress (`kbisect compare --resume DIR`),
+    set once its directory holds what a resume needs; [] to unset."""
+    _RESUME[:] = words
+
+
+def resume_line() -> str:
+    """The command that continues the run in progress, shell-quoted; "" when none."""
+    return shlex.join(_RESUME) if _RESUME else ""
 
 
 def reproduce_line(argv: list[str] | None = None) -> str:

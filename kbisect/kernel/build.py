@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from kbisect.core import arch as arch_mod
-from kbisect.core import atomic, paths, progress, reading
+from kbisect.core import atomic, paths, progress, reading, room
 from kbisect.core.exceptions import BuildError, CommandFailed, CommandTimeout, UserError
 from kbisect.kernel import ccache, kconfig, make
 from kbisect.kernel import manifest as buildmanifest
@@ -60,13 +60,16 @@ def obj_dir(root: Path, src: Path) -> Path:
     if src.resolve().is_relative_to(cache):
         return src / f"{OBJ_PREFIX}{root.name}"
     where = str(src.resolve())
-    return root / f"obj-{src.name}-{hashlib.sha256(where.encode()).hexdigest()[:8]}"
+    return root / f"obj-{scratch.slug(src.name)}-{hashlib.sha256(where.encode()).hexdigest()[:8]}"
 
 
 def build(req: Request) -> BuildResult:
     """Build (or reuse) the artifact for req; raise BuildError when the kernel fails."""
     commit = scratch.rev_parse(req.tree, req.rev)
     make.check_compiler(req.arch)
+    make.check_dir(paths.cache_dir(), "the cache")
+    if req.in_place:
+        make.check_dir(req.tree, "--in-place: the tree")
     if req.in_place and git.is_dirty(req.tree):
         raise UserError(f"--in-place: {req.tree} has uncommitted changes; commit or stash them")
     fragments = kconfig.resolve(list(req.configs), req.arch.name, base=req.base)
@@ -81,6 +84,7 @@ def build(req: Request) -> BuildResult:
         manifest = reading.json_table(artifact / "manifest.json", recover)
         progress.step(f"reusing build of {commit[:12]}: {artifact}")
         return BuildResult(artifact, artifact / Path(req.arch.image).name, manifest, True)
+    room.check(paths.cache_dir(), room.PER_BUILD, "the cache")
     # The worktree slot is shared by every build of this tree (any arch, any fragments).
     slot = worktree.path_for(req.tree, "build")
     obj = obj_dir(root, req.tree if req.in_place else slot)

@@ -10,10 +10,26 @@ from pathlib import Path
 
 from kbisect.core import arch as arch_mod
 from kbisect.core import proc, progress
-from kbisect.core.exceptions import MissingTool
+from kbisect.core.exceptions import MissingTool, UserError
 
 BUILD_TIMEOUT_S = 4 * 3600
 IDLE_TIMEOUT_S = 30 * 60
+
+
+class UnbuildablePath(UserError):
+    """The kernel's make cannot build under this path (a space or a colon in it)."""
+
+
+def check_dir(path: Path, what: str) -> None:
+    """The kernel's Makefile refuses a source or output directory whose absolute path has
+    whitespace or a colon ("cannot contain spaces or colons"): one line now, before any
+    work, instead of a failed build per commit."""
+    where = str(path.absolute())
+    if any(c.isspace() or c == ":" for c in where):
+        raise UnbuildablePath(
+            f"{what} {where!r}: the kernel's make cannot build under a path with a space "
+            "or a colon; choose another (KBISECT_CACHE sets the cache's)"
+        )
 
 
 def make_command(

@@ -16,11 +16,12 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from kbisect.core import atomic, clock, paths, reading
+from kbisect.core import atomic, clock, paths, reading, room
 from kbisect.core.exceptions import InfraError, UserError
 from kbisect.measure.schema import InvalidResult, validate
 
 SAMPLES = "samples"
+BOOTS = "boots"  # each boot's console log and guest files (measure/sample.py)
 SUMMARY = "summary.json"
 # What to do about a sample or summary that cannot be read back (each file is written
 # whole, by rename or link: only damage from outside truncates one).
@@ -29,6 +30,7 @@ SUMMARY_RECOVER = (
     "remove it and report.md, and run the command with --resume: it is written again "
     "from the run's samples"
 )
+RESUMABLE = ("compare", "study", "bisect")
 
 
 class BadOutDir(UserError):
@@ -40,22 +42,32 @@ class NoResults(UserError):
     summary is not a kbisect summary."""
 
 
+def check_out(given: Path | None, kind: str, need: int, *, fresh: bool = True) -> None:
+    """Before any work, and writing nothing: the run's directory (--out, else the results
+    dir a new one goes into) is a writable directory with `need` bytes free (room.py, exit
+    3); --out holds no run yet (exit 2: it would be overwritten), or without `fresh` (the
+    samples of `kbisect run` add up) only such samples."""
+    room.check(given or paths.results_dir(), need, "--out" if given else "results dir")
+    if given is None or not given.is_dir():
+        return
+    own = (SAMPLES, BOOTS) if not fresh else (SAMPLES,)  # kbisect run adds to its own
+    held = sorted(p.name for p in given.iterdir() if p.name not in own)
+    if fresh and (given / SAMPLES).is_dir() and any((given / SAMPLES).iterdir()):
+        held.append(SAMPLES)
+    if held:
+        raise BadOutDir(
+            f"--out {given}: already holds a run ({', '.join(held[:3])}); "
+            f"use a new directory{' or --resume' if kind in RESUMABLE else ''}"
+        )
+
+
 def out_dir(given: Path | None, kind: str, name: str, *, fresh: bool = True) -> Path:
-    """--out if given (created; with `fresh`, it must not hold samples already), else a
-    new run dir."""
+    """--out if given (created; with `fresh`, it must not hold a run already: check_out),
+    else a new run dir."""
     if given is None:
         return new_run_dir(kind, name)
-    try:
-        (given / SAMPLES).mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise BadOutDir(f"--out {given}: cannot create it: {exc.strerror}") from None
-    if not os.access(given, os.W_OK):
-        raise BadOutDir(f"--out {given}: not writable")
-    if fresh and any((given / SAMPLES).glob("[0-9]*-*.json")):
-        raise BadOutDir(
-            f"--out {given}: already holds samples; use a new directory"
-            f"{' or --resume' if kind == 'compare' else ''}"
-        )
+    check_out(given, kind, 0, fresh=fresh)
+    (given / SAMPLES).mkdir(parents=True, exist_ok=True)
     return given
 
 

@@ -18,6 +18,7 @@ same id (fixed identity and dates). See docs/architecture.md.
 from __future__ import annotations
 
 import hashlib
+import os
 import re
 from pathlib import Path
 
@@ -46,7 +47,14 @@ def repo_id(repo: Path) -> str:
         return common.stem
     gd = str(common)
     name = common.parent.name if gd.endswith("/.git") else common.name
-    return f"{name}-{hashlib.sha256(gd.encode()).hexdigest()[:8]}"
+    return f"{slug(name)}-{hashlib.sha256(gd.encode()).hexdigest()[:8]}"
+
+
+def slug(name: str) -> str:
+    """`name` with anything but ASCII letters, digits, `.`, `_` and `-` made `-`: the
+    cache's names never carry a space, a newline or a shell-special character of the
+    user's paths (the kernel's make cannot take a space); the hash keeps them apart."""
+    return re.sub(r"[^A-Za-z0-9._-]+", "-", name).strip("-.") or "tree"
 
 
 def path_for(repo: Path) -> Path:
@@ -60,8 +68,7 @@ def source(repo: Path) -> Path:
     common = git.common_dir(repo).resolve()
     if not _own(common):
         return common
-    alternates = (common / ALTERNATES).read_text().split("\n")[0]
-    return Path(alternates).parent
+    return alternate(common).parent
 
 
 def init_commands(where: Path, objects: Path, object_format: str) -> list[list[str]]:
@@ -77,8 +84,35 @@ def init_commands(where: Path, objects: Path, object_format: str) -> list[list[s
 
 
 def is_ready(where: Path, objects: Path) -> bool:
-    alternates = where / ALTERNATES
-    return alternates.is_file() and alternates.read_text().strip() == str(objects)
+    return (where / ALTERNATES).is_file() and alternate(where) == objects
+
+
+# git reads objects/info/alternates one path a line; a line that starts with `"` is
+# C-quoted, so that a path with a newline (or a leading quote) can be named at all
+_QUOTED = {b"\\": b"\\\\", b'"': b'\\"', b"\n": b"\\n", b"\t": b"\\t"}
+_UNQUOTED = {v[1:]: k for k, v in _QUOTED.items()}
+
+
+def alternates_line(objects: Path) -> bytes:
+    """The alternates file's line for `objects`: as it is, or C-quoted when it must be."""
+    raw = os.fsencode(objects)
+    if not re.search(rb'[\x00-\x1f"\\]', raw):
+        return raw + b"\n"
+    quoted = re.sub(rb'[\x00-\x1f"\\]', lambda m: _QUOTED.get(m[0]) or b"\\%03o" % m[0][0], raw)
+    return b'"' + quoted + b'"\n'
+
+
+def alternate(git_dir: Path) -> Path:
+    """The first path `git_dir`'s alternates file names (unquoted, as alternates_line
+    quotes it)."""
+    line = (git_dir / ALTERNATES).read_bytes().split(b"\n")[0]
+    if line.startswith(b'"') and line.endswith(b'"'):
+        line = re.sub(
+            rb"\\([0-7]{3}|.)",
+            lambda m: _UNQUOTED.get(m[1]) or bytes([int(m[1], 8)]),
+            line[1:-1],
+        )
+    return Path(os.fsdecode(line))
 
 
 def rev_parse(repo: Path, rev: str) -> str:

@@ -67,7 +67,7 @@ def _create(where: Path, objects: Path, object_format: str) -> None:
     try:
         for cmd in scratch.init_commands(tmp, objects, object_format):
             proc.capture(cmd)
-        (tmp / scratch.ALTERNATES).write_text(f"{objects}\n")
+        (tmp / scratch.ALTERNATES).write_bytes(scratch.alternates_line(objects))
         shutil.rmtree(where, ignore_errors=True)
         tmp.rename(where)
     finally:

@@ -8,8 +8,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kbisect.core import clock, progress
+from kbisect.core import clock, paths, progress, room
 from kbisect.core.exceptions import EXIT_OK, BootError, UserError
+from kbisect.kernel import make
 from kbisect.measure import results, retake
 from kbisect.scenario import scenario
 from kbisect.source import tree
@@ -171,6 +172,7 @@ def _scens(d: dict[str, Any]) -> dict[int, scenario.Scenario]:
 
 
 def execute(out: Path, d: dict[str, Any], target: Target, repo: Path | None) -> int:
+    progress.set_resume(["kbisect", "study", "--resume", str(out.resolve())])
     refs = [kernels.Ref.from_dict(k) for k in d["kernels"]]
     spec_k = spec.KernelSpec(configs=tuple(d["configs"]), base_config=d["base_config"])
     scens = _scens(d)
@@ -210,8 +212,11 @@ def start(study: Study, req: Request) -> int:
     if req.dry_run:
         return EXIT_OK
     target.preflight(scenario.load(study.scenario))
-    if req.out is not None and (req.out / store.DEFINITION).exists():
-        raise UserError(f"--out {req.out}: already holds a study (continue it with --resume)")
+    boots = len(p.refs) * len(p.cells) * study.boots * (study.retries + 1)
+    results.check_out(req.out, "study", room.results_need(boots))
+    if p.repo is not None:
+        room.check(paths.cache_dir(), len(p.refs) * room.PER_BUILD, "the cache")
+        make.check_dir(paths.cache_dir(), "the cache")
     out = req.out or results.new_run_dir("study", study.name)
     seed = study.seed if study.seed is not None else schedule.new_seed()
     where = req.target

@@ -148,8 +148,8 @@ def test_a_signal_after_the_run_is_ignored_not_a_traceback() -> None:
     code = (
         "import os, signal, sys\n"
         "from kbisect.commands import cli\n"
-        "for s in (signal.SIGTERM, signal.SIGHUP):\n"
-        "    signal.signal(s, cli._sigterm)\n"
+        "from kbisect.core import interrupt\n"
+        "interrupt.stop_on()\n"
         "print('done')\n"
         "status = cli.leave(0)\n"
         "os.kill(os.getpid(), signal.SIGTERM)\n"

@@ -13,7 +13,7 @@ import pytest
 from kbisect.commands import cli
 from kbisect.compare import schedule
 from kbisect.core import paths, reading
-from kbisect.core.exceptions import EXIT_OK, EXIT_USER
+from kbisect.core.exceptions import EXIT_INFRA, EXIT_OK, EXIT_USER
 from kbisect.measure import results
 from tests.fakes import (
     fake_calls,
@@ -69,7 +69,6 @@ def one_line(err: str) -> str:
         (["--min-effect", "-5"], "--min-effect: -5 is not in [0, 1)"),
         (["--base-config", "nosuch"], "--base-config nosuch: not one of"),
         (["--base", "HEAD"], "--kernel and --base both say which kernel"),
-        (["--out", "/proc/x"], "--out /proc/x: cannot create it"),
     ],
 )
 def test_bad_options_are_one_line_and_exit_2_before_any_boot(
@@ -90,13 +89,16 @@ def test_out_that_is_a_file_or_already_holds_samples_is_refused(
     image = fake_image(tmp_path / "k")
     afile = tmp_path / "afile"
     afile.write_text("x")
-    assert cli.main(argv(image, target, "--out", str(afile))) == EXIT_USER
-    assert "--out" in one_line(capsys.readouterr().err)
+    assert cli.main(argv(image, target, "--out", str(afile))) == EXIT_INFRA
+    assert f"--out {afile}: not a directory" in one_line(capsys.readouterr().err)
+    assert cli.main(argv(image, target, "--out", "/proc/x")) == EXIT_INFRA
+    assert "--out /proc/x: not writable" in one_line(capsys.readouterr().err)
     out = tmp_path / "cmp"
     assert cli.main(argv(image, target, "--out", str(out))) == 1  # B is 20% slower
     capsys.readouterr()
     assert cli.main(argv(image, target, "--out", str(out))) == EXIT_USER
-    assert "already holds samples" in one_line(capsys.readouterr().err)
+    assert "already holds a run" in one_line(capsys.readouterr().err)
+    assert len(fake_calls(target)) == 6
 
 
 def test_rev_b_with_revert_is_refused(

@@ -144,7 +144,11 @@ def test_resume_after_a_kill_loses_no_sample_and_takes_none_twice(
         (["--axis", "pgbench.clientz=1,2"], "not a scenario key"),
         (["--axis", "pgbench.clients=0,4"], "cell c0 (clients=0)"),
         (["--budget", "0.1"], "over the budget of 0.1 h: pass --yes"),
-        (["--boots", "1"], "need at least 2"),
+        (["--boots", "1"], "--boots: 1 is not in 2..1000"),
+        (["--min-effect", "nan"], "--min-effect: nan is not a finite number"),
+        (["--budget", "nan"], "--budget: nan is not a finite number"),
+        (["--budget", "inf"], "--budget: inf is not a finite number"),
+        (["--budget", "-2"], "--budget: -2 must be above 0"),
     ],
 )
 def test_bad_input_is_one_line_exit_2_before_any_boot(

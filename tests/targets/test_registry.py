@@ -10,7 +10,7 @@ import pytest
 from kbisect.commands import build as build_command
 from kbisect.commands import cli
 from kbisect.core import arch
-from kbisect.core.exceptions import EXIT_USER, UserError
+from kbisect.core.exceptions import EXIT_INFRA, EXIT_USER, UserError
 from kbisect.measure import results
 from kbisect.targets import registry
 from kbisect.targets.fake.target import FakeTarget
@@ -107,9 +107,10 @@ def test_run_out_that_cannot_hold_a_run_is_one_line(
     image.write_text("fake-kernel\n6.12.0-fake\n\n0\n")
     target = fake_target(tmp_path)
     argv = ["run", "--kernel", str(image), "--scenario", "smoke", "--target", str(target)]
-    assert cli.main([*argv, "--out", out]) == EXIT_USER
+    assert cli.main([*argv, "--out", out]) == EXIT_INFRA  # an unusable results dir: 3
     err = capsys.readouterr().err
-    assert err.count("\n") == 1 and f"--out {out}: cannot create it" in err
+    problem = "not writable" if where.startswith("/") else "not a directory"
+    assert err.count("\n") == 1 and f"--out {out}: {problem}" in err
 
 
 def test_a_drifting_fake_host_moves_by_drift_per_call(tmp_path: Path) -> None:

@@ -1,0 +1,102 @@
+"""Every numeric or structured option goes through a typed helper of commands/options.py:
+a bad value (nan, inf, negative, out of range, not a number) is one line and exit 2 while
+the command line is parsed, before any work."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Iterator
+
+import pytest
+
+from kbisect.commands import cli, options
+
+PARSER = cli.build_parser()
+
+
+def parsers(
+    parser: argparse.ArgumentParser, words: tuple[str, ...] = ()
+) -> Iterator[tuple[tuple[str, ...], argparse.ArgumentParser]]:
+    yield words, parser
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, sub in action.choices.items():
+                yield from parsers(sub, (*words, name))
+
+
+def typed_options() -> Iterator[tuple[tuple[str, ...], str, argparse.Action]]:
+    for words, parser in parsers(PARSER):
+        for action in parser._actions:
+            if action.option_strings and action.type is not None:
+                yield words, action.option_strings[-1], action
+
+
+def test_no_option_is_a_bare_int_or_float() -> None:
+    """int and float take nan, inf, negatives and 1e999 alike: every number goes through
+    options.count/seed/fraction/confidence/positive/hours instead."""
+    bare = [f"{' '.join(w)} {o}" for w, o, a in typed_options() if a.type in (int, float)]
+    assert bare == []
+
+
+NUMERIC = [
+    (w, o)
+    for w, o, a in typed_options()
+    if a.type not in (int, float) and getattr(a.type, "__name__", "") not in ("Path", "str")
+]
+
+
+@pytest.mark.parametrize(("words", "option"), NUMERIC, ids=[" ".join((*w, o)) for w, o in NUMERIC])
+@pytest.mark.parametrize("bad", ["nan", "inf", "-inf", "-1", "1e999", "x", "", "1/0"])
+def test_a_bad_number_is_one_line_and_exit_2(
+    words: tuple[str, ...], option: str, bad: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as exc:
+        PARSER.parse_args([*words, f"{option}={bad}"])
+    assert exc.value.code == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and option in err[0], err
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["study", "--min-effect", "nan"], "nan is not a finite number"),
+        (["study", "--min-effect", "1"], "1 is not in [0, 1)"),
+        (["study", "--budget", "nan"], "nan is not a finite number"),
+        (["study", "--budget", "inf"], "inf is not a finite number"),
+        (["study", "--budget", "-1"], "-1 must be above 0"),
+        (["study", "--budget", "0"], "0 must be above 0"),
+        (["study", "--budget", "1e6"], "more than a year"),
+        (["study", "--share", "3/2"], "expected I/N with 1 <= I <= N"),
+        (["study", "--runners", "0"], "0 is not in 1..1000"),
+        (["study", "--seed", "-1"], "-1 is not in 0.."),
+        (["compare", "--seed", "nan"], "'nan' is not a whole number"),
+        (["bisect", "--confidence", "1.5"], "1.5 is not between 0.5 and 1"),
+        (["bisect", "--confidence", "nan"], "nan is not a finite number"),
+        (["bisect", "--confidence", "0.5"], "0.5 is not between 0.5 and 1"),
+        (["emu", "up", "--cpus", "0"], "0 is not in 1..1024"),
+        (["image", "--pg-major", "-3"], "-3 is not in 10..99"),
+        (["rc", "record", "--tps", "nan"], "nan is not a finite number"),
+    ],
+)
+def test_the_audited_values(
+    argv: list[str], message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as exc:
+        PARSER.parse_args(argv)
+    assert exc.value.code == 2
+    assert message in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("parse", "text", "value"),
+    [
+        (options.hours, "2", 2.0),
+        (options.confidence, "0.95", 0.95),
+        (options.share, "2/3", "2/3"),
+        (options.seed, "0", 0),
+        (options.fraction, "0", 0.0),
+    ],
+)
+def test_good_values_pass(parse: object, text: str, value: object) -> None:
+    assert callable(parse) and parse(text) == value
