@@ -49,6 +49,7 @@ class Pin:
 
 
 USER = frozenset({2})
+INFRA = frozenset({3})  # a results or cache dir kbisect cannot write: before any build
 PINS: dict[str, Pin] = {
     # a scenario file that is not UTF-8: one line, exit 2 (was a traceback, exit 1)
     "scenario-not-utf8-run": Pin(
@@ -70,14 +71,14 @@ PINS: dict[str, Pin] = {
     "set-dotted-study": Pin(
         ["study", *STUDY, "--scenario", "smoke", "--set", "pgbench.clients.x=1"], USER
     ),
-    # a results dir that is a file: one line, exit 2 (was an OSError traceback)
+    # a results dir that is a file: one line, exit 3 before any build (was an OSError traceback)
     "results-dir-is-a-file-bisect": Pin(
-        ["bisect", *BISECT, "--scenario", "smoke"], USER, "results-file"
+        ["bisect", *BISECT, "--scenario", "smoke"], INFRA, "results-file"
     ),
     "results-dir-is-a-file-study": Pin(
-        ["study", *STUDY, "--scenario", "smoke"], USER, "results-file"
+        ["study", *STUDY, "--scenario", "smoke"], INFRA, "results-file"
     ),
-    "out-is-a-file-compare": Pin(["compare", *COMPARE[:-1], "{file}", "--scenario", "smoke"], USER),
+    "out-is-a-file-compare": Pin(["compare", *COMPARE[:-1], "{file}", "--scenario", "smoke"], INFRA),
     # NaN is no number: refused, exit 2 (was accepted: a 0.735x regression became "no
     # significant step", and --budget nan switched the budget guard off)
     "study-min-effect-nan": Pin(
