@@ -5,11 +5,14 @@ for a file of kbisect's own run that cannot be read back."""
 from __future__ import annotations
 
 import json
+import math
 import shutil
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from kbisect.bisect.report import files as bisect_files
 from kbisect.commands import cli
 from kbisect.core import paths
 from kbisect.core.exceptions import EXIT_INFRA, EXIT_USER
@@ -199,3 +202,122 @@ def test_a_damaged_manifest_beside_a_kernel_image_exits_3(
     assert cli.main([*run, "--scenario", "smoke"]) == EXIT_INFRA
     line = one_line(capsys)
     assert line.startswith(f"{manifest}: truncated or not JSON") and "built elsewhere" in line
+
+
+def _set(doc: Any, path: str, value: object) -> None:
+    """Set (or, with DELETE, delete) the field at a dotted path; a number is an index."""
+    *parents, last = [int(p) if p.isdigit() else p for p in path.split(".")]
+    for p in parents:
+        doc = doc[p]
+    if value is DELETE:
+        del doc[last]
+    else:
+        doc[last] = value
+
+
+DELETE = object()
+POSTERIOR, GIT = "demo-bisect-posterior", "demo-bisect"
+
+
+@pytest.mark.parametrize(
+    ("name", "field", "value", "problem"),
+    [
+        # the revisions tested (table, plots)
+        (POSTERIOR, "revisions.0.tps.1", None, "$.revisions[0].tps[1]: must be number, got null"),
+        (POSTERIOR, "revisions.0.tps", DELETE, "$.revisions[0].tps: is missing"),
+        (GIT, "revisions.1.failures", [1], "$.revisions[1].failures[0]: must be string"),
+        (GIT, "revisions.0.n", -1, "$.revisions[0].n: must be >= 0, got -1"),
+        (POSTERIOR, "revisions.2.p_bad", DELETE, "$.revisions[2].p_bad: is missing"),
+        (GIT, "revisions.0.mean", math.nan, "$.revisions[0].mean: must be a finite number"),
+        # every sample in time order (tps-time.png, the posterior's table)
+        (POSTERIOR, "samples.5.tps", DELETE, "$.samples[5].tps: is missing"),
+        (POSTERIOR, "samples.0.t", math.inf, "$.samples[0].t: must be a finite number"),
+        (POSTERIOR, "samples.3.role", 7, "$.samples[3].role: must be string, got 7"),
+        # the re-check
+        (GIT, "recheck.parent_tps", [], "$.recheck.parent_tps: must have at least 1 items"),
+        (GIT, "recheck.ratio", DELETE, "$.recheck.ratio: is missing"),
+        (POSTERIOR, "recheck.level", DELETE, "$.recheck.level: is missing"),
+        (GIT, "recheck.confirmed", "yes", '$.recheck.confirmed: must be boolean, got "yes"'),
+        # the answer and its candidates
+        (GIT, "first_bad", {}, "$.first_bad.commit: is missing"),
+        (GIT, "candidates.0.subject", 3, "$.candidates[0].subject: must be string, got 3"),
+        (POSTERIOR, "answer.kind", "x", '$.answer.kind: must be one of "culprit"'),
+        (POSTERIOR, "candidates", [], "$.candidates: must have at least 1 items"),
+        (POSTERIOR, "first_stop.p", 2, "$.first_stop.p: must be <= 1.000001, got 2"),
+        # the options and settings the page shows
+        (GIT, "options.configs", "x", '$.options.configs: must be array, got "x"'),
+        (GIT, "options.runs_max", DELETE, "$.options.runs_max: is missing"),
+        (POSTERIOR, "options.confidence", None, "$.options.confidence: must be number"),
+        (GIT, "threshold", None, "$.threshold: must be number, got null"),
+        (GIT, "bisect_log", DELETE, "$.bisect_log: is missing"),
+        (POSTERIOR, "boots", -3, "$.boots: must be >= 0, got -3"),
+        (POSTERIOR, "method", "gitt", '$.method: must be "posterior", got "gitt"'),
+        (GIT, "good", "../x", '$.good: must match ^[0-9a-f]{7,64}$, got "../x"'),
+        # drift, disturbed samples
+        (POSTERIOR, "drift.trend.p", "low", '$.drift.trend.p: must be number, got "low"'),
+        (POSTERIOR, "drift.warning", 1, "$.drift.warning: must be string or null, got 1"),
+        (POSTERIOR, "disturbed", [{"sample": 1}], "$.disturbed[0].of: is missing"),
+        # the posterior's trail (posterior.png), and what a schema cannot say
+        (POSTERIOR, "trail.0.p_names", [], "$.trail[0].p_names: 0 entries for 1 trail_names"),
+        (POSTERIOR, "trail", [], "$.trail: 0 entries for 17 samples with a tps"),
+        (POSTERIOR, "trail.1.top", None, "$.trail[1].top: must be string, got null"),
+    ],
+)
+@pytest.mark.parametrize("fmt", ["markdown", "text"])
+def test_a_damaged_field_of_a_bisect_summary_exits_3_naming_it(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    name: str,
+    field: str,
+    value: object,
+    problem: str,
+    fmt: str,
+) -> None:
+    run = example(tmp_path, name)
+    data = json.loads((run / "summary.json").read_text())
+    _set(data, field, value)
+    (run / "summary.json").write_text(json.dumps(data))
+    before = (run / "report.md").read_bytes()
+    assert cli.main(["report", str(run), "--format", fmt]) == EXIT_INFRA
+    line = one_line(capsys)
+    assert line.startswith(f"{run}/summary.json: not a valid bisect-summary: {problem}"), line
+    assert line.endswith(f"; {bisect_files.recover(run)}")
+    assert (run / "report.md").read_bytes() == before  # nothing rendered
+
+
+def test_the_recovery_of_a_bisect_summary_says_what_the_run_allows(tmp_path: Path) -> None:
+    with_state, without = example(tmp_path, POSTERIOR), example(tmp_path, GIT)
+    assert bisect_files.recover(with_state) == (
+        f"remove {with_state}/report.md and run kbisect bisect --resume {with_state}: it "
+        "writes summary.json again from state.json and the stored samples"
+    )
+    assert bisect_files.recover(without) == (
+        "restore it from a copy: the run has no state.json to write it again from"
+    )
+
+
+@pytest.mark.parametrize(
+    ("name", "field", "value"),
+    [
+        (GIT, "recheck", {"confirmed": False, "error": "boot failed"}),
+        (POSTERIOR, "recheck", {"confirmed": False, "error": "the budget ended"}),
+        (GIT, "first_bad", None),
+        (POSTERIOR, "drift", DELETE),
+        (POSTERIOR, "disturbed", None),
+        (POSTERIOR, "first_stop", None),
+        (POSTERIOR, "threshold", None),
+        (GIT, "kind", "bisect-summary"),
+        (POSTERIOR, "samples.0.tps", None),
+    ],
+)
+def test_a_bisect_summary_with_an_optional_field_left_out_renders(
+    tmp_path: Path, name: str, field: str, value: object
+) -> None:
+    run = example(tmp_path, name)
+    data = json.loads((run / "summary.json").read_text())
+    _set(data, field, value)
+    if field == "samples.0.tps":  # a failed boot: no trail entry after it
+        data["trail"] = data["trail"][1:]
+    (run / "summary.json").write_text(json.dumps(data))
+    assert cli.main(["report", str(run)]) == 0
+    assert cli.main(["report", str(run), "--format", "text"]) == 0
