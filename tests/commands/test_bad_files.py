@@ -321,3 +321,59 @@ def test_a_bisect_summary_with_an_optional_field_left_out_renders(
     (run / "summary.json").write_text(json.dumps(data))
     assert cli.main(["report", str(run)]) == 0
     assert cli.main(["report", str(run), "--format", "text"]) == 0
+
+
+@pytest.mark.parametrize(
+    ("file", "field", "value", "problem"),
+    [
+        # the kernels, the axes and their cells (tables, interactions, figures)
+        ("study.json", "kernels", [], "kernels must have at least 1 item(s), got 0"),
+        ("study.json", "kernels.1.label", None, "kernels[1].label must be a string, got null"),
+        ("study.json", "kernels.0.rev", 7, "kernels[0].rev must be a string, got 7"),
+        ("study.json", "cells.0.set.0", 10**30, "cells[0].set must be a list of strings"),
+        ("study.json", "cells.1.values", DELETE, "cells[1].values is missing"),
+        ("study.json", "cells.1.append", None, "cells[1].append must be a string, got null"),
+        ("study.json", "cells.0.values.pgbench.clients", "9", "cells are not the 2 combinations"),
+        ("study.json", "cells", [], "cells must have at least 1 item(s), got 0"),
+        ("study.json", "axes.0.name", [], "axes[0].name must be a string, got []"),
+        ("study.json", "axes.0.levels.1.label", DELETE, "axes[0].levels[1].label is missing"),
+        ("study.json", "axes.0.levels", [], "axes[0].levels must have at least 1 item(s)"),
+        # the settings the report and a resume read
+        ("study.json", "boots", "3", 'boots must be an integer, got "3"'),
+        ("study.json", "append", DELETE, "append is missing"),
+        ("study.json", "baseline", 3, "baseline must be 0 to 2, got 3"),
+        ("study.json", "scenario.hash", None, "scenario.hash must be a string, got null"),
+        ("study.json", "scenario.source", DELETE, "scenario.source is missing"),
+        ("study.json", "machine", "x", 'machine must be a table, got "x"'),
+        ("study.json", "sets", [1], "sets must be a list of strings, got [1]"),
+        ("study.json", "description", 1.5, "description must be a string, got 1.5"),
+        # the schedule: every slot a kernel and a cell there are
+        ("schedule.json", "slots.0.kernel", 3, "slots[0].kernel must be 0 to 2, got 3"),
+        ("schedule.json", "slots.2.cell", "0", 'slots[2].cell must be an integer, got "0"'),
+        ("schedule.json", "slots.1.block", DELETE, "slots[1].block is missing"),
+        ("schedule.json", "slots", {}, "slots must be a list, got {}"),
+    ],
+)
+@pytest.mark.parametrize("argv", [["report"], ["study", "--resume"]])
+def test_a_damaged_field_of_a_stored_study_exits_3_naming_it(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    file: str,
+    field: str,
+    value: object,
+    problem: str,
+    argv: list[str],
+) -> None:
+    run = example(tmp_path, "demo-study")
+    data = json.loads((run / file).read_text())
+    if field.startswith("cells.0.values."):  # a key with a dot in it
+        data["cells"][0]["values"]["pgbench.clients"] = value
+    else:
+        _set(data, field, value)
+    (run / file).write_text(json.dumps(data))
+    if argv == ["report"] and file == "schedule.json":
+        argv = ["study", "--resume"]  # a report reads no schedule
+    assert cli.main([*argv, str(run)]) == EXIT_INFRA
+    line = one_line(capsys)
+    assert line.startswith(f"{run}/{file}: {problem}"), line
+    assert line.endswith(f"; {store.RECOVER}")
