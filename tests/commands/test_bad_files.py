@@ -193,6 +193,27 @@ def test_a_study_definition_with_a_wrong_field_exits_3(
     assert one_line(capsys) == f"{run}/study.json: {problem}; {store.RECOVER}"
 
 
+@pytest.mark.parametrize(
+    ("manifest", "problem"),
+    [
+        ({"config_hash": "0123456789ab"}, 'config_hash must be a sha256 (64 hex digits), got "01'),
+        ({"commit": "../x"}, 'commit must be a commit id (7 to 64 hex digits), got "../x"'),
+        ({"arch": 64}, "arch must be a string, got 64"),
+        ({"duration_s": math.nan}, "holds NaN or Infinity, which no build writes"),
+    ],
+)
+def test_a_manifest_with_a_wrong_field_exits_3_before_any_boot(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], manifest: dict[str, Any], problem: str
+) -> None:
+    run = commands(tmp_path)["run"]
+    path = Path(run[2]).parent / "manifest.json"
+    path.write_text(json.dumps({"arch": "x86_64", **manifest}))
+    assert cli.main([*run, "--scenario", "smoke"]) == EXIT_INFRA
+    line = one_line(capsys)
+    assert line.startswith(f"{path}: {problem}") and "built elsewhere" in line, line
+    assert not list((tmp_path / "results").glob("*/samples/*"))
+
+
 def test_a_damaged_manifest_beside_a_kernel_image_exits_3(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
