@@ -38,8 +38,8 @@ def load(run_dir: Path) -> dict[str, Any]:
     """The run's summary.json, or one line saying why not.
 
     A compare interrupted before its summary gets one made from its plan, marked
-    partial; a study in progress a bare `{"kind": "study"}`. A finished compare's summary
-    is checked here; other kinds are checked by the module that renders them.
+    partial; a study in progress a bare `{"kind": "study"}`. A finished compare's or
+    bisection's summary is checked here, whole; a study's by the module that renders it.
     """
     path = run_dir / results.SUMMARY
     if not run_dir.is_dir():
@@ -51,6 +51,8 @@ def load(run_dir: Path) -> dict[str, Any]:
     summary = results.read_summary(run_dir)
     if summary["kind"] == "compare":
         compare_report.check(summary, path)
+    if summary["kind"] in BISECT:
+        bisect_files.check(summary, path)
     return summary
 
 

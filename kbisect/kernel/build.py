@@ -81,7 +81,7 @@ def build(req: Request) -> BuildResult:
         recover = f"remove {artifact} to build that commit again"
         config = reading.text(artifact / "config", recover)
         kconfig.verify(config, fragments, set(req.allow_dropped))
-        manifest = reading.json_table(artifact / "manifest.json", recover)
+        manifest = buildmanifest.read(artifact / "manifest.json", recover)
         progress.step(f"reusing build of {commit[:12]}: {artifact}")
         return BuildResult(artifact, artifact / Path(req.arch.image).name, manifest, True)
     room.check(paths.cache_dir(), room.PER_BUILD, "the cache")

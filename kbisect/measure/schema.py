@@ -1,11 +1,16 @@
 """A small JSON Schema (draft 2020-12) validator for the subset of keywords kbisect's
 own schemas use (measure/schemas/*.json; jsonschema is only a dev dependency).
+
+One difference: NaN and Infinity, which Python's json reads but JSON has no words for,
+are not numbers here (`"type": "number"` or `"integer"` refuses them), so a damaged
+figure is named where a schema types it.
 """
 
 from __future__ import annotations
 
 import functools
 import json
+import math
 import re
 from collections.abc import Callable
 from importlib import resources
@@ -60,6 +65,8 @@ def _check_scalar(value: Any, sch: dict[str, Any]) -> str | None:
     """Keywords about one value: type, const, enum, bounds, length, pattern."""
     if "type" in sch and (problem := _check_type(value, sch["type"])):
         return problem
+    if "type" in sch and isinstance(value, float) and not math.isfinite(value):
+        return f"must be a finite number, got {value}"
     if "const" in sch and value != sch["const"]:
         return f"must be {_got(sch['const'])}, got {_got(value)}"
     if "enum" in sch and value not in sch["enum"]:

@@ -11,6 +11,7 @@ between consecutive kernels and prints the bisect line for each.
     budget.py    cells, builds, boots and the estimated time; the budget
     schedule.py  blocks, the saved plan, resume, retries
     store.py     the run directory: study.json, schedule.json, samples per cell
+    definition.py  study.json and schedule.json checked whole when read back
     analysis.py  CIs, ratios, steps with Holm's correction, bisect lines, interactions
     report.py    Markdown; figures.py its PNGs; text.py the mailing-list text
     fanout.py    `study plan` (a job matrix of whole cells) and `study merge`

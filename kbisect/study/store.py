@@ -19,6 +19,7 @@ from typing import Any
 from kbisect.core import atomic, paths, reading
 from kbisect.core.exceptions import UserError
 from kbisect.measure import results, retake
+from kbisect.study import definition as checks
 
 DEFINITION = "study.json"
 SCHEDULE = "schedule.json"
@@ -77,22 +78,13 @@ def write_definition(run_dir: Path, definition: dict[str, Any]) -> None:
 
 def load_definition(run_dir: Path) -> dict[str, Any]:
     """study.json, each field a resume or a report reads of its type (CorruptFile, exit
-    3, naming the first that is not)."""
+    3, naming the first that is not; definition.py)."""
     if not run_dir.is_dir():
         raise NotAStudy(f"{run_dir}: no such directory")
     path = run_dir / DEFINITION
-    definition = _read(path)
-    f = reading.own_fields(definition, path, RECOVER)
-    for key in ("kernels", "cells", "sets", "configs"):
-        f.items(key)
-    for key in ("name", "append", "arch", "target", "base_config"):
-        f.string(key)
-    f.string("tree", None)
-    f.integer("boots", 1, low=1)
-    f.integer("retries", 0)
-    f.number("min_effect", 0.02, high=1.0)
-    f.table("scenario", required=True)
-    return definition
+    data = _read(path)
+    checks.check(reading.own_fields(data, path, RECOVER))
+    return data
 
 
 def write_schedule(run_dir: Path, schedule: dict[str, Any]) -> None:
@@ -100,7 +92,13 @@ def write_schedule(run_dir: Path, schedule: dict[str, Any]) -> None:
 
 
 def load_schedule(run_dir: Path) -> dict[str, Any]:
-    return _read(run_dir / SCHEDULE)
+    """schedule.json, its slots checked against the study's kernels and cells."""
+    d = load_definition(run_dir)
+    path = run_dir / SCHEDULE
+    data = _read(path)
+    f = reading.own_fields(data, path, RECOVER)
+    checks.check_schedule(f, len(d["kernels"]), len(d["cells"]))
+    return data
 
 
 def samples(run_dir: Path) -> list[dict[str, Any]]:

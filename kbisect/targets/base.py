@@ -18,10 +18,10 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, ClassVar
 
-from kbisect.core import reading
 from kbisect.core.arch import Arch
 from kbisect.core.checks import Check
 from kbisect.core.exceptions import UserError
+from kbisect.kernel import manifest as buildmanifest
 from kbisect.scenario.scenario import Scenario
 from kbisect.targets import monitor as disturbance
 
@@ -58,7 +58,7 @@ class Kernel:
         manifest = None
         if manifest_file.exists():
             recover = "remove it to boot the image as one built elsewhere, or build it again"
-            manifest = reading.json_table(manifest_file, recover)
+            manifest = buildmanifest.read(manifest_file, recover)
         return cls(path.resolve(), manifest)
 
     @property

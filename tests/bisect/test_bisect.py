@@ -419,3 +419,31 @@ def test_a_truncated_state_is_one_line_and_does_not_break_bare_resume(env, capsy
     assert kbisect("--resume") == 2  # skipped with a warning, then: nothing to resume
     err = capsys.readouterr().err
     assert f"skipping {broken}" in err and "no unfinished bisect run" in err
+
+
+def test_a_damaged_summary_is_written_again_as_its_line_says(env, capsys):
+    """`kbisect report` refuses a summary.json with a damaged field (exit 3); what its
+    line says to do (remove report.md, resume the finished run) writes it again from the
+    state and the stored samples, measuring nothing."""
+    shas = history(env["repo"], 6, 4)
+    assert kbisect(*args(env, shas[1], shas[-1], "--recheck-samples", "3")) == 0
+    (run,) = run_dirs(env["results"])
+    good = (run / "summary.json").read_text()
+    damaged = json.loads(good)
+    damaged["revisions"][0]["tps"][1] = None
+    (run / "summary.json").write_text(json.dumps(damaged))
+    capsys.readouterr()
+    assert cli.main(["report", str(run)]) == 3
+    line = capsys.readouterr().err.strip()
+    assert "$.revisions[0].tps[1]: must be number, got null" in line
+    assert line.endswith(
+        f"remove {run}/report.md and run kbisect bisect --resume {run}: it writes "
+        "summary.json again from state.json and the stored samples"
+    )
+    boots = len(fake_calls(env["log"]))
+    (run / "report.md").unlink()
+    assert kbisect("--resume", str(run)) == 0
+    assert len(fake_calls(env["log"])) == boots
+    again = json.loads((run / "summary.json").read_text())
+    assert {**again, "created": None} == {**json.loads(good), "created": None}
+    assert cli.main(["report", str(run)]) == 0

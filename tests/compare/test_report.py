@@ -347,7 +347,8 @@ def test_missing_dir_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[str])
 def test_bisect_dispatch(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    (tmp_path / "summary.json").write_text('{"version": 1, "kind": "bisect"}')
+    example = Path(__file__).resolve().parents[2] / "docs/examples/demo-bisect/summary.json"
+    (tmp_path / "summary.json").write_bytes(example.read_bytes())
     monkeypatch.setattr(bisect_files, "rerender", lambda d: d / "report.md")
     assert cli.main(["report", str(tmp_path)]) == 0
     assert capsys.readouterr().out.splitlines()[0] == str(tmp_path / "report.md")

@@ -16,6 +16,7 @@ import pytest
 from kbisect.commands import cli
 from kbisect.core import arch, paths, proc, progress
 from kbisect.core.exceptions import EXIT_BUILD, EXIT_USER, BuildError
+from kbisect.core.reading import CorruptFile
 from kbisect.kernel import build, ccache, kconfig, make
 from kbisect.kernel.kconfig import ConfigDropped
 from kbisect.source import worktree
@@ -109,6 +110,21 @@ def test_second_build_is_cached_and_runs_no_make(
     assert again.cached and again.artifact_dir == first.artifact_dir
     assert again.manifest == first.manifest and again.image == first.image
     assert seen and not [c for c in seen if c[0] == "make"]
+
+
+def test_a_cached_manifest_with_a_wrong_field_is_one_line_naming_it(
+    repo: tuple[Path, list[str]],
+) -> None:
+    tree, shas = repo
+    first = build.build(request(tree, shas[1]))
+    path = first.artifact_dir / "manifest.json"
+    path.write_text(json.dumps({**first.manifest, "config_hash": "abc123abc123"}))
+    with pytest.raises(CorruptFile) as info:
+        build.build(request(tree, shas[1]))
+    assert str(info.value) == (
+        f'{path}: config_hash must be a sha256 (64 hex digits), got "abc123abc123"; '
+        f"remove {first.artifact_dir} to build that commit again"
+    )
 
 
 def test_other_commit_reuses_the_o_dir(repo: tuple[Path, list[str]]) -> None:

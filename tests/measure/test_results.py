@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import copy
 import json
+import math
 import re
+from pathlib import Path
 from typing import Any
 
 import jsonschema
@@ -141,24 +143,29 @@ def test_failed_sample_never_carries_a_figure():
 
 
 def test_shipped_schemas_are_valid_draft_2020_12():
-    for name in ("sample", "summary"):
+    for name in ("sample", "summary", "bisect-summary"):
         sch = schema.schema(name)
         assert sch["$schema"] == "https://json-schema.org/draft/2020-12/schema"
         jsonschema.Draft202012Validator.check_schema(sch)
+
+
+def agree(cases: list[dict[str, Any]], name: str) -> None:
+    """Our validator and jsonschema's say the same of each case against schema `name`."""
+    checker = jsonschema.Draft202012Validator(schema.schema(name))
+    for case in cases:
+        ours = True
+        try:
+            schema.validate(case, name)
+        except InvalidResult:
+            ours = False
+        assert ours == checker.is_valid(case), json.dumps(case)[:200]
 
 
 def test_our_validator_agrees_with_jsonschema():
     cases = [sample(), sample(label=None), failed(), failed("boot-failed")]
     cases += [mutate(sample(), p, v) for p, v, _ in BAD_SAMPLES]
     cases += [sample() | {"extra": 1}, failed() | {"tps": 1.0}]
-    checker = jsonschema.Draft202012Validator(schema.schema("sample"))
-    for case in cases:
-        ours = True
-        try:
-            schema.validate(case, "sample")
-        except InvalidResult:
-            ours = False
-        assert ours == checker.is_valid(case), json.dumps(case)[:200]
+    agree(cases, "sample")
     summaries = [
         summary(),
         summary() | {"verdict": None},
@@ -169,14 +176,25 @@ def test_our_validator_agrees_with_jsonschema():
         mutate(summary(), "sides.A", {"label": "A"}),
         mutate(summary(), "stats", KeyError),
     ]
-    checker = jsonschema.Draft202012Validator(schema.schema("summary"))
-    for case in summaries:
-        ours = True
-        try:
-            schema.validate(case, "summary")
-        except InvalidResult:
-            ours = False
-        assert ours == checker.is_valid(case), json.dumps(case)[:200]
+    agree(summaries, "summary")
+
+
+@pytest.mark.parametrize("run", ["demo-bisect", "demo-bisect-posterior", "machine-bisect"])
+def test_our_validator_agrees_with_jsonschema_on_bisect_summaries(run):
+    examples = Path(__file__).resolve().parents[2] / "docs" / "examples"
+    good = json.loads((examples / run / "summary.json").read_text())
+    cases = [good, mutate(good, "recheck", {"confirmed": False, "error": "x"})]
+    cases += [mutate(good, "recheck.ratio", KeyError), mutate(good, "revisions.0.n", -1)]
+    cases += [mutate(good, "options.configs", "x"), mutate(good, "first_bad", {})]
+    cases += [mutate(good, "candidates", []), mutate(good, "method", "git")]
+    agree(cases, "bisect-summary")
+
+
+def test_a_number_is_finite():
+    """NaN and Infinity, which Python's json reads, are no JSON numbers."""
+    for value in (math.nan, math.inf, -math.inf):
+        with pytest.raises(InvalidResult, match="must be a finite number"):
+            schema.validate(mutate(sample(), "runs.0.tps", value), "sample")
 
 
 def test_validator_refuses_keywords_it_does_not_implement():

@@ -1,7 +1,11 @@
 """A finished bisection's report files, either method: summary.json built once from the
 state (state.py's Run) and the stored samples, then report.md, the plots and (the
 posterior method) git-bisect.log rendered from summary.json alone, so that `kbisect
-report RUN_DIR` renders them again to the same bytes."""
+report RUN_DIR` renders them again to the same bytes.
+
+A stored summary.json is checked whole before anything renders it (`check`): the
+fields every renderer reads, typed (measure/schemas/bisect-summary.json), and what a
+schema cannot say (posterior.py's `mismatch`)."""
 
 from __future__ import annotations
 
@@ -9,12 +13,13 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from kbisect.bisect import state
 from kbisect.bisect.report import git, markdown, posterior
-from kbisect.bisect.state import Run
 from kbisect.core import atomic, progress
-from kbisect.measure import results
+from kbisect.measure import results, schema
 
 REPORT = "report.md"
+SCHEMA = "bisect-summary"
 
 
 def _posterior(s: Mapping[str, Any]) -> bool:
@@ -23,7 +28,7 @@ def _posterior(s: Mapping[str, Any]) -> bool:
     return s.get("method") == "posterior"
 
 
-def summary(top: Path, run_dir: Path, run: Run) -> dict[str, Any]:
+def summary(top: Path, run_dir: Path, run: state.Run) -> dict[str, Any]:
     """The run's summary.json, not yet written: everything the report shows."""
     if run.options.method == "posterior":
         return posterior.build(top, run_dir, run)
@@ -44,12 +49,44 @@ def render(run_dir: Path, s: Mapping[str, Any]) -> Path:
     return run_dir / REPORT
 
 
+def recover(run_dir: Path) -> str:
+    """How to get a good summary.json back: the driver writes it again from the run's
+    state and stored samples when the finished run is resumed without its report."""
+    if (run_dir / state.STATE_FILE).is_file():
+        return (
+            f"remove {run_dir / REPORT} and run kbisect bisect --resume {run_dir}: it "
+            f"writes summary.json again from {state.STATE_FILE} and the stored samples"
+        )
+    return f"restore it from a copy: the run has no {state.STATE_FILE} to write it again from"
+
+
+def _validate(s: Mapping[str, Any], where: str) -> None:
+    """InvalidResult, naming the first field the report could not render."""
+    for name in ("summary", SCHEMA):
+        schema.validate(s, name, where)
+    if problem := posterior.mismatch(s):
+        raise schema.InvalidResult(f"{where}: not a valid {SCHEMA}: {problem}")
+
+
+def check(s: Mapping[str, Any], path: Path) -> None:
+    """A stored summary.json (at `path`), whole, before it is rendered; InvalidResult
+    (exit 3), one line naming the file and the field, ending with how to recover."""
+    try:
+        _validate(s, str(path))
+    except schema.InvalidResult as exc:
+        raise schema.InvalidResult(f"{exc}; {recover(path.parent)}") from None
+
+
 def write(run_dir: Path, s: dict[str, Any]) -> Path:
-    """summary.json (validated), then everything render writes; the report's path."""
+    """summary.json (validated as `check` reads it back), then everything render writes;
+    the report's path."""
+    _validate(s, SCHEMA)
     results.write_summary(run_dir, s)
     return render(run_dir, s)
 
 
 def rerender(run_dir: Path) -> Path:
-    """Everything render writes, from the run's summary.json (`kbisect report`)."""
-    return render(run_dir, results.load_summary(run_dir))
+    """Everything render writes, from the run's summary.json, checked (`kbisect report`)."""
+    s = results.read_summary(run_dir)
+    check(s, run_dir / results.SUMMARY)
+    return render(run_dir, s)

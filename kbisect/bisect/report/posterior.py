@@ -184,6 +184,22 @@ def build(top: Path, run_dir: Path, run: Run) -> dict[str, Any]:
     }
 
 
+def mismatch(s: Mapping[str, Any]) -> str | None:
+    """What a posterior summary's schema cannot say: a trail entry for each sample with
+    a tps, each with the P of every trail name; None when it holds (or for the git
+    method's)."""
+    if s.get("method") != "posterior":
+        return None
+    measured = sum(1 for r in s["samples"] if r["tps"] is not None)
+    if len(s["trail"]) < measured:
+        return f"$.trail: {len(s['trail'])} entries for {measured} samples with a tps"
+    names = len(s.get("trail_names") or [])
+    for i, t in enumerate(s["trail"]):
+        if len(t["p_names"]) < names:
+            return f"$.trail[{i}].p_names: {len(t['p_names'])} entries for {names} trail_names"
+    return None
+
+
 def _p(p: float) -> str:
     """ "P = 0.9939", or "P > 0.9999"."""
     return "P > 0.9999" if p > 0.9999 else f"P = {p:.4f}"
