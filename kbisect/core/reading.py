@@ -246,9 +246,10 @@ def check_dataclass(cls: type, f: Fields) -> None:
             getter(name)
 
 
-def own_fields(data: Any, path: Path, recover: str) -> Fields:
-    """Fields of a file kbisect wrote: a wrong one is CorruptFile, ending with `recover`."""
-    return Fields(data, str(path), error=lambda line: CorruptFile(f"{line}; {recover}"))
+def own_fields(data: Any, path: Path, recover: str, prefix: str = "") -> Fields:
+    """Fields of a file kbisect wrote (of its part at `prefix`): a wrong one is
+    CorruptFile, ending with `recover`."""
+    return Fields(data, str(path), prefix, lambda line: CorruptFile(f"{line}; {recover}"))
 
 
 def finite(value: Any) -> bool:

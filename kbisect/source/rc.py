@@ -126,7 +126,19 @@ def load_history(directory: Path) -> list[dict[str, Any]]:
         isinstance(e, dict) and "tag" in e for e in entries
     ):
         reading.fail(path, "not a kbisect rc history (expected {'entries': [...]})", recover)
+    for i, entry in enumerate(entries):
+        _check_entry(entry, path, f"entries[{i}].", recover)
     return entries
+
+
+def _check_entry(entry: dict[str, Any], path: Path, prefix: str, recover: str) -> None:
+    """One measured tag as `record` writes it: its fields of their types (older entries may
+    lack any but the tag)."""
+    f = reading.own_fields(entry, path, recover, prefix)
+    f.string("tag")
+    for key in ("commit", "result_dir", "scenario_hash", "recorded"):
+        f.string(key, None)
+    f.number("tps_mean", None)
 
 
 def add_entry(entries: list[dict[str, Any]], entry: dict[str, Any]) -> list[dict[str, Any]]:

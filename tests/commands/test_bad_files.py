@@ -398,3 +398,39 @@ def test_a_damaged_field_of_a_stored_study_exits_3_naming_it(
     line = one_line(capsys)
     assert line.startswith(f"{run}/{file}: {problem}"), line
     assert line.endswith(f"; {store.RECOVER}")
+
+
+@pytest.mark.parametrize("key", ["state", "kill_pid_file"])
+def test_a_fake_target_path_that_is_relative_is_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], key: str
+) -> None:
+    """The fake target writes its call log where `state` says: a relative path would land
+    in whatever directory kbisect was started from."""
+    run = commands(tmp_path)["run"][:3]
+    target = fake_target(tmp_path / "odd", **{key: "x"})
+    argv = [*run, "--scenario", "smoke", "--target", str(target)]
+    assert cli.main(argv) == EXIT_USER
+    assert one_line(capsys).endswith(f"{key} must be an absolute path, got 'x'")
+    assert not (Path.cwd() / "x").exists()
+
+
+@pytest.mark.parametrize(
+    ("entry", "field"),
+    [
+        ({"tag": {"x": 1}}, "entries[0].tag must be a string"),
+        ({"tag": "v7.2-rc1", "tps_mean": "fast"}, "entries[0].tps_mean must be a number"),
+        ({"tag": "v7.2-rc1", "commit": 7}, "entries[0].commit must be a string"),
+    ],
+)
+def test_a_damaged_rc_history_entry_exits_3_naming_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], entry: dict[str, Any], field: str
+) -> None:
+    history = tmp_path / "history"
+    history.mkdir()
+    doc = {"version": 1, "kind": "rc-history", "entries": [entry]}
+    (history / "history.json").write_text(json.dumps(doc))
+    repo = tmp_path / "linux"
+    make_fake_kernel_repo(repo, [{"subject": "one"}])
+    assert cli.main(["rc", "next", "--tree", str(repo), "--history", str(history)]) == EXIT_INFRA
+    line = one_line(capsys)
+    assert field in line and line.endswith("move it aside to start a new history"), line

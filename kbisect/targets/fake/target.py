@@ -11,6 +11,7 @@ and any of the settings below (`--target path/to/fake.toml`, or NAME.toml in
 from __future__ import annotations
 
 import json
+import os
 import sys
 import time
 from collections.abc import Mapping
@@ -51,7 +52,8 @@ SETTINGS: dict[str, tuple[type, Any, str]] = {
     "steal": (list, [], "steal time inside the machine by call number (slows tps)"),
     "runs_here": (bool, True, "false: judged like a machine target, by steal time alone"),
 }
-NON_NEGATIVE = ("tps", "cv", "delay_s", "host_busy", "kill_at")
+NON_NEGATIVE = ("tps", "cv", "delay_s", "host_busy", "kill_at", "busy_polls")
+ABSOLUTE = ("state", "kill_pid_file")  # paths the fake writes or reads: never the cwd's
 HOST_FILE = "fake-host.json"  # guest.py writes the call's scripted share here
 
 
@@ -78,6 +80,11 @@ def check_settings(name: str, settings: dict[str, Any]) -> dict[str, Any]:
         if key in NON_NEGATIVE and settings[key] < 0:  # a number, checked above
             raise BadFakeSettings(f"target {name}: {key} must be at least 0, got {value}")
         out[key] = value
+    for key in ABSOLUTE:
+        if out[key] and not os.path.isabs(out[key]):
+            raise BadFakeSettings(
+                f"target {name}: {key} must be an absolute path, got {out[key]!r}"
+            )
     bad = [m for m in [out["mode"], *out["script"]] if m not in MODES]
     if bad:
         raise BadFakeSettings(f"target {name}: unknown mode {bad[0]!r} (known: {', '.join(MODES)})")
