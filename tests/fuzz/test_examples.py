@@ -78,7 +78,9 @@ PINS: dict[str, Pin] = {
     "results-dir-is-a-file-study": Pin(
         ["study", *STUDY, "--scenario", "smoke"], INFRA, "results-file"
     ),
-    "out-is-a-file-compare": Pin(["compare", *COMPARE[:-1], "{file}", "--scenario", "smoke"], INFRA),
+    "out-is-a-file-compare": Pin(
+        ["compare", *COMPARE[:-1], "{file}", "--scenario", "smoke"], INFRA
+    ),
     # NaN is no number: refused, exit 2 (was accepted: a 0.735x regression became "no
     # significant step", and --budget nan switched the budget guard off)
     "study-min-effect-nan": Pin(
