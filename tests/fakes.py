@@ -217,3 +217,11 @@ def start_driver(
     finally:
         if not isinstance(out, int):
             out.close()
+
+
+def ab_compare_argv(image: Path, target: Path, *extra: str) -> list[str]:
+    """`kbisect compare` of one fake image booted with x=1 (A) and x=2 (B), scenario smoke,
+    3 boots a side, on `target`; `extra` appended."""
+    sides = ["--append-a", "x=1", "--append-b", "x=2"]
+    fixed = ["--scenario", "smoke", "--boots", "3", "--target", str(target)]
+    return ["compare", "--kernel", str(image), *sides, *fixed, *extra]

@@ -16,6 +16,7 @@ from kbisect.core import paths, reading
 from kbisect.core.exceptions import EXIT_INFRA, EXIT_OK, EXIT_USER
 from kbisect.measure import results
 from tests.fakes import (
+    ab_compare_argv,
     fake_calls,
     fake_image,
     fake_target,
@@ -31,25 +32,6 @@ EXAMPLES = ROOT / "docs" / "examples"
 def target(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("KBISECT_CACHE", str(tmp_path / "cache"))
     return fake_target(tmp_path, append_tps={"x=1": 1000, "x=2": 800}, cv=0.02)
-
-
-def argv(image: Path, target: Path, *extra: str) -> list[str]:
-    return [
-        "compare",
-        "--kernel",
-        str(image),
-        "--append-a",
-        "x=1",
-        "--append-b",
-        "x=2",
-        "--scenario",
-        "smoke",
-        "--boots",
-        "3",
-        "--target",
-        str(target),
-        *extra,
-    ]
 
 
 def one_line(err: str) -> str:
@@ -78,7 +60,7 @@ def test_bad_options_are_one_line_and_exit_2_before_any_boot(
     extra: list[str],
     words: str,
 ) -> None:
-    assert cli.main(argv(fake_image(tmp_path / "k"), target, *extra)) == EXIT_USER
+    assert cli.main(ab_compare_argv(fake_image(tmp_path / "k"), target, *extra)) == EXIT_USER
     assert words in one_line(capsys.readouterr().err)
     assert fake_calls(target) == []
 
@@ -89,14 +71,14 @@ def test_out_that_is_a_file_or_already_holds_samples_is_refused(
     image = fake_image(tmp_path / "k")
     afile = tmp_path / "afile"
     afile.write_text("x")
-    assert cli.main(argv(image, target, "--out", str(afile))) == EXIT_INFRA
+    assert cli.main(ab_compare_argv(image, target, "--out", str(afile))) == EXIT_INFRA
     assert f"--out {afile}: not a directory" in one_line(capsys.readouterr().err)
-    assert cli.main(argv(image, target, "--out", "/proc/x")) == EXIT_INFRA
+    assert cli.main(ab_compare_argv(image, target, "--out", "/proc/x")) == EXIT_INFRA
     assert "--out /proc/x: not writable" in one_line(capsys.readouterr().err)
     out = tmp_path / "cmp"
-    assert cli.main(argv(image, target, "--out", str(out))) == 1  # B is 20% slower
+    assert cli.main(ab_compare_argv(image, target, "--out", str(out))) == 1  # B is 20% slower
     capsys.readouterr()
-    assert cli.main(argv(image, target, "--out", str(out))) == EXIT_USER
+    assert cli.main(ab_compare_argv(image, target, "--out", str(out))) == EXIT_USER
     assert "already holds a run" in one_line(capsys.readouterr().err)
     assert len(fake_calls(target)) == 6
 
@@ -136,7 +118,7 @@ def run_killed_at(call: int, tmp_path: Path, target: Path, out: Path, image: Pat
         kill_at=call,
         kill_pid_file=str(pid_file),
     )
-    driver = start_driver(argv(image, target, "--out", str(out)), pid_file)
+    driver = start_driver(ab_compare_argv(image, target, "--out", str(out)), pid_file)
     assert driver.wait(timeout=120) == -signal.SIGKILL
     fake_target(tmp_path, append_tps={"x=1": 1000, "x=2": 800}, cv=0.02)
 
@@ -167,7 +149,7 @@ def test_a_compare_killed_between_its_summary_and_its_report_is_finished_by_resu
     tmp_path: Path, target: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     image, out = fake_image(tmp_path / "k"), tmp_path / "cmp"
-    assert cli.main(argv(image, target, "--out", str(out))) == 1
+    assert cli.main(ab_compare_argv(image, target, "--out", str(out))) == 1
     (out / "report.md").unlink()  # the kill came while the report was being written
     assert cli.main(["compare", "--resume", str(out)]) == 1  # the run's own exit code
     assert (out / "report.md").is_file() and len(fake_calls(target)) == 6
@@ -248,7 +230,7 @@ def test_a_resume_while_the_compare_still_runs_is_refused_naming_it(
     out = tmp_path / "cmp"
     fake_target(tmp_path, append_tps={"x=1": 1000, "x=2": 800}, cv=0.02, delay_s=60.0)
     running = start_driver(
-        argv(fake_image(tmp_path / "k"), target, "--out", str(out)), tmp_path / "pid"
+        ab_compare_argv(fake_image(tmp_path / "k"), target, "--out", str(out)), tmp_path / "pid"
     )
     try:
         lock = out / ".compare.lock"

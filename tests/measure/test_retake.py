@@ -33,7 +33,7 @@ from tests.bisect.test_bisect import (
     run_dirs,
 )
 from tests.doctor.test_doctor import FakeHost
-from tests.fakes import fake_calls, fake_image, fake_target, start_driver
+from tests.fakes import ab_compare_argv, fake_calls, fake_image, fake_target, start_driver
 from tests.study.test_cli import fake_target as study_target
 from tests.study.test_cli import run_dir as study_run
 from tests.study.test_cli import study_args
@@ -43,26 +43,7 @@ HOG = 0.6  # of the host: well above the default share (0.25)
 
 
 def compare(image: Path, target: Path, out: Path, *extra: str) -> int:
-    return cli.main(
-        [
-            "compare",
-            "--kernel",
-            str(image),
-            "--append-a",
-            "x=1",
-            "--append-b",
-            "x=2",
-            "--scenario",
-            "smoke",
-            "--boots",
-            "3",
-            "--target",
-            str(target),
-            "--out",
-            str(out),
-            *extra,
-        ]
-    )
+    return cli.main(ab_compare_argv(image, target, "--out", str(out), *extra))
 
 
 def hog_target(folder: Path, name: str, disturb: list[float], **more: Any) -> Path:
@@ -192,25 +173,7 @@ def test_a_retake_waits_for_a_quiet_host_and_stops_at_the_bound(
 
 
 def resume_argv(image: Path, target: Path, out: Path, retakes: str) -> list[str]:
-    return [
-        "compare",
-        "--kernel",
-        str(image),
-        "--append-a",
-        "x=1",
-        "--append-b",
-        "x=2",
-        "--scenario",
-        "smoke",
-        "--boots",
-        "3",
-        "--target",
-        str(target),
-        "--out",
-        str(out),
-        "--retakes",
-        retakes,
-    ]
+    return ab_compare_argv(image, target, "--out", str(out), "--retakes", retakes)
 
 
 def test_a_kill_between_a_disturbed_sample_and_its_retake_resumes_within_the_bound(
