@@ -19,7 +19,7 @@ from kbisect.targets import registry
 
 def configure(parser: argparse.ArgumentParser) -> None:
     add = parser.add_argument
-    add("--tree", help="kernel git tree (default: the embedded 6.12 tree)")
+    add("--tree", help=options.TREE_HELP)
     add("--good", help="a revision with the good (fast) figure")
     add("--bad", help="a later revision with the bad (slow) figure")
     options.add_measured(parser, required=False)

@@ -12,7 +12,7 @@ from kbisect.source import tree
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--tree", help="kernel git tree (default: the embedded 6.12 tree)")
+    parser.add_argument("--tree", help=options.TREE_HELP)
     parser.add_argument("--rev", default="HEAD", help="revision to build (default HEAD)")
     options.add_where(parser)
     options.add_configs(parser)

@@ -13,7 +13,7 @@ from kbisect.core.exceptions import UserError
 
 def configure(parser: argparse.ArgumentParser) -> None:
     k = parser.add_argument_group("kernels")
-    k.add_argument("--tree", help="kernel git tree (default: the embedded 6.12 tree)")
+    k.add_argument("--tree", help=options.TREE_HELP)
     k.add_argument("--base", help="revision for side A (and B unless --revert/--rev-b)")
     k.add_argument("--revert", metavar="COMMIT", help="side B = base with COMMIT reverted")
     k.add_argument("--rev-b", help="revision for side B")

@@ -122,6 +122,10 @@ def fraction(text: str) -> float:
 
 
 SEED_MAX = 2**63 - 1
+TREE_HELP = (
+    "kernel git tree, or debian:RELEASE, a Debian release's source imported once "
+    "(`kbisect tree list`); default: the embedded 6.12 tree"
+)
 seed = count(0, SEED_MAX)  # a random seed: a whole number, 0 or more
 
 

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 from kbisect.commands import options
-from kbisect.source import rc
+from kbisect.source import rc, release
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -33,7 +33,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
 def _next(args: argparse.Namespace) -> int:
     pattern = rc.NEXT_PATTERN if args.linux_next else rc.check_pattern(args.pattern)
     measured = {e["tag"] for e in rc.load_history(args.history or rc.default_history())}
-    picked = rc.choose(Path(args.tree), pattern, measured)
+    repo = release.resolve(args.tree) if release.is_release(args.tree) else Path(args.tree)
+    picked = rc.choose(repo, pattern, measured)
     if args.json:
         print(json.dumps({**picked, "new": bool(picked["tag"]), "pattern": pattern}, indent=2))
     else:

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from kbisect.core import atomic, proc, progress, reading
 from kbisect.core.exceptions import InfraError
-from kbisect.source import git, tree, worktree
+from kbisect.source import git, tarball, tree, worktree
 
 BRANCH = "kbisect-demo"
 REGRESSION_SUBJECT = "net/unix: [kbisect demo] SYNTHETIC REGRESSION: busy delay in sendmsg"
@@ -134,7 +134,7 @@ def create(repo: Path) -> dict[str, str]:
             apply(where, INCLUDE)
         apply(where, edit)
         env = {
-            **tree.FIXED_IDENTITY,
+            **tarball.FIXED_IDENTITY,
             "GIT_AUTHOR_DATE": f"2025-01-02T00:{i:02d}:00+0000",
             "GIT_COMMITTER_DATE": f"2025-01-02T00:{i:02d}:00+0000",
         }

@@ -1,32 +1,23 @@
 """Kernel trees: checking that a path is one, and the embedded default tree.
 
-The embedded default is Debian's linux-source-6.12 tarball imported once into a git
-repository in the cache. Its .gitignore ignores everything (`/*`), hence `git add -f`.
-The import commit has a fixed author, committer and date, so the same tarball gives
-the same commit id on every machine.
+The embedded default is Debian's linux-source-6.12 tarball, as installed, imported once
+into a git repository in the cache (kbisect/source/tarball.py). `debian:X` names another
+Debian release, fetched and imported on first use (kbisect/source/release.py).
 """
 
 from __future__ import annotations
 
-import shutil
-import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 
-from kbisect.core import atomic, paths, proc, progress
+from kbisect.core import paths, progress
 from kbisect.core.exceptions import MissingTool, UserError
-from kbisect.source import git
+from kbisect.source import git, release
+from kbisect.source import tarball as tarball_
 
 DEFAULT_TARBALL = Path("/usr/src/linux-source-6.12.tar.xz")
 DEFAULT_NAME = "linux-6.12-debian"
 DEFAULT_TAG = "v6.12-debian"
-FIXED_IDENTITY = {
-    "GIT_AUTHOR_NAME": "kbisect",
-    "GIT_AUTHOR_EMAIL": "kbisect@localhost",
-    "GIT_AUTHOR_DATE": "2025-01-01T00:00:00+0000",
-    "GIT_COMMITTER_NAME": "kbisect",
-    "GIT_COMMITTER_EMAIL": "kbisect@localhost",
-    "GIT_COMMITTER_DATE": "2025-01-01T00:00:00+0000",
-}
 
 
 class NotAKernelTree(UserError):
@@ -48,19 +39,12 @@ def default_path() -> Path:
 
 
 def import_commands(tarball: Path, dest: Path) -> list[list[str]]:
-    """The commands that turn the tarball into a git repo at dest (pure)."""
-    g = ["git", "-C", str(dest)]
-    message = f"Import {tarball.name} (Debian linux-source)"
-    return [
-        ["tar", "-xJf", str(tarball), "-C", str(dest), "--strip-components=1"],
-        [*g, "init", "-q", "-b", "master"],
-        [*g, "config", "core.autocrlf", "false"],
-        [*g, "config", "gc.auto", "0"],
-        [*g, "add", "-f", "-A", "."],
-        # --no-gpg-sign: a user's commit.gpgsign would change (or fail) the fixed commit.
-        [*g, "commit", "-q", "--no-verify", "--no-gpg-sign", "-m", message],
-        [*g, "tag", DEFAULT_TAG],
-    ]
+    """The commands that import the default tarball at dest (pure)."""
+    return tarball_.import_commands(tarball, dest, DEFAULT_TAG, _message(tarball))
+
+
+def _message(tarball: Path) -> str:
+    return f"Import {tarball.name} (Debian linux-source)"
 
 
 def default_tree(tarball: Path = DEFAULT_TARBALL) -> Path:
@@ -72,25 +56,51 @@ def default_tree(tarball: Path = DEFAULT_TARBALL) -> Path:
         raise MissingTool(
             f"{tarball}: missing (apt-get install linux-source-6.12, or scripts/setup)"
         )
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=".import-", dir=dest.parent))
     log = dest.parent / f"{DEFAULT_NAME}.import.log"
+    dest.parent.mkdir(parents=True, exist_ok=True)
     log.write_text(progress.log_header(["tree", "default"]))
     progress.step(f"importing {tarball} into {dest} (once; a few minutes)")
-    try:
-        for cmd in import_commands(tarball, tmp):
-            proc.run(cmd, log=log, env=FIXED_IDENTITY)
-        shutil.rmtree(dest, ignore_errors=True)
-        tmp.rename(dest)
-        atomic.fsync_dir(dest.parent)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
+    tarball_.import_into(tarball, dest, DEFAULT_TAG, _message(tarball), log)
     progress.step(f"default tree ready: {dest} ({git.rev_parse(dest, DEFAULT_TAG)[:12]})")
     return dest
 
 
 def resolve(tree: str | None) -> Path:
-    """`None` or "default" → the embedded default tree; else a checked kernel tree."""
+    """`None` or "default" → the embedded default tree; `debian:X` → that Debian
+    release, imported on first use (kbisect/source/release.py); else a checked kernel
+    tree."""
     if tree in (None, "default"):
         return default_tree()
+    if tree.startswith("debian:"):
+        return release.resolve(tree)
     return check_kernel_tree(Path(tree).expanduser().resolve())
+
+
+@dataclass(frozen=True)
+class Listed:
+    name: str
+    path: Path
+    tag: str | None
+    commit: str | None
+
+
+def listed(reg: release.Registry | None = None) -> list[Listed]:
+    """The default tree and every release the registry knows, imported or not."""
+    reg = reg or release.registry()
+    out = []
+    d = default_path()
+    imported = (d / ".git").is_dir() and bool(git.git(d, "tag", "-l", DEFAULT_TAG))
+    out.append(
+        Listed(
+            "default",
+            d,
+            DEFAULT_TAG if imported else None,
+            git.rev_parse(d, DEFAULT_TAG)[:12] if imported else None,
+        )
+    )
+    for name in sorted(reg.releases, key=release.version_key):
+        path = release.tree_dir(name)
+        tag = release.imported_tag(path) if (path / ".git").is_dir() else None
+        commit = git.rev_parse(path, tag)[:12] if tag else None
+        out.append(Listed(f"{release.PREFIX}{name}", path, tag, commit))
+    return out

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from kbisect.core import lock, paths, proc
 from kbisect.core.exceptions import CommandFailed, UserError
-from kbisect.source import git, scratch, tree
+from kbisect.source import git, scratch, tarball
 
 repo_id = scratch.repo_id
 
@@ -186,7 +186,7 @@ def revert_onto(repo: Path, base: str, commit: str) -> str:
         # has no user.email (else the commit fails and would be reported as a conflict).
         result = proc.run(
             git.command(where, "revert", "--no-edit", "--no-gpg-sign", commit),
-            env=tree.FIXED_IDENTITY,
+            env=tarball.FIXED_IDENTITY,
             check=False,
             capture=True,
         )

@@ -31,7 +31,7 @@ from typing import Any
 
 import pytest
 
-from kbisect.source import tree
+from kbisect.source import tarball
 from tests.bisect.test_step import write_scenario
 from tests.fakes import repo_snapshot, users_repo_at_work
 from tests.faults import kills_at_setup, kit, procs
@@ -48,7 +48,7 @@ FIGURES: list[dict[str, Any]] = []
 @contextmanager
 def fixed_dates() -> Iterator[None]:
     """The same commit ids in every session, whatever HOME's git identity."""
-    fixed = {**FIXED_DATES, **tree.FIXED_IDENTITY}
+    fixed = {**FIXED_DATES, **tarball.FIXED_IDENTITY}
     saved = {k: os.environ.get(k) for k in fixed}
     os.environ.update(fixed)
     try:

@@ -10,7 +10,7 @@ import pytest
 
 from kbisect.core import proc
 from kbisect.core.exceptions import InfraError
-from kbisect.source import demo, tree
+from kbisect.source import demo, tarball, tree
 from tests.fakes import git
 
 # The two functions of net/unix/af_unix.c (6.12) that open with the same scm_send lines.
@@ -135,7 +135,7 @@ def tiny_default_tree(path: Path) -> Path:
         (path / name).parent.mkdir(parents=True, exist_ok=True)
         (path / name).write_text("/* x */\n")
     for cmd in tree.import_commands(Path("x.tar.xz"), path)[1:]:
-        proc.run(cmd, env=tree.FIXED_IDENTITY)
+        proc.run(cmd, env=tarball.FIXED_IDENTITY)
     return path
 
 

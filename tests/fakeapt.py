@@ -1,0 +1,88 @@
+"""A local apt repository shaped like Debian's, for `kbisect tree add` without a network:
+one suite, one component, a Packages index and a Release file with its hashes, a
+`linux-source-X` package that holds a tiny kernel tarball (with Debian's `.gitignore` of
+`/*`). apt reads it as it reads deb.debian.org; the registry marks it `trusted`, since it
+has no signature."""
+
+from __future__ import annotations
+
+import hashlib
+import subprocess
+import tarfile
+from pathlib import Path
+
+FILES = {
+    ".gitignore": "/*\n",
+    "Makefile": "VERSION = 9\nPATCHLEVEL = 9\nall:\n",
+    "Kconfig": 'mainmenu "tiny"\n',
+    "scripts/kconfig/x": "kconfig helper\n",
+    "kernel/sched/core.c": "int preempt_none = 1;\n",
+}
+
+
+def host_arch() -> str:
+    out = subprocess.run(["dpkg", "--print-architecture"], capture_output=True, text=True)
+    return out.stdout.strip()
+
+
+def package(where: Path, release: str, version: str) -> Path:
+    """linux-source-<release>_<version>_all.deb holding usr/src/linux-source-<release>.tar.xz."""
+    top = f"linux-source-{release}"
+    root = where / f"pkg-{release}"
+    src = where / f"src-{release}" / top
+    for rel, text in FILES.items():
+        (src / rel).parent.mkdir(parents=True, exist_ok=True)
+        (src / rel).write_text(text)
+    (root / "usr/src").mkdir(parents=True)
+    with tarfile.open(root / "usr/src" / f"{top}.tar.xz", "w:xz") as tar:
+        tar.add(src, arcname=top)
+    (root / "DEBIAN").mkdir()
+    (root / "DEBIAN/control").write_text(
+        f"Package: {top}\nVersion: {version}\nArchitecture: all\n"
+        "Maintainer: kbisect tests <tests@localhost>\nDescription: tiny kernel source\n"
+    )
+    deb = where / f"{top}_{version}_all.deb"
+    build = ["dpkg-deb", "-Zxz", "--build", str(root), str(deb)]
+    subprocess.run(build, check=True, capture_output=True)
+    return deb
+
+
+def repository(where: Path, packages: dict[str, str], suite: str = "fake") -> Path:
+    """A repository at `where/repo` with `packages` ({release: version}) in `suite`."""
+    repo = where / "repo"
+    pool = repo / "pool"
+    pool.mkdir(parents=True)
+    stanzas = []
+    for release, version in packages.items():
+        deb = package(where, release, version)
+        target = pool / deb.name
+        deb.rename(target)
+        data = target.read_bytes()
+        control = (where / f"pkg-{release}" / "DEBIAN/control").read_text()
+        stanzas.append(
+            control
+            + f"Filename: pool/{target.name}\nSize: {len(data)}\n"
+            + f"SHA256: {hashlib.sha256(data).hexdigest()}\n"
+        )
+    arch = host_arch()
+    rel_path = f"main/binary-{arch}/Packages"
+    index = repo / "dists" / suite / rel_path
+    index.parent.mkdir(parents=True)
+    index.write_text("\n".join(stanzas))
+    body = index.read_bytes()
+    (repo / "dists" / suite / "Release").write_text(
+        f"Suite: {suite}\nCodename: {suite}\nDate: Thu, 01 Jan 2026 00:00:00 UTC\n"
+        f"Architectures: {arch} all\nComponents: main\nSHA256:\n"
+        f" {hashlib.sha256(body).hexdigest()} {len(body)} {rel_path}\n"
+    )
+    return repo
+
+
+def registry(where: Path, mirror: str, releases: dict[str, str], suite: str = "fake") -> Path:
+    """A registry file naming `releases` ({release: package}) in `suite` of `mirror`."""
+    lines = [f'mirror = "{mirror}"', "trusted = true", ""]
+    for release, pkg in releases.items():
+        lines += [f'[releases."{release}"]', f'package = "{pkg}"', f'suites = ["{suite}"]', ""]
+    path = where / "registry.toml"
+    path.write_text("\n".join(lines))
+    return path
