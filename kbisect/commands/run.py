@@ -8,10 +8,11 @@ from __future__ import annotations
 import argparse
 import shlex
 from pathlib import Path
+from typing import Any
 
 from kbisect.commands import options
 from kbisect.core import progress, room
-from kbisect.measure import results, retake, sample
+from kbisect.measure import preempt, results, retake, sample
 from kbisect.scenario import scenario
 from kbisect.stats import means
 from kbisect.targets.base import Kernel
@@ -57,6 +58,7 @@ def main(args: argparse.Namespace) -> int:
         target.warn_if_busy()
         policy = options.retake_policy(args)
         tps: list[float] = []
+        taken: list[dict[str, Any]] = []
         for i in range(args.runs):
             progress.set_resume(going_on(progress.reproduce_line(), out, args.runs - i))
             progress.step(f"boot {i + 1}/{args.runs}")
@@ -65,11 +67,22 @@ def main(args: argparse.Namespace) -> int:
                 print(f"boot {i + 1}: disturbed, not counted")
                 continue
             tps.append(s["tps"])
-            preempt = (s["fingerprint"] or {}).get("preempt")
-            print(f"boot {i + 1}: {s['tps']:.1f} tps  (preempt={preempt})")
+            taken.append(s)
+            print(f"boot {i + 1}: {s['tps']:.1f} tps  ({model_note(s)})")
     summary = means.summarize(tps)
     print(
         f"{scen.name}: mean {summary.mean:.1f} tps over {summary.n} boot(s), "
         f"CV {summary.cv * 100:.1f}%  results: {out}"
     )
+    for line in preempt.first_warnings(taken, [(None, "the boots")]):
+        progress.warn(line)
     return 0
+
+
+def model_note(s: dict[str, Any]) -> str:
+    """`preempt=lazy`, and what was asked when the boot did not get it (measure/preempt.py)."""
+    model = (s["fingerprint"] or {}).get("preempt")
+    note = f"preempt={model or 'unknown'}"
+    if preempt.message("", s.get("preempt")):
+        note += f", asked {s['preempt']['asked']}" + ("" if model is None else ": NOT it")
+    return note

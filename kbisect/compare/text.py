@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from kbisect.compare.report import METHODS, SIDES, Run
+from kbisect.compare.warnings import preempt_lines
 from kbisect.report.text import (
     change,
     command,
@@ -87,4 +88,4 @@ def render(run: Run) -> str:
     for side in SIDES:
         tps = [float(b["tps"]) for b in run.side(side) if b.get("status") == "ok"]
         lines += para(f"{side}: {numbers(tps)}", "  ")
-    return fit([*lines, *warning_lines(v.warnings)])
+    return fit([*lines, *warning_lines([*preempt_lines(run), *v.warnings])])

@@ -1,16 +1,17 @@
-"""The Warnings section of a compare report: failed boots, slots left disturbed, copied
-samples, drift over time, sides on different targets, storage that differs, a verdict
-that changed."""
+"""The Warnings section of a compare report: a side that did not get the preemption model
+it asked for, failed boots, slots left disturbed, copied samples, drift over time, sides
+on different targets, storage that differs, a verdict that changed."""
 
 from __future__ import annotations
 
 from kbisect.compare.report import SIDES, Run, ok_tps
-from kbisect.measure import fiodiff, timeline
+from kbisect.measure import fiodiff, preempt, timeline
 from kbisect.stats import means
 
 
 def warnings(run: Run) -> list[str]:
-    out = [*run.verdict.warnings, *run.copies, *filter(None, [timeline.sides(run.samples)[1]])]
+    out = [*preempt_lines(run), *run.verdict.warnings, *run.copies]
+    out += filter(None, [timeline.sides(run.samples)[1]])
     for side in SIDES:
         boots = run.side(side)
         failed = len(boots) - len(ok_tps(boots))
@@ -44,6 +45,13 @@ def warnings(run: Run) -> list[str]:
     ):
         out.append(f"summary.json says '{kind}'; recomputed from the samples: '{new}'")
     return out
+
+
+def preempt_lines(run: Run) -> list[str]:
+    """A side whose boots ran another preemption model than they asked for, or one
+    that could not be read (measure/preempt.py): one line each."""
+    names = {x: f"side {x}" + (f" ({run.name(x)})" if run.name(x) != x else "") for x in SIDES}
+    return preempt.first_warnings(run.samples, names.items())
 
 
 def left_disturbed(run: Run, side: str) -> str | None:

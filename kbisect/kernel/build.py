@@ -17,7 +17,7 @@ from typing import Any
 from kbisect.core import arch as arch_mod
 from kbisect.core import atomic, paths, progress, reading, room
 from kbisect.core.exceptions import BuildError, CommandFailed, CommandTimeout, UserError
-from kbisect.kernel import ccache, kconfig, make
+from kbisect.kernel import archdeps, ccache, kconfig, make
 from kbisect.kernel import manifest as buildmanifest
 from kbisect.kernel.config import inputs_key, make_config
 from kbisect.source import git, scratch, worktree
@@ -73,6 +73,7 @@ def build(req: Request) -> BuildResult:
     if req.in_place and git.is_dirty(req.tree):
         raise UserError(f"--in-place: {req.tree} has uncommitted changes; commit or stash them")
     fragments = kconfig.resolve(list(req.configs), req.arch.name, base=req.base)
+    archdeps.check(req.tree, commit, req.arch, fragments, req.allow_dropped)
     key = inputs_key(req.arch, req.base, fragments)
     root = paths.cache_dir() / "builds" / worktree.repo_id(req.tree) / f"{req.arch.name}-{key}"
     artifact = root / commit

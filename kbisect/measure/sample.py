@@ -16,7 +16,7 @@ from typing import Any
 
 from kbisect.core import atomic, clock, paths, progress, reading
 from kbisect.core.exceptions import BenchmarkError, BootError, CommandTimeout
-from kbisect.measure import results
+from kbisect.measure import preempt, results
 from kbisect.scenario.scenario import Scenario
 from kbisect.targets import monitor as disturbance
 from kbisect.targets.base import Job, Kernel, Target
@@ -120,10 +120,31 @@ def take(
             data["status"] = DISTURBED
             if when_disturbed == LAST:
                 data["disturbance"]["last_try"] = True
-    results.write_sample(boot.out_dir, data)
+    written = results.write_sample(boot.out_dir, data)
+    warn_preempt(boot.out_dir, written, data)
     if error is not None:
         raise error
     return data
+
+
+def warn_preempt(out_dir: Path, written: Path, data: dict[str, Any]) -> None:
+    """Say it when a boot did not get the preemption model it asked for (preempt.py), at
+    the first such sample of its label in the run: later ones go to the report."""
+    label, commit = data.get("label"), (data.get("kernel") or {}).get("commit")
+    name = f"the boot of {commit[:12]}" if label is None and commit else preempt.who(label)
+    text = preempt.message(name, data.get("preempt"))
+    if text is None:
+        return
+    for path in results.sample_paths(out_dir):
+        if path == written:
+            continue
+        try:
+            earlier = reading.json_table(path, "")
+        except reading.CorruptFile:
+            continue
+        if earlier.get("label") == label and preempt.message("", earlier.get("preempt")):
+            return
+    progress.warn(text)
 
 
 def classify(
@@ -157,6 +178,8 @@ def record(
     timings.update(boot_s=round(console.reached or 0.0, 2), total_s=round(total, 2))
     ok = guest.get("status") == "ok" and measured
     release = (guest.get("fingerprint") or {}).get("uname_r")
+    fragments = [f["name"] for f in (job.kernel.manifest or {}).get("fragments", [])]
+    config = preempt.read_config(job.kernel.image.parent / "config") if fragments else {}
     return {
         "version": VERSION,
         "kind": "sample",
@@ -172,6 +195,7 @@ def record(
         "tps": sum(measured) / len(measured) if ok else None,
         "runs": runs,
         "fingerprint": guest.get("fingerprint"),
+        "preempt": preempt.check(job.append, fragments, config, guest.get("fingerprint")),
         "timings": timings,
         "boot_dir": str(job.boot_dir),
     }

@@ -24,7 +24,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from kbisect.measure import fingerprint, retake, timeline
+from kbisect.measure import fingerprint, preempt, retake, timeline
 from kbisect.report import disturbed
 from kbisect.stats import drift, means
 from kbisect.stats.inference import CONFIDENCE, combine, holm, log_terms
@@ -210,6 +210,17 @@ def _warnings(d: Mapping[str, Any], pts: Mapping[Unit, Point]) -> list[str]:
     return out
 
 
+def _preempt(
+    d: Mapping[str, Any], pts: Mapping[Unit, Point], samples: Sequence[Mapping[str, Any]]
+) -> list[str]:
+    """A kernel × cell whose boots ran another preemption model than they asked for."""
+    kernels, cells = d["kernels"], d["cells"]
+    names = {
+        store.label(k, c): f"{kernels[k]['label']} in {cells[c]['label']}" for k, c in sorted(pts)
+    }
+    return preempt.first_warnings(samples, names.items())
+
+
 def analyze(definition: Mapping[str, Any], samples: Sequence[Mapping[str, Any]]) -> Analysis:
     d = definition
     pts = points(d, samples)
@@ -227,7 +238,7 @@ def analyze(definition: Mapping[str, Any], samples: Sequence[Mapping[str, Any]])
         steps=found,
         tests=tests,
         interactions=interactions(d, pts),
-        warnings=[*_warnings(d, pts), *moved],
+        warnings=[*_preempt(d, pts, samples), *_warnings(d, pts), *moved],
         timed=tuple(timed),
         disturbed=disturbed.of_samples(samples),
     )

@@ -14,6 +14,7 @@ from kbisect.scenario import scenario
 from kbisect.scenario.fields import ScenarioError
 
 SHIPPED = [
+    "contention-2vcpu",
     "io-bound-2vcpu",
     "m8g-7dadeaa6e851",
     "m8g-io-bound",
@@ -96,6 +97,21 @@ def test_hugepages_variant_differs_only_in_huge_pages():
     assert huge.get("postgres.settings.huge_pages") == "on" and huge.get("guest.hugepages") > 0
     assert plain.get("pgbench") == huge.get("pgbench")
     assert plain.hash != huge.hash
+
+
+def test_contention_scenario_keeps_the_sweep_busy_and_a_boot_short():
+    s, plain = scenario.load("contention-2vcpu"), scenario.load("simple-update-2vcpu")
+    bench, settings = s.get("pgbench"), s.get("postgres.settings")
+    assert bench["builtin"] == "simple-update" and bench["protocol"] == "prepared"
+    assert settings["huge_pages"] == "off" and s.get("guest.hugepages") == 0
+    assert bench["clients"] >= 16 * s.get("guest.vcpus")  # far more backends than vCPUs
+    # scale 10 is about 160 MB: a buffer pool a tenth of it replaces on nearly every access
+    assert int(settings["shared_buffers"].removesuffix("MB")) * 10 <= 16 * bench["scale"]
+    assert bench["scale"] == plain.get("pgbench.scale")  # the same template, no longer init
+    # simple-update-2vcpu's boot takes about 2 min 40 s with 4 x 30 s of pgbench: no longer
+    runtime = (bench["warmup_runs"] + bench["runs"]) * bench["duration_s"]
+    assert runtime <= (plain.get("pgbench.warmup_runs") + plain.get("pgbench.runs")) * 30
+    assert "hypothesis until measured" in " ".join(s.data["description"].split())
 
 
 def test_wrong_type_names_file_and_field(tmp_path):

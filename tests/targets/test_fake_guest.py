@@ -30,3 +30,27 @@ def test_the_command_line_is_parsed_once_into_a_frozen_call() -> None:
     fingerprint = guest.fingerprint(call, 0.25)
     assert fingerprint["cmdline"] == "a=1 b"
     assert fingerprint["cpu_during_runs"]["steal_share"] == 0.25
+
+
+@pytest.mark.parametrize(
+    ("setting", "append", "model"),
+    [
+        ("none", ("preempt=full",), "none"),  # a model: whatever was asked
+        ("lazy", (), "lazy"),
+        ("asked", ("preempt=full", "preempt=lazy"), "lazy"),  # the last token wins
+        ("asked", ("x=1",), "none"),
+        ("unknown", ("preempt=none",), None),
+    ],
+)
+def test_the_preemption_model_it_reports(
+    setting: str, append: tuple[str, ...], model: str | None
+) -> None:
+    call = guest.parse(["--settings", "/s", "--image", "/i", "--boot-dir", "/b"])
+    call = dataclasses.replace(call, append=append)
+    got = guest.preempt_model({"preempt": setting}, call)
+    assert got == model
+    fingerprint = guest.fingerprint(call, 0.0, got)
+    assert (fingerprint["preempt"], fingerprint["preempt_source"]) == (
+        model,
+        "debugfs" if model else None,
+    )

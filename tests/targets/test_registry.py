@@ -63,6 +63,7 @@ def test_a_toml_file_names_a_target_by_path_or_by_name(tmp_path: Path) -> None:
         ("m", None, 'kind = "fake"\nwobble = 1\n', "unknown fake setting 'wobble'"),
         ("m", None, 'kind = "fake"\ncv = "high"\n', "cv must be a float"),
         ("m", None, 'kind = "fake"\nmode = "explode"\n', "unknown mode 'explode'"),
+        ("m", None, 'kind = "fake"\npreempt = "rt"\n', "preempt must be one of none, "),
         ("m", "x86_64", 'kind = "fake"\narch = "arm64"\n', "--arch x86_64: target m runs arm64"),
         ("vng", "sparc", None, "unknown arch 'sparc'"),
     ],

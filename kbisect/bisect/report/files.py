@@ -13,10 +13,10 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from kbisect.bisect import state
+from kbisect.bisect import samples, state
 from kbisect.bisect.report import git, markdown, posterior
 from kbisect.core import atomic, progress
-from kbisect.measure import results, schema
+from kbisect.measure import preempt, results, schema
 
 REPORT = "report.md"
 SCHEMA = "bisect-summary"
@@ -30,9 +30,26 @@ def _posterior(s: Mapping[str, Any]) -> bool:
 
 def summary(top: Path, run_dir: Path, run: state.Run) -> dict[str, Any]:
     """The run's summary.json, not yet written: everything the report shows."""
-    if run.options.method == "posterior":
-        return posterior.build(top, run_dir, run)
-    return git.build(top, run)
+    s = (
+        posterior.build(top, run_dir, run)
+        if run.options.method == "posterior"
+        else git.build(top, run)
+    )
+    if warned := preempt_warnings(run.store, [str(r["commit"]) for r in s["revisions"]]):
+        s["preempt"] = warned
+    return s
+
+
+def preempt_warnings(store: Path, commits: list[str]) -> list[str]:
+    """The revisions whose boots ran another preemption model than they asked for
+    (measure/preempt.py), one line each, from their stored samples."""
+    out = []
+    for commit in dict.fromkeys(commits):
+        where = samples.commit_dir(store, commit)
+        if where.is_dir():
+            found = results.load_samples(where)
+            out += preempt.first_warnings(found, [(None, f"revision {commit[:12]}")])
+    return out
 
 
 def render(run_dir: Path, s: Mapping[str, Any]) -> Path:

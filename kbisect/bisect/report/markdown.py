@@ -90,6 +90,13 @@ def drift_lines(s: Mapping[str, Any]) -> list[str]:
     ]
 
 
+def preempt_lines(s: Mapping[str, Any]) -> list[str]:
+    """Revisions that did not get the preemption model they asked for (none in a run
+    from before this was checked)."""
+    warned = s.get("preempt") or []
+    return [*(f"**Warning: {w}.**" for w in warned), *([""] if warned else [])]
+
+
 def page(s: Mapping[str, Any], m: Sections) -> str:
     """report.md."""
     o = s["options"]
@@ -107,6 +114,7 @@ def page(s: Mapping[str, Any], m: Sections) -> str:
             *m.settings,
             "",
             *m.answer,
+            *preempt_lines(s),
             *drift_lines(s),
             *m.before,
             f"## Revisions tested, in {m.order}",

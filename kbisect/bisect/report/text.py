@@ -98,7 +98,11 @@ def render(run_dir: Path, s: Mapping[str, Any]) -> str:
             *para(f"parent: {numbers(rc['parent_tps'])}", "  "),
             *para(f"culprit: {numbers(rc['culprit_tps'])}", "  "),
         ]
-    warned = [*rc.get("warnings", []), *((s.get("drift") or {}).get("warning") or "",)]
+    warned = [
+        *s.get("preempt", []),
+        *rc.get("warnings", []),
+        *((s.get("drift") or {}).get("warning") or "",),
+    ]
     if warned := [w for w in warned if w]:
         lines += ["", "warnings:", *[x for w in warned for x in para(f"- {w}", "  ", "  ")]]
     return fit(lines)

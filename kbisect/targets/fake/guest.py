@@ -152,11 +152,25 @@ def run_entry(index: int, warmup: bool, tps: float) -> dict[str, Any]:
     }
 
 
-def fingerprint(call: Call, steal: float) -> dict[str, Any]:
+def preempt_model(s: dict[str, Any], call: Call) -> str | None:
+    """The preemption model the fake kernel reports: the `preempt` setting's; "asked":
+    the last preempt= of its command line, else none (a PREEMPT_DYNAMIC kernel built as
+    PREEMPT_NONE); "unknown": none could be read (null, as without debugfs)."""
+    setting = str(s.get("preempt", "none"))
+    if setting == "unknown":
+        return None
+    if setting == "asked":
+        asked = [a.split("=", 1)[1] for a in call.append if a.startswith("preempt=")]
+        return asked[-1] if asked else "none"
+    return setting
+
+
+def fingerprint(call: Call, steal: float, model: str | None = "none") -> dict[str, Any]:
     return {
         "uname_r": "6.12.0-fake",
         "cmdline": " ".join(call.append),
-        "preempt": "none",
+        "preempt": model,
+        "preempt_source": "debugfs" if model else None,
         "hugepages_total": 0,
         "hugepages_free": 0,
         "hugepage_size_kb": 2048,
@@ -176,7 +190,9 @@ def fingerprint(call: Call, steal: float) -> dict[str, Any]:
     }
 
 
-def result(mode: str, tps: float, scen: dict[str, Any], call: Call, steal: float) -> dict[str, Any]:
+def result(
+    mode: str, tps: float, scen: dict[str, Any], call: Call, steal: float, model: str | None
+) -> dict[str, Any]:
     timings = {"restore_s": 0.1, "init_s": None, "bench_s": 1.0}
     if mode == "pgfail":
         return {
@@ -184,7 +200,7 @@ def result(mode: str, tps: float, scen: dict[str, Any], call: Call, steal: float
             "status": "benchmark-failed",
             "error": "postgres: initdb failed",
             "runs": [],
-            "fingerprint": fingerprint(call, steal),
+            "fingerprint": fingerprint(call, steal, model),
             "timings": timings,
         }
     bench = scen["pgbench"]
@@ -195,7 +211,7 @@ def result(mode: str, tps: float, scen: dict[str, Any], call: Call, steal: float
         "status": "ok",
         "error": None,
         "runs": runs,
-        "fingerprint": fingerprint(call, steal),
+        "fingerprint": fingerprint(call, steal, model),
         "timings": timings,
     }
 
@@ -230,7 +246,7 @@ def play(mode: str, s: dict[str, Any], call: Call, tps: float, steal: float) -> 
         return 0
     scen = json.loads((boot_dir / "scenario.json").read_text())
     say(f"{GUEST}phase init")
-    data = result(mode, tps, scen, call, steal)
+    data = result(mode, tps, scen, call, steal, preempt_model(s, call))
     if data["status"] == "ok":
         say(f"{GUEST}phase run")
         say(f"{GUEST}tps {tps:.1f}")

@@ -51,7 +51,10 @@ SETTINGS: dict[str, tuple[type, Any, str]] = {
     "busy_polls": (int, 0, "polls of the wait before a retake that find the host busy"),
     "steal": (list, [], "steal time inside the machine by call number (slows tps)"),
     "runs_here": (bool, True, "false: judged like a machine target, by steal time alone"),
+    "preempt": (str, "none", "the preemption model the guest reports: a model, asked, unknown"),
 }
+# "asked": the last preempt= of the command line; "unknown": none read (guest.py)
+PREEMPT = ("none", "voluntary", "full", "lazy", "asked", "unknown")
 NON_NEGATIVE = ("tps", "cv", "delay_s", "host_busy", "kill_at", "busy_polls")
 ABSOLUTE = ("state", "kill_pid_file")  # paths the fake writes or reads: never the cwd's
 HOST_FILE = "fake-host.json"  # guest.py writes the call's scripted share here
@@ -93,7 +96,7 @@ def check_settings(name: str, settings: dict[str, Any]) -> dict[str, Any]:
     for key in ("disturb", "steal"):
         if any(not isinstance(x, int | float) or not 0 <= x <= 1 for x in out[key]):
             raise BadFakeSettings(f"target {name}: {key} holds shares of the CPUs, 0..1")
-    for key, known in (("kill_signal", SIGNALS), ("noise_nth", NTH)):
+    for key, known in (("kill_signal", SIGNALS), ("noise_nth", NTH), ("preempt", PREEMPT)):
         if out[key] not in known:
             raise BadFakeSettings(f"target {name}: {key} must be one of {', '.join(known)}")
     return out
