@@ -76,6 +76,16 @@ demo-preempt:
     kbisect compare --base v6.12-debian --append-a preempt=none --append-b preempt=full \
         --label-a "preempt=none" --label-b "preempt=full" --scenario simple-update-2vcpu
 
+# the founding case on a real kernel: Linux 7.2 as Debian ships it (PREEMPT_LAZY) against 7.2 with
+# 7dadeaa6e851 reverted, booted with preempt=none (docs/examples/founding)
+[group('demo')]
+founding scenario="simple-update-2vcpu":
+    @echo "kbisect founding: debian:7.2 imported once (~1 min), 2 kernel builds (~10 min each cold), 10 interleaved boots of ~2.7 min under TCG: ~50 min on 2 cores from cold"
+    kbisect tree add debian:7.2
+    kbisect compare --tree debian:7.2 --patch-b kernel-patches/7.2/0001-Revert-sched-Further-restrict-the-preemption-modes.patch \
+        --append-b preempt=none --label-a "7.2 (as shipped)" --label-b "7.2 + revert, preempt=none" \
+        --scenario {{scenario}}
+
 # bisect the demo history (base good, head bad) and find the synthetic regression
 [group('demo')]
 demo-bisect:

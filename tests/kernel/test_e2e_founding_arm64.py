@@ -1,0 +1,82 @@
+"""The founding pair on arm64 (slow: `just e2e`): Linux 7.2 as Debian ships it and 7.2
+with the revert of 7dadeaa6e851 (kernel-patches/7.2/), each cross-built and booted under
+qemu-system-aarch64 (TCG) on the arm64 root fs, asked for `preempt=none`, to the harness's
+first sample. The sample's fingerprint says which model the kernel gave: 7.2 keeps
+`lazy` (it refuses `none` on an ARCH_HAS_PREEMPT_LAZY arch), the revert gives `none`.
+Too slow to measure (TCG on 2 cores); it shows both kernels boot and run PostgreSQL, and
+that the model in effect is read from the guest."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from kbisect.core import paths
+from kbisect.measure import results
+
+pytestmark = pytest.mark.e2e
+
+REVERT = (
+    paths.CHECKOUT
+    / "kernel-patches/7.2/0001-Revert-sched-Further-restrict-the-preemption-modes.patch"
+)
+
+
+def kbisect(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "kbisect", *args],
+        capture_output=True,
+        text=True,
+        env=os.environ.copy(),
+    )
+
+
+@pytest.mark.parametrize(
+    ("patches", "model"),
+    [((), "lazy"), ((str(REVERT),), "none")],
+    ids=["7.2", "7.2+revert"],
+)
+def test_founding_pair_boots_on_arm64(
+    real_cache: Path, tmp_path: Path, patches: tuple[str, ...], model: str
+) -> None:
+    added = kbisect("tree", "add", "debian:7.2")
+    assert added.returncode == 0, added.stderr[-3000:]
+    patch_args = [w for p in patches for w in ("--patch", p)]
+    built = kbisect("build", "--tree", "debian:7.2", "--arch", "arm64", *patch_args, "--json")
+    assert built.returncode == 0, built.stderr[-3000:]
+    manifest = json.loads(built.stdout)
+    assert manifest["arch"] == "arm64"
+    assert manifest["kernelrelease"].startswith("7.2.")
+    [image] = [
+        p
+        for p in real_cache.glob(f"builds/*/arm64-*/{manifest['commit']}/Image")
+        if hashlib.sha256(p.read_bytes()).hexdigest() == manifest["image_sha256"]
+    ]
+    if not (real_cache / "images/arm64-debian-bookworm/image.json").exists():
+        made = kbisect("image", "--arch", "arm64")
+        assert made.returncode == 0, made.stderr[-3000:]
+    out = tmp_path / "run"
+    run = kbisect(
+        "run",
+        "--arch",
+        "arm64",
+        "--kernel",
+        str(image.parent),
+        "--scenario",
+        "smoke",
+        "--append",
+        "preempt=none",
+        "--out",
+        str(out),
+    )
+    assert run.returncode == 0, run.stderr[-3000:]
+    [sample] = results.load_samples(out)
+    assert sample["status"] == "ok" and sample["tps"] > 0
+    assert sample["fingerprint"]["uname_r"] == manifest["kernelrelease"]
+    assert sample["fingerprint"]["preempt"] == model
