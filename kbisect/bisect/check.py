@@ -34,7 +34,7 @@ def revision(
 ) -> samples.Revision:
     """Build commit in the driver's worktree (in place, cached per commit)."""
     wt = worktree.checkout(top, commit, SLOT)
-    built = step.build_here(wt, ctx.target.arch, opts.configs, opts.base_config)
+    built = step.build_here(wt, ctx.target.arch, opts.configs, opts.base_config, ctx.patches)
     return samples.Revision(commit, Kernel(built.image, built.manifest), out)
 
 

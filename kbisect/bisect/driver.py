@@ -39,7 +39,8 @@ from kbisect.core.exceptions import EXIT_NEGATIVE, EXIT_OK, UserError
 from kbisect.kernel import make
 from kbisect.measure import results
 from kbisect.scenario import scenario
-from kbisect.source import git, tree, worktree
+from kbisect.source import git, patches, tree, worktree
+from kbisect.source.patches import Patch
 from kbisect.targets import registry
 
 
@@ -70,6 +71,16 @@ def validate(opts: Options) -> tuple[Path, str, str]:
     raise check.BadEndpoints(problem)
 
 
+def check_patches(top: Path, opts: Options, endpoints: tuple[str, ...]) -> tuple[Patch, ...]:
+    """The --patch files, read, and applied on both endpoints before anything is built:
+    one that does not apply there is bad input (exit 2); on a revision between them, a
+    skip (git/step.build_here)."""
+    files = patches.read_all(opts.patches)
+    for commit in endpoints if files else ():
+        patches.apply(top, commit, files)
+    return files
+
+
 @contextmanager
 def _exclusive(top: Path) -> Iterator[None]:
     """One driver per repository: they would share the scratch worktree. Nor may one
@@ -92,6 +103,7 @@ def drive(opts: Options, run_dir: Path | None = None, run: Run | None = None) ->
     """Run (or, with run_dir and its state, resume) a bisection; its exit code."""
     checked = opts if run is None else replace(opts, good=run.good, bad=run.bad)
     top, good, bad = validate(checked)
+    with_patches = check_patches(top, opts, (good, bad))
     need = room.results_need(opts.max_boots + 2 * (opts.runs_max + opts.recheck_samples))
     room.check(run_dir or paths.results_dir(), need, "results dir")
     room.check(paths.cache_dir(), room.PER_BUILD, "the cache")
@@ -99,13 +111,16 @@ def drive(opts: Options, run_dir: Path | None = None, run: Run | None = None) ->
     with registry.get(opts.target, opts.arch) as target, _exclusive(top):
         scen = scenario.load(opts.scenario).with_overrides(list(opts.sets))
         target.preflight(scen)
-        ctx = samples.Context(scen, opts.append, target, opts.policy())
+        ctx = samples.Context(scen, opts.append, target, opts.policy(), with_patches)
         target.warn_if_busy()
         if run_dir is None or run is None:
             store = samples.store_for(None, top, ctx, opts.configs, opts.base_config)
             run_dir = results.new_run_dir("bisect", ctx.scen.name)
             ident = {"name": ctx.scen.name, "hash": ctx.scen.hash}
             run = Run(opts, ident, top, good, bad, store)
+            if with_patches:
+                made = patches.apply(top, good, with_patches)
+                run.patches = patches.describe(top, good, with_patches, made)
             state.save(run_dir, run)
         progress.step(f"bisect run dir: {run_dir}")
         progress.set_resume(["kbisect", "bisect", "--resume", str(run_dir.resolve())])

@@ -1,6 +1,6 @@
 """Samples of revisions under bisection: where they are stored, and taking one more.
 
-One store per (repository, scenario hash, --append, --config, arch, target); in it one
+One store per (repository, scenario hash, --append, --config, arch, target, --patch); in it one
 directory per commit holding one JSON file per boot (results.write_sample). A revisited
 revision reuses what is stored. The store is shared by `git bisect run bisect/run` by
 hand and by `kbisect bisect`, which passes it to each step with --store.
@@ -20,6 +20,7 @@ from kbisect.core.exceptions import BenchmarkError, BootError
 from kbisect.measure import results, retake, sample
 from kbisect.scenario import scenario
 from kbisect.source import git
+from kbisect.source.patches import Patch
 from kbisect.targets.base import Kernel, Target
 
 STORE_ENV = "KBISECT_BISECT_STORE"
@@ -33,6 +34,7 @@ class Context:
     append: str
     target: Target
     policy: retake.Policy = field(default_factory=retake.Policy)  # disturbed: retaken how often
+    patches: tuple[Patch, ...] = ()  # applied on every revision built (--patch)
 
 
 @dataclass(frozen=True)
@@ -62,6 +64,8 @@ def store_for(
         parts.append(ctx.target.name)
     if base != "tinyconfig":  # nor samples of kernels built from another base config
         parts.append(base)
+    if ctx.patches:  # nor samples of kernels built with patches
+        parts.append([p.sha256 for p in ctx.patches])
     key = hashlib.sha256(json.dumps(parts).encode()).hexdigest()[:12]
     name = Path(common).parent.name if common.endswith("/.git") else Path(common).name
     return paths.results_dir() / "bisect-store" / f"{name}-{key}"

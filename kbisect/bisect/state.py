@@ -52,6 +52,7 @@ class Options:
     retakes: int = retake.RETAKES  # of a disturbed sample (retake.py)
     disturbed_share: float = monitor.THRESHOLD
     count_disturbed: bool = False  # saved only when set: older states read as they were
+    patches: tuple[str, ...] = ()  # --patch files (absolute), on every revision; saved if any
 
     def measured_argv(self) -> list[str]:
         """What is measured and where: the options the driver and every step share."""
@@ -70,6 +71,8 @@ class Options:
             out += ["--retakes", str(self.retakes), "--disturbed-share", repr(self.disturbed_share)]
         if self.count_disturbed:
             out.append("--count-disturbed")
+        for p in self.patches:
+            out += ["--patch", p]
         return out
 
     def policy(self) -> retake.Policy:
@@ -103,6 +106,10 @@ class Options:
         out = {**asdict(self), "configs": list(self.configs), "sets": list(self.sets)}
         if not self.count_disturbed:
             del out["count_disturbed"]
+        if self.patches:
+            out["patches"] = list(self.patches)
+        else:
+            del out["patches"]
         return out
 
     @classmethod
@@ -110,7 +117,11 @@ class Options:
         """Options saved by this or an earlier kbisect (which had no --target: vng, and
         only git's method, without references)."""
         old = {"method": "git", "references": 0}
-        lists = {"configs": tuple(data["configs"]), "sets": tuple(data.get("sets", ()))}
+        lists = {
+            "configs": tuple(data["configs"]),
+            "sets": tuple(data.get("sets", ())),
+            "patches": tuple(data.get("patches", ())),
+        }
         return cls(**{**old, **data, **lists})
 
 
@@ -155,6 +166,8 @@ class Run:
     first_stop: dict[str, Any] | None = None  # the answer before its re-check
     answer: dict[str, Any] | None = None  # the final Answer.as_dict()
     git_bisect_log: str | None = None  # the log `git bisect replay` turns into the answer
+    # the --patch files as the report names them (file, subject, sha256), if any
+    patches: list[dict[str, Any]] | None = None
     later: dict[str, Any] = field(default_factory=dict)  # a later kbisect's keys, kept
 
     def as_dict(self) -> dict[str, Any]:

@@ -106,6 +106,7 @@ def options_from_args(args: argparse.Namespace) -> Options:
         args.retakes,
         args.disturbed_share,
         args.count_disturbed,
+        tuple(str(p) for p in options.paths(args.patch)),
     )
 
 

@@ -61,6 +61,7 @@ def spec(args: argparse.Namespace) -> step.Step:
         policy=options.retake_policy(args),
         references=step.references(args.reference_good, args.reference_bad, args.threshold),
         reference_every=args.references,
+        patches=options.paths(args.patch),
     )
 
 
@@ -85,6 +86,9 @@ def main(args: argparse.Namespace) -> int:
     return step.ABORT
 
 
+GIT_LOCATION = ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_COMMON_DIR")
+
+
 class _Parser(argparse.ArgumentParser):
     """A usage error must abort the bisect (128), not exit 2 (which git reads as bad)."""
 
@@ -96,6 +100,12 @@ def entry(argv: list[str]) -> int:
     """bisect/run's way in: parse argv, run one step; only ever 0, 1, 125 or 128. A step
     whose output reader is gone (EPIPE: the driver died) aborts, and stays quiet."""
     interrupt.stop_on()
+    # `git bisect run` in a linked worktree (kbisect's bisect slot) exports GIT_DIR: every
+    # git command of the step would act on that worktree, even one run with -C elsewhere
+    # (a checkout in the build slot would move the bisect's HEAD). kbisect names each
+    # repository with -C; the step's own is its working directory.
+    for var in GIT_LOCATION:
+        os.environ.pop(var, None)
     try:
         return _entry(argv)
     except BrokenPipeError:

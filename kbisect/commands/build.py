@@ -8,7 +8,7 @@ import json
 
 from kbisect.commands import options
 from kbisect.kernel import build, kconfig
-from kbisect.source import tree
+from kbisect.source import patches, tree
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -29,10 +29,12 @@ def configure(parser: argparse.ArgumentParser) -> None:
         metavar="SYMBOL",
         help="accept that olddefconfig drops SYMBOL",
     )
+    options.add_patch(parser)
     parser.add_argument(
         "--in-place",
         action="store_true",
-        help="build the tree's checkout itself (for `git bisect run`)",
+        help="build the tree's checkout itself (for `git bisect run`; with --patch, its "
+        "commit patched, in kbisect's own checkout)",
     )
     parser.add_argument(
         "-j", "--jobs", type=options.count(0, 4096), default=0, help="make jobs (0: one per CPU)"
@@ -51,6 +53,7 @@ def request(args: argparse.Namespace) -> build.Request:
         allow_dropped=frozenset(kconfig.allowed_symbols(args.allow_dropped)),
         in_place=args.in_place,
         jobs=args.jobs,
+        patches=patches.read_all(args.patch),
     )
 
 

@@ -24,6 +24,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
     k.add_argument("--base-config", default="tinyconfig", help="base config for builds")
     options.add_where(k)
     s = parser.add_argument_group("sides")
+    options.add_patch(s, what=" (both sides)")
+    options.add_patch(s, "-a", " (side A)")
+    options.add_patch(s, "-b", " (side B)")
     options.add_append(s, what=", both sides")
     options.add_append(s, "-a", ", side A")
     options.add_append(s, "-b", ", side B")
@@ -68,6 +71,9 @@ def spec(args: argparse.Namespace) -> Spec:
         sets=tuple(args.set),
         sets_a=tuple(args.set_a),
         sets_b=tuple(args.set_b),
+        patch=options.paths(args.patch),
+        patch_a=options.paths(args.patch_a),
+        patch_b=options.paths(args.patch_b),
     )
     sides.check_conflicts(given)
     options.check_base(args.base_config)  # a machine's config is fetched: after the rest

@@ -72,6 +72,21 @@ def add_append(
     p.add_argument(f"--append{suffix}", default="", help=f"kernel command line extras{what}")
 
 
+def add_patch(
+    p: argparse.ArgumentParser | argparse._ArgumentGroup, suffix: str = "", what: str = ""
+) -> None:
+    """--patch FILE (repeatable): a git format-patch file, an mbox (b4 am) or a plain
+    unified diff, applied in order on top of the revision (source/patches.py)."""
+    p.add_argument(
+        f"--patch{suffix}",
+        action="append",
+        default=[],
+        type=Path,
+        metavar="FILE",
+        help=f"apply this patch (format-patch, mbox or diff) on top, in order; repeatable{what}",
+    )
+
+
 def add_set(
     p: argparse.ArgumentParser | argparse._ArgumentGroup, suffix: str = "", what: str = ""
 ) -> None:
@@ -219,6 +234,7 @@ def add_measured(parser: argparse.ArgumentParser, required: bool = True) -> None
     add_append(parser)
     add_set(parser)
     add_configs(parser)
+    add_patch(parser, what=" (on every revision built; one that does not apply: a skip)")
     add = parser.add_argument
     add("--base-config", default="tinyconfig", help="base config for builds")
     add("--lower-is-better", action="store_true", help="the figure is better when lower")
@@ -285,3 +301,9 @@ def typed(cls: type[T], args: argparse.Namespace, **given: Any) -> T:
     names = {f.name for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
     found = {n: getattr(args, n) for n in names - set(given) if hasattr(args, n)}
     return cls(**found, **given)
+
+
+def paths(given: list[Path]) -> tuple[Path, ...]:
+    """Files from the command line, made absolute (a resumed run or a bisect step may
+    start elsewhere)."""
+    return tuple(p.expanduser().absolute() for p in given)

@@ -12,7 +12,7 @@ from kbisect.compare import warnings
 from kbisect.compare.report import SIDES, Run, load, load_summary, ok_tps, verdict_line
 from kbisect.core import atomic, progress
 from kbisect.measure import fingerprint, fiodiff, timeline
-from kbisect.report import disturbed, plots
+from kbisect.report import disturbed, patches, plots
 from kbisect.stats import means
 
 REPORT = "report.md"
@@ -48,6 +48,11 @@ def _sentence(run: Run) -> str:
         f"{verdict_line(v)} ({v.a.n} + {v.b.n} boots; changes under "
         f"{run.min_effect * 100:g}% are not called)."
     )
+
+
+def side_patches(run: Run, side: str) -> list[dict[str, object]]:
+    """The patches the side's kernel was built with (its build manifest's), if any."""
+    return list((run.summary["sides"][side].get("kernel") or {}).get("patches") or [])
 
 
 def _side_table(run: Run) -> list[str]:
@@ -142,6 +147,7 @@ def markdown(run: Run, *, override: bool = False) -> str:
         "",
         *_side_table(run),
         "",
+        *patches.markdown({x: side_patches(run, x) for x in SIDES}),
         "## Warnings",
         "",
         *([f"- {w}" for w in warnings.warnings(run)] or ["None."]),

@@ -11,7 +11,8 @@ from kbisect.core import progress
 from kbisect.core.exceptions import UserError
 from kbisect.kernel import build
 from kbisect.scenario import scenario
-from kbisect.source import git, tree, worktree
+from kbisect.source import git, patches, tree, worktree
+from kbisect.source.patches import Patch
 from kbisect.targets.base import Kernel, Target
 
 NAMES = ("A", "B")
@@ -40,6 +41,9 @@ class Spec:
     append: str = ""
     append_a: str = ""
     append_b: str = ""
+    patch: tuple[Path, ...] = ()  # applied on both sides, in order (before each side's own)
+    patch_a: tuple[Path, ...] = ()
+    patch_b: tuple[Path, ...] = ()
     sets: tuple[str, ...] = ()
     sets_a: tuple[str, ...] = ()
     sets_b: tuple[str, ...] = ()
@@ -69,12 +73,15 @@ class Side:
     sets: list[str] = field(default_factory=list)  # every override applied to the scenario
     kernel: Kernel | None = None
     rev: str | None = None  # a revision to build
+    patches: tuple[Patch, ...] = ()  # applied on rev, in order, when it is built
     tps: list[float] = field(default_factory=list)
     failed: int = 0
 
     def describe(self) -> dict[str, Any]:
         m = (self.kernel.manifest if self.kernel else None) or {}
         kernel = {k: m.get(k) for k in ("commit", "describe", "subject", "config_hash")}
+        if m.get("patches"):  # only then: a run without patches summarizes as it always did
+            kernel["patches"] = m["patches"]
         kernel["image"] = str(self.kernel.image) if self.kernel else None
         return {
             "label": self.label,
@@ -129,6 +136,16 @@ def check_conflicts(spec: Spec) -> None:
     for first, a, second, b in pairs:
         if a and b:
             raise ConflictingOptions(f"{first} and {second} both say which kernel to run: give one")
+    prebuilt = [
+        ("--patch", spec.patch, "--kernel", spec.kernel_a or spec.kernel_b or spec.kernel),
+        ("--patch-a", spec.patch_a, "--kernel", spec.kernel_a or spec.kernel),
+        ("--patch-b", spec.patch_b, "--kernel", spec.kernel_b or spec.kernel),
+    ]
+    for option, given, kernel, image in prebuilt:
+        if given and image:
+            raise ConflictingOptions(f"{option} needs a revision to build, not a prebuilt {kernel}")
+    if (spec.patch or spec.patch_a or spec.patch_b) and not spec.base:
+        raise ConflictingOptions("--patch, --patch-a and --patch-b need --base (a revision)")
     if (spec.rev_b or spec.revert) and not spec.base:
         raise ConflictingOptions("--rev-b and --revert need --base (side A's revision)")
 
@@ -170,11 +187,29 @@ def resolve_revisions(spec: Spec, a: Side, b: Side) -> Path | None:
         b.label = spec.label_b or git.describe(repo, b.rev)
     elif a.rev and b.kernel is None:
         b.rev = a.rev
+    apply_patches(repo, spec, a, b)
     return repo
 
 
+def apply_patches(repo: Path, spec: Spec, a: Side, b: Side) -> None:
+    """--patch on both sides, then --patch-a/-b on their own: every file read and applied
+    (as commits in kbisect's repository) for both sides before anything is built; a side's
+    `rev` stays the revision the patches go on (build_side applies them again: a lookup)."""
+    base_label = a.label
+    for side, own, label in ((a, spec.patch_a, spec.label_a), (b, spec.patch_b, spec.label_b)):
+        files = patches.read_all([*spec.patch, *own])
+        if side.rev is None or not files:
+            continue
+        progress.step(f"side {side.name}: applying {len(files)} patch file(s) on {side.rev[:12]}")
+        patches.apply(repo, side.rev, files)
+        side.patches = files
+        if not label:
+            start = side.label if side.label not in (side.name, base_label) else base_label
+            side.label = " + ".join([start, *(p.name for p in files)])
+
+
 def validate(a: Side, b: Side) -> None:
-    same_kernel = (a.rev is not None and a.rev == b.rev) or (
+    same_kernel = (a.rev is not None and (a.rev, a.patches) == (b.rev, b.patches)) or (
         a.rev is None and b.rev is None and a.kernel == b.kernel
     )
     if same_kernel and a.append == b.append and a.scen.hash == b.scen.hash:
@@ -190,6 +225,8 @@ def build_side(repo: Path, side: Side, target: Target, configs: tuple[str, ...],
     if side.kernel is not None or side.rev is None:
         return
     progress.step(f"side {side.name}: building {side.rev[:12]} ({side.label})")
-    req = build.Request(tree=repo, rev=side.rev, arch=target.arch, configs=configs, base=base)
+    req = build.Request(
+        tree=repo, rev=side.rev, arch=target.arch, configs=configs, base=base, patches=side.patches
+    )
     result = build.build(req)
     side.kernel = Kernel(result.image, result.manifest)

@@ -11,6 +11,7 @@ from typing import Any
 
 from kbisect.compare.report import METHODS, SIDES, Run
 from kbisect.compare.warnings import preempt_lines
+from kbisect.report import patches
 from kbisect.report.text import (
     change,
     command,
@@ -78,6 +79,8 @@ def render(run: Run) -> str:
         info = s["sides"][side]
         extra = f", append {info['append']!r}" if info.get("append") else ""
         lines += para(f"{side}: {_kernel(info)}{extra}", "  ")
+        if own := (info.get("kernel") or {}).get("patches"):
+            lines += para(f"with patches: {patches.line(own)}", "     ")
     lines += ["", "reproduce:", *command(s.get("command") or "(not recorded)"), ""]
     fps = {x: [b.get("fingerprint") or {} for b in run.side(x)] for x in SIDES}
     lines += ["fingerprint differences (A, B):", *fingerprint_lines(fps, ("A", "B")), ""]

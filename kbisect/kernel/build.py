@@ -1,7 +1,8 @@
 """`kbisect build`: one kernel revision, from Kconfig fragments, into a cached artifact.
 
 Source: a scratch worktree of the revision (or the current checkout with --in-place,
-which is how `git bisect run` uses it). Output: an O= build dir keyed by
+which is how `git bisect run` uses it), with --patch files applied on top as commits in
+kbisect's own repository (source/patches.py; then never in place). Output: an O= build dir keyed by
 (tree, arch, base config, fragments) reused across revisions with ccache, and an
 artifact dir per commit holding the image, .config, System.map and manifest.json.
 """
@@ -10,7 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +21,8 @@ from kbisect.core.exceptions import BuildError, CommandFailed, CommandTimeout, U
 from kbisect.kernel import archdeps, ccache, kconfig, make
 from kbisect.kernel import manifest as buildmanifest
 from kbisect.kernel.config import inputs_key, make_config
-from kbisect.source import git, scratch, worktree
+from kbisect.source import git, patches, scratch, worktree
+from kbisect.source.patches import Patch
 
 
 @dataclass(frozen=True)
@@ -41,6 +43,7 @@ class Request:
     allow_dropped: frozenset[str] = frozenset()
     in_place: bool = False
     jobs: int = 0
+    patches: tuple[Patch, ...] = ()  # applied in order on top of rev
 
 
 OBJ_PREFIX = ".kbisect-o-"  # O= dirs inside kbisect's own checkouts (worktree.checkout keeps them)
@@ -65,7 +68,10 @@ def obj_dir(root: Path, src: Path) -> Path:
 
 def build(req: Request) -> BuildResult:
     """Build (or reuse) the artifact for req; raise BuildError when the kernel fails."""
-    commit = scratch.rev_parse(req.tree, req.rev)
+    base_commit = scratch.rev_parse(req.tree, req.rev)
+    commit = patches.apply(req.tree, base_commit, req.patches)
+    if req.patches:
+        req = replace(req, in_place=False)  # the patched commit is kbisect's: built in its slot
     make.check_compiler(req.arch)
     make.check_dir(paths.cache_dir(), "the cache")
     if req.in_place:
@@ -123,6 +129,8 @@ def build(req: Request) -> BuildResult:
             cache=ccache.delta(before, ccache.stats()),
         )
         image = buildmanifest.collect(req.arch, obj, artifact)
+        if req.patches:
+            manifest["patches"] = patches.describe(req.tree, base_commit, req.patches, commit)
         manifest["image_sha256"] = hashlib.sha256(image.read_bytes()).hexdigest()
         atomic.write_json(artifact / "manifest.json", manifest)
     progress.step(f"built {commit[:12]} in {duration:.0f}s: {image}")

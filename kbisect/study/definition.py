@@ -48,6 +48,7 @@ def _kernel(f: Fields) -> None:
     f.string("label")
     for key in ("name", "commit", "subject", "image", "rev", "arch"):
         f.string(key, None)
+    f.items("patches", [])
 
 
 def _level(f: Fields) -> None:

@@ -1,5 +1,9 @@
 """A study's kernels: revisions, tags or prebuilt images, or a tag pattern resolved in
-version order (source/rc.py's ordering); each one built once, before any boot."""
+version order (source/rc.py's ordering); each one built once, before any boot.
+
+A revision may carry patches, ` + ` between it and each patch file (a git revision never
+holds a space): `debian/7.2.13-1 + kernel-patches/7.2/revert.patch` is that release with
+the patch applied (source/patches.py), a kernel of its own beside the release itself."""
 
 from __future__ import annotations
 
@@ -13,7 +17,7 @@ from kbisect.core import arch as arch_mod
 from kbisect.core import progress
 from kbisect.core.exceptions import UserError
 from kbisect.kernel import build
-from kbisect.source import git, rc, tree
+from kbisect.source import git, patches, rc, tree
 from kbisect.study.spec import KernelSpec
 from kbisect.targets.base import Kernel
 
@@ -32,9 +36,13 @@ class Ref:
     image: str | None = None  # a prebuilt image
     arch: str | None = None  # the image's (from its build manifest), if known
     subject: str | None = None
+    patches: list[dict[str, Any]] | None = None  # file, subject, sha256 of each, if any
 
     def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        out = asdict(self)
+        if self.patches is None:  # a study without patches stores what it always did
+            del out["patches"]
+        return out
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Ref:
@@ -63,6 +71,22 @@ def _image(item: str) -> Ref:
     return Ref(item, None, m.get("commit"), str(k.image), k.arch, m.get("subject"))
 
 
+PATCHED = " + "
+
+
+def _revision(repo: Path, item: str) -> Ref:
+    """A revision, or a revision + patch files: applied (checked) now, before any build;
+    the kernel is the patched commit."""
+    rev, *files = (part.strip() for part in item.split(PATCHED))
+    commit = git.rev_parse(repo, rev)
+    if not files:
+        return Ref(item, item, commit, None, None, git.subject(repo, commit))
+    given = patches.read_all(files)
+    made = patches.apply(repo, commit, given)
+    described = patches.describe(repo, commit, given, made)
+    return Ref(item, made, made, None, None, git.subject(repo, commit), described)
+
+
 def resolve(spec: KernelSpec) -> tuple[Path | None, list[Ref]]:
     """(the tree, if any revision needs one; the kernels in the study's order)."""
     needs_tree = spec.pattern is not None or any(not Path(i).exists() for i in spec.items)
@@ -74,8 +98,7 @@ def resolve(spec: KernelSpec) -> tuple[Path | None, list[Ref]]:
             refs.append(_image(item))
             continue
         assert repo is not None
-        commit = git.rev_parse(repo, item)
-        refs.append(Ref(item, item, commit, None, None, git.subject(repo, commit)))
+        refs.append(_revision(repo, item))
     seen: dict[str, str] = {}
     for ref in refs:
         key = ref.commit if ref.rev else ref.image

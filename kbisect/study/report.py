@@ -8,7 +8,7 @@ from typing import Any
 
 from kbisect.core import atomic, clock, progress
 from kbisect.measure import results
-from kbisect.report import disturbed
+from kbisect.report import disturbed, patches
 from kbisect.stats import means
 from kbisect.study import analysis, figures, store, text
 from kbisect.study.analysis import Analysis
@@ -102,7 +102,17 @@ def _kernels(a: Analysis) -> list[str]:
             f"| {i} | `{k['label']}`{base} | {(k.get('commit') or '—')[:12]} | "
             f"{(k.get('subject') or k.get('image') or '').replace('|', '/')} |"
         )
-    return out
+    return [*out, *_patches(a)]
+
+
+def _patches(a: Analysis) -> list[str]:
+    """The patches of the kernels that carry some, one line each under the table."""
+    lines = [
+        f"- `{k['label']}`: {patches.line(k['patches'])}"
+        for k in a.definition["kernels"]
+        if k.get("patches")
+    ]
+    return ["", "Patches, applied in order on the revision:", "", *lines] if lines else []
 
 
 def _cells(a: Analysis) -> list[str]:

@@ -96,3 +96,21 @@ def test_bisect(
     assert f"first bad commit: {shas[5]}" in capsys.readouterr().out
     assert repo_snapshot(path) == before
     back_again(tmp_path)
+
+
+def test_build_and_compare_with_patches(
+    repo: tuple[Path, list[str]], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path, shas = repo
+    target = fake(tmp_path)
+    diff = tmp_path / "fast.diff"
+    diff.write_text("--- a/TPS\n+++ b/TPS\n@@ -1 +1 @@\n-750\n+1000\n")
+    before = repo_snapshot(path)
+    build = ["build", "--tree", str(path), "--rev", shas[-1], "--patch", str(diff), "--json"]
+    assert cli.main(build) == 0
+    assert '"subject": "Apply fast.diff"' in capsys.readouterr().out
+    compare = ["compare", "--tree", str(path), "--base", shas[-1], "--patch-b", str(diff)]
+    fixed = ["--scenario", "smoke", "--boots", "2", "--target", str(target)]
+    assert cli.main([*compare, *fixed, "--out", str(tmp_path / "cmp")]) == 0
+    assert repo_snapshot(path) == before
+    back_again(tmp_path)

@@ -27,7 +27,8 @@ from kbisect.core.exceptions import BenchmarkError, BootError, BuildError, Kbise
 from kbisect.kernel import build
 from kbisect.measure import retake
 from kbisect.scenario import scenario
-from kbisect.source import git, tree
+from kbisect.source import git, patches, tree
+from kbisect.source.patches import Patch
 from kbisect.stats import sequential
 from kbisect.targets import registry
 from kbisect.targets.base import Kernel
@@ -37,11 +38,22 @@ EXIT_FOR = {"good": GOOD, "bad": BAD, "unclear": SKIP}
 
 
 def build_here(
-    top: Path, arch: Arch, configs: tuple[str, ...], base: str = "tinyconfig"
+    top: Path,
+    arch: Arch,
+    configs: tuple[str, ...],
+    base: str = "tinyconfig",
+    with_patches: tuple[Patch, ...] = (),
 ) -> build.BuildResult:
-    """Build the checkout at top as it is (in place; cached per commit)."""
-    req = build.Request(top, "HEAD", arch=arch, configs=configs, base=base, in_place=True)
-    return build.build(req)
+    """Build the checkout at top as it is (in place; cached per commit), or its commit
+    with the --patch files on top (in kbisect's build worktree). A patch that does not
+    apply on this revision fails its build: the revision is skipped, never bad."""
+    req = build.Request(
+        top, "HEAD", arch=arch, configs=configs, base=base, in_place=True, patches=with_patches
+    )
+    try:
+        return build.build(req)
+    except patches.PatchDoesNotApply as exc:
+        raise BuildError(str(exc)) from None
 
 
 def describe(commit: str, d: sequential.Decision) -> str:
@@ -102,6 +114,7 @@ class Step:
     store: Path | None = None
     references: tuple[str, str] | None = None  # (good, bad) sampled alongside, or None
     reference_every: int = 3  # a reference boot after every N test boots
+    patches: tuple[Path, ...] = ()  # applied on every revision, in order
 
     def judge_policy(self) -> judge.Policy:
         policy = judge.Policy(
@@ -131,7 +144,9 @@ def step(spec: Step) -> int:
     top = tree.check_kernel_tree(Path.cwd())
     with registry.get(spec.target, spec.arch) as target:
         scen = scenario.load(spec.scenario).with_overrides(list(spec.sets))
-        ctx = samples.Context(scen, spec.append, target, spec.policy)
+        ctx = samples.Context(
+            scen, spec.append, target, spec.policy, patches.read_all(spec.patches)
+        )
         store = samples.store_for(spec.store, top, ctx, spec.configs, spec.base_config)
         commit = git.rev_parse(top, "HEAD")
         out = samples.commit_dir(store, commit)
@@ -140,7 +155,7 @@ def step(spec: Step) -> int:
         refs = _references(ctx, top, spec, store) if spec.references else None
         threshold = policy.threshold
         try:
-            built = build_here(top, target.arch, spec.configs, spec.base_config)
+            built = build_here(top, target.arch, spec.configs, spec.base_config, ctx.patches)
             rev = samples.Revision(commit, Kernel(built.image, built.manifest), out)
             if refs is None:
                 _warn_stale(top, store)
@@ -169,7 +184,12 @@ def _references(ctx: samples.Context, top: Path, spec: Step, store: Path) -> jud
     for rev in spec.references:
         commit = git.rev_parse(top, rev)
         req = build.Request(
-            top, commit, arch=ctx.target.arch, configs=spec.configs, base=spec.base_config
+            top,
+            commit,
+            arch=ctx.target.arch,
+            configs=spec.configs,
+            base=spec.base_config,
+            patches=ctx.patches,
         )
         try:
             built = build.build(req)

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kbisect.bisect.report import figures, table
+from kbisect.report import patches
 from kbisect.stats import drift
 
 
@@ -111,6 +112,11 @@ def page(s: Mapping[str, Any], m: Sections) -> str:
             f"- tree: `{s['tree']}`; good `{s['good']}`, bad `{s['bad']}`",
             f"- append: `{o['append']}`; configs: {', '.join(o['configs']) or '-'}; "
             f"arch {o['arch']}",
+            *(
+                [f"- patches on every revision: {patches.line(s['patches'])}"]
+                if s.get("patches")
+                else []
+            ),
             *m.settings,
             "",
             *m.answer,

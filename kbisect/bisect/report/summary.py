@@ -31,4 +31,5 @@ def common(run: Run, timed: Sequence[drift.Timed]) -> dict[str, Any]:
         "drift": wallclock.check(timed, run.options.method, run.options.references),
         "bisect_log": run.bisect_log,
         "exit": run.exit,
+        **({"patches": run.patches} if run.patches else {}),
     }

@@ -11,6 +11,7 @@ from typing import Any
 from kbisect.bisect import state
 from kbisect.bisect.report import table
 from kbisect.measure import results, schema
+from kbisect.report import patches
 from kbisect.report.text import change, command, fingerprint_lines, fit, machine, numbers, para
 
 
@@ -89,7 +90,10 @@ def render(run_dir: Path, s: Mapping[str, Any]) -> str:
         if s.get("method") == "posterior"
         else f"threshold {s['threshold']:.1f} tps ({s.get('threshold_source')})"
     )
-    lines += [f"{how}; append {o['append']!r}; arch {o['arch']}", "", "revisions tested:"]
+    lines += [f"{how}; append {o['append']!r}; arch {o['arch']}"]
+    if s.get("patches"):
+        lines += para(f"patches on every revision: {patches.line(s['patches'])}")
+    lines += ["", "revisions tested:"]
     lines += table.text(s.get("revisions") or [])
     if rc.get("parent_tps"):
         lines += [
