@@ -65,7 +65,11 @@ def configure(parser: argparse.ArgumentParser) -> None:
         help="revisions, tags or images, comma-separated; or a tag "
         "pattern such as 'v6.*' (version order)",
     )
-    k.add_argument("--tree", help="kernel git tree (default: the embedded 6.12 tree)")
+    k.add_argument(
+        "--tree",
+        help="kernel git tree (default: the embedded 6.12 tree); a study file's "
+        "[[kernels.list]] entries may name their own",
+    )
     k.add_argument("--baseline", help="the kernel ratios are taken against (default: the first)")
     k.add_argument("--base-config", help="base config for builds (default tinyconfig)")
     options.add_configs(k)

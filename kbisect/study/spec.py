@@ -8,6 +8,11 @@
     set = ["guest.thp=never"]     # every cell
     [kernels]
     revs = ["v6.12-debian"]       # or pattern = "v6.*" (version order), or images = [...]
+    # or kernels in trees of their own (tarball imports such as debian:7.2, other clones):
+    [[kernels.list]]
+    tree = "debian:6.1"           # default: [kernels] tree (--tree), else the embedded one
+    rev = "debian/6.1.158-1"      # default: the tree's HEAD (named by its tag, if tagged)
+    label = "6.1"                 # default: the revision as given, else the tree's name
     [[axes]]                      # a key axis: one override per value
     key = "pgbench.clients"
     values = [4, 16]
@@ -39,13 +44,23 @@ class StudyFileError(UserError):
 
 
 @dataclass(frozen=True)
+class Listed:
+    """One kernel of `[[kernels.list]]`: a revision in a tree of its own."""
+
+    tree: str | None = None  # None: the study's tree
+    rev: str | None = None  # None: the tree's HEAD
+    label: str | None = None
+
+
+@dataclass(frozen=True)
 class KernelSpec:
     items: tuple[str, ...] = ()  # revisions, tags or image paths, in the order given
     pattern: str | None = None  # a tag glob, resolved in version order
-    tree: str | None = None
+    tree: str | None = None  # the study's tree: of `items`, `pattern`, a Listed without one
     configs: tuple[str, ...] = ()
     base_config: str = "tinyconfig"
     arch: str | None = None
+    listed: tuple[Listed, ...] = ()  # `[[kernels.list]]`, in the order given
 
 
 @dataclass(frozen=True)
@@ -87,10 +102,20 @@ def _fields(src: str, raw: Any, prefix: str = "") -> reading.Fields:
     return reading.Fields(raw, src, prefix, StudyFileError)
 
 
+def _listed(src: str, raw: Any) -> Listed:
+    f = _fields(src, raw, "kernels.list.")
+    listed = Listed(f.string("tree", None), f.string("rev", None), f.string("label", None))
+    f.done()
+    if listed.tree is None and listed.rev is None:
+        raise StudyFileError(f"{src}: each [[kernels.list]] needs a tree, a rev or both")
+    return listed
+
+
 def _kernels(src: str, raw: Any) -> KernelSpec:
     f = _fields(src, raw, "kernels.")
     items = f.strings("revs") + f.strings("images")
     pattern = f.string("pattern", None)
+    listed = tuple(_listed(src, k) for k in f.items("list", []))
     spec = KernelSpec(
         items,
         pattern,
@@ -98,10 +123,13 @@ def _kernels(src: str, raw: Any) -> KernelSpec:
         f.strings("configs"),
         f.string("base_config", "tinyconfig"),
         f.string("arch", None),
+        listed,
     )
     f.done()
-    if bool(items) == bool(pattern):
-        raise StudyFileError(f"{src}: [kernels] needs revs/images or a pattern (one of them)")
+    if sum(map(bool, (items, pattern, listed))) != 1:
+        raise StudyFileError(
+            f"{src}: [kernels] needs revs/images, a pattern or a [[kernels.list]] (one of them)"
+        )
     return spec
 
 
@@ -229,7 +257,7 @@ def apply(study: Study | None, given: Given) -> Study:
     k = study.kernels
     if given.kernels:
         items, pattern = kernel_items(given.kernels)
-        k = replace(k, items=items, pattern=pattern)
+        k = replace(k, items=items, pattern=pattern, listed=())
     k = replace(
         k,
         tree=given.tree or k.tree,
