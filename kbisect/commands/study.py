@@ -63,7 +63,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
     k.add_argument(
         "--kernels",
         help="revisions, tags or images, comma-separated; or a tag "
-        "pattern such as 'v6.*' (version order)",
+        "pattern such as 'v6.*' (version order); or trees by name, each at its HEAD, "
+        "such as debian:6.1,debian:7.2",
     )
     k.add_argument(
         "--tree",

@@ -23,7 +23,7 @@ from kbisect.core.exceptions import CommandFailed, UserError
 from kbisect.kernel import build
 from kbisect.source import git, rc, tree
 from kbisect.study import store
-from kbisect.study.spec import KernelSpec, Listed
+from kbisect.study.spec import KernelSpec, Listed, names_tree
 from kbisect.targets.base import Kernel
 
 
@@ -74,7 +74,6 @@ def _image(item: str) -> Ref:
     return Ref(item, None, m.get("commit"), str(k.image), k.arch, m.get("subject"))
 
 
-NAMED_TREE = re.compile(r"[a-z][a-z0-9-]*:[^/]+")  # debian:7.2
 MAKEFILE_VERSION = re.compile(r"^(VERSION|PATCHLEVEL|SUBLEVEL|EXTRAVERSION)\s*=[ \t]*(\S*)", re.M)
 
 
@@ -83,7 +82,7 @@ def tree_name(given: str | None) -> str | None:
     as debian:7.2 as given, a path made absolute."""
     if given is None or given == "default":
         return None
-    if NAMED_TREE.fullmatch(given) and not Path(given).expanduser().exists():
+    if names_tree(given):
         return given
     return str(Path(given).expanduser().resolve())
 
@@ -136,7 +135,7 @@ def _listed(k: Listed, default: str | None, repos: dict[str | None, Path]) -> _W
 
 def _short(given: str) -> str:
     """A listed kernel's default label without a rev: its tree's name, or folder's."""
-    return given if NAMED_TREE.fullmatch(given) else Path(given).name
+    return given if names_tree(given) else Path(given).name
 
 
 def trees(names: Sequence[str | None], repos: dict[str | None, Path]) -> dict[str | None, Path]:

@@ -12,7 +12,7 @@
     [[kernels.list]]
     tree = "debian:6.1"           # default: [kernels] tree (--tree), else the embedded one
     rev = "debian/6.1.158-1"      # default: the tree's HEAD (named by its tag, if tagged)
-    label = "6.1"                 # default: the revision as given, else the tree's name
+    label = "6.1"                 # default: the rev, else the tree's name (a path: its folder)
     [[axes]]                      # a key axis: one override per value
     key = "pgbench.clients"
     values = [4, 16]
@@ -27,6 +27,7 @@ and `--append` add to it, `--boots`, `--budget` and the rest override it.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -37,6 +38,7 @@ from kbisect.study import axes as axes_mod
 from kbisect.study.axes import Axis, Level
 
 DEFAULT_BUDGET_H = 4.0
+NAMED_TREE = re.compile(r"[a-z][a-z0-9-]*:[^/]+")  # debian:7.2
 
 
 class StudyFileError(UserError):
@@ -213,14 +215,24 @@ def load(name: str) -> Study:
     return study
 
 
-def kernel_items(option: str) -> tuple[tuple[str, ...], str | None]:
-    """`--kernels a,b,c` (revisions, tags, images) or `--kernels 'v6.*'` (a tag pattern)."""
+def names_tree(given: str) -> bool:
+    """Is `given` a tree's name such as debian:7.2 (not a path, not a revision: a git
+    revision with a colon names a file, never a commit)?"""
+    return bool(NAMED_TREE.fullmatch(given)) and not Path(given).expanduser().exists()
+
+
+def kernel_items(option: str) -> tuple[tuple[str, ...], str | None, tuple[Listed, ...]]:
+    """`--kernels a,b,c` (revisions, tags, images), `--kernels 'v6.*'` (a tag pattern),
+    or a list naming trees, `--kernels debian:6.1,debian:7.2,v6.12-debian` (each tree at
+    its HEAD; the other items revisions in the study's tree)."""
     items = tuple(i.strip() for i in option.split(",") if i.strip())
     if not items:
         raise UserError("--kernels: empty list")
+    if any(map(names_tree, items)):
+        return (), None, tuple(Listed(i) if names_tree(i) else Listed(None, i) for i in items)
     if len(items) == 1 and any(c in items[0] for c in "*?[") and not Path(items[0]).exists():
-        return (), items[0]
-    return items, None
+        return (), items[0], ()
+    return items, None, ()
 
 
 @dataclass(frozen=True)
@@ -256,8 +268,8 @@ def apply(study: Study | None, given: Given) -> Study:
         )
     k = study.kernels
     if given.kernels:
-        items, pattern = kernel_items(given.kernels)
-        k = replace(k, items=items, pattern=pattern, listed=())
+        items, pattern, listed = kernel_items(given.kernels)
+        k = replace(k, items=items, pattern=pattern, listed=listed)
     k = replace(
         k,
         tree=given.tree or k.tree,

@@ -108,6 +108,12 @@ def test_a_kernel_list_entry_and_the_command_line() -> None:
     assert given.kernels.listed == study.kernels.listed and given.kernels.tree == "/src/other"
     replaced = spec.apply(study, spec.Given(kernels="a,b"))
     assert replaced.kernels.listed == () and replaced.kernels.items == ("a", "b")
+    named = spec.apply(study, spec.Given(kernels="debian:6.1, v6.12-debian,debian:7.2"))
+    assert named.kernels.items == () and named.kernels.listed == (
+        spec.Listed("debian:6.1"),
+        spec.Listed(None, "v6.12-debian"),
+        spec.Listed("debian:7.2"),
+    )
 
 
 def test_tree_names_and_makefile_versions() -> None:
