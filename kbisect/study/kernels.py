@@ -88,8 +88,9 @@ def tree_name(given: str | None) -> str | None:
 
 
 def makefile_version(text: str) -> str | None:
-    """ "6.1.158" (or "7.3.0-rc7") from a kernel Makefile's head; None if it has none."""
-    found = dict(MAKEFILE_VERSION.findall(text))
+    """The version a kernel Makefile's head names, as 6.1.158 or 7.3.0-rc7; None if it
+    names none (each variable's first assignment counts)."""
+    found = dict(reversed(MAKEFILE_VERSION.findall(text)))
     if not (found.get("VERSION") and found.get("PATCHLEVEL")):
         return None
     sub = found.get("SUBLEVEL") or "0"
