@@ -63,9 +63,13 @@ def configure(parser: argparse.ArgumentParser) -> None:
     k.add_argument(
         "--kernels",
         help="revisions, tags or images, comma-separated; or a tag "
-        "pattern such as 'v6.*' (version order)",
+        "pattern such as 'v6.*' (version order); or trees by name, each at its HEAD, "
+        "such as debian:6.1,debian:7.2",
     )
-    k.add_argument("--tree", help=options.TREE_HELP)
+    k.add_argument(
+        "--tree",
+        help=options.TREE_HELP + "; a study file's [[kernels.list]] entries may name their own",
+    )
     k.add_argument("--baseline", help="the kernel ratios are taken against (default: the first)")
     k.add_argument("--base-config", help="base config for builds (default tinyconfig)")
     options.add_configs(k)

@@ -7,7 +7,10 @@
   correction keeps its familywise error at ALPHA. A step is called when its Holm-adjusted
   p is below ALPHA and the change is at least the study's min effect. Intervals shown are
   per-comparison 95% intervals. Each step comes with the `kbisect bisect` line that
-  looks for its commit with that cell's settings.
+  looks for its commit with that cell's settings. A step between kernels in different
+  trees (releases imported from tarballs: no shared history) has no such line; it comes
+  with the line to run in a git tree that has both releases instead, between the
+  release tags their Makefiles name (Debian's 6.1.158 -> v6.1, mainline's tag).
 - Interactions: for two axes with two levels each (preempt none/full x huge pages
   off/on), per kernel and per level of the other axes, the ratio of ratios
   (x2/x1 at y2) / (x2/x1 at y1) with its interval (the four cells' log variances add;
@@ -19,6 +22,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import re
 import shlex
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -67,6 +71,7 @@ class Step:
     kind: str  # "regression", "improvement" or stats.NO_DIFFERENCE
     bisect: str | None  # the command that looks for the commit, if both are revisions
     differences: tuple[str, ...]  # fingerprint fields that differ between a and b
+    elsewhere: str | None = None  # kernels in two trees: the bisect line for a git tree
 
 
 @dataclass(frozen=True)
@@ -102,6 +107,23 @@ class Analysis:
             f"{self.points[(s.b, s.cell)].n} boots, Holm p {s.p_holm:.2g}: {s.kind}"
         )
 
+    def where(self, k: int) -> str:
+        """`debian:7.2 at debian/7.2.13-1`: kernel k's tree and revision; an image's path."""
+        kernel = self.definition["kernels"][k]
+        if not kernel.get("rev"):
+            return f"image {kernel.get('image') or kernel['label']}"
+        return f"{store.kernel_tree(self.definition, k) or 'default'} at {kernel['rev']}"
+
+    def apart(self, s: Step) -> str:
+        """Why a step between two trees' kernels has no bisect line, ending where the line
+        to run in a git tree follows."""
+        a, b = (f"{self.kernel(k)} ({store.kernel_tree(self.definition, k)})" for k in (s.a, s.b))
+        return (
+            f"{a} and {b} are in different trees, and kbisect does not bisect across trees "
+            "(releases imported from tarballs have no history between them); in a git tree "
+            "that has both releases (a clone of linux.git) run"
+        )
+
     def significant(self) -> list[Step]:
         return [s for s in self.steps if s.kind != means.NO_DIFFERENCE]
 
@@ -130,23 +152,58 @@ def points(
     return out
 
 
+GIT_TREE = "/path/to/linux.git"  # where a step between two trees' kernels can be bisected
+VERSION = re.compile(r"(\d+)\.(\d+)(?:\.\d+)?(-rc\d+)?")
+
+
+def release_tag(kernel: Mapping[str, Any]) -> str:
+    """The mainline tag a kernel's Makefile version is based on ("6.1.158" -> v6.1,
+    "7.3.0-rc7" -> v7.3-rc7); its revision when the version is not known."""
+    m = VERSION.match(kernel.get("version") or "")
+    return f"v{m[1]}.{m[2]}{m[3] or ''}" if m else str(kernel["rev"])
+
+
 def bisect_line(d: Mapping[str, Any], cell: int, a: int, b: int, improvement: bool) -> str | None:
-    """`kbisect bisect --good A --bad B --scenario S --set ... --append ...` for one step."""
-    ka, kb, c = d["kernels"][a], d["kernels"][b], d["cells"][cell]
-    if not (ka.get("rev") and kb.get("rev")):
+    """`kbisect bisect --good A --bad B --scenario S --set ... --append ...` for one step,
+    if both kernels are revisions in the same tree."""
+    ka, kb = d["kernels"][a], d["kernels"][b]
+    tree = store.kernel_tree(d, a)
+    if not (ka.get("rev") and kb.get("rev")) or store.kernel_tree(d, b) != tree:
         return None
+    return _bisect_words(d, cell, (ka["rev"], kb["rev"]), tree, improvement)
+
+
+def elsewhere_line(
+    d: Mapping[str, Any], cell: int, a: int, b: int, improvement: bool
+) -> str | None:
+    """For two revisions in different trees (no shared history): the bisect line to run
+    in a git tree that has both releases, between their release tags."""
+    ka, kb = d["kernels"][a], d["kernels"][b]
+    if not (ka.get("rev") and kb.get("rev")) or bisect_line(d, cell, a, b, False):
+        return None
+    return _bisect_words(d, cell, (release_tag(ka), release_tag(kb)), GIT_TREE, improvement)
+
+
+def _bisect_words(
+    d: Mapping[str, Any],
+    cell: int,
+    revs: tuple[str, str],
+    tree: str | None,
+    improvement: bool,
+) -> str:
+    c = d["cells"][cell]
     words = [
         "kbisect",
         "bisect",
         "--good",
-        ka["rev"],
+        revs[0],
         "--bad",
-        kb["rev"],
+        revs[1],
         "--scenario",
         d["scenario"]["source"],
     ]
-    if d.get("tree"):
-        words += ["--tree", d["tree"]]
+    if tree:
+        words += ["--tree", tree]
     for item in [*d["sets"], *c["set"]]:
         words += ["--set", item]
     if append := " ".join(filter(None, [d["append"], c["append"]])):
@@ -189,9 +246,20 @@ def steps(d: Mapping[str, Any], pts: Mapping[Unit, Point]) -> tuple[list[Step], 
         kind = means.NO_DIFFERENCE
         if p_adj < ALPHA and abs(r.ratio - 1) >= effect:
             kind = "regression" if r.ratio < 1 else "improvement"
-        line = bisect_line(d, c, a, a + 1, kind == "improvement")
+        better = kind == "improvement"
         out.append(
-            Step(c, a, a + 1, r, p, p_adj, kind, line, _differences(pts[(a, c)], pts[(a + 1, c)]))
+            Step(
+                c,
+                a,
+                a + 1,
+                r,
+                p,
+                p_adj,
+                kind,
+                bisect_line(d, c, a, a + 1, better),
+                _differences(pts[(a, c)], pts[(a + 1, c)]),
+                elsewhere_line(d, c, a, a + 1, better),
+            )
         )
     return out, len(raw)
 

@@ -46,7 +46,7 @@ def _strings(f: Fields, key: str) -> None:
 
 def _kernel(f: Fields) -> None:
     f.string("label")
-    for key in ("name", "commit", "subject", "image", "rev", "arch"):
+    for key in ("name", "commit", "subject", "image", "rev", "arch", "tree", "version"):
         f.string(key, None)
     f.items("patches", [])
 

@@ -1,24 +1,33 @@
 """A study's kernels: revisions, tags or prebuilt images, or a tag pattern resolved in
-version order (source/rc.py's ordering); each one built once, before any boot.
+version order (source/rc.py's ordering), or a list of revisions each in a tree of its own
+(`[[kernels.list]]`: real releases imported from tarballs, such as debian:6.1 and
+debian:7.2, which share no history); each one built once, before any boot.
+
+study.json names each revision's tree (None: the embedded default; a release name such
+as debian:7.2 as given; a path made absolute) and the version its Makefile says, which
+the report turns into the release tags to bisect between in a git tree that has both.
 
 A revision may carry patches, ` + ` between it and each patch file (a git revision never
 holds a space): `debian/7.2.13-1 + kernel-patches/7.2/revert.patch` is that release with
-the patch applied (source/patches.py), a kernel of its own beside the release itself."""
+the patch applied (source/patches.py), a kernel of its own beside the release itself.
+"""
 
 from __future__ import annotations
 
 import fnmatch
-from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from kbisect.core import arch as arch_mod
 from kbisect.core import progress
-from kbisect.core.exceptions import UserError
+from kbisect.core.exceptions import CommandFailed, UserError
 from kbisect.kernel import build
 from kbisect.source import git, patches, rc, tree
-from kbisect.study.spec import KernelSpec
+from kbisect.study import store
+from kbisect.study.spec import KernelSpec, Listed, names_tree
 from kbisect.targets.base import Kernel
 
 
@@ -37,6 +46,8 @@ class Ref:
     arch: str | None = None  # the image's (from its build manifest), if known
     subject: str | None = None
     patches: list[dict[str, Any]] | None = None  # file, subject, sha256 of each, if any
+    tree: str | None = None  # a revision's tree (tree_name's form; None: the default)
+    version: str | None = None  # a revision's Makefile version, e.g. "6.1.158"
 
     def as_dict(self) -> dict[str, Any]:
         out = asdict(self)
@@ -74,38 +85,144 @@ def _image(item: str) -> Ref:
 PATCHED = " + "
 
 
-def _revision(repo: Path, item: str) -> Ref:
-    """A revision, or a revision + patch files: applied (checked) now, before any build;
-    the kernel is the patched commit."""
-    rev, *files = (part.strip() for part in item.split(PATCHED))
-    commit = git.rev_parse(repo, rev)
-    if not files:
-        return Ref(item, item, commit, None, None, git.subject(repo, commit))
-    given = patches.read_all(files)
-    made = patches.apply(repo, commit, given)
-    described = patches.describe(repo, commit, given, made)
-    return Ref(item, made, made, None, None, git.subject(repo, commit), described)
+MAKEFILE_VERSION = re.compile(r"^(VERSION|PATCHLEVEL|SUBLEVEL|EXTRAVERSION)\s*=[ \t]*(\S*)", re.M)
 
 
-def resolve(spec: KernelSpec) -> tuple[Path | None, list[Ref]]:
-    """(the tree, if any revision needs one; the kernels in the study's order)."""
-    needs_tree = spec.pattern is not None or any(not Path(i).exists() for i in spec.items)
-    repo = tree.resolve(spec.tree) if needs_tree else None
-    items = pattern_tags(repo, spec.pattern) if repo and spec.pattern else list(spec.items)
+def tree_name(given: str | None) -> str | None:
+    """How study.json names a tree: None for the embedded default, a release name such
+    as debian:7.2 as given, a path made absolute."""
+    if given is None or given == "default":
+        return None
+    if names_tree(given):
+        return given
+    return str(Path(given).expanduser().resolve())
+
+
+def makefile_version(text: str) -> str | None:
+    """The version a kernel Makefile's head names, as 6.1.158 or 7.3.0-rc7; None if it
+    names none (each variable's first assignment counts)."""
+    found = dict(reversed(MAKEFILE_VERSION.findall(text)))
+    if not (found.get("VERSION") and found.get("PATCHLEVEL")):
+        return None
+    sub = found.get("SUBLEVEL") or "0"
+    return f"{found['VERSION']}.{found['PATCHLEVEL']}.{sub}{found.get('EXTRAVERSION', '')}"
+
+
+def _version(repo: Path, commit: str) -> str | None:
+    try:
+        return makefile_version(git.git(repo, "show", f"{commit}:Makefile"))
+    except CommandFailed:
+        return None
+
+
+def _head(repo: Path) -> str:
+    """The tree's HEAD, named by its first tag if it has one (an import's tag)."""
+    tags = git.git(repo, "tag", "--points-at", "HEAD").split()
+    return sorted(tags)[0] if tags else "HEAD"
+
+
+@dataclass(frozen=True)
+class _Want:
+    label: str
+    item: str  # a revision, or an image's path
+    tree: str | None  # tree_name's form
+    image: bool = False
+
+
+def _wants(spec: KernelSpec, repos: dict[str | None, Path]) -> list[_Want]:
+    default = tree_name(spec.tree)
+    if spec.listed:
+        return [_listed(k, default, repos) for k in spec.listed]
+    if spec.pattern is not None:
+        tags = pattern_tags(trees([default], repos)[default], spec.pattern)
+        return [_Want(t, t, default) for t in tags]
+    return [_Want(i, i, default, Path(i).exists()) for i in spec.items]
+
+
+def _listed(k: Listed, default: str | None, repos: dict[str | None, Path]) -> _Want:
+    name = tree_name(k.tree) if k.tree is not None else default
+    rev = k.rev or _head(trees([name], repos)[name])
+    return _Want(k.label or k.rev or _short(str(k.tree)), rev, name)
+
+
+def _short(given: str) -> str:
+    """A listed kernel's default label without a rev: its tree's name, or folder's."""
+    return given if names_tree(given) else Path(given).name
+
+
+def trees(names: Sequence[str | None], repos: dict[str | None, Path]) -> dict[str | None, Path]:
+    """Each named tree's repository (tree.resolve), resolved once into `repos`."""
+    for name in names:
+        if name not in repos:
+            repos[name] = tree.resolve(name)
+    return repos
+
+
+def resolve(spec: KernelSpec) -> tuple[dict[str | None, Path], list[Ref]]:
+    """(each tree a revision needs, by tree_name; the kernels in the study's order)."""
+    repos: dict[str | None, Path] = {}
     refs = []
-    for item in items:
-        if Path(item).exists():
-            refs.append(_image(item))
+    for want in _wants(spec, repos):
+        if want.image:
+            refs.append(_image(want.item))
             continue
-        assert repo is not None
-        refs.append(_revision(repo, item))
+        repo = trees([want.tree], repos)[want.tree]
+        rev, *files = (part.strip() for part in want.item.split(PATCHED))
+        commit = git.rev_parse(repo, rev)
+        subject = git.subject(repo, commit)
+        version = _version(repo, commit)
+        if not files:
+            refs.append(
+                Ref(
+                    want.label,
+                    want.item,
+                    commit,
+                    None,
+                    None,
+                    subject,
+                    tree=want.tree,
+                    version=version,
+                )
+            )
+            continue
+        # applied (checked) now, before any build; the kernel is the patched commit
+        given = patches.read_all(files)
+        made = patches.apply(repo, commit, given)
+        described = patches.describe(repo, commit, given, made)
+        refs.append(
+            Ref(
+                want.label,
+                made,
+                made,
+                None,
+                None,
+                subject,
+                patches=described,
+                tree=want.tree,
+                version=version,
+            )
+        )
+    _check_distinct(refs)
+    return repos, refs
+
+
+def _check_distinct(refs: Sequence[Ref]) -> None:
     seen: dict[str, str] = {}
+    labels: set[str] = set()
     for ref in refs:
-        key = ref.commit if ref.rev else ref.image
+        key = str(ref.commit if ref.rev else ref.image)
         if key in seen:
             raise KernelListError(f"kernels {seen[key]} and {ref.label} are the same kernel")
-        seen[str(key)] = ref.label
-    return repo, refs
+        if ref.label in labels:
+            raise KernelListError(f"two kernels are named {ref.label}: give each a label")
+        seen[key] = ref.label
+        labels.add(ref.label)
+
+
+def from_definition(d: Mapping[str, Any]) -> list[Ref]:
+    """A stored study's kernels, each revision with its tree (store.kernel_tree)."""
+    refs = [Ref.from_dict(k) for k in d["kernels"]]
+    return [replace(r, tree=store.kernel_tree(d, i)) if r.rev else r for i, r in enumerate(refs)]
 
 
 def check_arches(refs: Sequence[Ref], arch: str) -> None:
@@ -118,17 +235,19 @@ def check_arches(refs: Sequence[Ref], arch: str) -> None:
         raise KernelListError(f"kernels of mixed arches ({listed}); the target runs {arch}")
 
 
-def build_all(refs: Sequence[Ref], repo: Path | None, spec: KernelSpec, arch: str) -> list[Kernel]:
-    """Each kernel once: revisions built (cached per commit), images found."""
+def build_all(
+    refs: Sequence[Ref], repos: Mapping[str | None, Path], spec: KernelSpec, arch: str
+) -> list[Kernel]:
+    """Each kernel once: revisions built in their trees (cached per commit), images found."""
     out = []
     for i, ref in enumerate(refs, 1):
         if ref.image is not None:
             out.append(Kernel.find(ref.image))
             continue
-        assert repo is not None and ref.commit is not None
+        assert ref.commit is not None
         progress.step(f"kernel {i}/{len(refs)}: building {ref.label} ({ref.commit[:12]})")
         req = build.Request(
-            tree=repo,
+            tree=repos[ref.tree],
             rev=ref.commit,
             arch=arch_mod.get(arch),
             configs=spec.configs,

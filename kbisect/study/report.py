@@ -53,11 +53,12 @@ def _findings(a: Analysis) -> list[str]:
     for s in found:
         out += [f"- **{a.sentence(s)}**"]
         out += [f"  - fingerprint differences: {'; '.join(s.differences) or 'none'}"]
-        out += [
-            f"  - bisect it: `{s.bisect}`"
-            if s.bisect
-            else "  - not bisectable: a side is a prebuilt image, not a revision"
-        ]
+        if s.bisect:
+            out += [f"  - bisect it: `{s.bisect}`"]
+        elif s.elsewhere:
+            out += [f"  - not bisectable here: {a.apart(s)} `{s.elsewhere}`"]
+        else:
+            out += ["  - not bisectable: a side is a prebuilt image, not a revision"]
     return [*out, ""]
 
 
@@ -95,11 +96,18 @@ def _steps_table(a: Analysis) -> list[str]:
 
 
 def _kernels(a: Analysis) -> list[str]:
-    out = ["| # | kernel | commit | subject / image |", "|---:|---|---|---|"]
-    for i, k in enumerate(a.definition["kernels"]):
+    """The kernels table; with a tree column when the revisions are in several trees."""
+    d = dict(a.definition)
+    several = store.several_trees(d)
+    out = [
+        f"| # | kernel | {'tree | ' * several}commit | subject / image |",
+        f"|---:|---|{'---|' * several}---|---|",
+    ]
+    for i, k in enumerate(d["kernels"]):
         base = " (baseline)" if i == a.baseline else ""
         out.append(
-            f"| {i} | `{k['label']}`{base} | {(k.get('commit') or '—')[:12]} | "
+            f"| {i} | `{k['label']}`{base} | {f'{a.where(i)} | ' if several else ''}"
+            f"{(k.get('commit') or '—')[:12]} | "
             f"{(k.get('subject') or k.get('image') or '').replace('|', '/')} |"
         )
     return [*out, *_patches(a)]
@@ -220,6 +228,7 @@ def summary(a: Analysis) -> dict[str, Any]:
             "p_holm": s.p_holm,
             "kind": s.kind,
             "bisect": s.bisect,
+            **({"elsewhere": s.elsewhere} if s.elsewhere else {}),
         }
         for s in a.steps
     ]
@@ -267,5 +276,7 @@ def print_findings(a: Analysis) -> None:
         print(a.sentence(s))
         if s.bisect:
             print(f"  {s.bisect}")
+        elif s.elsewhere:
+            print(f"  not bisectable here: {a.apart(s)}:\n  {s.elsewhere}")
     if not a.significant():
         print(f"no significant step ({a.tests} comparisons, Holm-corrected)")

@@ -13,7 +13,6 @@ from kbisect.core.exceptions import EXIT_OK, BootError, UserError
 from kbisect.kernel import make
 from kbisect.measure import results, retake
 from kbisect.scenario import scenario
-from kbisect.source import tree
 from kbisect.study import (
     analysis,
     axes,
@@ -48,7 +47,7 @@ class Prepared:
     study: Study
     definition: dict[str, Any]
     refs: list[kernels.Ref]
-    repo: Path | None
+    repos: dict[str | None, Path]  # each tree a revision is built in (kernels.tree_name)
     cells: list[int]  # this run's cells (all, or a share's)
     estimate: budget.Estimate
 
@@ -64,11 +63,6 @@ def _baseline(study: Study, refs: list[kernels.Ref]) -> int:
         if study.baseline in (ref.label, ref.rev) or (ref.commit or "").startswith(study.baseline):
             return i
     raise UserError(f"baseline {study.baseline!r} is not one of the study's kernels")
-
-
-def _tree_field(study: Study) -> str | None:
-    t = study.kernels.tree
-    return None if t in (None, "default") else str(Path(str(t)).expanduser().resolve())
 
 
 def cells(study: Study) -> tuple[list[axes.Cell], list[scenario.Scenario], scenario.Scenario]:
@@ -98,7 +92,7 @@ def _cell_dicts(
 def prepare(study: Study, target: Target, share: tuple[int, int] | None) -> Prepared:
     """Every check before the first build; the study.json to save."""
     all_cells, scens, base = cells(study)
-    repo, refs = kernels.resolve(study.kernels)
+    repos, refs = kernels.resolve(study.kernels)
     kernels.check_arches(refs, target.arch.name)
     chosen = list(range(len(all_cells)))
     share_info = None
@@ -130,7 +124,7 @@ def prepare(study: Study, target: Target, share: tuple[int, int] | None) -> Prep
         "seed": study.seed,
         "arch": target.arch.name,
         "target": target.name,
-        "tree": _tree_field(study),
+        "tree": kernels.tree_name(study.kernels.tree),
         "configs": list(study.kernels.configs),
         "base_config": study.kernels.base_config,
         "budget_hours": study.budget_hours,
@@ -139,7 +133,7 @@ def prepare(study: Study, target: Target, share: tuple[int, int] | None) -> Prep
         "cells": _cell_dicts(study, all_cells, scens),
         "share": share_info,
     }
-    return Prepared(study, d, refs, repo, chosen, est)
+    return Prepared(study, d, refs, repos, chosen, est)
 
 
 def announce(p: Prepared) -> None:
@@ -149,12 +143,24 @@ def announce(p: Prepared) -> None:
         f"kernels ({len(p.refs)}): {', '.join(r.short for r in p.refs)}; baseline "
         f"{p.refs[d['baseline']].short}"
     )
+    for r in p.refs:
+        print(f"  {_kernel_line(r, p.repos)}")
     share = d["share"]
     where = f" (share {share['index']}/{share['of']})" if share else ""
     print(f"cells ({len(p.cells)} of {len(d['cells'])}){where}:")
     for c in p.cells:
         print(f"  c{c:<3} {d['cells'][c]['label']}")
     print(f"{p.estimate.line()} (budget {p.study.budget_hours:g} h)")
+
+
+def _kernel_line(ref: kernels.Ref, repos: dict[str | None, Path]) -> str:
+    """`7.2: debian/7.2.13-1 (0123456789ab) in tree debian:7.2 (PATH)` (the label left
+    out when it is the revision), or `NAME: image PATH`."""
+    if ref.rev is None:
+        return f"{ref.short}: image {ref.image}"
+    label = f"{ref.label}: " if ref.label != ref.rev else ""
+    commit = (ref.commit or "")[:12]
+    return f"{label}{ref.rev} ({commit}) in tree {ref.tree or 'default'} ({repos[ref.tree]})"
 
 
 def _scens(d: dict[str, Any]) -> dict[int, scenario.Scenario]:
@@ -171,12 +177,12 @@ def _scens(d: dict[str, Any]) -> dict[int, scenario.Scenario]:
     return out
 
 
-def execute(out: Path, d: dict[str, Any], target: Target, repo: Path | None) -> int:
+def execute(out: Path, d: dict[str, Any], target: Target, repos: dict[str | None, Path]) -> int:
     progress.set_resume(["kbisect", "study", "--resume", str(out.resolve())])
-    refs = [kernels.Ref.from_dict(k) for k in d["kernels"]]
+    refs = kernels.from_definition(d)
     spec_k = spec.KernelSpec(configs=tuple(d["configs"]), base_config=d["base_config"])
     scens = _scens(d)
-    built = kernels.build_all(refs, repo, spec_k, d["arch"])
+    built = kernels.build_all(refs, repos, spec_k, d["arch"])
     appends = {
         i: " ".join(filter(None, [d["append"], c["append"]])) for i, c in enumerate(d["cells"])
     }
@@ -214,7 +220,7 @@ def start(study: Study, req: Request) -> int:
     target.preflight(scenario.load(study.scenario))
     boots = len(p.refs) * len(p.cells) * study.boots * (study.retries + 1)
     results.check_out(req.out, "study", room.results_need(boots))
-    if p.repo is not None:
+    if p.repos:
         room.check(paths.cache_dir(), len(p.refs) * room.PER_BUILD, "the cache")
         make.check_dir(paths.cache_dir(), "the cache")
     out = req.out or results.new_run_dir("study", study.name)
@@ -228,7 +234,7 @@ def start(study: Study, req: Request) -> int:
     slots = schedule.plan(len(p.refs), p.cells, study.boots, seed)
     store.write_schedule(out, schedule.to_json(slots, seed, study.boots))
     progress.step(f"{len(slots)} boots in {study.boots} blocks (seed {seed}); results in {out}")
-    return execute(out, store.load_definition(out), target, p.repo)
+    return execute(out, store.load_definition(out), target, p.repos)
 
 
 def resume(given: Path | None) -> int:
@@ -242,8 +248,7 @@ def resume(given: Path | None) -> int:
             "(`kbisect report` re-renders it)"
         )
     target = registry.get(d.get("target_spec") or d["target"], d["arch"])
-    repo = None
-    if any(k.get("rev") for k in d["kernels"]):
-        repo = tree.resolve(d["tree"])
+    refs = kernels.from_definition(d)
+    repos = kernels.trees([r.tree for r in refs if r.rev], {})
     progress.step(f"resuming study {d['name']} in {out}")
-    return execute(out, d, target, repo)
+    return execute(out, d, target, repos)

@@ -8,6 +8,11 @@
     set = ["guest.thp=never"]     # every cell
     [kernels]
     revs = ["v6.12-debian"]       # or pattern = "v6.*" (version order), or images = [...]
+    # or kernels in trees of their own (tarball imports such as debian:7.2, other clones):
+    [[kernels.list]]
+    tree = "debian:6.1"           # default: [kernels] tree (--tree), else the embedded one
+    rev = "debian/6.1.158-1"      # default: the tree's HEAD (named by its tag, if tagged)
+    label = "6.1"                 # default: the rev, else the tree's name (a path: its folder)
     [[axes]]                      # a key axis: one override per value
     key = "pgbench.clients"
     values = [4, 16]
@@ -22,6 +27,7 @@ and `--append` add to it, `--boots`, `--budget` and the rest override it.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -32,6 +38,7 @@ from kbisect.study import axes as axes_mod
 from kbisect.study.axes import Axis, Level
 
 DEFAULT_BUDGET_H = 4.0
+NAMED_TREE = re.compile(r"[a-z][a-z0-9-]*:[^/]+")  # debian:7.2
 
 
 class StudyFileError(UserError):
@@ -39,13 +46,23 @@ class StudyFileError(UserError):
 
 
 @dataclass(frozen=True)
+class Listed:
+    """One kernel of `[[kernels.list]]`: a revision in a tree of its own."""
+
+    tree: str | None = None  # None: the study's tree
+    rev: str | None = None  # None: the tree's HEAD
+    label: str | None = None
+
+
+@dataclass(frozen=True)
 class KernelSpec:
     items: tuple[str, ...] = ()  # revisions, tags or image paths, in the order given
     pattern: str | None = None  # a tag glob, resolved in version order
-    tree: str | None = None
+    tree: str | None = None  # the study's tree: of `items`, `pattern`, a Listed without one
     configs: tuple[str, ...] = ()
     base_config: str = "tinyconfig"
     arch: str | None = None
+    listed: tuple[Listed, ...] = ()  # `[[kernels.list]]`, in the order given
 
 
 @dataclass(frozen=True)
@@ -87,10 +104,20 @@ def _fields(src: str, raw: Any, prefix: str = "") -> reading.Fields:
     return reading.Fields(raw, src, prefix, StudyFileError)
 
 
+def _listed(src: str, raw: Any) -> Listed:
+    f = _fields(src, raw, "kernels.list.")
+    listed = Listed(f.string("tree", None), f.string("rev", None), f.string("label", None))
+    f.done()
+    if listed.tree is None and listed.rev is None:
+        raise StudyFileError(f"{src}: each [[kernels.list]] needs a tree, a rev or both")
+    return listed
+
+
 def _kernels(src: str, raw: Any) -> KernelSpec:
     f = _fields(src, raw, "kernels.")
     items = f.strings("revs") + f.strings("images")
     pattern = f.string("pattern", None)
+    listed = tuple(_listed(src, k) for k in f.items("list", []))
     spec = KernelSpec(
         items,
         pattern,
@@ -98,10 +125,13 @@ def _kernels(src: str, raw: Any) -> KernelSpec:
         f.strings("configs"),
         f.string("base_config", "tinyconfig"),
         f.string("arch", None),
+        listed,
     )
     f.done()
-    if bool(items) == bool(pattern):
-        raise StudyFileError(f"{src}: [kernels] needs revs/images or a pattern (one of them)")
+    if sum(map(bool, (items, pattern, listed))) != 1:
+        raise StudyFileError(
+            f"{src}: [kernels] needs revs/images, a pattern or a [[kernels.list]] (one of them)"
+        )
     return spec
 
 
@@ -185,14 +215,24 @@ def load(name: str) -> Study:
     return study
 
 
-def kernel_items(option: str) -> tuple[tuple[str, ...], str | None]:
-    """`--kernels a,b,c` (revisions, tags, images) or `--kernels 'v6.*'` (a tag pattern)."""
+def names_tree(given: str) -> bool:
+    """Is `given` a tree's name such as debian:7.2 (not a path, not a revision: a git
+    revision with a colon names a file, never a commit)?"""
+    return bool(NAMED_TREE.fullmatch(given)) and not Path(given).expanduser().exists()
+
+
+def kernel_items(option: str) -> tuple[tuple[str, ...], str | None, tuple[Listed, ...]]:
+    """`--kernels a,b,c` (revisions, tags, images), `--kernels 'v6.*'` (a tag pattern),
+    or a list naming trees, `--kernels debian:6.1,debian:7.2,v6.12-debian` (each tree at
+    its HEAD; the other items revisions in the study's tree)."""
     items = tuple(i.strip() for i in option.split(",") if i.strip())
     if not items:
         raise UserError("--kernels: empty list")
+    if any(map(names_tree, items)):
+        return (), None, tuple(Listed(i) if names_tree(i) else Listed(None, i) for i in items)
     if len(items) == 1 and any(c in items[0] for c in "*?[") and not Path(items[0]).exists():
-        return (), items[0]
-    return items, None
+        return (), items[0], ()
+    return items, None, ()
 
 
 @dataclass(frozen=True)
@@ -228,8 +268,8 @@ def apply(study: Study | None, given: Given) -> Study:
         )
     k = study.kernels
     if given.kernels:
-        items, pattern = kernel_items(given.kernels)
-        k = replace(k, items=items, pattern=pattern)
+        items, pattern, listed = kernel_items(given.kernels)
+        k = replace(k, items=items, pattern=pattern, listed=listed)
     k = replace(
         k,
         tree=given.tree or k.tree,

@@ -62,6 +62,19 @@ def identity(definition: Mapping[str, Any]) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
+def kernel_tree(definition: Mapping[str, Any], k: int) -> str | None:
+    """Kernel k's tree as study.json names it (None: the embedded default): its own
+    `tree`, or, in a study written before kernels had one, the study's."""
+    kernel = definition["kernels"][k]
+    return kernel["tree"] if "tree" in kernel else definition.get("tree")
+
+
+def several_trees(definition: Mapping[str, Any]) -> bool:
+    """Are the study's revisions in more than one tree?"""
+    revs = [k for k, kernel in enumerate(definition["kernels"]) if kernel.get("rev")]
+    return len({kernel_tree(definition, k) for k in revs}) > 1
+
+
 # study.json and schedule.json are written before the first boot, whole (by rename).
 RECOVER = "this study run cannot be resumed: run the study again (built kernels are cached)"
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from kbisect.report import text as tr
+from kbisect.study import store
 from kbisect.study.analysis import Analysis
 
 TEXT = tr.TEXT
@@ -16,11 +17,13 @@ def _steps(a: Analysis) -> list[str]:
     out: list[str] = []
     for s in a.significant():
         out += ["", *tr.para(a.sentence(s), "  ")]
-        out += (
-            ["", "  bisect:", *tr.command(s.bisect, "    ")]
-            if s.bisect
-            else ["", "  not bisectable: a side is a prebuilt image, not a revision"]
-        )
+        if s.bisect:
+            out += ["", "  bisect:", *tr.command(s.bisect, "    ")]
+        elif s.elsewhere:
+            out += ["", *tr.para(f"not bisectable here: {a.apart(s)}:", "  ")]
+            out += tr.command(s.elsewhere, "    ")
+        else:
+            out += ["", "  not bisectable: a side is a prebuilt image, not a revision"]
         out += ["  fingerprint differences:" if s.differences else "  fingerprints: no difference"]
         out += [x for diff in s.differences for x in tr.para(f"- {diff}", "    ", "  ")]
     return out
@@ -60,6 +63,17 @@ def _table(a: Analysis) -> list[str]:
     return out
 
 
+def _trees(a: Analysis) -> list[str]:
+    """Each kernel's tree and revision, when the study's kernels are in several trees."""
+    if not store.several_trees(a.definition):
+        return []
+    out = ["", "kernels (tree at revision, commit):"]
+    for k, kernel in enumerate(a.definition["kernels"]):
+        commit = (kernel.get("commit") or "")[:12]
+        out += tr.para(f"{a.kernel(k)}: {a.where(k)} {commit}".rstrip(), "  ", "  ")
+    return out
+
+
 def _machines(d: dict[str, Any]) -> list[str]:
     shares = d.get("shares") or [{"machine": d.get("machine"), "share": d.get("share")}]
     out: list[str] = []
@@ -90,7 +104,7 @@ def render(a: Analysis) -> str:
     if a.interactions:
         lines += ["", "interactions (ratio of ratios, 95% CI):", *_interactions(a)]
     lines += ["", "tps per kernel and cell (mean [95% CI], good boots, ratio to", "the baseline):"]
-    lines += _table(a)
+    lines += [*_table(a), *_trees(a)]
     lines += ["", "reproduce:", *tr.command(d.get("command") or "kbisect study"), ""]
     lines += ["machine:", *_machines(dict(d)), ""]
     lines += [

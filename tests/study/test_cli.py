@@ -16,8 +16,9 @@ import pytest
 from kbisect.commands import cli
 from kbisect.measure import results
 from kbisect.report.text import WIDTH
+from kbisect.source import tree
 from kbisect.study import store
-from tests.fakes import make_fake_kernel_repo, start_driver
+from tests.fakes import FAKELINUX, make_fake_kernel_repo, start_driver
 
 ROOT = Path(__file__).resolve().parents[2]
 NO_CHANGE = "no significant difference"
@@ -193,13 +194,16 @@ def history(tmp_path: Path) -> Path:
     return repo
 
 
-def test_a_tag_pattern_in_version_order_builds_each_kernel_once(
-    isolated_env: Path,
-    tmp_path: Path,
-    capsys: pytest.CaptureFixture[str],
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
+@pytest.fixture
+def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A kbisect cache of the test's own: the builds of its generated trees."""
     monkeypatch.setenv("KBISECT_CACHE", str(tmp_path / "cache"))
+    return tmp_path / "cache"
+
+
+def test_a_tag_pattern_in_version_order_builds_each_kernel_once(
+    isolated_env: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], cache: Path
+) -> None:
     repo = history(tmp_path)
     fake_target(isolated_env, cv=0.01)
     argv = [
@@ -220,7 +224,7 @@ def test_a_tag_pattern_in_version_order_builds_each_kernel_once(
     assert kbisect(*argv) == 0
     out = capsys.readouterr().out
     assert "kernels (3): v6.1, v6.2, v6.3" in out and "3 build(s)" in out
-    builds = list((tmp_path / "cache" / "builds").glob("*/*/*/manifest.json"))
+    builds = list((cache / "builds").glob("*/*/*/manifest.json"))
     assert len(builds) == 3
     run = run_dir(tmp_path / "results")
     (step,) = [s for s in results.load_summary(run)["stats"]["steps"] if s["kind"] != NO_CHANGE]
@@ -314,3 +318,95 @@ def test_report_rerenders_a_study_in_both_formats(
     printed = capsys.readouterr().out
     assert printed == (run / "report.txt").read_text()
     assert max(map(len, printed.splitlines())) <= WIDTH
+
+
+def release(tmp_path: Path, name: str, version: tuple[int, int, int], tps: float) -> Path:
+    """A generated repo standing for an imported release: one commit on its own history
+    (no shared ancestor with another), its Makefile naming the version, tagged like an
+    import when `name` says so."""
+    repo = tmp_path / name
+    head = "VERSION = {}\nPATCHLEVEL = {}\nSUBLEVEL = {}\nEXTRAVERSION =\n".format(*version)
+    makefile = head + (FAKELINUX / "Makefile").read_text()
+    tag = {"tag": f"debian/{'.'.join(map(str, version))}-1"} if "debian" in name else {}
+    commit = {"subject": f"Import {name}", "tps": tps, "files": {"Makefile": makefile}}
+    make_fake_kernel_repo(repo, [{**commit, **tag}])
+    return repo
+
+
+def test_kernels_in_two_trees_build_in_each_and_the_step_says_where_to_bisect(
+    isolated_env: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    cache: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    old = release(tmp_path, "debian-6.1", (6, 1, 158), 1000)
+    new = release(tmp_path, "linux-7.2", (7, 2, 13), 600)
+    resolve = tree.resolve
+    monkeypatch.setattr(tree, "resolve", lambda t: old if t == "debian:6.1" else resolve(t))
+    study_file = tmp_path / "r.toml"
+    study_file.write_text(
+        'name = "r"\nscenario = "smoke"\nboots = 3\nseed = 5\n'
+        '[[kernels.list]]\ntree = "debian:6.1"\nlabel = "6.1"\n'
+        f"[[kernels.list]]\ntree = {json.dumps(str(new))}\n"
+        '[[axes]]\nkey = "pgbench.clients"\nvalues = [2, 4]\n'
+    )
+    fake_target(isolated_env, cv=0.01, script=["ok", "panic", "panic"])
+    assert kbisect("study", str(study_file), "--target", "fakey", "--dry-run") == 0
+    out = capsys.readouterr().out
+    assert "kernels (2): 6.1, linux-7.2; baseline 6.1" in out and "2 build(s)" in out
+    assert "6.1: debian/6.1.158-1 (" in out and f") in tree debian:6.1 ({old})" in out
+    assert "linux-7.2: HEAD (" in out and f") in tree {new} ({new})" in out
+    assert not (tmp_path / "results").exists()
+    assert kbisect("study", str(study_file), "--target", "fakey", "--retries", "1") == 5
+    run = run_dir(tmp_path / "results")
+    d = store.load_definition(run)
+    assert [(k["tree"], k["rev"], k["version"]) for k in d["kernels"]] == [
+        ("debian:6.1", "debian/6.1.158-1", "6.1.158"),
+        (str(new), "HEAD", "7.2.13"),
+    ]
+    assert len(list((cache / "builds").glob("*/*/*/manifest.json"))) == 2
+    fake_target(isolated_env, cv=0.01)
+    assert kbisect("study", "--resume", str(run)) == 0  # each tree resolved again
+    assert ok_units(run) == {(k, c): 3 for k in range(2) for c in range(2)}
+    steps = [s for s in results.load_summary(run)["stats"]["steps"] if s["kind"] != NO_CHANGE]
+    assert [s["bisect"] for s in steps] == [None, None]
+    assert steps[0]["elsewhere"] == (
+        "kbisect bisect --good v6.1 --bad v7.2 --scenario smoke --tree /path/to/linux.git "
+        "--set pgbench.clients=2 --arch x86_64"
+    )
+    report = (run / "report.md").read_text()
+    assert "are in different trees, and kbisect does not bisect across trees" in report
+    assert "| # | kernel | tree | commit | subject / image |" in report
+    assert "| 0 | `6.1` (baseline) | debian:6.1 at debian/6.1.158-1 |" in report
+    text = (run / "report.txt").read_text()
+    assert max(len(line) for line in text.splitlines()) <= WIDTH
+    flat = " ".join(text.replace("\\\n", " ").split())
+    assert "not bisectable here: 6.1 (debian:6.1) and linux-7.2 (/" in flat
+    assert "kbisect bisect --good v6.1 --bad v7.2 --scenario smoke" in flat
+    assert "6.1: debian:6.1 at debian/6.1.158-1" in flat
+    capsys.readouterr()
+    (run / "report.md").unlink()
+    assert kbisect("report", str(run)) == 0
+    assert (run / "report.md").read_text().split("Reproduce")[1] == report.split("Reproduce")[1]
+
+
+def test_a_kernel_list_with_one_kernel_twice_or_one_label_twice_is_one_line(
+    isolated_env: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    repo = json.dumps(str(history(tmp_path)))
+    fake_target(isolated_env)
+    for second, message in (
+        ('rev = "v6.2"\nlabel = "a"', "two kernels are named a: give each a label"),
+        ('rev = "v6.1"', "kernels a and v6.1 are the same kernel"),
+    ):
+        study_file = tmp_path / "twice.toml"
+        study_file.write_text(
+            f'name = "twice"\nscenario = "smoke"\n[kernels]\ntree = {repo}\n'
+            '[[kernels.list]]\nrev = "v6.1"\nlabel = "a"\n'
+            f"[[kernels.list]]\n{second}\n"
+            '[[axes]]\nkey = "pgbench.clients"\nvalues = [2]\n'
+        )
+        assert kbisect("study", str(study_file), "--target", "fakey", "--dry-run") == 2
+        err = capsys.readouterr().err.strip()
+        assert message in err and len(err.splitlines()) == 1

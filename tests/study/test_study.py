@@ -7,6 +7,7 @@ from __future__ import annotations
 import math
 import random
 from collections import Counter
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -15,7 +16,7 @@ from scipy import stats as scipy_stats
 from kbisect.scenario import scenario
 from kbisect.stats import inference
 from kbisect.stats import means as stats
-from kbisect.study import analysis, axes, budget, fanout, schedule, spec, store
+from kbisect.study import analysis, axes, budget, fanout, kernels, schedule, spec, store
 
 SHIPPED = ("mechanism-7dadeaa6e851", "hugepages-sweep", "kernel-series")
 
@@ -76,7 +77,55 @@ def test_every_shipped_study_loads_and_every_cell_validates(name: str) -> None:
     cells = axes.cells(study.axes)
     scens = axes.scenarios(scenario.load(study.scenario), study.sets, cells, study.axes)
     assert len(scens) == math.prod(len(a.levels) for a in study.axes) >= 2
-    assert study.kernels.items and study.boots >= 2
+    assert (study.kernels.items or study.kernels.listed) and study.boots >= 2
+
+
+def test_the_releases_study_names_each_release_in_its_own_tree() -> None:
+    study = spec.load("releases")
+    assert [(k.tree, k.label) for k in study.kernels.listed] == [
+        ("debian:6.1", "6.1"),
+        ("default", "6.12"),
+        ("debian:7.2", "7.2"),
+        ("debian:7.3", "7.3"),
+    ]
+    scens = axes.scenarios(
+        scenario.load(study.scenario), study.sets, axes.cells(study.axes), study.axes
+    )
+    est = budget.estimate(4, 4, scens, study.boots)
+    assert est.boots == 36 and est.hours <= study.budget_hours
+    assert "about 2 min 40 s per simple-update-2vcpu boot" in " ".join(study.description.split())
+
+
+def test_a_kernel_list_entry_and_the_command_line() -> None:
+    data = {
+        "name": "x",
+        "scenario": "smoke",
+        "kernels": {"tree": "~/linux", "list": [{"tree": "debian:7.2"}, {"rev": "v6.12"}]},
+    }
+    study = spec.from_dict(data, "x.toml")
+    assert study.kernels.listed == (spec.Listed("debian:7.2"), spec.Listed(None, "v6.12"))
+    given = spec.apply(study, spec.Given(tree="/src/other"))
+    assert given.kernels.listed == study.kernels.listed and given.kernels.tree == "/src/other"
+    replaced = spec.apply(study, spec.Given(kernels="a,b"))
+    assert replaced.kernels.listed == () and replaced.kernels.items == ("a", "b")
+    named = spec.apply(study, spec.Given(kernels="debian:6.1, v6.12-debian,debian:7.2"))
+    assert named.kernels.items == () and named.kernels.listed == (
+        spec.Listed("debian:6.1"),
+        spec.Listed(None, "v6.12-debian"),
+        spec.Listed("debian:7.2"),
+    )
+
+
+def test_tree_names_and_makefile_versions() -> None:
+    assert kernels.tree_name(None) is None and kernels.tree_name("default") is None
+    assert kernels.tree_name("debian:7.2") == "debian:7.2"
+    assert kernels.tree_name("src/linux") == str(Path("src/linux").resolve())
+    head = "# SPDX\nVERSION = 7\nPATCHLEVEL = 3\nSUBLEVEL = 0\nEXTRAVERSION = -rc7\nNAME = x\n"
+    assert kernels.makefile_version(head) == "7.3.0-rc7"
+    assert kernels.makefile_version("VERSION = 6\nPATCHLEVEL = 1\nSUBLEVEL = 158\n") == "6.1.158"
+    assert kernels.makefile_version("all:\n\ttrue\n") is None
+    tags = [{"rev": "r", "version": v} for v in ("6.1.158", "7.3.0-rc7", "6.12.0", None)]
+    assert [analysis.release_tag(k) for k in tags] == ["v6.1", "v7.3-rc7", "v6.12", "r"]
 
 
 @pytest.mark.parametrize("name", SHIPPED)
@@ -154,6 +203,22 @@ def test_huge_pages_on_carries_its_reservation_and_1g_its_command_line() -> None
         (
             {"name": "x", "scenario": "smoke", "kernels": {"revs": ["a"], "pattern": "v*"}},
             "one of them",
+        ),
+        (
+            {"name": "x", "scenario": "smoke", "kernels": {"revs": ["a"], "list": [{"rev": "b"}]}},
+            "one of them",
+        ),
+        (
+            {"name": "x", "scenario": "smoke", "kernels": {"list": [{"label": "b"}]}},
+            "needs a tree, a rev or both",
+        ),
+        (
+            {"name": "x", "scenario": "smoke", "kernels": {"list": [{"tree": "t", "tag": "b"}]}},
+            "kernels.list.tag is not a known field",
+        ),
+        (
+            {"name": "x", "scenario": "smoke", "kernels": {"list": {"tree": "t"}}},
+            "kernels.list must be a list",
         ),
         (
             {
@@ -278,6 +343,27 @@ def test_steps_are_found_where_planted_with_the_reference_p_values() -> None:
         "kbisect bisect --good v6.1 --bad v6.2 --scenario smoke --tree /src/linux "
         "--set guest.thp=never --set pgbench.clients=16 --config preempt-full --arch x86_64"
     )
+
+
+def test_a_step_between_two_trees_names_the_release_tags_to_bisect_instead() -> None:
+    axis = {"name": "pgbench.clients", "levels": [{"label": "4"}]}
+    d = definition(3, [{"pgbench.clients": "4"}], [axis])
+    d["kernels"][0].update(tree="/src/a", version="6.1.158")
+    d["kernels"][1].update(tree="/src/a", version="6.1.160")
+    d["kernels"][2].update(tree="debian:7.2", version="7.2.13")
+    tps = {0: [1000, 1010, 990], 1: [700, 707, 693], 2: [400, 404, 396]}
+    got = analysis.analyze(d, [sample(k, 0, x) for k, xs in tps.items() for x in xs])
+    first, second = got.significant()
+    assert first.bisect is not None and first.elsewhere is None
+    assert "--good v6.0 --bad v6.1 --scenario smoke --tree /src/a " in first.bisect
+    assert second.bisect is None
+    assert second.elsewhere == (
+        "kbisect bisect --good v6.1 --bad v7.2 --scenario smoke --tree /path/to/linux.git "
+        "--set guest.thp=never --set pgbench.clients=4 --config preempt-full --arch x86_64"
+    )
+    assert got.apart(second).startswith("v6.1 (/src/a) and v6.2 (debian:7.2) are in different")
+    assert store.several_trees(d) and not store.several_trees(definition(3, [], []))
+    assert got.where(2) == "debian:7.2 at v6.2"
 
 
 def test_an_improvement_bisects_with_lower_is_better() -> None:
