@@ -6,10 +6,11 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
-from kbisect.commands import cli, options
+from kbisect.commands import cli, compare, options
 
 PARSER = cli.build_parser()
 
@@ -100,3 +101,17 @@ def test_the_audited_values(
 )
 def test_good_values_pass(parse: object, text: str, value: object) -> None:
     assert callable(parse) and parse(text) == value
+
+
+def test_patch_options_repeat_in_order_and_are_made_absolute(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    sides = ["--patch", "both.diff", "--patch-b", "b1.patch", "--patch-b", "b2.mbox"]
+    ns = PARSER.parse_args(["compare", "--base", "v1", "--scenario", "smoke", *sides])
+    given = compare.spec(ns)
+    assert given.patch == (tmp_path / "both.diff",) and given.patch_a == ()
+    assert given.patch_b == (tmp_path / "b1.patch", tmp_path / "b2.mbox")
+    for words in (["build"], ["bisect"], ["bisect-step", "--scenario", "smoke"]):
+        ns = PARSER.parse_args([*words, "--patch", "a.diff", "--patch", "b.diff"])
+        assert options.paths(ns.patch) == (tmp_path / "a.diff", tmp_path / "b.diff")

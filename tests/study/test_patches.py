@@ -18,12 +18,8 @@ def argv(repo: Path, kernels: str) -> list[str]:
 
 
 def test_a_patched_kernel_beside_its_release(
-    isolated_env: Path,
-    tmp_path: Path,
-    capsys: pytest.CaptureFixture[str],
-    monkeypatch: pytest.MonkeyPatch,
+    isolated_env: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    monkeypatch.setenv("KBISECT_CACHE", str(tmp_path / "cache"))
     repo = history(tmp_path)
     fake_target(isolated_env, cv=0.01)
     fix = tmp_path / "fast.diff"
