@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from kbisect.core import paths
-from kbisect.measure import results
+from kbisect.measure import results, retake
 
 pytestmark = pytest.mark.e2e
 
@@ -76,7 +76,11 @@ def test_founding_pair_boots_on_arm64(
         str(out),
     )
     assert run.returncode == 0, run.stderr[-3000:]
-    [sample] = results.load_samples(out)
+    # a sample a busy host disturbed is kept aside and retaken: judge the one that counts
+    [sample] = [s for s in results.load_samples(out) if retake.counts(s)]
     assert sample["status"] == "ok" and sample["tps"] > 0
     assert sample["fingerprint"]["uname_r"] == manifest["kernelrelease"]
     assert sample["fingerprint"]["preempt"] == model
+    # the sample records what was asked and what the kernel gave
+    assert sample["preempt"]["asked"] == "none"
+    assert sample["preempt"]["effective"] == model
