@@ -79,10 +79,10 @@ demo-preempt:
 # the founding case on a real kernel: Linux 7.2 as Debian ships it (PREEMPT_LAZY) against 7.2 with
 # 7dadeaa6e851 reverted, booted with preempt=none (docs/examples/founding)
 [group('demo')]
-founding scenario="simple-update-2vcpu":
-    @echo "kbisect founding: debian:7.2 imported once (~1 min), 2 kernel builds (~10 min each cold), 10 interleaved boots of ~2.7 min under TCG: ~50 min on 2 cores from cold"
+founding scenario="contention-2vcpu":
+    @echo "kbisect founding: debian:7.2 imported once (~1 min), 2 kernel builds (~10 + ~5 min cold), 10 interleaved boots of ~2.4 min under TCG: 24 min measured with the kernels built, ~40 min from cold (estimate)"
     kbisect tree add debian:7.2
-    kbisect compare --tree debian:7.2 --patch-b kernel-patches/7.2/0001-Revert-sched-Further-restrict-the-preemption-modes.patch \
+    kbisect compare --tree debian:7.2 --base HEAD --patch-b kernel-patches/7.2/0001-Revert-sched-Further-restrict-the-preemption-modes.patch \
         --append-b preempt=none --label-a "7.2 (as shipped)" --label-b "7.2 + revert, preempt=none" \
         --scenario {{scenario}}
 

@@ -28,7 +28,7 @@ UPSTREAM = PATCHES / "7.2" / "upstream" / "7dadeaa6e851.json"
 COMMIT = "7dadeaa6e851e7d67733f3e24fc53ee107781d0f"
 # Where `kbisect tree add debian:7.2` imports Linux 7.2 (Debian's linux-source-7.2), and
 # the tag of the release the revert is made for.
-TREES_72 = ("trees/debian-7.2", "trees/linux-7.2-debian")
+TREES_72 = ("trees/debian-7.2",)
 TAG_72 = "debian/7.2.13-1"
 LISTED = re.compile(r"^(Moved|Adapted): (\S+), hunk (\d+)\b", re.MULTILINE)
 INVERSE = {"+": "-", "-": "+", " ": " "}

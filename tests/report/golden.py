@@ -32,6 +32,8 @@ RUNS = (
     "demo-bisect-posterior",
     "drift-bisect",
     "machine-bisect",
+    "contention-6.12",
+    "founding",
 )
 
 
