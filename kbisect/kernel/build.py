@@ -79,7 +79,9 @@ def build(req: Request) -> BuildResult:
     if req.in_place and git.is_dirty(req.tree):
         raise UserError(f"--in-place: {req.tree} has uncommitted changes; commit or stash them")
     fragments = kconfig.resolve(list(req.configs), req.arch.name, base=req.base)
-    archdeps.check(req.tree, commit, req.arch, fragments, req.allow_dropped)
+    # A patched commit lives in kbisect's own repository (which also sees the tree's objects).
+    holder = worktree.scratch_repo(req.tree) if req.patches else req.tree
+    archdeps.check(holder, commit, req.arch, fragments, req.allow_dropped)
     key = inputs_key(req.arch, req.base, fragments)
     root = paths.cache_dir() / "builds" / worktree.repo_id(req.tree) / f"{req.arch.name}-{key}"
     artifact = root / commit

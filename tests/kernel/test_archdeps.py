@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import difflib
 import json
 from pathlib import Path
 
@@ -168,3 +169,35 @@ def test_a_refusal_exits_2_but_a_bisection_still_skips_it_as_a_build() -> None:
     refused = archdeps.ConfigRefused("x")
     assert refused.exit_code == EXIT_USER
     assert isinstance(refused, BuildError) and isinstance(refused, ConfigDropped)
+
+
+def test_a_patch_is_judged_on_the_patched_commit(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The patched commit lives in kbisect's own repository: the check reads it there. A
+    6.12-shaped tree builds preempt-none; a patch that adds 7.2's restriction makes the
+    same build a refusal, before anything is built."""
+    monkeypatch.setenv("KBISECT_CACHE", str(tmp_path / "cache"))
+    path = tmp_path / "linux-6.12"
+    files = {"kernel/Kconfig.preempt": KCONFIG_612, "arch/x86/Kconfig": X86_KCONFIG}
+    make_fake_kernel_repo(path, [{"subject": "6.12-shaped", "files": files, "tag": "v6.12"}])
+    restricted = KCONFIG_612.replace(
+        '\tbool "No Forced Preemption (Server)"\n\tdepends on !PREEMPT_RT\n',
+        '\tbool "No Forced Preemption (Server)"\n\tdepends on !PREEMPT_RT\n'
+        "\tdepends on ARCH_NO_PREEMPT\n",
+    )
+    assert restricted != KCONFIG_612
+    diff = difflib.unified_diff(
+        KCONFIG_612.splitlines(keepends=True),
+        restricted.splitlines(keepends=True),
+        "a/kernel/Kconfig.preempt",
+        "b/kernel/Kconfig.preempt",
+    )
+    patch = tmp_path / "restrict.patch"
+    patch.write_text("".join(diff))
+    argv = ["build", "--tree", str(path), "--rev", "v6.12", "--config", "preempt-none"]
+    assert cli.main([*argv, "--patch", str(patch)]) == EXIT_USER
+    err = capsys.readouterr().err
+    assert "depend on ARCH_NO_PREEMPT and x86 does not select ARCH_NO_PREEMPT" in err
+    assert not (tmp_path / "cache" / "builds").exists()
+    assert cli.main(argv) == EXIT_OK  # the tree itself is fine
