@@ -27,12 +27,8 @@ def main(args: argparse.Namespace) -> int:
     if args.tree_command == "default":
         print(tree.default_tree())
     elif args.tree_command == "add":
-        name = args.name
-        if not release.is_release(name):
-            raise release.UnknownRelease(f"{name}: expected debian:<release>, e.g. debian:7.2")
-        path = release.add(name)
-        tag = release.imported_tag(path)
-        print(f"{name}\t{tag}\t{path}")
+        path = release.add(args.name)
+        print(f"{args.name}\t{release.imported_tag(path)}\t{path}")
     elif args.tree_command == "list":
         for t in tree.listed():
             state = f"{t.tag} {t.commit}" if t.tag else "not imported"

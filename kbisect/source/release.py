@@ -105,8 +105,9 @@ def is_release(name: str | None) -> bool:
 
 
 def release_name(spec: str) -> str:
+    """`debian:7.2` → "7.2"; anything else is one line, exit 2."""
     name = spec[len(PREFIX) :]
-    if not re.fullmatch(r"[0-9]+(\.[0-9]+)*", name):
+    if not is_release(spec) or not re.fullmatch(r"[0-9]+(\.[0-9]+)*", name):
         raise UnknownRelease(f"{spec}: expected debian:<release>, e.g. debian:7.2")
     return name
 
@@ -227,6 +228,7 @@ def _import(spec: str, reg: Registry, rel: Release, dest: Path) -> None:
     version = _field(shown.output if shown.returncode == 0 else "", "Version")
     if version is None:
         raise NotCarried(f"{spec}: {where} at {reg.mirror} does not carry {rel.package}")
+    tag = tag_for(version)
     debs = state / "debs"
     for old in debs.glob("*.deb"):
         old.unlink()
@@ -235,7 +237,7 @@ def _import(spec: str, reg: Registry, rel: Release, dest: Path) -> None:
     found = sorted(debs.glob("*.deb"))
     if len(found) != 1:
         raise InfraError(f"{spec}: apt-get download left {len(found)} packages in {debs}")
-    pkg = apt_dir(rel.name) / "unpacked"
+    pkg = state / "unpacked"
     try:
         shutil.rmtree(pkg, ignore_errors=True)
         proc.run(extract_command(found[0], pkg), log=log)
@@ -244,12 +246,11 @@ def _import(spec: str, reg: Registry, rel: Release, dest: Path) -> None:
             raise InfraError(f"{spec}: {found[0].name} has no single usr/src tarball")
         progress.step(f"{spec}: importing {tarballs[0].name} into {dest} (a few minutes)")
         message = f"Import {tarballs[0].name} from Debian {rel.package} {version}"
-        tarball.import_into(tarballs[0], dest, tag_for(version), message, log)
+        tarball.import_into(tarballs[0], dest, tag, message, log)
     finally:
         shutil.rmtree(pkg, ignore_errors=True)
         found[0].unlink(missing_ok=True)
-    commit = git.rev_parse(dest, tag_for(version))[:12]
-    progress.step(f"{spec}: ready: {dest} ({tag_for(version)}, {commit})")
+    progress.step(f"{spec}: ready: {dest} ({tag}, {git.rev_parse(dest, tag)[:12]})")
 
 
 def _field(stanza: str, key: str) -> str | None:

@@ -50,7 +50,7 @@ def _message(tarball: Path) -> str:
 def default_tree(tarball: Path = DEFAULT_TARBALL) -> Path:
     """The embedded default tree, imported on first use."""
     dest = default_path()
-    if (dest / ".git").is_dir() and git.git(dest, "tag", "-l", DEFAULT_TAG):
+    if _default_imported(dest):
         return dest
     if not tarball.exists():
         raise MissingTool(
@@ -65,13 +65,17 @@ def default_tree(tarball: Path = DEFAULT_TARBALL) -> Path:
     return dest
 
 
+def _default_imported(dest: Path) -> bool:
+    return (dest / ".git").is_dir() and bool(git.git(dest, "tag", "-l", DEFAULT_TAG))
+
+
 def resolve(tree: str | None) -> Path:
     """`None` or "default" → the embedded default tree; `debian:X` → that Debian
     release, imported on first use (kbisect/source/release.py); else a checked kernel
     tree."""
     if tree in (None, "default"):
         return default_tree()
-    if tree.startswith("debian:"):
+    if release.is_release(tree):
         return release.resolve(tree)
     return check_kernel_tree(Path(tree).expanduser().resolve())
 
@@ -89,7 +93,7 @@ def listed(reg: release.Registry | None = None) -> list[Listed]:
     reg = reg or release.registry()
     out = []
     d = default_path()
-    imported = (d / ".git").is_dir() and bool(git.git(d, "tag", "-l", DEFAULT_TAG))
+    imported = _default_imported(d)
     out.append(
         Listed(
             "default",

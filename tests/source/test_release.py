@@ -72,7 +72,9 @@ def test_tag_spells_the_debian_version_as_dep14(version: str, tag: str) -> None:
     assert subprocess.run(["git", "check-ref-format", f"refs/tags/{tag}"]).returncode == 0
 
 
-@pytest.mark.parametrize("spec", ["debian:", "debian:seven", "debian:7.2/x", "debian:../x"])
+@pytest.mark.parametrize(
+    "spec", ["debian:", "debian:seven", "debian:7.2/x", "debian:../x", "7.2", "xdebian:7.2"]
+)
 def test_a_malformed_name_is_one_line_exit_2(spec: str, capsys: pytest.CaptureFixture[str]) -> None:
     code, _, err = run(capsys, "tree", "add", spec)
     assert code == 2
