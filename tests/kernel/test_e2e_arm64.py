@@ -5,11 +5,6 @@ the root fs `kbisect image` makes (which needs a Debian mirror), all under TCG."
 
 from __future__ import annotations
 
-import hashlib
-import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -17,32 +12,13 @@ import pytest
 
 from kbisect.core import proc
 from kbisect.measure import results
+from tests import arm64
 
 pytestmark = pytest.mark.e2e
 
 
-def kbisect(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "kbisect", *args],
-        capture_output=True,
-        text=True,
-        env=os.environ.copy(),
-    )
-
-
 def arm64_build(real_cache: Path) -> tuple[dict[str, Any], Path]:
-    proc = kbisect("build", "--arch", "arm64", "--rev", "v6.12-debian", "--json")
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    manifest = json.loads(proc.stdout)
-    assert manifest["arch"] == "arm64"
-    assert manifest["compiler"].startswith("aarch64-linux-gnu-gcc")
-    # Older builds of this commit with other fragments sit beside it: pick ours by hash.
-    [image] = [
-        p
-        for p in real_cache.glob(f"builds/*/arm64-*/{manifest['commit']}/Image")
-        if hashlib.sha256(p.read_bytes()).hexdigest() == manifest["image_sha256"]
-    ]
-    return manifest, image
+    return arm64.build(real_cache, "--rev", "v6.12-debian")
 
 
 def test_arm64_cross_build_boots(real_cache: Path, tmp_path: Path) -> None:
@@ -70,22 +46,8 @@ def test_arm64_cross_build_boots(real_cache: Path, tmp_path: Path) -> None:
 
 def test_arm64_guest_runs_the_smoke_scenario(real_cache: Path, tmp_path: Path) -> None:
     manifest, image = arm64_build(real_cache)
-    if not (real_cache / "images/arm64-debian-bookworm/image.json").exists():
-        made = kbisect("image", "--arch", "arm64")
-        assert made.returncode == 0, made.stderr[-3000:]
     out = tmp_path / "run"
-    run = kbisect(
-        "run",
-        "--arch",
-        "arm64",
-        "--kernel",
-        str(image.parent),
-        "--scenario",
-        "smoke",
-        "--out",
-        str(out),
-    )
-    assert run.returncode == 0, run.stderr[-3000:]
+    arm64.run_smoke(real_cache, image, out)
     [sample] = results.load_samples(out)
     assert sample["status"] == "ok" and sample["tps"] > 0
     assert sample["kernel"]["commit"] == manifest["commit"]

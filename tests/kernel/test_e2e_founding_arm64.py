@@ -8,17 +8,13 @@ that the model in effect is read from the guest."""
 
 from __future__ import annotations
 
-import hashlib
-import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from kbisect.core import paths
 from kbisect.measure import results, retake
+from tests import arm64
 
 pytestmark = pytest.mark.e2e
 
@@ -26,15 +22,6 @@ REVERT = (
     paths.CHECKOUT
     / "kernel-patches/7.2/0001-Revert-sched-Further-restrict-the-preemption-modes.patch"
 )
-
-
-def kbisect(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "kbisect", *args],
-        capture_output=True,
-        text=True,
-        env=os.environ.copy(),
-    )
 
 
 @pytest.mark.parametrize(
@@ -45,37 +32,13 @@ def kbisect(*args: str) -> subprocess.CompletedProcess[str]:
 def test_founding_pair_boots_on_arm64(
     real_cache: Path, tmp_path: Path, patches: tuple[str, ...], model: str
 ) -> None:
-    added = kbisect("tree", "add", "debian:7.2")
+    added = arm64.kbisect("tree", "add", "debian:7.2")
     assert added.returncode == 0, added.stderr[-3000:]
     patch_args = [w for p in patches for w in ("--patch", p)]
-    built = kbisect("build", "--tree", "debian:7.2", "--arch", "arm64", *patch_args, "--json")
-    assert built.returncode == 0, built.stderr[-3000:]
-    manifest = json.loads(built.stdout)
-    assert manifest["arch"] == "arm64"
+    manifest, image = arm64.build(real_cache, "--tree", "debian:7.2", *patch_args)
     assert manifest["kernelrelease"].startswith("7.2.")
-    [image] = [
-        p
-        for p in real_cache.glob(f"builds/*/arm64-*/{manifest['commit']}/Image")
-        if hashlib.sha256(p.read_bytes()).hexdigest() == manifest["image_sha256"]
-    ]
-    if not (real_cache / "images/arm64-debian-bookworm/image.json").exists():
-        made = kbisect("image", "--arch", "arm64")
-        assert made.returncode == 0, made.stderr[-3000:]
     out = tmp_path / "run"
-    run = kbisect(
-        "run",
-        "--arch",
-        "arm64",
-        "--kernel",
-        str(image.parent),
-        "--scenario",
-        "smoke",
-        "--append",
-        "preempt=none",
-        "--out",
-        str(out),
-    )
-    assert run.returncode == 0, run.stderr[-3000:]
+    arm64.run_smoke(real_cache, image, out, "--append", "preempt=none")
     # a sample a busy host disturbed is kept aside and retaken: judge the one that counts
     [sample] = [s for s in results.load_samples(out) if retake.counts(s)]
     assert sample["status"] == "ok" and sample["tps"] > 0
