@@ -165,6 +165,8 @@ class Run:
     samples: list[dict[str, Any]] = field(default_factory=list)  # every sample, in order
     first_stop: dict[str, Any] | None = None  # the answer before its re-check
     answer: dict[str, Any] | None = None  # the final Answer.as_dict()
+    story: dict[str, Any] | None = None  # the whole range's story (posterior/story.py)
+    probes: list[str] | None = None  # revisions tested to check a single step's story
     git_bisect_log: str | None = None  # the log `git bisect replay` turns into the answer
     # the --patch files as the report names them (file, subject, sha256), if any
     patches: list[dict[str, Any]] | None = None

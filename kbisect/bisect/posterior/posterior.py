@@ -157,6 +157,12 @@ class Posterior:
             c.log_post -= total
         self._dirty = False
 
+    def partition(self) -> list[tuple[int, frozenset[int]]]:
+        """The classes of candidates that every tested revision treats alike: (the
+        candidates as a bitset, the tested revisions that hold them)."""
+        self._refresh()
+        return [(c.mask, c.bad) for c in self._classes]
+
     def probabilities(self) -> list[float]:
         """P(culprit = commit i) for every commit of the range, in graph order."""
         self._refresh()

@@ -25,12 +25,14 @@ posterior from the stored samples of the visited revisions.
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 
 from kbisect.bisect import recheck, references, samples
-from kbisect.bisect.posterior import graph
+from kbisect.bisect.posterior import graph, story
 from kbisect.bisect.posterior.bench import Bench, Sample, Store
 from kbisect.bisect.posterior.choice import Cost
 from kbisect.bisect.posterior.likelihood import Model
@@ -59,6 +61,9 @@ class Search:
         self.feed(evidence)
         for commit in run.failed:
             self.post.failed(commit)
+        # the one-step search, or the story's (the samples contradict one step)
+        self.wide = run.story is not None and run.story["kind"] not in ("single",)
+        self.model3: story.Model3 | None = None
 
     def feed(self, found: list[Sample]) -> int:
         """Samples into the posterior; how many."""
@@ -81,19 +86,106 @@ class Search:
     # --- one round ------------------------------------------------------------------------
 
     def find(self) -> Answer:
-        """Sample until the answer holds after its re-check, or nothing can split the
-        rest, or the budget is spent; the final answer."""
+        """Sample until the story holds after its re-checks, or nothing can split the
+        rest, or the budget is spent; the final answer (git's single first bad commit;
+        the whole story is in run.story)."""
         while self.bench.boots() < self.opts.max_boots:
-            answer = self.post.stop(self.opts.confidence)
-            if answer is not None:
-                if not recheck.due(self.run, answer):
-                    break
-                self.recheck(answer)
-            elif not self._reference() and not self._test():
+            if not self._round():
                 break
             self.save()
+        self.tell()
         self.save()
         return self.post.answer(self.opts.confidence)
+
+    def _round(self) -> bool:
+        """One boot's worth of work (or a decision that needs none); False when done."""
+        answer = self.post.stop(self.opts.confidence)
+        if answer is None and not self.wide:
+            return self._reference() or self._test()
+        if (probe := self._open_probe()) is not None:
+            return self._test(probe, "probe")
+        told = self.tell()
+        conf = self.opts.confidence
+        if told.kind == "single" and told.changes[0].p >= conf:
+            if answer is None or not _holds(told.changes[0], answer):
+                self.wide = False  # the story agrees on one step: the one-step search goes on
+                return self._reference() or self._test()
+            if (probe := self.probe(told)) is not None:
+                self.run.probes = [*(self.run.probes or []), probe]
+                return self._test(probe, "probe")
+            if recheck.due(self.run, answer):
+                self.recheck(answer)
+                return True
+            partial = self.run.rechecks[recheck.pair(self.post, answer)[1]].get("partial")
+            if told.p_single >= story.ALONE and not partial:
+                self.wide = False
+                return False
+        elif told.settled(conf):
+            for change in told.changes:
+                step = self._as_answer(change)
+                if recheck.due(self.run, step):
+                    self.recheck(step, improvement=change.ratio > 1)
+                    return True
+            return False
+        self.wide = True
+        return self._reference() or self._test(self._wide_next(), "story")
+
+    def tell(self) -> story.Story:
+        """The whole range's story at the samples so far (run.story)."""
+        samples = [(s.commit, s.tps, s.t, s.load) for s in self.post.samples]
+        model = story.Model3.build(self.graph, self.post.partition(), samples, self.post.model)
+        self.model3 = model
+        told = model.story()
+        self.run.story = told.as_dict()
+        return told
+
+    def probe(self, told: story.Story) -> str | None:
+        """Where a single step has not been checked: the middle of the largest group of
+        commits no test has split (story.stretch), or None when every group is short."""
+        return story.stretch(
+            self.graph, self.post.partition(), told.changes[0], self.post.untestable
+        )
+
+    def _open_probe(self) -> str | None:
+        """A probe whose level is not clear yet: its samples tell neither the good nor
+        the bad level apart (story.level_test), and it has had fewer than PROBE_BOOTS."""
+        fit = self.post.levels()
+        if fit is None:
+            return None
+        for probe in self.run.probes or []:
+            tps = [s.tps for s in self.post.samples if s.commit == probe]
+            if probe in self.post.untestable or len(tps) >= story.PROBE_BOOTS:
+                continue
+            llr = story.level_test(tps, fit.coef[0], fit.coef[1], math.exp(fit.log_sigma))
+            if abs(llr) < math.log(self.opts.confidence / (1 - self.opts.confidence)):
+                return probe
+        return None
+
+    def _as_answer(self, change: story.Change) -> Answer:
+        """A named change as the answer its re-check takes."""
+        testable = [c for c in change.members if c not in self.post.untestable]
+        kind = "culprit" if len(change.members) == 1 else "range"
+        p = change.p / max(len(change.members), 1)
+        return Answer(kind, tuple((c, p) for c in (testable or change.members)))
+
+    def _wide_next(self) -> str | None:
+        """The revision whose next sample brings the most expected information about the
+        story per unit of cost (the one-step search's choice when none is informative)."""
+        model = self.model3
+        assert model is not None
+        last = max(self.post.samples, key=lambda s: s.t)
+        picks = dict.fromkeys(
+            c
+            for c in [*model.halves(), *self.post.built_ones, *self.graph.goods[:1], self.graph.bad]
+            if c not in self.post.untestable and (c in self.graph.index or c in self.graph.goods)
+        )
+        scored = []
+        for rank, c in enumerate(picks):
+            price = 1.0 + (0.0 if c in self.post.built_ones else BUILD_COST)
+            scored.append((model.information(c, last.t + 1.0, last.load) / price, -rank, c))
+        if not scored or max(scored)[0] < story.WORTH:
+            return None
+        return max(scored)[2]
 
     def _reference(self) -> bool:
         """One reference boot if one is due; a failure is a warning (it booted before)."""
@@ -109,12 +201,14 @@ class Search:
         self.schedule.took(ref)
         return True
 
-    def _test(self) -> bool:
-        """One more sample of the best revision; False when no test can split the rest."""
-        commit = self.post.next(Cost(build=BUILD_COST))
+    def _test(self, chosen: str | None = None, why: str = "") -> bool:
+        """One more sample of the best revision (or of `chosen`, with why: a probe of a
+        single step, or a test of the story); False when no test can split the rest."""
+        commit = chosen if why else self.post.next(Cost(build=BUILD_COST))
         if commit is None:
             return False
-        self._say(lambda: f"testing {commit[:12]} (P(bad) = {self._p_bad(commit):.2f})")
+        said = f"{why}: " if why else ""
+        self._say(lambda: f"{said}testing {commit[:12]} (P(bad) = {self._p_bad(commit):.2f})")
         found, failure = self.bench.stored(commit)
         if failure is not None:
             self.fail(commit, f"stored failure, not retried: {failure}")
@@ -142,15 +236,20 @@ class Search:
         self._say(lambda: f"{commit[:12]}: {tps:.1f} tps; {self._standing()}")
         return True
 
-    def recheck(self, answer: Answer) -> None:
+    def recheck(self, answer: Answer, improvement: bool = False) -> None:
         """The answer against its parent, fresh pairs until the adaptive rule decides
-        (recheck.py); the result in the state's rechecks, the samples in the posterior."""
+        (recheck.py); the result in the state's rechecks, the samples in the posterior.
+        improvement: the answer is a change for the better (a fix inside the range),
+        confirmed in that direction."""
         parent, culprit = recheck.pair(self.post, answer)
         run = self.run
         if run.first_stop is None:
             run.first_stop = {"commit": culprit, "p": answer.probability, "kind": answer.kind}
         rc = run.rechecks.setdefault(culprit, {"parent": parent, "kind": "running"})
         rule = recheck.adaptive(self.opts)
+        if improvement:
+            rule = replace(rule, higher_is_better=not rule.higher_is_better)
+            rc["improvement"] = True
         self._say(
             lambda: (
                 f"{culprit[:12]} holds P = {answer.probability:.3f}: re-checking it "
@@ -186,6 +285,10 @@ class Search:
         )
         self._say(lambda: recheck.line(culprit, rc))
 
+    def confirmed(self) -> bool:
+        """What exit 0 means: the story holds and every change in it is confirmed."""
+        return story.confirmed(self.run.story, self.run.rechecks, self.opts.confidence)
+
     def _p_bad(self, commit: str) -> float:
         return self.post.p_bad(commit) if commit in self.graph.index else 0.0
 
@@ -193,6 +296,11 @@ class Search:
         probs = self.post.probabilities()
         best = max(range(self.graph.n), key=lambda i: probs[i])
         return f"most likely {self.graph.commits[best][:12]} at P = {probs[best]:.3f}"
+
+
+def _holds(change: story.Change, answer: Answer) -> bool:
+    """Whether the one-step answer is the story's single change."""
+    return {c for c, _ in answer.candidates} <= set(change.members)
 
 
 def start(ctx: samples.Context, top: Path, run_dir: Path, run: Run) -> Search:
