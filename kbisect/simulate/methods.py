@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 from kbisect.bisect import check, recheck, references
 from kbisect.bisect.git import judge
@@ -74,6 +75,14 @@ class Result:
     recheck: str | None = None
     warned: bool = False  # the trend test warned about drift
     first: tuple[str, float] | None = None  # posterior: the culprit at the first stop, its P
+    confirmed: bool = False  # exit 0: the whole answer confirmed
+    recheck_boots: int = 0
+    story: dict[str, Any] | None = None  # posterior: the model of the whole range (run.story)
+
+    def named(self) -> set[str]:
+        """The commits the answer names: the story's steps, else the candidates."""
+        steps = (self.story or {}).get("steps") or []
+        return {str(s.get("commit")) for s in steps} | set(self.candidates)
 
 
 class Sim:
@@ -143,9 +152,11 @@ def endpoints(bench: Sim, s: Settings, opts: Options) -> means.Verdict | None:
     worse (refused). Without the gate: runs_min each, and on."""
     bad = bench.world.history.graph.bad
     if not s.gate:
-        return check.endpoint_verdict(bench.top_up, GOOD, bad, replace(opts, runs_max=s.runs_min))
-    v = check.endpoint_verdict(bench.top_up, GOOD, bad, opts)
-    return v if v.kind == "regression" else None
+        v = check.endpoint_verdict(bench.top_up, GOOD, bad, replace(opts, runs_max=s.runs_min))
+    else:
+        v = check.endpoint_verdict(bench.top_up, GOOD, bad, opts)
+    bench.world.endpoints_done()
+    return v if v.kind == "regression" or not s.gate else None
 
 
 def _warned(bench: Sim) -> bool:
@@ -201,7 +212,18 @@ class Sequential:
         confirmed = self._recheck(found, tested)
         warned = self.schedule is not None and _warned(self.bench)
         kind = "culprit" if len(found) == 1 else "range"
-        return Result(found, kind, None, bisect_boots, w.boots, w.builds, confirmed, warned)
+        return Result(
+            found,
+            kind,
+            None,
+            bisect_boots,
+            w.boots,
+            w.builds,
+            confirmed,
+            warned,
+            confirmed=confirmed == "confirmed",
+            recheck_boots=self.bench.recheck_boots,
+        )
 
     def _recheck(self, found: list[str], tested: list[tuple[str, str]]) -> str:
         """recheck.run_git's: the fixed rule, judged by stats.verdict."""
@@ -254,6 +276,7 @@ class Bayes:
         if run.first_stop is not None and run.first_stop["kind"] == "culprit":
             first = (str(run.first_stop["commit"]), float(run.first_stop["p"]))
         warned = self.opts.references > 0 and _warned(self.bench)
+        story = getattr(run, "story", None)
         return Result(
             [c for c, _ in final.candidates],
             final.kind,
@@ -264,4 +287,14 @@ class Bayes:
             rc,
             warned,
             first,
+            confirmed=_confirmed(search, rc),
+            recheck_boots=self.bench.recheck_boots,
+            story=story if isinstance(story, dict) else None,
         )
+
+
+def _confirmed(search: Search, rc: str | None) -> bool:
+    """What exit 0 means: Search.confirmed() where the search has it, else the re-check
+    confirmed the answer."""
+    rule = getattr(search, "confirmed", None)
+    return bool(rule()) if callable(rule) else rc == "confirmed"
