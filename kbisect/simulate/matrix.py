@@ -133,7 +133,7 @@ class Tally:
     wrong_confirmed: int = 0  # ... and exit 0
     exit_ok: int = 0  # exit 0 (Result.confirmed)
     boots_recheck: int = 0
-    boots_probes: int = 0  # as the story reports them (run.story["probe_boots"])
+    boots_after: int = 0  # search boots after the first stop (the story's tests, probes)
     boots_all: int = 0  # every boot, refused runs' included
     # change kind -> [runs with such changes, runs whose answer names every one of them]
     reported: dict[str, list[int]] = field(default_factory=dict)
@@ -152,8 +152,7 @@ class Tally:
         self.boots += r.boots
         self.boots_bisect += r.boots_bisect
         self.boots_recheck += r.recheck_boots
-        probes = (r.story or {}).get("probe_boots")
-        self.boots_probes += probes if isinstance(probes, int) else 0
+        self.boots_after += r.after_first
         self.builds += r.builds
         self.wrong += not right
         single_wrong = r.kind == "culprit" and not right
@@ -301,7 +300,7 @@ def story_table(results: dict[Cell, dict[str, Tally]]) -> str:
             _pct(t.wrong_confirmed, t.runs),
             f"{_pct(t.no_answer, t.runs)} ({t.refused}, {t.undecided})",
             f"{t.boots_bisect / a:.1f}",
-            f"{t.boots_probes / a:.1f}",
+            f"{t.boots_after / a:.1f}",
             f"{t.boots_recheck / a:.1f}",
             f"{t.boots_all / max(t.runs, 1):.1f}",
             _named(t),
@@ -309,7 +308,8 @@ def story_table(results: dict[Cell, dict[str, Tally]]) -> str:
         ]
 
     header = "runs|wrong culprit|wrong, exit 0|no answer (refused, undecided)|boots: search|"
-    header += "probes|re-check|all|changes named|right at P ≥ 0.95 (at the first stop)"
+    header += "of which after the first stop|re-check|all|changes named|"
+    header += "right at P ≥ 0.95 (at the first stop)"
     return _grid(results, header.split("|"), columns)
 
 

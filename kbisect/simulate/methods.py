@@ -77,6 +77,7 @@ class Result:
     first: tuple[str, float] | None = None  # posterior: the culprit at the first stop, its P
     confirmed: bool = False  # exit 0: the whole answer confirmed
     recheck_boots: int = 0
+    after_first: int = 0  # of boots_bisect, those after the first stop (the story, probes)
     story: dict[str, Any] | None = None  # posterior: the model of the whole range (run.story)
 
     def named(self) -> set[str]:
@@ -95,6 +96,7 @@ class Sim:
         self.rechecked: dict[tuple[str, str], list[float]] = {}
         self.start = 0  # world boots when the bisection began
         self.recheck_boots = 0
+        self.first_stop: int | None = None  # test boots before the first re-check boot
 
     def take(self, commit: str) -> drift.Timed:
         """One boot of commit, kept in the store."""
@@ -131,6 +133,8 @@ class Sim:
         if recheck_of is None:
             row = self.take(commit)
         else:
+            if self.first_stop is None:
+                self.first_stop = self.boots() - self.recheck_boots
             t, tps = self.world.boot(commit)
             row = drift.Timed(commit, t, tps)
             self.rechecked.setdefault((recheck_of, commit), []).append(tps)
@@ -277,6 +281,9 @@ class Bayes:
             first = (str(run.first_stop["commit"]), float(run.first_stop["p"]))
         warned = self.opts.references > 0 and _warned(self.bench)
         story = getattr(run, "story", None)
+        first_stop = self.bench.first_stop
+        if first_stop is None:
+            first_stop = self.bench.boots() - self.bench.recheck_boots
         return Result(
             [c for c, _ in final.candidates],
             final.kind,
@@ -289,6 +296,7 @@ class Bayes:
             first,
             confirmed=_confirmed(search, rc),
             recheck_boots=self.bench.recheck_boots,
+            after_first=self.bench.boots() - self.bench.recheck_boots - first_stop,
             story=story if isinstance(story, dict) else None,
         )
 

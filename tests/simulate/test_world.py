@@ -9,6 +9,7 @@ import random
 import statistics
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -235,7 +236,8 @@ def test_tally_counts_wrong_confirmed_no_answer_and_the_changes_named():
     story = {"kind": "several", "steps": [{"commit": "c19"}, {"commit": "c10"}, {"commit": "c15"}]}
     t.add(methods.Result(["c10"], "culprit", 0.9998, 9, 30, 5, "confirmed", confirmed=True), h)
     t.add(methods.Result(["c10"], "culprit", 0.99, 9, 30, 5, "not confirmed"), h)
-    t.add(methods.Result(["c19"], "culprit", 0.99, 12, 40, 5, confirmed=True, story=story), h)
+    told = methods.Result(["c19"], "culprit", 0.99, 12, 40, 5, confirmed=True, story=story)
+    t.add(replace(told, after_first=6), h)  # the story's tests after the first stop
     t.add(methods.Result(["c19", "c10"], "undecided", 0.6, 20, 50, 6, recheck_boots=4), h)
     t.add(methods.Result([], "refused", boots=12), h)
     assert (t.runs, t.refused, t.undecided, t.exit_ok) == (5, 1, 1, 2)
@@ -246,6 +248,21 @@ def test_tally_counts_wrong_confirmed_no_answer_and_the_changes_named():
     row = matrix.story_table({matrix.Cell("fix inside"): {"posterior": t}}).splitlines()[-1]
     assert "| 2/5 (40.0%) | 1/5 (20.0%) | 3/5 (60.0%) (1, 1) |" in row
     assert "culprit 2/4, fix 1/4, fixed 4/4" in row
+    assert "| 12.5 | 1.5 | 1.0 | 32.4 |" in row  # boots: search, after the first stop, ...
+
+
+def test_boots_after_the_first_stop_are_told_apart():
+    """The search boots before the first re-check boot are the one-step search's; the
+    rest (another look after a re-check, the story's tests) come after the first stop."""
+    for i in range(4):
+        h = matrix.Cell("two", regression=0.15, culprits=2).history(random.Random(f"a-{i}"))
+        world = World(h, Noise(), random.Random(f"a-{i}-noise"))
+        bayes = methods.Bayes(world, methods.Settings(), False)
+        r = bayes.run()
+        if r.kind == "refused":
+            continue
+        first = bayes.bench.first_stop
+        assert first is not None and 0 <= r.after_first == r.boots_bisect - first
 
 
 def test_story_tallies_survive_save_and_merge():
