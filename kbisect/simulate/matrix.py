@@ -134,6 +134,8 @@ class Tally:
     exit_ok: int = 0  # exit 0 (Result.confirmed)
     boots_recheck: int = 0
     boots_after: int = 0  # search boots after the first stop (the story's tests, probes)
+    boots_story: int = 0  # test boots the search spent on the story ...
+    boots_probes: int = 0  # ... and on probes of untested stretches
     boots_all: int = 0  # every boot, refused runs' included
     # change kind -> [runs with such changes, runs whose answer names every one of them]
     reported: dict[str, list[int]] = field(default_factory=dict)
@@ -153,6 +155,8 @@ class Tally:
         self.boots_bisect += r.boots_bisect
         self.boots_recheck += r.recheck_boots
         self.boots_after += r.after_first
+        self.boots_story += (r.tested or {}).get("story", 0)
+        self.boots_probes += (r.tested or {}).get("probe", 0)
         self.builds += r.builds
         self.wrong += not right
         single_wrong = r.kind == "culprit" and not right
@@ -289,8 +293,10 @@ def _named(t: Tally) -> str:
 
 def story_table(results: dict[Cell, dict[str, Tally]]) -> str:
     """One row per setting and method: the exit-0 view of the answers (wrong, wrong and
-    confirmed, no answer), the boots by phase, which true changes the answer named, and
-    how often an answer stated at P ≥ 0.95 was right."""
+    confirmed, no answer), the boots by phase (the search's, references included, and of
+    them the story's tests, the probes and those after the first stop; the re-checks';
+    all, the endpoints' included), which true changes the answer named, and how often an
+    answer stated at P ≥ 0.95 was right."""
 
     def columns(m: str, t: Tally) -> list[str]:
         a = max(t.answered, 1)
@@ -300,6 +306,8 @@ def story_table(results: dict[Cell, dict[str, Tally]]) -> str:
             _pct(t.wrong_confirmed, t.runs),
             f"{_pct(t.no_answer, t.runs)} ({t.refused}, {t.undecided})",
             f"{t.boots_bisect / a:.1f}",
+            f"{t.boots_story / a:.1f}",
+            f"{t.boots_probes / a:.1f}",
             f"{t.boots_after / a:.1f}",
             f"{t.boots_recheck / a:.1f}",
             f"{t.boots_all / max(t.runs, 1):.1f}",
@@ -308,7 +316,7 @@ def story_table(results: dict[Cell, dict[str, Tally]]) -> str:
         ]
 
     header = "runs|wrong culprit|wrong, exit 0|no answer (refused, undecided)|boots: search|"
-    header += "of which after the first stop|re-check|all|changes named|"
+    header += "story|probes|after the first stop|re-check|all|changes named|"
     header += "right at P ≥ 0.95 (at the first stop)"
     return _grid(results, header.split("|"), columns)
 

@@ -78,6 +78,7 @@ class Result:
     confirmed: bool = False  # exit 0: the whole answer confirmed
     recheck_boots: int = 0
     after_first: int = 0  # of boots_bisect, those after the first stop (the story, probes)
+    tested: dict[str, int] | None = None  # posterior: test boots by why (Counted)
     story: dict[str, Any] | None = None  # posterior: the model of the whole range (run.story)
 
     def named(self) -> set[str]:
@@ -271,7 +272,7 @@ class Bayes:
         run.bisect_t0, run.visited = 0.0, [GOOD, g.bad]
         ends = sorted(self.bench.rows(GOOD, g.bad), key=lambda r: r.t)
         evidence = [Sample(r.revision, r.t - self.bench.start, r.tps) for r in ends]
-        search = Search(g, self.bench, run, evidence)
+        search = Counted(g, self.bench, run, evidence)
         final = search.find()
         rc = None
         if final.kind != "undecided":
@@ -298,7 +299,25 @@ class Bayes:
             recheck_boots=self.bench.recheck_boots,
             after_first=self.bench.boots() - self.bench.recheck_boots - first_stop,
             story=story if isinstance(story, dict) else None,
+            tested=dict(search.tested),
         )
+
+
+class Counted(Search):
+    """The driver's posterior search, its test boots counted by why the search chose the
+    revision: "" its own next test, "story" a test of the whole range's story, "probe" a
+    long stretch no test has split (the reasons Search._test is given)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        self.tested: dict[str, int] = {}
+        super().__init__(*args, **kwargs)
+
+    def _test(self, *args: Any, **kwargs: Any) -> bool:
+        why = str(kwargs.get("why", args[1] if len(args) > 1 else ""))
+        before = self.bench.boots()
+        done = super()._test(*args, **kwargs)
+        self.tested[why] = self.tested.get(why, 0) + self.bench.boots() - before
+        return done
 
 
 def _confirmed(search: Search, rc: str | None) -> bool:

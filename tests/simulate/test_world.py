@@ -237,7 +237,7 @@ def test_tally_counts_wrong_confirmed_no_answer_and_the_changes_named():
     t.add(methods.Result(["c10"], "culprit", 0.9998, 9, 30, 5, "confirmed", confirmed=True), h)
     t.add(methods.Result(["c10"], "culprit", 0.99, 9, 30, 5, "not confirmed"), h)
     told = methods.Result(["c19"], "culprit", 0.99, 12, 40, 5, confirmed=True, story=story)
-    t.add(replace(told, after_first=6), h)  # the story's tests after the first stop
+    t.add(replace(told, after_first=6, tested={"": 4, "story": 6, "probe": 2}), h)
     t.add(methods.Result(["c19", "c10"], "undecided", 0.6, 20, 50, 6, recheck_boots=4), h)
     t.add(methods.Result([], "refused", boots=12), h)
     assert (t.runs, t.refused, t.undecided, t.exit_ok) == (5, 1, 1, 2)
@@ -248,7 +248,8 @@ def test_tally_counts_wrong_confirmed_no_answer_and_the_changes_named():
     row = matrix.story_table({matrix.Cell("fix inside"): {"posterior": t}}).splitlines()[-1]
     assert "| 2/5 (40.0%) | 1/5 (20.0%) | 3/5 (60.0%) (1, 1) |" in row
     assert "culprit 2/4, fix 1/4, fixed 4/4" in row
-    assert "| 12.5 | 1.5 | 1.0 | 32.4 |" in row  # boots: search, after the first stop, ...
+    # boots: search, of which story, probes, after the first stop; re-check, all
+    assert "| 12.5 | 1.5 | 0.5 | 1.5 | 1.0 | 32.4 |" in row
 
 
 def test_boots_after_the_first_stop_are_told_apart():
@@ -263,6 +264,7 @@ def test_boots_after_the_first_stop_are_told_apart():
             continue
         first = bayes.bench.first_stop
         assert first is not None and 0 <= r.after_first == r.boots_bisect - first
+        assert r.tested is not None and sum(r.tested.values()) == r.boots_bisect  # no refs
 
 
 def test_story_tallies_survive_save_and_merge():
