@@ -11,13 +11,16 @@ from __future__ import annotations
 
 import random
 import time
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import asdict, dataclass, field
+from typing import Any
 
 from kbisect.simulate import histories, methods
 from kbisect.simulate.world import Noise, World
 
 METHODS = ("sequential", "posterior", "sequential+refs", "posterior+refs")
+MATRICES = ("quick", "full", "story")
+STORY_METHODS = ("posterior",)  # --matrix story's methods unless asked otherwise
 BINS = ((0.95, 0.99), (0.99, 0.999), (0.999, 1.0 + 1e-9))
 
 
@@ -33,19 +36,38 @@ class Cell:
     culprits: int = 1  # 2: two culprits, each `regression`
     heavy: bool = False
     scale: float = 1.0  # bisections relative to the others (more at the design point)
+    changes: str = "steps"  # steps: `culprits` regressions; fix: one fixed inside the range
+    noise: str = "normal"  # world.SHAPES: normal, t3 (scaled to cv), empirical (residuals)
+    fast_cv: float | None = None  # the fast (good) level's CV, `cv` the slower levels'
+    stale: float = 0.0  # the endpoint check's boots from a host this much slower
 
     def history(self, rng: random.Random) -> histories.History:
         low, _, high = self.commits.partition(":")
-        effects = (self.regression,) * self.culprits
-        return histories.make(rng, self.shape, int(low), int(high or low), self.broken, effects)
+        span = (self.shape, int(low), int(high or low), self.broken)
+        if self.changes == "fix":
+            return histories.fix_inside(rng, *span, self.regression)
+        return histories.make(rng, *span, (self.regression,) * self.culprits)
+
+    def world_noise(self) -> Noise:
+        return Noise(
+            self.cv,
+            self.heavy,
+            self.drift,
+            shape=self.noise,
+            fast_cv=self.fast_cv,
+            stale=self.stale,
+        )
 
 
 def cells(mode: str) -> list[Cell]:
     """quick: three settings for the tests; full: the settings around the design
     point (CV 10%, 25% regression, 16-32 linear commits), one axis at a time, plus the
-    CV x regression grid."""
+    CV x regression grid; story: the design point and the noise and histories the model
+    was not built for (story_cells)."""
     if mode == "quick":
         return [Cell("design"), Cell("merges 300", "merges", "300"), Cell("drift +20%", drift=0.20)]
+    if mode == "story":
+        return story_cells()
     grid = [
         Cell(
             f"cv {cv:.0%} reg {reg:.0%}",
@@ -74,6 +96,23 @@ def cells(mode: str) -> list[Cell]:
     ]
 
 
+def story_cells() -> list[Cell]:
+    """The design point; noise drawn from real samples' residuals; t(3) at CV 15%; 5% of
+    boots at half speed; the fast (good) level at CV 13%, slower ones at 7%; the endpoint
+    samples from a host state 10% slower (no references); two -15% culprits; a -15%
+    regression fixed inside the range before the -15% culprit."""
+    return [
+        Cell("design"),
+        Cell("residuals", noise="empirical"),
+        Cell("t3 cv 15%", noise="t3", cv=0.15),
+        Cell("outliers 5%", heavy=True),
+        Cell("per-side cv 13%/7%", cv=0.07, fast_cv=0.13),
+        Cell("stale endpoints 10%", stale=0.10),
+        Cell("two culprits 15%", regression=0.15, culprits=2),
+        Cell("fix inside 15%", regression=0.15, changes="fix"),
+    ]
+
+
 @dataclass
 class Tally:
     runs: int = 0
@@ -89,29 +128,63 @@ class Tally:
     first_bins: dict[int, list[int]] = field(default_factory=dict)  # the same at the stop
     refused_boots: int = 0
     seconds: float = 0.0
+    undecided: int = 0
+    wrong_single: int = 0  # a single culprit named that is not a true culprit
+    wrong_confirmed: int = 0  # ... and exit 0
+    exit_ok: int = 0  # exit 0 (Result.confirmed)
+    boots_recheck: int = 0
+    boots_after: int = 0  # search boots after the first stop (the story's tests, probes)
+    boots_story: int = 0  # test boots the search spent on the story ...
+    boots_probes: int = 0  # ... and on probes of untested stretches
+    boots_all: int = 0  # every boot, refused runs' included
+    # change kind -> [runs with such changes, runs whose answer names every one of them]
+    reported: dict[str, list[int]] = field(default_factory=dict)
 
-    def add(self, r: methods.Result, culprits: Iterable[str]) -> None:
+    def add(self, r: methods.Result, history: histories.History) -> None:
         self.runs += 1
+        self.boots_all += r.boots
+        self.exit_ok += r.confirmed
+        truth = history.truth()
         if r.kind == "refused":
             self.refused += 1
             self.refused_boots += r.boots
             return
-        right = bool(set(r.candidates) & set(culprits))
+        right = bool(set(r.candidates) & truth)
+        self.undecided += r.kind == "undecided"
         self.boots += r.boots
         self.boots_bisect += r.boots_bisect
+        self.boots_recheck += r.recheck_boots
+        self.boots_after += r.after_first
+        self.boots_story += (r.tested or {}).get("story", 0)
+        self.boots_probes += (r.tested or {}).get("probe", 0)
         self.builds += r.builds
         self.wrong += not right
+        single_wrong = r.kind == "culprit" and not right
+        self.wrong_single += single_wrong
+        self.wrong_confirmed += single_wrong and r.confirmed
         self.ranges += right and len(r.candidates) > 1
         self.warned += r.warned
         self.confirmed += r.recheck == "confirmed"
         if r.p is not None and len(r.candidates) == 1:
             _binned(self.bins, r.p, right)
         if r.first is not None:
-            _binned(self.first_bins, r.first[1], r.first[0] in set(culprits))
+            _binned(self.first_bins, r.first[1], r.first[0] in truth)
+        if len(history.culprits) > 1:
+            named = r.named()
+            for kind in sorted(set(history.kinds().values())):
+                changes = [c for c, k in history.kinds().items() if k == kind]
+                entry = self.reported.setdefault(kind, [0, 0])
+                entry[0] += 1
+                entry[1] += all(c in named for c in changes)
 
     @property
     def answered(self) -> int:
         return self.runs - self.refused
+
+    @property
+    def no_answer(self) -> int:
+        """Refused, undecided or not confirmed: every run that does not exit 0."""
+        return self.runs - self.exit_ok
 
 
 def _binned(bins: dict[int, list[int]], p: float, right: bool) -> None:
@@ -139,11 +212,11 @@ def simulate(
     tallies = {m: Tally() for m in wanted}
     for i in range(max(1, round(n * cell.scale))):
         h = cell.history(random.Random(f"{seed}-{cell.name}-{i}"))
-        noise = Noise(cell.cv, cell.heavy, cell.drift)
+        noise = cell.world_noise()
         for m, tally in tallies.items():
             started = time.process_time()
             world = World(h, noise, random.Random(f"{seed}-{cell.name}-{i}-noise"))
-            tally.add(run_one(m, world, s), h.culprits)
+            tally.add(run_one(m, world, s), h)
             tally.seconds += time.process_time() - started
     if progress is not None:
         progress(cell.name)
@@ -160,25 +233,40 @@ def _reliability(bins: dict[int, list[int]]) -> str:
     return _pct(right, answers) if answers else "-"
 
 
-def table(results: dict[Cell, dict[str, Tally]]) -> str:
-    """One row per setting and method."""
-    lines = [
-        "| setting | method | boots (bisect) | boots (all) | builds | wrong culprit | "
-        "range | refused | right at P ≥ 0.95 (at the stop) | drift warned | CPU s |",
-        "|---|---|---|---|---|---|---|---|---|---|---|",
-    ]
+def _grid(
+    results: dict[Cell, dict[str, Tally]],
+    header: list[str],
+    columns: Callable[[str, Tally], list[str]],
+) -> str:
+    """A markdown table: setting, method, `columns` of each tally, CPU s per bisection."""
+    head = ["setting", "method", *header, "CPU s"]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for cell, tallies in results.items():
         for m, t in tallies.items():
-            a = max(t.answered, 1)
-            warned = _pct(t.warned, t.answered) if m.endswith("+refs") else "-"
-            lines.append(
-                f"| {cell.name} | {m} | {t.boots_bisect / a:.1f} | {t.boots / a:.1f} "
-                f"| {t.builds / a:.1f} | {_pct(t.wrong, t.answered)} | {t.ranges}/{t.answered} "
-                f"| {t.refused}/{t.runs} | {_reliability(t.bins)} ({_reliability(t.first_bins)}) "
-                f"| {warned} "
-                f"| {t.seconds / max(t.runs, 1):.2f} |"
-            )
+            row = [cell.name, m, *columns(m, t), f"{t.seconds / max(t.runs, 1):.2f}"]
+            lines.append("| " + " | ".join(row) + " |")
     return "\n".join(lines)
+
+
+def table(results: dict[Cell, dict[str, Tally]]) -> str:
+    """One row per setting and method."""
+
+    def columns(m: str, t: Tally) -> list[str]:
+        a = max(t.answered, 1)
+        return [
+            f"{t.boots_bisect / a:.1f}",
+            f"{t.boots / a:.1f}",
+            f"{t.builds / a:.1f}",
+            _pct(t.wrong, t.answered),
+            f"{t.ranges}/{t.answered}",
+            f"{t.refused}/{t.runs}",
+            f"{_reliability(t.bins)} ({_reliability(t.first_bins)})",
+            _pct(t.warned, t.answered) if m.endswith("+refs") else "-",
+        ]
+
+    header = "boots (bisect)|boots (all)|builds|wrong culprit|range|refused|"
+    header += "right at P ≥ 0.95 (at the stop)|drift warned"
+    return _grid(results, header.split("|"), columns)
 
 
 def reliability(results: dict[Cell, dict[str, Tally]], method: str, first: bool = False) -> str:
@@ -197,3 +285,62 @@ def reliability(results: dict[Cell, dict[str, Tally]], method: str, first: bool 
             f"| {label} | {n} | {ok} | {ok / n:.4f} |" if n else f"| {label} | 0 | 0 | - |"
         )
     return "\n".join(lines)
+
+
+def _named(t: Tally) -> str:
+    return ", ".join(f"{k} {ok}/{n}" for k, (n, ok) in sorted(t.reported.items())) or "-"
+
+
+def story_table(results: dict[Cell, dict[str, Tally]]) -> str:
+    """One row per setting and method: the exit-0 view of the answers (wrong, wrong and
+    confirmed, no answer), the boots by phase (the search's, references included, and of
+    them the story's tests, the probes and those after the first stop; the re-checks';
+    all, the endpoints' included), which true changes the answer named, and how often an
+    answer stated at P ≥ 0.95 was right."""
+
+    def columns(m: str, t: Tally) -> list[str]:
+        a = max(t.answered, 1)
+        return [
+            str(t.runs),
+            _pct(t.wrong_single, t.runs),
+            _pct(t.wrong_confirmed, t.runs),
+            f"{_pct(t.no_answer, t.runs)} ({t.refused}, {t.undecided})",
+            f"{t.boots_bisect / a:.1f}",
+            f"{t.boots_story / a:.1f}",
+            f"{t.boots_probes / a:.1f}",
+            f"{t.boots_after / a:.1f}",
+            f"{t.boots_recheck / a:.1f}",
+            f"{t.boots_all / max(t.runs, 1):.1f}",
+            _named(t),
+            f"{_reliability(t.bins)} ({_reliability(t.first_bins)})",
+        ]
+
+    header = "runs|wrong culprit|wrong, exit 0|no answer (refused, undecided)|boots: search|"
+    header += "story|probes|after the first stop|re-check|all|changes named|"
+    header += "right at P ≥ 0.95 (at the first stop)"
+    return _grid(results, header.split("|"), columns)
+
+
+def cpu(results: dict[Cell, dict[str, Tally]]) -> str:
+    """Each setting's CPU time (all its methods), one line each."""
+    return "\n".join(
+        f"{cell.name}: {sum(t.seconds for t in ts.values()):.1f} s" for cell, ts in results.items()
+    )
+
+
+def dump(results: dict[Cell, dict[str, Tally]]) -> dict[str, Any]:
+    """The tallies as JSON (--save), for settings run apart and merged later."""
+    return {cell.name: {m: asdict(t) for m, t in ts.items()} for cell, ts in results.items()}
+
+
+def undump(data: Mapping[str, Any], mode: str) -> dict[Cell, dict[str, Tally]]:
+    """dump's content back, each setting found by name among cells(mode); KeyError if
+    one is not there."""
+    known = {c.name: c for c in cells(mode)}
+    out: dict[Cell, dict[str, Tally]] = {}
+    for name, ts in data.items():
+        cell = known[name]
+        for m, t in ts.items():
+            bins = {k: {int(b): v for b, v in t[k].items()} for k in ("bins", "first_bins")}
+            out.setdefault(cell, {})[m] = Tally(**{**t, **bins})
+    return out

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 from kbisect.bisect import check, recheck, references
 from kbisect.bisect.git import judge
@@ -74,6 +75,16 @@ class Result:
     recheck: str | None = None
     warned: bool = False  # the trend test warned about drift
     first: tuple[str, float] | None = None  # posterior: the culprit at the first stop, its P
+    confirmed: bool = False  # exit 0: the whole answer confirmed
+    recheck_boots: int = 0
+    after_first: int = 0  # of boots_bisect, those after the first stop (the story, probes)
+    tested: dict[str, int] | None = None  # posterior: test boots by why (Counted)
+    story: dict[str, Any] | None = None  # posterior: the model of the whole range (run.story)
+
+    def named(self) -> set[str]:
+        """The commits the answer names: the story's steps, else the candidates."""
+        steps = (self.story or {}).get("steps") or []
+        return {str(s.get("commit")) for s in steps} | set(self.candidates)
 
 
 class Sim:
@@ -86,6 +97,7 @@ class Sim:
         self.rechecked: dict[tuple[str, str], list[float]] = {}
         self.start = 0  # world boots when the bisection began
         self.recheck_boots = 0
+        self.first_stop: int | None = None  # test boots before the first re-check boot
 
     def take(self, commit: str) -> drift.Timed:
         """One boot of commit, kept in the store."""
@@ -122,6 +134,8 @@ class Sim:
         if recheck_of is None:
             row = self.take(commit)
         else:
+            if self.first_stop is None:
+                self.first_stop = self.boots() - self.recheck_boots
             t, tps = self.world.boot(commit)
             row = drift.Timed(commit, t, tps)
             self.rechecked.setdefault((recheck_of, commit), []).append(tps)
@@ -143,9 +157,11 @@ def endpoints(bench: Sim, s: Settings, opts: Options) -> means.Verdict | None:
     worse (refused). Without the gate: runs_min each, and on."""
     bad = bench.world.history.graph.bad
     if not s.gate:
-        return check.endpoint_verdict(bench.top_up, GOOD, bad, replace(opts, runs_max=s.runs_min))
-    v = check.endpoint_verdict(bench.top_up, GOOD, bad, opts)
-    return v if v.kind == "regression" else None
+        v = check.endpoint_verdict(bench.top_up, GOOD, bad, replace(opts, runs_max=s.runs_min))
+    else:
+        v = check.endpoint_verdict(bench.top_up, GOOD, bad, opts)
+    bench.world.endpoints_done()
+    return v if v.kind == "regression" or not s.gate else None
 
 
 def _warned(bench: Sim) -> bool:
@@ -201,7 +217,18 @@ class Sequential:
         confirmed = self._recheck(found, tested)
         warned = self.schedule is not None and _warned(self.bench)
         kind = "culprit" if len(found) == 1 else "range"
-        return Result(found, kind, None, bisect_boots, w.boots, w.builds, confirmed, warned)
+        return Result(
+            found,
+            kind,
+            None,
+            bisect_boots,
+            w.boots,
+            w.builds,
+            confirmed,
+            warned,
+            confirmed=confirmed == "confirmed",
+            recheck_boots=self.bench.recheck_boots,
+        )
 
     def _recheck(self, found: list[str], tested: list[tuple[str, str]]) -> str:
         """recheck.run_git's: the fixed rule, judged by stats.verdict."""
@@ -245,7 +272,7 @@ class Bayes:
         run.bisect_t0, run.visited = 0.0, [GOOD, g.bad]
         ends = sorted(self.bench.rows(GOOD, g.bad), key=lambda r: r.t)
         evidence = [Sample(r.revision, r.t - self.bench.start, r.tps) for r in ends]
-        search = Search(g, self.bench, run, evidence)
+        search = Counted(g, self.bench, run, evidence)
         final = search.find()
         rc = None
         if final.kind != "undecided":
@@ -254,6 +281,10 @@ class Bayes:
         if run.first_stop is not None and run.first_stop["kind"] == "culprit":
             first = (str(run.first_stop["commit"]), float(run.first_stop["p"]))
         warned = self.opts.references > 0 and _warned(self.bench)
+        story = getattr(run, "story", None)
+        first_stop = self.bench.first_stop
+        if first_stop is None:
+            first_stop = self.bench.boots() - self.bench.recheck_boots
         return Result(
             [c for c, _ in final.candidates],
             final.kind,
@@ -264,4 +295,33 @@ class Bayes:
             rc,
             warned,
             first,
+            confirmed=_confirmed(search, rc),
+            recheck_boots=self.bench.recheck_boots,
+            after_first=self.bench.boots() - self.bench.recheck_boots - first_stop,
+            story=story if isinstance(story, dict) else None,
+            tested=dict(search.tested),
         )
+
+
+class Counted(Search):
+    """The driver's posterior search, its test boots counted by why the search chose the
+    revision: "" its own next test, "story" a test of the whole range's story, "probe" a
+    long stretch no test has split (the reasons Search._test is given)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        self.tested: dict[str, int] = {}
+        super().__init__(*args, **kwargs)
+
+    def _test(self, *args: Any, **kwargs: Any) -> bool:
+        why = str(kwargs.get("why", args[1] if len(args) > 1 else ""))
+        before = self.bench.boots()
+        done = super()._test(*args, **kwargs)
+        self.tested[why] = self.tested.get(why, 0) + self.bench.boots() - before
+        return done
+
+
+def _confirmed(search: Search, rc: str | None) -> bool:
+    """What exit 0 means: Search.confirmed() where the search has it, else the re-check
+    confirmed the answer."""
+    rule = getattr(search, "confirmed", None)
+    return bool(rule()) if callable(rule) else rc == "confirmed"

@@ -1,17 +1,38 @@
 """The simulated machine: builds that fail, boots whose tps is noisy, a host that drifts.
 
-A boot returns the true tps × (1 + cv·N(0, 1)) × drift(t); with heavy tails one boot in 20
-(at random) runs at half speed, as TCG's slow first boots do. drift(t) = 1 + d·min(t/T, 1)
-with t the number of boots so far (every boot counts: endpoints, steps, references,
-re-checks) and T = `drift_boots`: the host's speed moves by d over the first T boots and
-stays there. Builds are counted once per revision; a broken revision's build fails."""
+A boot returns the true tps × a noise factor × drift(t), the factor drawn by the noise
+model (Noise.shape):
+
+- normal: 1 + cv·N(0, 1), one CV for every level, or with `fast_cv` the fast (good) level
+  at its own CV (real compares show the fast side at about twice the slow side's CV);
+- t3: 1 + cv·T₃/√3 (Student's t with 3 degrees of freedom, scaled to the CV; heavy tails
+  without the model's outlier shape), never below FLOOR;
+- empirical: exp(r) with r resampled from the relative residuals of one real side
+  (residuals.py: stored samples of real runs), the side chosen at random per level of the
+  history when the world is made (the good and the bad level may draw from different
+  real sides), r scaled by √(n/(n-1)) so that its variance is the side's sample variance.
+
+With heavy tails one boot in 20 (at random) runs at half speed, as TCG's slow first boots
+do. drift(t) = 1 + d·min(t/T, 1) with t the number of boots so far (every boot counts:
+endpoints, steps, references, re-checks) and T = `drift_boots`: the host's speed moves by
+d over the first T boots and stays there. With `stale` the endpoint check's boots (until
+`endpoints_done`) come from an earlier host state, that much slower, as endpoint samples
+reused from an older run are; later boots of the same revisions are not. Builds are
+counted once per revision; a broken revision's build fails."""
 
 from __future__ import annotations
 
+import math
 import random
 from dataclasses import dataclass, field
 
+from kbisect.simulate import residuals
 from kbisect.simulate.histories import History
+
+SHAPES = ("normal", "t3", "empirical")
+HEAVY_SHARE = 0.05  # heavy tails: this share of boots ...
+HEAVY_SPEED = 0.5  # ... at this speed
+FLOOR = 0.1  # t3: a boot's factor never below this (a boot at a tenth of the speed)
 
 
 @dataclass(frozen=True)
@@ -20,6 +41,9 @@ class Noise:
     heavy: bool = False  # one boot in 20 at half speed
     drift: float = 0.0  # relative change of the host's speed over drift_boots
     drift_boots: int = 40
+    shape: str = "normal"  # normal | t3 | empirical
+    fast_cv: float | None = None  # normal: the fast (good) level's CV, else cv
+    stale: float = 0.0  # the endpoint check's boots this much slower (0.10: 10%)
 
 
 @dataclass
@@ -30,6 +54,22 @@ class World:
     boots: int = 0
     built: set[str] = field(default_factory=set)
     builds: int = 0
+    stale: bool = True  # still in the endpoint check (Noise.stale applies)
+    sides: dict[float, residuals.Side] = field(default_factory=dict)  # empirical: per level
+
+    def __post_init__(self) -> None:
+        if self.noise.shape not in SHAPES:
+            raise ValueError(f"noise shape {self.noise.shape!r}: not one of {SHAPES}")
+        if self.noise.shape == "empirical" and not self.sides:
+            pool = residuals.sides()
+            for level in self.levels():
+                self.sides[level] = self.rng.choice(pool)
+
+    def levels(self) -> list[float]:
+        """The history's distinct true levels, fastest first."""
+        h = self.history
+        found = {_key(h.tps(c)) for c in ("good", *h.graph.commits)}
+        return sorted(found, reverse=True)
 
     def build(self, commit: str) -> bool:
         """Build once (counted); False if the revision does not build."""
@@ -38,13 +78,36 @@ class World:
         self.built.add(commit)
         return commit not in self.history.broken
 
+    def endpoints_done(self) -> None:
+        """The endpoint check is over: later boots come from today's host."""
+        self.stale = False
+
+    def factor(self, level: float) -> float:
+        """One boot's noise factor at a true level."""
+        n = self.noise
+        if n.shape == "empirical":
+            return self.sides[_key(level)].draw(self.rng)
+        if n.shape == "t3":
+            z = self.rng.gauss(0.0, 1.0) / math.sqrt(self.rng.gammavariate(1.5, 2.0) / 3.0)
+            return max(1.0 + n.cv * z / math.sqrt(3.0), FLOOR)
+        fast = n.fast_cv is not None and level >= self.history.tps("good") * (1 - 1e-9)
+        cv = n.fast_cv if fast and n.fast_cv is not None else n.cv
+        return 1.0 + cv * self.rng.gauss(0.0, 1.0)
+
     def boot(self, commit: str) -> tuple[float, float]:
         """One sample: (time, tps)."""
         n = self.noise
         t = float(self.boots)
         self.boots += 1
-        tps = self.history.tps(commit) * (1.0 + n.cv * self.rng.gauss(0.0, 1.0))
+        level = self.history.tps(commit)
+        tps = level * self.factor(level)
         tps *= 1.0 + n.drift * min(t / n.drift_boots, 1.0)
-        if n.heavy and self.rng.random() < 0.05:
-            tps *= 0.5
+        if n.heavy and self.rng.random() < HEAVY_SHARE:
+            tps *= HEAVY_SPEED
+        if self.stale and n.stale:
+            tps *= 1.0 - n.stale
         return t, max(tps, 1e-3)
+
+
+def _key(level: float) -> float:
+    return round(level, 6)
