@@ -1,4 +1,4 @@
-"""`kbisect demo`: the demo history on the embedded tree (kbisect/source/demo.py)."""
+"""`kbisect demo`: a demo history on the embedded tree (kbisect/source/demo.py)."""
 
 from __future__ import annotations
 
@@ -9,14 +9,33 @@ from kbisect.source import demo, tree
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--json", action="store_true", help="print base/head/regression as JSON")
+    parser.add_argument(
+        "--variant",
+        choices=list(demo.VARIANTS),
+        default=demo.DEFAULT.name,
+        help="default: 16 commits, one synthetic regression (branch kbisect-demo); "
+        "steps: 24 commits, regression 1 at commit 10, its fix at 15, regression 2 at 19 "
+        "(branch kbisect-demo-steps)",
+    )
+    parser.add_argument(
+        "--json",
+        action="store_true",
+        help="print the record as JSON: base, head and regression (default), or base, head "
+        "and changes (commit, kind, subject, position) of another variant",
+    )
 
 
 def main(args: argparse.Namespace) -> int:
-    data = demo.create(tree.default_tree())
+    which = demo.VARIANTS[args.variant]
+    data = demo.create(tree.default_tree(), which)
     if args.json:
         print(json.dumps(data, indent=2))
-    else:
+    elif which is demo.DEFAULT:
         for key in ("base", "head", "regression"):
             print(f"{key}={data[key]}")
+    else:
+        for key in ("base", "head"):
+            print(f"{key}={data[key]}")
+        for change in data["changes"]:
+            print(f"{change['kind']}={change['commit']} {change['subject']}")
     return 0

@@ -1,10 +1,22 @@
-"""The demo history: 16 small commits on the embedded 6.12 tree, one of which is a
-clearly labeled synthetic regression (a busy delay in unix_stream_sendmsg(), which
-every pgbench transaction over the Unix socket takes many times).
+"""The demo histories on the embedded 6.12 tree, made of small commits with clearly
+labeled synthetic changes to unix_stream_sendmsg(), which every pgbench transaction over
+the Unix socket takes many times (one send per statement and reply).
 
-The history is created once in kbisect's own cached copy of the tree (never a user's
-tree), on the branch `kbisect-demo`, with a fixed identity and dates so that its
-commit ids are the same on every machine.
+- `default` (branch `kbisect-demo`): 16 commits, one of which is a synthetic regression
+  (a busy delay of DELAY_US before scm_send()).
+- `steps` (branch `kbisect-demo-steps`): 24 commits that are not one clean step: a first
+  regression at commit 10 (40%), its fix at commit 15 (60%), and a second regression at
+  commit 19 (80%), the history where one-step bisection names the fixed commit 10. Both
+  delays are DELAY_US, once per send, in the same function: the default's delay is
+  known to cut tps clearly under TCG on 2 vCPUs (B/A 1.75x and 1.99x for its revert in
+  the real compares), so each step is as visible as the default's and of the same
+  size, and the fix restores the base level in between. The second delay sits at
+  the function's other end (before its successful return), so the two regressions are
+  different hunks that their diffs tell apart.
+
+Each history is created once in kbisect's own cached copy of the tree (never a user's
+tree), on its own branch, with a fixed identity and dates so that its commit ids are the
+same on every machine.
 """
 
 from __future__ import annotations
@@ -12,6 +24,7 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from kbisect.core import atomic, proc, progress, reading
 from kbisect.core.exceptions import InfraError
@@ -34,21 +47,28 @@ class Edit:
     subject: str
 
 
-def _note(n: int) -> Edit:
+def _note(n: int, name: str = "demo") -> Edit:
     return Edit(
         "Documentation/admin-guide/kbisect-demo.rst",
         "",
         f"Demo note {n}: this line exists so the demo history has harmless commits.\n",
-        f"Documentation: kbisect demo note {n}",
+        f"Documentation: kbisect {name} note {n}",
     )
 
 
-def _comment(path: str, n: int) -> Edit:
+def _comment(path: str, n: int, name: str = "demo") -> Edit:
     return Edit(
         path,
         "",
-        f"/* kbisect demo: harmless comment {n} */\n",
-        f"{path.split('/')[0]}: kbisect demo harmless change {n}",
+        f"/* kbisect {name}: harmless comment {n} */\n",
+        f"{path.split('/')[0]}: kbisect {name} harmless change {n}",
+    )
+
+
+def _delay(label: str) -> str:
+    return (
+        f"\t/* kbisect demo: SYNTHETIC {label}, {DELAY_US} us busy wait per send. */\n"
+        f"\tudelay({DELAY_US});\n"
     )
 
 
@@ -61,11 +81,7 @@ _STREAM_SEND = (
 REGRESSION = Edit(
     "net/unix/af_unix.c",
     _STREAM_SEND,
-    _STREAM_SEND.replace(
-        "\n\terr = scm_send",
-        f"\n\t/* kbisect demo: SYNTHETIC REGRESSION, {DELAY_US} us busy wait per send. */\n"
-        f"\tudelay({DELAY_US});\n\n\terr = scm_send",
-    ),
+    _STREAM_SEND.replace("\n\terr = scm_send", f"\n{_delay('REGRESSION')}\n\terr = scm_send"),
     REGRESSION_SUBJECT,
 )
 INCLUDE = Edit(
@@ -94,9 +110,96 @@ EDITS: list[Edit] = [
     _comment("ipc/sem.c", 16),
 ]
 
+# -- the steps variant: regression 1, its fix, regression 2 ------------------------------
 
-# Identifies the edits: a cached history made from other edits is made again.
-EDITS_ID = hashlib.sha256(repr([INCLUDE, *EDITS]).encode()).hexdigest()[:16]
+STEPS_BRANCH = "kbisect-demo-steps"
+REGRESSION_1 = Edit(
+    "net/unix/af_unix.c",
+    _STREAM_SEND,
+    _STREAM_SEND.replace("\n\terr = scm_send", f"\n{_delay('REGRESSION 1')}\n\terr = scm_send"),
+    "net/unix: [kbisect demo] SYNTHETIC REGRESSION 1: busy delay in sendmsg",
+)
+FIX_1 = Edit(
+    "net/unix/af_unix.c",
+    REGRESSION_1.new,
+    REGRESSION_1.old,
+    "net/unix: [kbisect demo] SYNTHETIC FIX of 1: remove the busy delay in sendmsg",
+)
+# unix_stream_sendmsg()'s successful return (once per send, as the first delay).
+_STREAM_SENT = "\tscm_destroy(&scm);\n\n\treturn sent;\n"
+REGRESSION_2 = Edit(
+    "net/unix/af_unix.c",
+    _STREAM_SENT,
+    f"{_delay('REGRESSION 2')}\n{_STREAM_SENT}",
+    "net/unix: [kbisect demo] SYNTHETIC REGRESSION 2: busy delay before sendmsg returns",
+)
+_STEPS_FILES = [
+    "kernel/sched/core.c",
+    "mm/page_alloc.c",
+    "fs/read_write.c",
+    "kernel/fork.c",
+    "kernel/sched/fair.c",
+    "mm/memory.c",
+    "ipc/sem.c",
+    "kernel/time/timer.c",
+    "fs/open.c",
+    "mm/slub.c",
+]
+_PLANTED = {10: REGRESSION_1, 15: FIX_1, 19: REGRESSION_2}
+
+
+def _harmless(n: int, name: str) -> Edit:
+    """Commit n's harmless edit: notes and comments in turn, over _STEPS_FILES."""
+    if n % 2:
+        return _note(n, name)
+    return _comment(_STEPS_FILES[(n // 2 - 1) % len(_STEPS_FILES)], n, name)
+
+
+STEPS_EDITS: list[Edit] = [_PLANTED.get(n) or _harmless(n, "demo-steps") for n in range(1, 25)]
+
+
+@dataclass(frozen=True)
+class Change:
+    """A labeled synthetic change of a demo history, and what it does to tps."""
+
+    edit: Edit
+    kind: str  # "regression" or "fix"
+
+
+@dataclass(frozen=True)
+class Variant:
+    """One demo history: its branch, its commits' edits in order, the labeled changes
+    among them (INCLUDE goes in with the first), and the day of its fixed dates."""
+
+    name: str
+    branch: str
+    edits: tuple[Edit, ...]
+    changes: tuple[Change, ...]
+    day: str
+
+    @property
+    def edits_id(self) -> str:
+        """Identifies the edits: a cached history made from other edits is made again."""
+        return hashlib.sha256(repr([INCLUDE, *self.edits]).encode()).hexdigest()[:16]
+
+    def kind(self, edit: Edit) -> str | None:
+        return next((c.kind for c in self.changes if c.edit is edit), None)
+
+
+DEFAULT = Variant("default", BRANCH, tuple(EDITS), (Change(REGRESSION, "regression"),), "01-02")
+STEPS = Variant(
+    "steps",
+    STEPS_BRANCH,
+    tuple(STEPS_EDITS),
+    (
+        Change(REGRESSION_1, "regression"),
+        Change(FIX_1, "fix"),
+        Change(REGRESSION_2, "regression"),
+    ),
+    "01-03",
+)
+VARIANTS = {v.name: v for v in (DEFAULT, STEPS)}
+EDITS_ID = DEFAULT.edits_id
 
 
 def apply(root: Path, edit: Edit) -> None:
@@ -115,53 +218,75 @@ def apply(root: Path, edit: Edit) -> None:
     path.write_text(text)
 
 
-def create(repo: Path) -> dict[str, str]:
-    """Create the demo branch once; return {base, head, regression} commit ids."""
-    info = repo / ".git" / "kbisect-demo.json"
-    if info.exists() and git.git(repo, "branch", "--list", BRANCH):
+def create(repo: Path, which: Variant = DEFAULT) -> dict[str, Any]:
+    """Create the variant's branch once; return its record: {base, head, regression,
+    branch, edits} for the default, {variant, base, head, branch, edits, changes} for
+    another, each change {commit, kind, subject, position} (position 1 = base's child)."""
+    info = repo / ".git" / f"{which.branch}.json"
+    if info.exists() and git.git(repo, "branch", "--list", which.branch):
         try:
-            data: dict[str, str] = reading.json_table(info, "")
+            data: dict[str, Any] = reading.json_table(info, "")
         except reading.CorruptFile:
             data = {}  # damaged: the branch is made again
-        if data.get("edits") == EDITS_ID:
+        if data.get("edits") == which.edits_id:
             return data
-    progress.step(f"creating the demo history ({len(EDITS)} commits) on {BRANCH}")
+    progress.step(f"creating the demo history ({len(which.edits)} commits) on {which.branch}")
     base = git.rev_parse(repo, tree.DEFAULT_TAG)
     where = worktree.checkout(repo, base, slot="demo")  # in kbisect's scratch repository
-    regression = ""
-    for i, edit in enumerate(EDITS):
-        if edit is REGRESSION:
+    changes = []
+    for i, edit in enumerate(which.edits):
+        if edit is which.changes[0].edit:
             apply(where, INCLUDE)
         apply(where, edit)
-        env = {
-            **tarball.FIXED_IDENTITY,
-            "GIT_AUTHOR_DATE": f"2025-01-02T00:{i:02d}:00+0000",
-            "GIT_COMMITTER_DATE": f"2025-01-02T00:{i:02d}:00+0000",
-        }
+        date = f"2025-{which.day}T00:{i:02d}:00+0000"
+        env = {**tarball.FIXED_IDENTITY, "GIT_AUTHOR_DATE": date, "GIT_COMMITTER_DATE": date}
         proc.run(git.command(where, "add", "-f", "-A", "."), env=env)
         commit = ["commit", "-q", "--no-verify", "--no-gpg-sign", "-m", edit.subject]
         proc.run(git.command(where, *commit), env=env)
-        if edit is REGRESSION:
-            regression = git.rev_parse(where, "HEAD")
+        if kind := which.kind(edit):
+            changes.append(
+                {
+                    "commit": git.rev_parse(where, "HEAD"),
+                    "kind": kind,
+                    "subject": edit.subject,
+                    "position": i + 1,
+                }
+            )
     head = git.rev_parse(where, "HEAD")
-    _publish(repo, where, head)
-    data = {
-        "base": base,
-        "head": head,
-        "regression": regression,
-        "branch": BRANCH,
-        "edits": EDITS_ID,
-    }
+    _publish(repo, where, which.branch, head)
+    data = _record(which, base, head, changes)
     atomic.write_json(info, data)
-    progress.step(f"demo history: {base[:12]}..{head[:12]}, regression {regression[:12]}")
+    planted = ", ".join(f"{c['kind']} {str(c['commit'])[:12]}" for c in changes)
+    progress.step(f"demo history: {base[:12]}..{head[:12]}, {planted}")
     return data
 
 
-def _publish(repo: Path, where: Path, head: str) -> None:
+def _record(which: Variant, base: str, head: str, changes: list[dict[str, Any]]) -> dict[str, Any]:
+    """The default's record keeps its keys (one regression); another lists its changes."""
+    if which is DEFAULT:
+        regression = changes[0]["commit"]
+        return {
+            "base": base,
+            "head": head,
+            "regression": regression,
+            "branch": which.branch,
+            "edits": which.edits_id,
+        }
+    return {
+        "variant": which.name,
+        "base": base,
+        "head": head,
+        "branch": which.branch,
+        "edits": which.edits_id,
+        "changes": changes,
+    }
+
+
+def _publish(repo: Path, where: Path, branch: str, head: str) -> None:
     """The branch in the embedded tree (kbisect's own import), with the commits fetched
     from the scratch repository where they were made."""
-    git.git(where, "update-ref", f"refs/kbisect/{BRANCH}", head)
+    git.git(where, "update-ref", f"refs/kbisect/{branch}", head)
     own = git.common_dir(where)
     git.git(
-        repo, "fetch", "-q", "--no-tags", str(own), f"+refs/kbisect/{BRANCH}:refs/heads/{BRANCH}"
+        repo, "fetch", "-q", "--no-tags", str(own), f"+refs/kbisect/{branch}:refs/heads/{branch}"
     )

@@ -127,10 +127,10 @@ def test_regression_on_a_tree_without_the_anchor_raises(tmp_path: Path) -> None:
 # -- the branch ------------------------------------------------------------------------
 
 
-def tiny_default_tree(path: Path) -> Path:
+def tiny_default_tree(path: Path, af_unix: str = AF_UNIX) -> Path:
     """A repo shaped like the imported default tree: fixed identity, the tag."""
     (path / "net/unix").mkdir(parents=True)
-    (path / "net/unix/af_unix.c").write_text(AF_UNIX)
+    (path / "net/unix/af_unix.c").write_text(af_unix)
     for name in ("kernel/sched/core.c", "mm/page_alloc.c", "ipc/sem.c"):
         (path / name).parent.mkdir(parents=True, exist_ok=True)
         (path / name).write_text("/* x */\n")
@@ -170,3 +170,19 @@ def test_create_remakes_a_history_from_other_edits(
     stale = {**data, "edits": "older", "head": "0" * 40}
     info.write_text(json.dumps(stale))
     assert demo.create(repo) == data
+
+
+def test_default_history_keeps_its_commit_ids(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Pinned: the ids the default history had before the demo had variants (the real
+    tree's are in docs/examples: head 497e2bae621e, regression d59fc21905a7)."""
+    monkeypatch.setenv("KBISECT_CACHE", str(tmp_path / "cache"))
+    data = demo.create(tiny_default_tree(tmp_path / "one"))
+    assert data == {
+        "base": "5bbeee098daf59dd4b69bcb728a0ea4cc68f1be4",
+        "head": "6555a69ddd4cc6fb8cf883c8b6f43d3b8935e796",
+        "regression": "cfd45e1c93a6bcb53f527f029c23e2a7c3692bb9",
+        "branch": "kbisect-demo",
+        "edits": "20a9d50406524ab5",
+    }
