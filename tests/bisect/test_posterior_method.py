@@ -59,8 +59,11 @@ def test_finds_the_culprit_and_git_replays_it(env, capsys):
     assert s["answer"]["probability"] >= 0.95
     assert s["recheck"]["kind"] == "confirmed" and s["recheck"]["high"] < 1
     assert s["recheck"]["parent"] == shas[8] and 3 <= s["recheck"]["n"] <= 4
-    # far fewer boots than the 16 commits' worth; each revision's verdict is right
-    assert s["boots"] < 16
+    # far fewer boots than the 16 commits' worth (the probes of the story apart: they
+    # check the stretches the search did not split); each revision's verdict is right
+    probed = sum(1 for r in s["samples"] if r["commit"] in s["probes"] and r["role"] == "test")
+    assert s["story"]["kind"] == "single" and s["story"]["steps"][0]["commit"] == shas[9]
+    assert s["boots"] - probed < 16
     for row in s["revisions"]:
         i = shas.index(row["commit"])
         assert row["verdict"] in ("good" if i < 9 else "bad", "unclear")

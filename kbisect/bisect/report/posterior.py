@@ -13,7 +13,7 @@ from typing import Any
 
 from kbisect.bisect import recheck
 from kbisect.bisect.posterior import graph as graph_mod
-from kbisect.bisect.posterior import replay
+from kbisect.bisect.posterior import replay, story
 from kbisect.bisect.posterior.posterior import Answer, Posterior
 from kbisect.bisect.report import figures, markdown, summary, table
 from kbisect.bisect.state import Run
@@ -130,10 +130,14 @@ def _disturbed(run_dir: Path, run: Run) -> list[dict[str, Any]] | None:
     return found if more is None else [*(found or []), *more]
 
 
-def _kind(answer: Answer, rc: Mapping[str, Any]) -> str:
+def _kind(
+    answer: Answer, rc: Mapping[str, Any], told: Mapping[str, Any] | None, confirmed: bool
+) -> str:
+    if told is not None and told["kind"] in ("several", "contradicted"):
+        return f"{told['kind']} changes" if confirmed else f"{told['kind']}, not confirmed"
     if answer.kind == "undecided":
         return "undecided"
-    return "regression" if rc.get("confirmed") else "not confirmed"
+    return "regression" if confirmed else "not confirmed"
 
 
 def _result(answer: Answer, candidates: list[dict[str, Any]]) -> str:
@@ -158,12 +162,17 @@ def build(top: Path, run_dir: Path, run: Run) -> dict[str, Any]:
     timed = [drift.Timed(r["commit"], r["t"], float(r["tps"])) for r in rows if r["tps"]]
     out = summary.common(run, timed)
     names = [c for c, _ in answer.candidates[:3]]
+    told = _story(top, run)
+    confirmed = (
+        story.confirmed(run.story, run.rechecks, conf) if told else bool(rc.get("confirmed"))
+    )
+    extra = {"story": told, "probes": list(run.probes or [])} if told else {}
     return {
         **out,
         "method": "posterior",
         "stats": {"endpoints": run.endpoints, "levels": post.summary(conf)["levels"]},
         "verdict": {
-            "kind": _kind(answer, rc),
+            "kind": _kind(answer, rc, told, confirmed),
             "result": _result(answer, candidates),
             "warnings": [w for w in [out["drift"]["warning"], _loaded(post, rows)] if w],
         },
@@ -173,7 +182,7 @@ def build(top: Path, run_dir: Path, run: Run) -> dict[str, Any]:
         "first_stop": run.first_stop,
         "recheck": rc,
         "rechecks": run.rechecks,
-        "confirmed": bool(rc.get("confirmed")),
+        "confirmed": confirmed,
         "revisions": _revisions(top, post, run),
         "samples": rows,
         "trail": _trail(post, rows, names),
@@ -181,7 +190,36 @@ def build(top: Path, run_dir: Path, run: Run) -> dict[str, Any]:
         "boots": sum(1 for r in rows if r["role"] != "endpoint"),
         "bisect_log": run.git_bisect_log or "",
         "disturbed": _disturbed(run_dir, run),
+        **extra,
     }
+
+
+def _story(top: Path, run: Run) -> dict[str, Any] | None:
+    """The story as the report shows it: each change with its subjects and re-check."""
+    if not run.story:
+        return None
+    steps = []
+    for step in run.story["steps"]:
+        rc = next((run.rechecks[c] for c in step["members"] if c in run.rechecks), None)
+        steps.append(
+            {
+                **step,
+                "subject": git.subject(top, step["commit"]),
+                "recheck": None if rc is None else _recheck_word(rc),
+            }
+        )
+    return {**run.story, "steps": steps, "alone": story.ALONE}
+
+
+def _recheck_word(rc: Mapping[str, Any]) -> str:
+    if "error" in rc:
+        return f"failed: {rc['error']}"
+    if rc.get("kind") == "running":
+        return "not finished"
+    word = "confirmed" if rc.get("confirmed") else str(rc.get("kind"))
+    if rc.get("partial"):
+        word += ", partial: the rest of good -> bad is elsewhere"
+    return word
 
 
 def mismatch(s: Mapping[str, Any]) -> str | None:
@@ -255,6 +293,62 @@ def _recheck(rc: Mapping[str, Any]) -> list[str]:
     return markdown.recheck(rc, finding, labels)
 
 
+def _ratio(step: Mapping[str, Any]) -> str:
+    return f"{step['ratio']:.3f} [{step['low']:.3f}, {step['high']:.3f}]"
+
+
+def story_lines(s: Mapping[str, Any]) -> list[str]:
+    """The whole range: every change the samples support, with its size and re-check,
+    P(one change), what contradicts one step, and git's single answer's caveat."""
+    told = s.get("story")
+    if not told:
+        return []
+    kinds = {
+        "single": "one step explains good -> bad",
+        "several": "more than one change: the whole story is below",
+        "contradicted": "the samples contradict one step, and the other changes are not "
+        "located yet",
+        "undecided": "no change holds P = 0.5",
+    }
+    out = [
+        "## The whole range",
+        "",
+        f"{kinds[told['kind']]} (P(one change) = {told['p_single']:.3f}; a single step "
+        f"is confirmed from P = {told['alone']:g}).",
+        "",
+        "| change | P | tps after / before (95% CI) | noise after / before | re-check |",
+        "|---|---|---|---|---|",
+    ]
+    for step in told["steps"]:
+        what = "regression" if step["ratio"] < 1 else "improvement (a fix?)"
+        members = len(step["members"])
+        where = f"`{step['commit'][:12]}` {step['subject']}"
+        if members > 1:
+            where += f" (or one of {members - 1} commits no test can tell from it)"
+        out.append(
+            f"| {what}: {where} | {_p(step['p'])} | {_ratio(step)} | "
+            f"{step['noise']:.2f} | {step['recheck'] or 'not re-checked'} |"
+        )
+    out.append("")
+    out += [f"- {note}" for note in told["notes"]]
+    if told["notes"]:
+        out.append("")
+    if s.get("probes"):
+        probes = ", ".join(f"`{c[:12]}`" for c in s["probes"])
+        out += [
+            f"Probes of stretches no test had split, where a fix and a second step could "
+            f"hide: {probes}.",
+            "",
+        ]
+    if told["kind"] != "single":
+        out += [
+            f"`{LOG}` names git's single first bad commit; with more than one change it is "
+            "not the whole story: read the table above.",
+            "",
+        ]
+    return out
+
+
 def _samples(s: Mapping[str, Any]) -> list[str]:
     out = [
         "| # | minute | revision | role | tps | most likely after it | P |",
@@ -289,7 +383,7 @@ def sections(s: Mapping[str, Any]) -> markdown.Sections:
             f"at most {o['max_boots']} boots after the endpoints; {refs}; {better} is better",
             f"- boots after the endpoints: {s['boots']}",
         ],
-        answer=[*_answer(s), *_recheck(s["recheck"])],
+        answer=[*_answer(s), *_recheck(s["recheck"]), *story_lines(s)],
         before=["## The posterior after each sample", "", f"![posterior]({figures.TRAIL})", ""],
         order="the order first tested",
         p_bad=True,
@@ -335,6 +429,15 @@ def print_answer(s: Mapping[str, Any], written: Path) -> None:
             print(f"  {c['commit']} {c['subject']} (P = {c['p']:.3f})")
     rc = s["recheck"]
     print(recheck.line(rc.get("culprit", "?"), rc) if "culprit" in rc else rc["error"])
+    if told := s.get("story"):
+        print(f"the whole range: {told['kind']} (P(one change) = {told['p_single']:.3f})")
+        for step in told["steps"]:
+            print(
+                f"  {step['commit'][:12]} {step['subject']}: tps x{_ratio(step)} "
+                f"({_p(step['p'])}), re-check: {step['recheck'] or 'none'}"
+            )
+        for note in told["notes"]:
+            progress.warn(note)
     for w in s["verdict"]["warnings"]:
         progress.warn(w)
     if not s["confirmed"]:
