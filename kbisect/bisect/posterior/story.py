@@ -222,6 +222,28 @@ def _parts(e: Array, ls: Array, mix: Mixture) -> tuple[Array, Array]:
     return np.exp(core - ll - 0.5 * LOG_2PI), ll
 
 
+def _gram(a: Array, w: Array | None, b: Array) -> Array:
+    """Σ_n w_n·a_n·b_nᵀ per hypothesis: (H, N, P), (H, N) or None, (H, N, Q) -> (H, P, Q)."""
+    left = a if w is None else a * w[..., None]
+    return np.asarray(np.matmul(left.transpose(0, 2, 1), b), dtype=float)
+
+
+def _cross(a: Array, v: Array) -> Array:
+    """Σ_n a_n·v_n per hypothesis as a column: v (N,) or (H, N) -> (H, P, 1)."""
+    col = np.broadcast_to(v, a.shape[:2])[..., None]
+    return np.asarray(np.matmul(a.transpose(0, 2, 1), col), dtype=float)
+
+
+def _solve(a: Array, b: Array) -> Array:
+    """a·x = b per hypothesis, b a column: (H, P, P), (H, P, 1) -> (H, P)."""
+    return np.asarray(np.linalg.solve(a, b)[..., 0], dtype=float)
+
+
+def _apply(a: Array, coef: Array) -> Array:
+    """a·coef per hypothesis: (H, N, P), (H, P) -> (H, N)."""
+    return np.asarray(np.matmul(a, coef[..., None])[..., 0], dtype=float)
+
+
 def fit(d: Data, idx: NDArray[np.int64], mix: Mixture, iterations: int = 80) -> Fits:
     """Every hypothesis of the batch (class numbers idx, (H, K)) fitted by EM, with its
     Laplace evidence."""
@@ -233,17 +255,17 @@ def fit(d: Data, idx: NDArray[np.int64], mix: Mixture, iterations: int = 80) -> 
     lam_s = np.array([0.0, *([1 / NOISE_SD**2] * k)])
     x = d.x
     # start: least squares with the priors, the median absolute residual as the sd
-    a = np.einsum("hnp,hnq->hpq", hx, hx) + np.diag(lam_m + 1e-9)
-    theta = np.linalg.solve(a, np.einsum("hnp,n->hp", hx, x)[..., None])[..., 0]
-    e = x - np.einsum("hnp,hp->hn", hx, theta)
+    a = _gram(hx, None, hx) + np.diag(lam_m + 1e-9)
+    theta = _solve(a, _cross(hx, x))
+    e = x - _apply(hx, theta)
     mad = np.median(np.abs(e), axis=1) / 0.6745
     s = np.zeros((h, ps))
     s[:, 0] = np.log(np.maximum(mad, 1e-4))
     last = np.full(h, -np.inf)
     k2 = mix.kappa**2
     for _ in range(iterations):
-        ls = np.einsum("hnp,hp->hn", gx, s)
-        e = x - np.einsum("hnp,hp->hn", hx, theta)
+        ls = _apply(gx, s)
+        e = x - _apply(hx, theta)
         r, ll = _parts(e, ls, mix)
         obj = ll.sum(1) - 0.5 * np.einsum("hp,p,hp->h", theta, lam_m, theta)
         obj -= 0.5 * np.einsum("hp,p,hp->h", s, lam_s, s)
@@ -251,19 +273,19 @@ def fit(d: Data, idx: NDArray[np.int64], mix: Mixture, iterations: int = 80) -> 
             break
         last = obj
         wt = (r + (1 - r) / k2) * np.exp(-2 * ls)
-        a = np.einsum("hn,hnp,hnq->hpq", wt, hx, hx) + np.diag(lam_m)
+        a = _gram(hx, wt, hx) + np.diag(lam_m)
         a[:, 0, 0] += 1e-12
-        theta = np.linalg.solve(a, np.einsum("hn,hnp,n->hp", wt, hx, x)[..., None])[..., 0]
-        e = x - np.einsum("hnp,hp->hn", hx, theta)
+        theta = _solve(a, _cross(hx, wt * x))
+        e = x - _apply(hx, theta)
         c = (r + (1 - r) / k2) * e * e * np.exp(-2 * ls)
-        grad = np.einsum("hn,hnp->hp", c - 1, gx) - lam_s * s
-        hess = 2 * np.einsum("hn,hnp,hnq->hpq", c, gx, gx) + np.diag(lam_s)
+        grad = _cross(gx, c - 1)[..., 0] - lam_s * s
+        hess = 2 * _gram(gx, c, gx) + np.diag(lam_s)
         hess[:, 0, 0] += 1e-9
         step = np.linalg.solve(hess, grad[..., None])[..., 0]
         size = np.linalg.norm(step, axis=1, keepdims=True)
         s = s + step * np.minimum(1.0, 1.0 / np.maximum(size, 1e-12))
-    ls = np.einsum("hnp,hp->hn", gx, s)
-    e = x - np.einsum("hnp,hp->hn", hx, theta)
+    ls = _apply(gx, s)
+    e = x - _apply(hx, theta)
     r, ll = _parts(e, ls, mix)
     obj = ll.sum(1) - 0.5 * np.einsum("hp,p,hp->h", theta, lam_m, theta)
     obj -= 0.5 * np.einsum("hp,p,hp->h", s, lam_s, s)
@@ -317,11 +339,11 @@ def _information(
     hg -= mab - ma * mb
     gg -= mbb - mb * mb
     top = np.concatenate(
-        [np.einsum("hn,hnp,hnq->hpq", hh, hx, hx), np.einsum("hn,hnp,hnq->hpq", hg, hx, gx)],
+        [_gram(hx, hh, hx), _gram(hx, hg, gx)],
         axis=2,
     )
     low = np.concatenate(
-        [np.einsum("hn,hnp,hnq->hpq", hg, gx, hx), np.einsum("hn,hnp,hnq->hpq", gg, gx, gx)],
+        [_gram(gx, hg, hx), _gram(gx, gg, gx)],
         axis=2,
     )
     info = np.concatenate([top, low], axis=1)
@@ -400,9 +422,8 @@ class Model3:
         m = cls(graph, classes, data(graph, classes, samples, model))
         sizes = [mask.bit_count() for mask, _ in classes]
         hyps = hypotheses(sizes, graph.n)
-        for _ in range(2):  # the outlier part fitted under the most probable hypothesis
-            m._weigh(hyps)
-            m._refit_mixture()
+        m._weigh(hyps)  # the outlier part fitted under the most probable hypothesis
+        m._refit_mixture()
         m._weigh(hyps)
         return m
 
