@@ -4,9 +4,12 @@ integration where there are few samples."""
 
 from __future__ import annotations
 
+import functools
 import itertools
+import json
 import math
 import random
+from typing import Any
 
 import numpy as np
 import pytest
@@ -75,11 +78,17 @@ def samples(n: int, seed: int, outlier: bool) -> tuple[list[float], list[bool]]:
 CASES = [(n, seed, out) for n in (4, 6, 8, 10) for seed in (1, 2) for out in (False, True)]
 
 
+@functools.cache
+def exact(n: int, seed: int, outlier: bool) -> float:
+    x, z = samples(n, seed, outlier)
+    return exact_log_evidence(x, z, ROBUST)
+
+
 @pytest.mark.parametrize(("n", "seed", "outlier"), CASES)
 def test_the_evidence_matches_exact_integration_for_few_samples(n, seed, outlier):
     x, z = samples(n, seed, outlier)
     f = fit(x, z, ROBUST)
-    assert f.log_evidence == pytest.approx(exact_log_evidence(x, z, ROBUST), abs=0.1)
+    assert f.log_evidence == pytest.approx(exact(n, seed, outlier), abs=0.1)
 
 
 def test_laplace_alone_is_off_where_samples_are_few():
@@ -90,5 +99,57 @@ def test_laplace_alone_is_off_where_samples_are_few():
         x, z = samples(n, seed, outlier)
         f = fit(x, z, ROBUST)
         assert f.laplace is not None
-        worst = max(worst, abs(f.laplace - exact_log_evidence(x, z, ROBUST)))
+        worst = max(worst, abs(f.laplace - exact(n, seed, outlier)))
     assert worst > 0.1
+
+
+def sides(n: int, cv_good: float, cv_bad: float, seed: int = 1) -> tuple[list[float], list[bool]]:
+    rng = random.Random(seed)
+    z = [i % 2 == 1 for i in range(n)]
+    x = [
+        math.log(750 if bad else 1000) + (cv_bad if bad else cv_good) * rng.gauss(0, 1) for bad in z
+    ]
+    return x, z
+
+
+def test_each_side_has_its_own_noise():
+    """The good side at 5%, the bad side at 15%: both fitted; one sigma in the fixed
+    model of earlier runs."""
+    x, z = sides(60, 0.05, 0.15)
+    f = fit(x, z, ROBUST)
+    assert f.sigma(False) == pytest.approx(0.05, rel=0.3)
+    assert f.sigma(True) == pytest.approx(0.15, rel=0.3)
+    old = fit(x, z, Model(outlier=0.05))
+    assert old.log_sigma_bad is None and old.sigma(True) == old.sigma(False)
+
+
+def test_the_outlier_weight_follows_the_boots():
+    x, z = sides(40, 0.05, 0.05)
+    clean = fit(x, z, ROBUST)
+    for i in range(0, 40, 6):  # 7 boots of 40 at half speed
+        x[i] += math.log(0.5)
+    far = fit(x, z, ROBUST)
+    assert clean.outlier < 0.05 < 0.1 < far.outlier <= likelihood.OUTLIER_RANGE[1]
+    assert far.sigma(False) == pytest.approx(0.05, rel=0.3)  # the far boots are not noise
+
+
+def test_the_fit_does_not_depend_on_the_fits_before_it():
+    """A stored run re-renders to the figures it showed live: the fitted model's maximum
+    comes from fixed starts, not from the last fit of a similar split."""
+    x, z = samples(10, 2, True)
+    other = fit(x, [not b for b in z], ROBUST)
+    assert fit(x, z, ROBUST, start=other) == fit(x, z, ROBUST)
+
+
+def test_stored_runs_keep_the_fixed_mixture():
+    """A state.json written before the weight was fitted names it: the model it describes
+    is the old one (one sigma, fixed w, Laplace); a new state names none."""
+    stored: dict[str, Any] = {"outlier": 0.05, "outlier_scale": 8.0, "trend": True}
+    old = Model(**stored)
+    assert not old.fitted and old.side == 0.0
+    new = Model(trend=True)
+    assert new.fitted and new.side == likelihood.SIDE_SD
+    assert Model(**json.loads(json.dumps(new.as_dict()))) == new
+    x, z = samples(8, 1, True)
+    f = fit(x, z, old, t=[float(i) for i in range(8)])
+    assert f.laplace is None and f.outlier == 0.05
