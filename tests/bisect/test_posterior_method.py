@@ -150,10 +150,10 @@ def test_the_budget_ends_an_undecided_search_with_its_candidates(env, capsys):
     fake(env["scenario"].parent, cv=0.10, noise_key="subject")
     shas = history(env["repo"], 12, 7, tps=(1000, 700))
     code = kbisect(
-        *args(env, shas[1], shas[-1], "--references", "0", "--max-boots", "3", "--runs-max", "10")
+        *args(env, shas[1], shas[-1], "--references", "0", "--max-boots", "2", "--runs-max", "10")
     )
     s = summary(env["results"])
-    assert code == 1 and s["boots"] <= 4  # a boot's retry may add one
+    assert code == 1 and s["boots"] <= 3  # a boot's retry may add one
     assert s["answer"]["kind"] == "undecided" and not s["confirmed"]
     assert len(s["candidates"]) > 1 and s["answer"]["probability"] >= 0.95
     assert "no commit holds 0.95" in capsys.readouterr().out
