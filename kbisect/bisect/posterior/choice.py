@@ -97,12 +97,11 @@ def _eig(classes: list[tuple[float, Fit, float]], t: float, load: float = 0.0) -
     it is expected under (the last sample's: a hog that runs goes on running)."""
     parts, cond = [], 0.0
     for p, fit, f in classes:
-        sd = math.exp(fit.log_sigma)
-        cond += p * 0.5 * math.log(2 * math.pi * math.e * sd * sd)
-        if f > 0:
-            parts.append((p * f, fit.level(True, t, load), sd))
-        if f < 1:
-            parts.append((p * (1 - f), fit.level(False, t, load), sd))
+        for share, bad in ((f, True), (1 - f, False)):
+            if share > 0:
+                sd = fit.sigma(bad)  # each side its own noise (likelihood.py)
+                cond += p * share * 0.5 * math.log(2 * math.pi * math.e * sd * sd)
+                parts.append((p * share, fit.level(bad, t, load), sd))
     return max(0.0, entropy(parts) - cond)
 
 

@@ -291,7 +291,8 @@ class Posterior:
             levels = {
                 "good_tps": math.exp(fit.coef[0]),
                 "bad_tps": math.exp(fit.coef[1]),
-                "noise_cv": math.expm1(math.exp(fit.log_sigma)),
+                "noise_cv": math.expm1(fit.sigma(False)),
+                "noise_cv_bad": math.expm1(fit.sigma(True)),
             }
             if "load" in fit.regressors:  # log tps per unit of load (disturbance.load)
                 levels["load_beta"] = fit.coef[2 + fit.regressors.index("load")]
