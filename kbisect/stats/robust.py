@@ -43,8 +43,9 @@ PRIOR_B = 19.0  # Beta(1, PRIOR_B) on the outlier weight: 5% expected, 0 the mos
 W_MAX = 0.3  # the outlier weight's bound: the core holds most boots
 LEAST = 3  # below this many boots a group is all core (no outlier can be told apart)
 ROUNDS = 200  # EM rounds at most
-MARGIN = 2.0  # the log likelihood the outlier fit must gain over the all-core one
+MARGIN = 1.0  # the log likelihood the outlier fit must gain over the all-core one
 TOLERANCE = 1e-10  # on the penalized log likelihood
+DF_COST = 1.0  # the degrees of freedom a boot set apart costs
 
 
 @dataclass(frozen=True)
@@ -178,7 +179,8 @@ def _summarized(x: np.ndarray, mu: float, s: float, w: float, r: np.ndarray) -> 
     lost = float(np.sum(r * (1.0 - r) * score**2))
     se2 = s_u2 / n_eff * info / max(info - lost, 1e-3 * info)
     core = tuple(float(v) for v in r)
-    return Fit(len(x), mu, s, w, core, n_eff, math.sqrt(se2), max(n_eff - 1.0, 1.0))
+    df = max(n_eff - 1.0 - DF_COST * (len(x) - n_eff), 1.0)
+    return Fit(len(x), mu, s, w, core, n_eff, math.sqrt(se2), df)
 
 
 def estimate(a: Sequence[float], b: Sequence[float]) -> Estimate:
