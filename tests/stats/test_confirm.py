@@ -66,3 +66,21 @@ def test_a_share_beyond_fiellers_reach_is_unbounded() -> None:
     x = confirm.explains(s, e, RULE)
     assert x.share_low is None and x.share_high is None
     assert x.kind in ("unclear", "excess")
+
+
+@pytest.mark.parametrize("cv", [0.05, 0.10])
+def test_each_claim_is_wrong_at_most_alpha(cv: float) -> None:
+    """200 seeded draws (8 fresh pairs, 6 endpoint boots a side): a single step that is
+    the whole difference is called partial or excess at most 5% of the time each, and a
+    step that is half of it (in log terms) full at most 5%."""
+    rng = random.Random(4)
+    kinds: dict[str, list[str]] = {"single": [], "half": []}
+    for _ in range(200):
+        for name, step in (("single", 0.8), ("half", math.sqrt(0.8))):
+            s = robust.estimate(boots(rng, 1000, cv, 8), boots(rng, 1000 * step, cv, 8))
+            e = robust.estimate(boots(rng, 1000, cv, 6), boots(rng, 800, cv, 6))
+            kinds[name].append(confirm.explains(s, e, RULE).kind)
+    assert kinds["single"].count("partial") <= 10 and kinds["single"].count("excess") <= 10
+    assert kinds["half"].count("full") <= 10
+    if cv == 0.05:  # precise enough to tell, most of the time
+        assert kinds["single"].count("full") >= 140 and kinds["half"].count("partial") >= 140
