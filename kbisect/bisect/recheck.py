@@ -4,7 +4,7 @@ rule says more than "more". Fresh: the bisection's own samples chose the answer,
 would flatter it; they are stored apart and never reused by another bisection.
 
 - `--method git` fixes the rule at `--recheck-samples` pairs (least = most) and judges
-  them with stats.verdict (fixed): it only flags the culprit;
+  them with stats.verdict on the robust ratio (fixed): it only flags the culprit;
 - `--method posterior` uses the adaptive rule (until the ratio's interval clears the
   minimum effect, or rules it out, or `--recheck-samples` pairs) and feeds the samples to
   the posterior (posterior/search.py), which goes on when the answer no longer holds.
@@ -114,9 +114,14 @@ def explained(
 def judged(
     parent: str, culprit: str, tp: list[float], tc: list[float], opts: Options
 ) -> dict[str, Any]:
-    """The git method's record of its re-check: stats.verdict on the fresh samples."""
+    """The git method's record of its re-check: stats.verdict on the fresh samples, judged
+    on the robust ratio (robust.py) as the endpoint check is."""
     v = means.verdict(
-        tp, tc, higher_is_better=opts.higher_is_better, boots_flag="--recheck-samples"
+        tp,
+        tc,
+        higher_is_better=opts.higher_is_better,
+        boots_flag="--recheck-samples",
+        interval=robust.ratio_ci,
     )
     r = v.ratio
     return {
