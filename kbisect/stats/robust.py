@@ -6,11 +6,14 @@ went wrong (a slow first boot, a noisy neighbour), in proportion w. Every group 
 own mu, s and w: one side may be noisier than the other, as real compares show. The
 outlier weight is fitted, not fixed: its maximum a posteriori value under a weak
 Beta(1, 19) prior (a 5% outlier rate expected, none allowed), bounded by W_MAX so that the
-core part always holds most boots. The fit is EM from two starts, the mean and standard
-deviation (the all-core answer) and the median and MAD (the answer that sets the far boots
-apart), keeping the one with the higher penalized likelihood: on clean samples the first
-wins and the estimate is exactly Welch's on the logs; a half-speed boot among five is set
-apart by the second.
+core part always holds most boots. The fit is EM from several starts: the mean and
+standard deviation (the all-core answer), and the same of the boots nearest the median
+with the k farthest set apart (k = 1 .. W_MAX·n). An outlier fit is kept only if its
+penalized likelihood beats the all-core one by MARGIN: the outlier fit always wins a
+little on clean samples (dropping the farthest of five normal boots shrinks the spread),
+and such a win costs coverage. So on clean samples the estimate is exactly Welch's on the
+logs, and a half-speed boot among five is set apart. Each boot set apart also costs a
+degree of freedom (DF_COST): it was fitted, not observed.
 
 The ratio B/A is exp(mu_B - mu_A), the ratio of the two groups' core levels (geometric
 means of their clean boots). Its interval is Welch's on the log scale with each group's
@@ -147,21 +150,26 @@ def _all_core(x: np.ndarray) -> Fit:
 
 
 def fit(xs: Sequence[float]) -> Fit:
-    """One group's fit (module docstring): the better of EM from the mean and from the
-    median; fewer than LEAST boots, or all equal, are all core."""
+    """One group's fit (module docstring): EM from the mean, and from the mean of the boots
+    nearest the median with the k farthest set apart (k up to W_MAX of them); the best
+    outlier fit if it gains MARGIN over the all-core one. Fewer than LEAST boots, or all
+    equal, are all core."""
     x = _logs(xs, "samples")
     plain = _all_core(x)
     if len(x) < LEAST or plain.s == 0.0:
         return plain
-    med = float(np.median(x))
-    mad = float(np.median(np.abs(x - med))) / 0.6745
     starts = [(plain.mu, plain.s * math.sqrt((len(x) - 1) / len(x)), 0.0)]
-    if mad > 0:
-        starts.append((med, mad, 1.0 / len(x)))
+    near = x[np.argsort(np.abs(x - np.median(x)), kind="stable")]
+    for k in range(1, int(W_MAX * len(x)) + 1):  # the k boots farthest from the median apart
+        kept = near[: len(x) - k]
+        if np.ptp(kept) > 0:
+            starts.append((float(np.mean(kept)), float(np.std(kept)), k / len(x)))
     fits = [_em(x, *start) for start in starts]
     gains = [_objective(x, f[0], f[1], f[2]) for f in fits]
-    best = fits[-1] if gains[-1] > gains[0] + MARGIN else fits[0]
-    return _summarized(x, *best)
+    best = max(range(1, len(fits)), key=lambda i: gains[i], default=0)
+    if best and gains[best] <= gains[0] + MARGIN:
+        best = 0
+    return _summarized(x, *fits[best])
 
 
 def _summarized(x: np.ndarray, mu: float, s: float, w: float, r: np.ndarray) -> Fit:
