@@ -1,7 +1,9 @@
-"""The check before a bisection, with stats.verdict on interleaved samples: the endpoints
-must differ significantly, good better than bad; the threshold is then the one given
-(which must lie between their means) or their geometric mean. (The check after it, the
-re-check of the answer, is recheck.py.)
+"""The check before a bisection, on interleaved samples: the endpoints must differ
+significantly, good better than bad. It is stats.verdict judged on stats/robust.py's
+ratio: the two sides' core levels, an outlier boot set apart and each side its own
+noise, so that one half-speed boot cannot hide the difference. The threshold is then the
+one given (which must lie between their means) or their geometric mean. (The check after
+it, the re-check of the answer, is recheck.py.)
 
 revision(): a commit built in the driver's worktree, for every phase of the driver.
 """
@@ -19,10 +21,10 @@ from kbisect.bisect.state import Options
 from kbisect.core import progress
 from kbisect.core.exceptions import UserError
 from kbisect.source import worktree
-from kbisect.stats import looks, means
+from kbisect.stats import looks, means, robust
 from kbisect.targets.base import Kernel
 
-ENDPOINT_ALPHA = 0.05  # stats.verdict's, as `kbisect compare` uses it
+ENDPOINT_ALPHA = 0.05  # two-sided, as `kbisect compare` uses it
 
 
 class BadEndpoints(UserError):
@@ -39,7 +41,7 @@ def revision(
 
 
 def endpoint_confidence(runs_min: int, runs_max: int) -> float:
-    """The level of stats.verdict's interval at each look of the endpoint check. Looking
+    """The level of the verdict's interval at each look of the endpoint check. Looking
     again after every extra pair inflates the false-alarm rate, so compare's two-sided 5%
     is split over the possible looks (looks.py: the verdict is a two-sided claim)."""
     return looks.level(ENDPOINT_ALPHA, runs_min, runs_max, one_sided=False)
@@ -73,6 +75,7 @@ def endpoint_verdict(
             higher_is_better=opts.higher_is_better,
             confidence=confidence,
             boots_flag="--runs-max",
+            interval=robust.ratio_ci,
         )
         if v.kind == "regression" or n >= opts.runs_max:
             return v

@@ -4,7 +4,7 @@ rule says more than "more". Fresh: the bisection's own samples chose the answer,
 would flatter it; they are stored apart and never reused by another bisection.
 
 - `--method git` fixes the rule at `--recheck-samples` pairs (least = most) and judges
-  them with stats.verdict (fixed): it only flags the culprit;
+  them with stats.verdict on the robust ratio (fixed): it only flags the culprit;
 - `--method posterior` uses the adaptive rule (until the ratio's interval clears the
   minimum effect, or rules it out, or `--recheck-samples` pairs) and feeds the samples to
   the posterior (posterior/search.py), which goes on when the answer no longer holds.
@@ -28,7 +28,7 @@ from kbisect.bisect.state import Options, Run
 from kbisect.core import progress
 from kbisect.core.exceptions import BenchmarkError, BootError
 from kbisect.source import git
-from kbisect.stats import confirm, means
+from kbisect.stats import confirm, means, robust
 
 
 def folder(run_dir: Path, culprit: str, commit: str) -> Path:
@@ -80,21 +80,48 @@ def sample(
     draw: Callable[[str], object],
 ) -> tuple[confirm.Step, list[float], list[float]]:
     """Draw (draw(commit): one more fresh sample) until the rule decides on the fresh
-    samples so far (fresh(commit)); the decision and the samples of parent and culprit."""
+    samples so far (fresh(commit)); the decision and the samples of parent and culprit.
+    The rule looks once per complete pair (each time the shorter side grows), never
+    between the two draws of a pair: at most most - least + 1 looks from `least` pairs
+    on, the number its Bonferroni split assumes (looks.py)."""
+    looked = -1
     while True:
         a, b = fresh(parent), fresh(culprit)
-        step = confirm.decide(a, b, rule)
-        if step.kind != "more":
-            return step, a, b
+        pairs = min(len(a), len(b))
+        if pairs != looked:
+            looked = pairs
+            step = confirm.decide(a, b, rule)
+            if step.kind != "more":
+                return step, a, b
         draw(parent if len(a) <= len(b) else culprit)
+
+
+def explained(
+    parent_tps: list[float],
+    culprit_tps: list[float],
+    good_tps: list[float],
+    bad_tps: list[float],
+    rule: confirm.Rule,
+) -> dict[str, Any]:
+    """Whether the re-checked step accounts for the endpoints' difference
+    (confirm.explains on the robust estimates of culprit/parent from the fresh pairs and
+    of bad/good from the endpoint samples): the record for the re-check's "explains"."""
+    step = robust.estimate(parent_tps, culprit_tps)
+    ends = robust.estimate(good_tps, bad_tps)
+    return confirm.explains(step, ends, rule).as_dict()
 
 
 def judged(
     parent: str, culprit: str, tp: list[float], tc: list[float], opts: Options
 ) -> dict[str, Any]:
-    """The git method's record of its re-check: stats.verdict on the fresh samples."""
+    """The git method's record of its re-check: stats.verdict on the fresh samples, judged
+    on the robust ratio (robust.py) as the endpoint check is."""
     v = means.verdict(
-        tp, tc, higher_is_better=opts.higher_is_better, boots_flag="--recheck-samples"
+        tp,
+        tc,
+        higher_is_better=opts.higher_is_better,
+        boots_flag="--recheck-samples",
+        interval=robust.ratio_ci,
     )
     r = v.ratio
     return {

@@ -14,10 +14,15 @@ claim:
   wholly beyond the minimum effect) or "refuted" (wholly short of it): the same.
   (A single look prints the 90% interval of two one-sided 95% bounds.)
 - a two-sided claim, the interval as a whole: level 1 - α/K, so each end spends α/(2K).
-  The endpoint check (bisect/check.py, and the simulator's copy of it) asks stats.verdict,
-  the A/B verdict of `kbisect compare`, whether bad differs from good: its interval is the
-  two-sided 95% one that compare reports (α = 0.05), and Bonferroni keeps that level for
-  the family of looks, so a single look is exactly compare's verdict.
+  The endpoint check (bisect/check.py) asks the robust verdict (robust.py) whether bad
+  differs from good: its interval is the two-sided 95% one that `kbisect compare` reports
+  (α = 0.05), and Bonferroni keeps that level for the family of looks.
+
+The split holds only if the rule looks exactly K times: once per sample count from
+`least` to `most`. Both rules that sample two sides look at complete pairs only (the same
+count on each side, or, with stored samples, each time the shorter side grows): the
+endpoint check tops both sides up before it looks, the re-check (bisect/recheck.py)
+draws the second sample of a pair without looking.
 """
 
 from __future__ import annotations

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import math
 import statistics
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -210,13 +210,15 @@ def verdict(
     higher_is_better: bool = True,
     boots_flag: str = "--boots",
     planned: int | None = None,
+    interval: Callable[[Sequence[float], Sequence[float], float], RatioCI] | None = None,
 ) -> Verdict:
     """Regression, improvement, or no significant difference, for B against A.
     `boots_flag` is the option the warnings tell the user to raise for more boots;
     `planned`, the boots per side asked for (when samples were left out, fewer count,
-    and asking for more would not help)."""
+    and asking for more would not help); `interval(a, b, confidence)`, the ratio's
+    interval when not ratio_ci's (the bisect gate's robust one, robust.py)."""
     sa, sb = _checked(a, "side A"), _checked(b, "side B")
-    r = _ratio(sa, sb, confidence)
+    r = _ratio(sa, sb, confidence) if interval is None else interval(a, b, confidence)
     significant = r.low > 1.0 or r.high < 1.0
     kind = NO_DIFFERENCE
     if significant and abs(r.ratio - 1.0) >= min_effect:

@@ -100,3 +100,52 @@ def test_git_record_keeps_its_keys_and_verdict():
     assert "confirmed" in recheck.git_line(rc) and "NOT" not in recheck.git_line(rc)
     same = recheck.judged("p", "c", [1000.0, 1010.0, 990.0] * 3, [1001.0, 1009.0, 991.0] * 3, OPTS)
     assert not same["confirmed"] and "NOT CONFIRMED" in recheck.git_line(same)
+
+
+@pytest.mark.parametrize(("least", "most"), [(3, 8), (3, 3), (2, 6)])
+@pytest.mark.parametrize("before", [(0, 0), (2, 0), (0, 5)])
+def test_the_rule_looks_once_per_pair_count_as_its_split_assumes(least, most, before, monkeypatch):
+    """Samples that never decide: the rule takes exactly most - least + 1 looks from
+    `least` pairs on (looks.level's K), none between the two draws of a pair."""
+    got, _, fresh, draw = world({"p": 1000.0, "c": 990.0}, 6, cv=0.3)
+    for c, k in zip("pc", before, strict=True):
+        got[c] += [1000.0] * k
+    seen: list[tuple[int, int]] = []
+    decide = confirm.decide
+
+    def counted(a, b, rule):
+        seen.append((len(a), len(b)))
+        return decide(a, b, rule)
+
+    monkeypatch.setattr(confirm, "decide", counted)
+    rule = confirm.Rule(least=least, most=most)
+    step = recheck.sample("p", "c", rule, fresh, draw)[0]
+    assert step.kind == "unclear" and step.n == most
+    pairs = [min(s) for s in seen if min(s) >= least]
+    assert pairs == list(range(least, most + 1))  # K looks, one per pair count
+
+
+def test_a_step_just_short_of_the_minimum_effect_is_rarely_confirmed():
+    """At the edge (culprit = parent x (1 - min_effect)), confirming is the rule's error:
+    over 200 seeded re-checks it happens at most at α = 5%."""
+    rule = confirm.Rule(least=3, most=8)
+    confirmed = 0
+    for seed in range(200):
+        *_, fresh, draw = world({"p": 1000.0, "c": 1000.0 * (1 - rule.min_effect)}, seed)
+        confirmed += recheck.sample("p", "c", rule, fresh, draw)[0].kind == "confirmed"
+    assert confirmed <= 10
+
+
+def test_the_explanation_is_recorded_with_its_numbers():
+    rng = random.Random(8)
+    good = [1000 * (1 + 0.03 * rng.gauss(0, 1)) for _ in range(6)]
+    bad = [750 * (1 + 0.03 * rng.gauss(0, 1)) for _ in range(6)]
+    parent = [1000 * (1 + 0.03 * rng.gauss(0, 1)) for _ in range(6)]
+    culprit = [750 * (1 + 0.03 * rng.gauss(0, 1)) for _ in range(6)]
+    rule = recheck.adaptive(OPTS)
+    rec = recheck.explained(parent, culprit, good, bad, rule)
+    assert rec["kind"] == "full"
+    assert rec["share_low"] < 1.0 < rec["share_high"]
+    assert rec["ends"] == pytest.approx(0.75, rel=0.05)
+    half = [866 * (1 + 0.03 * rng.gauss(0, 1)) for _ in range(6)]  # a half-size step
+    assert recheck.explained(parent, half, good, bad, rule)["kind"] == "partial"

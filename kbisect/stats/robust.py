@@ -1,0 +1,207 @@
+"""The ratio of two groups' typical tps, robust to outlier boots, each group its own noise.
+
+Each group's samples are modelled on the log scale as a two-part mixture: a core part
+N(mu, s²) that most boots come from, and a wide part N(mu, (WIDE·s)²) for the boots that
+went wrong (a slow first boot, a noisy neighbour), in proportion w. Every group has its
+own mu, s and w: one side may be noisier than the other, as real compares show. The
+outlier weight is fitted, not fixed: its maximum a posteriori value under a weak
+Beta(1, 19) prior (a 5% outlier rate expected, none allowed), bounded by W_MAX so that the
+core part always holds most boots. The fit is EM from several starts: the mean and
+standard deviation (the all-core answer), and the same of the boots nearest the median
+with the k farthest set apart (k = 1 .. W_MAX·n). An outlier fit is kept only if its
+penalized likelihood beats the all-core one by MARGIN: the outlier fit always wins a
+little on clean samples (dropping the farthest of five normal boots shrinks the spread),
+and such a win costs coverage. So on clean samples the estimate is exactly Welch's on the
+logs, and a half-speed boot among five is set apart. Each boot set apart also costs a
+degree of freedom (DF_COST): it was fitted, not observed.
+
+The ratio B/A is exp(mu_B - mu_A), the ratio of the two groups' core levels (geometric
+means of their clean boots). Its interval is Welch's on the log scale with each group's
+effective sample size n_eff = Σ r_i (r_i: the boot's probability of being core): the
+core spread s_u² = Σ r_i (x_i - mu)² / (n_eff - 1), the standard error
+sqrt(s_u,A²/n_eff,A + s_u,B²/n_eff,B), and the Welch–Satterthwaite degrees of freedom
+on those two terms with n_eff - 1 each (a t quantile, never z: at 3 to 10 boots a side
+the difference matters). A boot whose membership is uncertain (r_i near 1/2) makes mu
+less certain than the core's spread alone says: the missing information (Louis) is
+added to the standard error. tests/stats/test_robust.py simulates the coverage under
+normal noise, t(3) noise and 5% half-speed boots, with a different CV on each side.
+
+Pure functions, numpy only.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from kbisect.stats import means
+from kbisect.stats.student import t_quantile
+
+METHOD = "robust-mixture-log"
+WIDE = 8.0  # the outlier part's spread, in core spreads
+PRIOR_B = 19.0  # Beta(1, PRIOR_B) on the outlier weight: 5% expected, 0 the most likely
+W_MAX = 0.3  # the outlier weight's bound: the core holds most boots
+LEAST = 3  # below this many boots a group is all core (no outlier can be told apart)
+ROUNDS = 200  # EM rounds at most
+MARGIN = 1.0  # the log likelihood the outlier fit must gain over the all-core one
+TOLERANCE = 1e-10  # on the penalized log likelihood
+DF_COST = 1.0  # the degrees of freedom a boot set apart costs
+
+
+@dataclass(frozen=True)
+class Fit:
+    """One group on the log scale: its core level and spread, the outlier weight, each
+    boot's probability of being core, and the level's standard error and df."""
+
+    n: int
+    mu: float
+    s: float  # the core part's spread (maximum likelihood)
+    w: float  # the outlier weight
+    core: tuple[float, ...]  # each boot's probability of being core
+    n_eff: float
+    se: float  # the standard error of mu
+    df: float  # n_eff - 1
+
+    @property
+    def level(self) -> float:
+        """The core level in tps (the geometric mean of the clean boots)."""
+        return math.exp(self.mu)
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """log(B/A) with its standard error and Welch df, and the two groups' fits."""
+
+    log_ratio: float
+    se: float
+    df: float | None  # None when both groups are constant
+    a: Fit
+    b: Fit
+
+    @property
+    def ratio(self) -> float:
+        return math.exp(self.log_ratio)
+
+    def ci(self, confidence: float = 0.95) -> means.RatioCI:
+        """The two-sided interval of B/A at `confidence`, as means.RatioCI."""
+        if not 0.0 < confidence < 1.0:
+            raise means.StatsError(f"confidence {confidence}: must be between 0 and 1")
+        r = self.ratio
+        if self.df is None:
+            return means.RatioCI(r, r, r, METHOD, confidence, None)
+        half = t_quantile(0.5 + confidence / 2.0, self.df) * self.se
+        return means.RatioCI(
+            r, r * math.exp(-half), r * math.exp(half), METHOD, confidence, self.df
+        )
+
+
+def _logs(xs: Sequence[float], what: str) -> np.ndarray:
+    if len(xs) < 2:
+        raise means.NotEnoughSamples(f"{what}: need at least 2 boots per side, have {len(xs)}")
+    x = np.asarray(xs, dtype=float)
+    if not np.all(np.isfinite(x)):
+        raise means.StatsError(f"{what}: samples must be finite numbers")
+    if np.any(x <= 0):
+        raise means.StatsError(f"{what}: the robust ratio needs positive samples")
+    logs: np.ndarray = np.log(x)
+    return logs
+
+
+def _density(d: np.ndarray, s: float) -> np.ndarray:
+    return np.exp(-0.5 * (d / s) ** 2) / (s * math.sqrt(2.0 * math.pi))
+
+
+def _objective(x: np.ndarray, mu: float, s: float, w: float) -> float:
+    """The penalized log likelihood: the mixture's, plus the Beta(1, PRIOR_B) prior."""
+    d = x - mu
+    mix = (1.0 - w) * _density(d, s) + w * _density(d, WIDE * s)
+    return float(np.sum(np.log(np.maximum(mix, 1e-300))) + (PRIOR_B - 1.0) * math.log1p(-w))
+
+
+def _em(x: np.ndarray, mu: float, s: float, w: float) -> tuple[float, float, float, np.ndarray]:
+    """EM from (mu, s, w) to a local maximum: (mu, s, w, each boot's core probability)."""
+    n, last = len(x), -math.inf
+    r = np.ones(n)
+    for _ in range(ROUNDS):
+        d = x - mu
+        core, wide = (1.0 - w) * _density(d, s), w * _density(d, WIDE * s)
+        r = core / np.maximum(core + wide, 1e-300)
+        u = r + (1.0 - r) / WIDE**2  # each boot's weight on mu and s
+        mu = float(np.sum(u * x) / np.sum(u))
+        s = max(math.sqrt(float(np.sum(u * (x - mu) ** 2)) / n), 1e-12)
+        w = min(float(np.sum(1.0 - r)) / (n + PRIOR_B - 1.0), W_MAX)
+        now = _objective(x, mu, s, w)
+        if now - last < TOLERANCE:
+            break
+        last = now
+    return mu, s, w, r
+
+
+def _all_core(x: np.ndarray) -> Fit:
+    n = len(x)
+    if np.ptp(x) == 0:  # all equal: a point (a mean of equal floats may round off it)
+        return Fit(n, float(x[0]), 0.0, 0.0, (1.0,) * n, float(n), 0.0, float(n - 1))
+    mu = float(np.mean(x))
+    s = float(np.std(x, ddof=1))
+    return Fit(n, mu, s, 0.0, (1.0,) * n, float(n), s / math.sqrt(n), float(n - 1))
+
+
+def fit(xs: Sequence[float]) -> Fit:
+    """One group's fit (module docstring): EM from the mean, and from the mean of the boots
+    nearest the median with the k farthest set apart (k up to W_MAX of them); the best
+    outlier fit if it gains MARGIN over the all-core one. Fewer than LEAST boots, or all
+    equal, are all core."""
+    x = _logs(xs, "samples")
+    plain = _all_core(x)
+    if len(x) < LEAST or plain.s == 0.0:
+        return plain
+    starts = [(plain.mu, plain.s * math.sqrt((len(x) - 1) / len(x)), 0.0)]
+    near = x[np.argsort(np.abs(x - np.median(x)), kind="stable")]
+    for k in range(1, int(W_MAX * len(x)) + 1):  # the k boots farthest from the median apart
+        kept = near[: len(x) - k]
+        if np.ptp(kept) > 0:
+            starts.append((float(np.mean(kept)), float(np.std(kept)), k / len(x)))
+    fits = [_em(x, *start) for start in starts]
+    gains = [_objective(x, f[0], f[1], f[2]) for f in fits]
+    best = max(range(1, len(fits)), key=lambda i: gains[i], default=0)
+    if best and gains[best] <= gains[0] + MARGIN:
+        best = 0
+    return _summarized(x, *fits[best])
+
+
+def _summarized(x: np.ndarray, mu: float, s: float, w: float, r: np.ndarray) -> Fit:
+    """The fit's standard error: the core's Welch-like term on n_eff boots, plus the
+    information lost to the boots whose membership is uncertain (Louis)."""
+    n_eff = float(np.sum(r))
+    if n_eff >= len(x) - 1e-9:
+        plain = _all_core(x)
+        return replace(plain, s=s, w=w)
+    d = x - mu
+    s_u2 = float(np.sum(r * d**2)) / max(n_eff - 1.0, 1e-9)
+    u = r + (1.0 - r) / WIDE**2
+    info = float(np.sum(u)) / s**2  # the complete data's information on mu
+    score = d / s**2 - d / (WIDE * s) ** 2  # a boot's core score less its wide score
+    lost = float(np.sum(r * (1.0 - r) * score**2))
+    se2 = s_u2 / n_eff * info / max(info - lost, 1e-3 * info)
+    core = tuple(float(v) for v in r)
+    df = max(n_eff - 1.0 - DF_COST * (len(x) - n_eff), 1.0)
+    return Fit(len(x), mu, s, w, core, n_eff, math.sqrt(se2), df)
+
+
+def estimate(a: Sequence[float], b: Sequence[float]) -> Estimate:
+    """log(B/A) from the two groups' fits, Welch's standard error and df on them."""
+    fa, fb = fit(a), fit(b)
+    va, vb = fa.se**2, fb.se**2
+    log_ratio = fb.mu - fa.mu
+    if va + vb == 0:
+        return Estimate(log_ratio, 0.0, None, fa, fb)
+    df = (va + vb) ** 2 / (va**2 / fa.df + vb**2 / fb.df)
+    return Estimate(log_ratio, math.sqrt(va + vb), df, fa, fb)
+
+
+def ratio_ci(a: Sequence[float], b: Sequence[float], confidence: float = 0.95) -> means.RatioCI:
+    """B/A with its interval at `confidence` (the robust means.ratio_ci)."""
+    return estimate(a, b).ci(confidence)
