@@ -15,7 +15,16 @@ import pytest
 
 from kbisect.bisect import state as bisect_state
 from kbisect.commands import cli
-from tests.bisect.test_bisect import ROOT, bisect_argv, history, kbisect, run_dirs, summary
+from tests.bisect.test_bisect import (
+    FAST,
+    ROOT,
+    SLOW,
+    bisect_argv,
+    history,
+    kbisect,
+    run_dirs,
+    summary,
+)
 from tests.bisect.test_step import fake, fixed_dates, write_scenario
 from tests.fakes import fake_calls, git, make_fake_kernel_repo
 
@@ -46,6 +55,28 @@ def replay_names(repo: Path, run: Path) -> str:
     )
     git(repo, "bisect", "reset")
     return out.stdout + out.stderr
+
+
+def test_a_fix_inside_the_range_is_told_not_blamed(env, capsys):
+    """A regression at 7 that 12 fixes, the real culprit at 16: the driver names all three,
+    says git's single answer is not the whole story, and exits 0 only with each change
+    re-checked."""
+    tps = [FAST if i < 7 or 12 <= i < 16 else SLOW for i in range(1, 21)]
+    specs = [{"subject": f"commit {i}", "tps": t, "broken": False} for i, t in enumerate(tps, 1)]
+    shas = make_fake_kernel_repo(env["repo"], specs)
+    code = kbisect(*args(env, shas[1], shas[-1], "--references", "0", "--max-boots", "80"))
+    s = summary(env["results"])
+    told = s["story"]
+    assert told["kind"] == "several" and told["p_single"] < 0.05
+    # each true change located (a named change is one commit, or a group of untestable ones)
+    steps = sorted(told["steps"], key=lambda step: shas.index(step["commit"]))
+    assert [step["commit"] for step in steps] == [shas[7], shas[12], shas[16]]
+    assert steps[0]["ratio"] < 1 < steps[1]["ratio"] and steps[2]["ratio"] < 1
+    assert code == (0 if s["confirmed"] else 1)
+    assert s["confirmed"] == all(step["recheck"] == "confirmed" for step in told["steps"])
+    report = (run_dirs(env["results"])[-1] / "report.md").read_text()
+    assert "## The whole range" in report and "not the whole story" in report
+    assert "the whole range: several" in capsys.readouterr().out
 
 
 def test_finds_the_culprit_and_git_replays_it(env, capsys):

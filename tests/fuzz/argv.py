@@ -425,7 +425,11 @@ SPECS: dict[str, Spec] = {
             "--tps": number("999.5", "1"),
         },
     ),
-    "demo": Spec(["demo"], {}, {"--json": FLAG}),
+    "demo": Spec(
+        ["demo"],
+        {},
+        {"--json": FLAG, "--variant": choice(["default", "steps"], ["", "stairs", "STEPS"])},
+    ),
     "study": Spec(
         ["study"],
         {"--target": "{target}", "--yes": None, "--out": "{out}"},

@@ -59,6 +59,10 @@ class Search:
                 run.good, run.bad, self.opts.references, turn["tests"], turn["turn"]
             )
         self.feed(evidence)
+        # the endpoints' samples from before the search: what a step must account for
+        ends = (run.good, run.bad)
+        good, bad = ([s.tps for s in evidence if s.commit == c and s.t < 0] for c in ends)
+        self.ends: tuple[list[float], list[float]] = (good, bad)
         for commit in run.failed:
             self.post.failed(commit)
         # the one-step search, or the story's (the samples contradict one step)
@@ -120,7 +124,7 @@ class Search:
             if told.p_single >= story.ALONE and not partial:
                 self.wide = False
                 return False
-        elif told.settled(conf):
+        elif told.settled(conf) and all(len(self._testable(c)) <= 1 for c in told.changes):
             for change in told.changes:
                 step = self._as_answer(change)
                 if recheck.due(self.run, step):
@@ -161,9 +165,13 @@ class Search:
                 return probe
         return None
 
+    def _testable(self, change: story.Change) -> list[str]:
+        """The change's commits that can still be tested (one: it is located)."""
+        return [c for c in change.members if c not in self.post.untestable]
+
     def _as_answer(self, change: story.Change) -> Answer:
         """A named change as the answer its re-check takes."""
-        testable = [c for c in change.members if c not in self.post.untestable]
+        testable = self._testable(change)
         kind = "culprit" if len(change.members) == 1 else "range"
         p = change.p / max(len(change.members), 1)
         return Answer(kind, tuple((c, p) for c in (testable or change.members)))
@@ -283,6 +291,11 @@ class Search:
             level=rule.level,
             min_effect=rule.min_effect,
         )
+        if not improvement and len(self.ends[0]) >= 2 and len(self.ends[1]) >= 2:
+            # does the step account for good -> bad? (partial: the rest is elsewhere;
+            # excess: something inside the range gave part of it back)
+            told = recheck.explained(a, b, self.ends[0], self.ends[1], rule)
+            rc.update(explains=told, partial=told["kind"] in ("partial", "excess"))
         self._say(lambda: recheck.line(culprit, rc))
 
     def confirmed(self) -> bool:

@@ -264,6 +264,14 @@ def _answer(s: Mapping[str, Any]) -> list[str]:
         ]
     if a["kind"] != "culprit":
         head += [f"- `{c['commit']}` {c['subject']}: {_p(c['p'])}" for c in s["candidates"]]
+    told = s.get("story")
+    if told and told["kind"] in ("several", "contradicted"):
+        head = [
+            "**More than one change: the first bad commit below is git's single answer, "
+            "not the whole story. Read The whole range.**",
+            "",
+            *head,
+        ]
     first = s.get("first_stop")
     note = []
     if first:
