@@ -43,7 +43,7 @@ def _told(n: int, changes: dict[int, float], tested: list[str], each: int, cv: f
         for c in ["good", g.bad, *tested]:
             post.update(c, tps(c) * math.exp(cv * rng.gauss(0, 1)))
     samples = [(s.commit, s.tps, s.t, s.load) for s in post.samples]
-    return story.Model3.build(g, post.partition(), samples, post.model)
+    return story.RangeModel.build(g, post.partition(), samples, post.model)
 
 
 def test_one_clean_step_is_a_single_story_with_its_size():
@@ -91,7 +91,7 @@ def test_a_boot_far_off_does_not_make_a_second_change():
             post.update(c, tps(c) * math.exp(0.05 * rng.gauss(0, 1)))
     post.update("c4", 500.0)  # one boot at half speed, as TCG's slow first boots are
     samples = [(s.commit, s.tps, s.t, s.load) for s in post.samples]
-    told = story.Model3.build(g, post.partition(), samples, post.model).story()
+    told = story.RangeModel.build(g, post.partition(), samples, post.model).story()
     assert told.kind == "single" and told.changes[0].commit == "c8"
     assert told.outlier > story.W_RANGE[0]
 

@@ -67,7 +67,7 @@ class Search:
             self.post.failed(commit)
         # the one-step search, or the story's (the samples contradict one step)
         self.wide = run.story is not None and run.story["kind"] not in ("single",)
-        self.model3: story.Model3 | None = None
+        self.range_model: story.RangeModel | None = None
 
     def feed(self, found: list[Sample]) -> int:
         """Samples into the posterior; how many."""
@@ -137,8 +137,8 @@ class Search:
     def tell(self) -> story.Story:
         """The whole range's story at the samples so far (run.story)."""
         samples = [(s.commit, s.tps, s.t, s.load) for s in self.post.samples]
-        model = story.Model3.build(self.graph, self.post.partition(), samples, self.post.model)
-        self.model3 = model
+        model = story.RangeModel.build(self.graph, self.post.partition(), samples, self.post.model)
+        self.range_model = model
         told = model.story()
         self.run.story = told.as_dict()
         return told
@@ -179,7 +179,7 @@ class Search:
     def _wide_next(self) -> str | None:
         """The revision whose next sample brings the most expected information about the
         story per unit of cost (the one-step search's choice when none is informative)."""
-        model = self.model3
+        model = self.range_model
         assert model is not None
         last = max(self.post.samples, key=lambda s: s.t)
         picks = dict.fromkeys(

@@ -401,7 +401,7 @@ def hypotheses(sizes: Sequence[int], n: int) -> dict[int, tuple[NDArray[np.int64
 
 
 @dataclass
-class Model3:
+class RangeModel:
     """The story's model at the samples so far: every hypothesis fitted and weighed."""
 
     graph: Graph
@@ -418,7 +418,7 @@ class Model3:
         classes: Sequence[tuple[int, frozenset[int]]],
         samples: Sequence[tuple[str, float, float, float]],
         model: Model,
-    ) -> Model3:
+    ) -> RangeModel:
         m = cls(graph, classes, data(graph, classes, samples, model))
         sizes = [mask.bit_count() for mask, _ in classes]
         hyps = hypotheses(sizes, graph.n)
