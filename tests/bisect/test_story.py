@@ -118,6 +118,12 @@ def test_confirmed_needs_every_change_rechecked_and_not_partial():
     alone = {**told, "p_single": story.ALONE - 0.01}
     assert not story.confirmed(alone, {"c4": {"confirmed": True}}, 0.95)
     assert not story.confirmed({**told, "kind": "contradicted"}, {"c4": {"confirmed": True}}, 0.95)
+    # each of several changes is part of good -> bad by definition: partial is expected
+    other = {"commit": "c9", "members": ["c9"], "p": 0.97}
+    several = {"kind": "several", "p_single": 0.0, "steps": [step, other]}
+    both = {"c4": {"confirmed": True, "partial": True}, "c9": {"confirmed": True}}
+    assert story.confirmed(several, both, 0.95)
+    assert not story.confirmed(several, {"c4": {"confirmed": True}}, 0.95)
 
 
 @settings(max_examples=40, deadline=None)

@@ -673,8 +673,10 @@ def confirmed(
         if step["p"] < confidence:
             return False
         rc = next((rechecks[c] for c in step["members"] if c in rechecks), None)
-        if rc is None or not rc.get("confirmed") or rc.get("partial"):
+        if rc is None or not rc.get("confirmed"):
             return False
+        if told["kind"] == "single" and rc.get("partial"):
+            return False  # the step explains only part of good -> bad
     return True
 
 
