@@ -115,6 +115,12 @@ class Search:
             if answer is None or not _holds(told.changes[0], answer):
                 self.wide = False  # the story agrees on one step: the one-step search goes on
                 return self._reference() or self._test()
+            if against := self._against(told.changes[0]):
+                # a probe is clearly at the other level: one step does not fit the data,
+                # whatever P(one change) says; the story's search goes on
+                self._note_against(against)
+                self.wide = True
+                return self._reference() or self._test(self._wide_next(), "story")
             if (probe := self.probe(told)) is not None:
                 self.run.probes = [*(self.run.probes or []), probe]
                 return self._test(probe, "probe")
@@ -150,6 +156,35 @@ class Search:
         return story.stretch(
             self.graph, self.post.partition(), told.changes[0], self.post.untestable
         )
+
+    def _against(self, change: story.Change) -> list[str]:
+        """The probes whose samples are clearly at the other level than one step at
+        `change` says (story.level_test beyond the confidence's odds)."""
+        fit = self.post.levels()
+        if fit is None:
+            return []
+        odds = math.log(self.opts.confidence / (1 - self.opts.confidence))
+        at = self.graph.index[change.commit]
+        out = []
+        for probe in self.run.probes or []:
+            tps = [s.tps for s in self.post.samples if s.commit == probe]
+            i = self.graph.index.get(probe)
+            if not tps or i is None:
+                continue
+            after = bool(self.graph.anc[i] >> at & 1)
+            llr = story.level_test(tps, fit.coef[0], fit.coef[1], fit.sigma(after))
+            if (llr <= -odds) if after else (llr >= odds):
+                out.append(probe)
+        return out
+
+    def _note_against(self, against: list[str]) -> None:
+        """The probes that contradict the story's single step, in run.story."""
+        assert self.run.story is not None
+        notes = [
+            f"probe {p[:12]} is clearly at the other level than one step says" for p in against
+        ]
+        self.run.story["against"] = against
+        self.run.story["notes"] = [*self.run.story["notes"], *notes]
 
     def _open_probe(self) -> str | None:
         """A probe whose level is not clear yet: its samples tell neither the good nor

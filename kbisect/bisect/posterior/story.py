@@ -667,8 +667,8 @@ def confirmed(
     difference between the endpoints: not "partial")."""
     if not told or told["kind"] not in ("single", "several"):
         return False
-    if told["kind"] == "single" and told["p_single"] < ALONE:
-        return False
+    if told["kind"] == "single" and (told["p_single"] < ALONE or told.get("against")):
+        return False  # one step is doubted: by the story, or by a probe at the other level
     for step in told["steps"]:
         if step["p"] < confidence:
             return False
