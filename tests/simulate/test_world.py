@@ -263,7 +263,10 @@ def test_boots_after_the_first_stop_are_told_apart():
         if r.kind == "refused":
             continue
         first = bayes.bench.first_stop
-        assert first is not None and 0 <= r.after_first == r.boots_bisect - first
+        if first is None:  # no re-check: the search ended before a story was settled
+            assert r.after_first == 0
+        else:
+            assert 0 <= r.after_first == r.boots_bisect - first
         assert r.tested is not None and sum(r.tested.values()) == r.boots_bisect  # no refs
 
 
