@@ -160,20 +160,15 @@ class Search:
     def _against(self, change: story.Change) -> list[str]:
         """The probes whose samples are clearly at the other level than one step at
         `change` says (story.level_test beyond the confidence's odds)."""
-        fit = self.post.levels()
-        if fit is None:
-            return []
-        odds = math.log(self.opts.confidence / (1 - self.opts.confidence))
         at = self.graph.index[change.commit]
         out = []
         for probe in self.run.probes or []:
-            tps = [s.tps for s in self.post.samples if s.commit == probe]
             i = self.graph.index.get(probe)
-            if not tps or i is None:
+            if i is None:
                 continue
             after = bool(self.graph.anc[i] >> at & 1)
-            llr = story.level_test(tps, fit.coef[0], fit.coef[1], fit.sigma(after))
-            if (llr <= -odds) if after else (llr >= odds):
+            llr = self._level(probe, after)
+            if llr is not None and ((llr <= -self._odds()) if after else (llr >= self._odds())):
                 out.append(probe)
         return out
 
@@ -189,17 +184,28 @@ class Search:
     def _open_probe(self) -> str | None:
         """A probe whose level is not clear yet: its samples tell neither the good nor
         the bad level apart (story.level_test), and it has had fewer than PROBE_BOOTS."""
+        for probe in self.run.probes or []:
+            n = sum(s.commit == probe for s in self.post.samples)
+            if probe in self.post.untestable or n >= story.PROBE_BOOTS:
+                continue
+            llr = self._level(probe, False)
+            if llr is not None and abs(llr) < self._odds():
+                return probe
+        return None
+
+    def _level(self, probe: str, bad_noise: bool) -> float | None:
+        """story.level_test on the probe's samples (0 without one: not clear yet), at the
+        fitted levels and the noise of the bad side (bad_noise) or of the good side; None
+        before the first fit."""
         fit = self.post.levels()
         if fit is None:
             return None
-        for probe in self.run.probes or []:
-            tps = [s.tps for s in self.post.samples if s.commit == probe]
-            if probe in self.post.untestable or len(tps) >= story.PROBE_BOOTS:
-                continue
-            llr = story.level_test(tps, fit.coef[0], fit.coef[1], math.exp(fit.log_sigma))
-            if abs(llr) < math.log(self.opts.confidence / (1 - self.opts.confidence)):
-                return probe
-        return None
+        tps = [s.tps for s in self.post.samples if s.commit == probe]
+        return story.level_test(tps, fit.coef[0], fit.coef[1], fit.sigma(bad_noise))
+
+    def _odds(self) -> float:
+        """The log odds of the confidence: what a level test must reach to be clear."""
+        return math.log(self.opts.confidence / (1 - self.opts.confidence))
 
     def _testable(self, change: story.Change) -> list[str]:
         """The change's commits that can still be tested (one: it is located)."""

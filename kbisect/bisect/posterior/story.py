@@ -65,11 +65,13 @@ W_PRIOR = (1.0, 19.0)  # Beta prior of the outlier weight (mean 5%)
 W_RANGE = (0.005, 0.3)
 KAPPA_RANGE = (4.0, 20.0)
 MATTERS = 1 / 3  # a change matters from this share of the endpoints' difference on
+LEAST = math.log(1 / 0.98)  # and from 2% at least
 NAMED = 0.5  # a class is named as a change when it holds one with at least this
-LEAST = math.log(1 / 0.98)  # and at least 2%
 ALONE = 0.8  # P(one change) a single step's story needs to be confirmed (exit 0)
 WORTH = 0.02  # nats per boot: a story test below this is not worth its boot
 LIVE = 1e-3  # hypotheses lighter than this are left out of the choice of revision
+PROBE_BOOTS = 8  # samples of one probe, at most
+CLIP = 3.0  # nats one sample may add to a level test (a boot far off decides nothing)
 LOG_2PI = math.log(2 * math.pi)
 Array = NDArray[np.float64]
 
@@ -263,12 +265,17 @@ def fit(d: Data, idx: NDArray[np.int64], mix: Mixture, iterations: int = 80) -> 
     s[:, 0] = np.log(np.maximum(mad, 1e-4))
     last = np.full(h, -np.inf)
     k2 = mix.kappa**2
-    for _ in range(iterations):
+
+    def at(theta: Array, s: Array) -> tuple[Array, Array, Array, Array]:
+        """log sd, residuals, responsibilities, and the log likelihood plus log priors."""
         ls = _apply(gx, s)
         e = x - _apply(hx, theta)
         r, ll = _parts(e, ls, mix)
         obj = ll.sum(1) - 0.5 * np.einsum("hp,p,hp->h", theta, lam_m, theta)
-        obj -= 0.5 * np.einsum("hp,p,hp->h", s, lam_s, s)
+        return ls, e, r, obj - 0.5 * np.einsum("hp,p,hp->h", s, lam_s, s)
+
+    for _ in range(iterations):
+        ls, e, r, obj = at(theta, s)
         if np.all(obj - last < 1e-8):
             break
         last = obj
@@ -284,11 +291,7 @@ def fit(d: Data, idx: NDArray[np.int64], mix: Mixture, iterations: int = 80) -> 
         step = np.linalg.solve(hess, grad[..., None])[..., 0]
         size = np.linalg.norm(step, axis=1, keepdims=True)
         s = s + step * np.minimum(1.0, 1.0 / np.maximum(size, 1e-12))
-    ls = _apply(gx, s)
-    e = x - _apply(hx, theta)
-    r, ll = _parts(e, ls, mix)
-    obj = ll.sum(1) - 0.5 * np.einsum("hp,p,hp->h", theta, lam_m, theta)
-    obj -= 0.5 * np.einsum("hp,p,hp->h", s, lam_s, s)
+    ls, e, r, obj = at(theta, s)
     proper = lam_m[lam_m > 0].tolist() + lam_s[lam_s > 0].tolist()
     norm = math.fsum(0.5 * math.log(p) - 0.5 * LOG_2PI for p in proper)
     info = _information(hx, gx, e, ls, r, mix, lam_m, lam_s)
@@ -615,13 +618,15 @@ class RangeModel:
         for c, (mask, _) in enumerate(self.classes):
             if marg[c] < LIVE or mask.bit_count() < 2:
                 continue
-            size = mask.bit_count()
-            best = min(
-                self.graph.members(mask),
-                key=lambda i: (abs(2 * (self.graph.anc[i] & mask).bit_count() - size), i),
-            )
-            out.append(self.graph.commits[best])
+            out.append(self.graph.commits[middle(self.graph, mask, self.graph.members(mask))])
         return out
+
+
+def middle(graph: Graph, mask: int, members: Sequence[int]) -> int:
+    """The one of members (of the group `mask`) whose ancestors split the group nearest
+    half: the test that tells the most about where in the group a change is."""
+    size = mask.bit_count()
+    return min(members, key=lambda i: (abs(2 * (graph.anc[i] & mask).bit_count() - size), i))
 
 
 def stretch(
@@ -651,12 +656,14 @@ def stretch(
     if best is None:
         return None
     mask = best[1]
-    size = mask.bit_count()
     testable = [i for i in g.members(mask) if g.commits[i] not in untestable]
-    if not testable:
-        return None
-    pick = min(testable, key=lambda i: (abs(2 * (g.anc[i] & mask).bit_count() - size), i))
-    return g.commits[pick]
+    return g.commits[middle(g, mask, testable)] if testable else None
+
+
+def recheck_of(step: dict[str, Any], rechecks: dict[str, dict[str, Any]]) -> dict[str, Any] | None:
+    """The re-check of a story's change (run.rechecks is keyed by the commit re-checked,
+    one of the change's members), or None."""
+    return next((rechecks[c] for c in step["members"] if c in rechecks), None)
 
 
 def confirmed(
@@ -672,16 +679,12 @@ def confirmed(
     for step in told["steps"]:
         if step["p"] < confidence:
             return False
-        rc = next((rechecks[c] for c in step["members"] if c in rechecks), None)
+        rc = recheck_of(step, rechecks)
         if rc is None or not rc.get("confirmed"):
             return False
         if told["kind"] == "single" and rc.get("partial"):
             return False  # the step explains only part of good -> bad
     return True
-
-
-PROBE_BOOTS = 8  # samples of one probe, at most
-CLIP = 3.0  # nats one sample may add to a level test (a boot far off decides nothing)
 
 
 def level_test(tps: Sequence[float], good: float, bad: float, sd: float) -> float:

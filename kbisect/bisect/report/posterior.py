@@ -200,7 +200,7 @@ def _story(top: Path, run: Run) -> dict[str, Any] | None:
         return None
     steps = []
     for step in run.story["steps"]:
-        rc = next((run.rechecks[c] for c in step["members"] if c in run.rechecks), None)
+        rc = story.recheck_of(step, run.rechecks)
         steps.append(
             {
                 **step,
