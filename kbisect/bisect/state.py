@@ -18,6 +18,10 @@ from kbisect.measure import retake
 from kbisect.targets import monitor
 
 METHODS = ("posterior", "git")
+# --recheck-samples by method: git's fixed re-check takes exactly this many pairs; the
+# posterior's adaptive one at most this many (it stops from 3 pairs on, as soon as the
+# ratio is clear; the looks' error split over 3..12, docs/statistics.md)
+RECHECK_SAMPLES = {"git": 8, "posterior": 12}
 STATE_FILE = "state.json"
 STATE_KIND = "bisect-state"
 # state.json's keys: a field's is left out while it is None (or False), but for these

@@ -33,9 +33,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
     add(
         "--recheck-samples",
         type=options.count(3, 1000),
-        default=8,
-        help="fresh samples of the culprit and its parent (default 8; posterior: at most, "
-        "adaptive from 3)",
+        default=None,
+        help="fresh samples of the culprit and its parent (git: exactly, default 8; "
+        "posterior: at most, adaptive from 3, default 12)",
     )
     add(
         "--method",
@@ -91,7 +91,7 @@ def options_from_args(args: argparse.Namespace) -> Options:
         args.append,
         args.runs_min,
         args.runs_max,
-        args.recheck_samples,
+        args.recheck_samples or state.RECHECK_SAMPLES[args.method],
         tuple(args.config),
         arch,
         where,

@@ -126,11 +126,14 @@ class Tally:
     confirmed: int = 0
     bins: dict[int, list[int]] = field(default_factory=dict)  # bin -> [answers, right]
     first_bins: dict[int, list[int]] = field(default_factory=dict)  # the same at the stop
+    # the story's named changes: each one's stated P, right when it is a true change in its
+    # direction (a regression, or a fix): the whole range's claims, not git's single one
+    story_bins: dict[int, list[int]] = field(default_factory=dict)
     refused_boots: int = 0
     seconds: float = 0.0
     undecided: int = 0
     wrong_single: int = 0  # a single culprit named that is not a true culprit
-    wrong_confirmed: int = 0  # ... and exit 0
+    wrong_confirmed: int = 0  # exit 0 on a claim that is not true (claim_right)
     exit_ok: int = 0  # exit 0 (Result.confirmed)
     boots_recheck: int = 0
     boots_after: int = 0  # search boots after the first stop (the story's tests, probes)
@@ -156,12 +159,12 @@ class Tally:
         self.boots_recheck += r.recheck_boots
         self.boots_after += r.after_first
         self.boots_story += (r.tested or {}).get("story", 0)
-        self.boots_probes += (r.tested or {}).get("probe", 0)
+        self.boots_probes += sum((r.tested or {}).get(k, 0) for k in ("probe", "check"))
         self.builds += r.builds
         self.wrong += not right
         single_wrong = r.kind == "culprit" and not right
         self.wrong_single += single_wrong
-        self.wrong_confirmed += single_wrong and r.confirmed
+        self.wrong_confirmed += r.confirmed and not claim_right(r, history)
         self.ranges += right and len(r.candidates) > 1
         self.warned += r.warned
         self.confirmed += r.recheck == "confirmed"
@@ -169,6 +172,9 @@ class Tally:
             _binned(self.bins, r.p, right)
         if r.first is not None:
             _binned(self.first_bins, r.first[1], r.first[0] in truth)
+        for step in (r.story or {}).get("steps") or []:
+            if "p" in step:
+                _binned(self.story_bins, float(step["p"]), step_right(step, history))
         if len(history.culprits) > 1:
             named = r.named()
             for kind in sorted(set(history.kinds().values())):
@@ -185,6 +191,32 @@ class Tally:
     def no_answer(self) -> int:
         """Refused, undecided or not confirmed: every run that does not exit 0."""
         return self.runs - self.exit_ok
+
+
+def step_right(step: Mapping[str, Any], history: histories.History) -> bool:
+    """Whether a story's named change is a true one, in its direction: exactly one of its
+    members is a true change, a regression named with a ratio below 1, a fix above."""
+    effects = dict(zip(history.culprits, history.effects, strict=True))
+    members = set(step.get("members") or [step["commit"]])
+    true = [c for c in members if c in effects]
+    if len(true) != 1:
+        return False
+    return "ratio" not in step or (effects[true[0]] > 0) == (float(step["ratio"]) < 1.0)
+
+
+def claim_right(r: methods.Result, history: histories.History) -> bool:
+    """Whether what exit 0 claims is true: a single step's story, that its commit is a
+    culprit; a story of several changes, that each named change is a true one in its
+    direction (a regression, or a fix) and one of them a culprit that reaches the bad
+    endpoint. (Git's single first bad commit, r.candidates, is not the claim when the
+    story has several changes: the report gives it with its caveat.)"""
+    steps = (r.story or {}).get("steps") or []
+    if (r.story or {}).get("kind") != "several" or not steps:
+        return bool(set(r.candidates) & history.truth())
+    if not all(step_right(step, history) for step in steps):
+        return False
+    named = {c for step in steps for c in step.get("members") or [step["commit"]]}
+    return bool(named & history.truth())
 
 
 def _binned(bins: dict[int, list[int]], p: float, right: bool) -> None:
@@ -313,11 +345,12 @@ def story_table(results: dict[Cell, dict[str, Tally]]) -> str:
             f"{t.boots_all / max(t.runs, 1):.1f}",
             _named(t),
             f"{_reliability(t.bins)} ({_reliability(t.first_bins)})",
+            _reliability(t.story_bins),
         ]
 
     header = "runs|wrong culprit|wrong, exit 0|no answer (refused, undecided)|boots: search|"
-    header += "story|probes|after the first stop|re-check|all|changes named|"
-    header += "right at P ≥ 0.95 (at the first stop)"
+    header += "story|probes and checks|after the first stop|re-check|all|changes named|"
+    header += "right at P ≥ 0.95 (at the first stop)|story's changes at P ≥ 0.95 right"
     return _grid(results, header.split("|"), columns)
 
 
@@ -341,6 +374,7 @@ def undump(data: Mapping[str, Any], mode: str) -> dict[Cell, dict[str, Tally]]:
     for name, ts in data.items():
         cell = known[name]
         for m, t in ts.items():
-            bins = {k: {int(b): v for b, v in t[k].items()} for k in ("bins", "first_bins")}
+            keys = [k for k in ("bins", "first_bins", "story_bins") if k in t]
+            bins = {k: {int(b): v for b, v in t[k].items()} for k in keys}
             out.setdefault(cell, {})[m] = Tally(**{**t, **bins})
     return out

@@ -28,7 +28,7 @@ from kbisect.bisect.git import judge
 from kbisect.bisect.posterior.bench import Sample
 from kbisect.bisect.posterior.posterior import Posterior
 from kbisect.bisect.posterior.search import Search
-from kbisect.bisect.state import Options, Run
+from kbisect.bisect.state import RECHECK_SAMPLES, Options, Run
 from kbisect.core.exceptions import BuildError
 from kbisect.simulate import gitmodel
 from kbisect.simulate.histories import GOOD
@@ -40,7 +40,7 @@ from kbisect.stats import drift, means
 class Settings:
     runs_min: int = 3
     runs_max: int = 10
-    recheck_samples: int = 8
+    recheck_samples: int | None = None  # None: the method's default (state.RECHECK_SAMPLES)
     confidence: float = 0.95
     budget: int = 100  # posterior: boots after the endpoints, re-checks included
     every: int = 3  # drift-aware references: one reference boot per `every` test boots
@@ -55,7 +55,7 @@ class Settings:
             scenario="simulated",
             runs_min=self.runs_min,
             runs_max=self.runs_max,
-            recheck_samples=self.recheck_samples,
+            recheck_samples=self.recheck_samples or RECHECK_SAMPLES[method],
             arch="simulated",
             method=method,
             confidence=self.confidence,

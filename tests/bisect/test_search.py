@@ -4,6 +4,7 @@ shares with the driver (check.endpoint_verdict, judge.sample_with_refs)."""
 
 from __future__ import annotations
 
+import math
 import random
 from pathlib import Path
 
@@ -195,3 +196,62 @@ def test_sample_with_refs_boots_a_reference_after_every_n_and_corrects_drift():
     assert d.verdict == "bad"  # 820 is below the references' middle, drift or not
     assert order[:4] == ["x", "x", "g", "x"]
     assert slope > 0 and abs(threshold - (1000.0 * 800.0) ** 0.5) < 5
+
+
+def _sampled(s: Search, run: Run, commit: str, values: list[float]) -> None:
+    """Samples of a revision the search tested (it is visited)."""
+    for v in values:
+        s.post.update(commit, v, 100.0 + len(s.post.samples))
+    if commit not in run.visited:
+        run.visited.append(commit)
+
+
+def test_a_single_steps_doubts_every_tested_revision_not_only_the_probes():
+    """One step at c5 (good 1000, bad 750, CV 5%): a revision the one-step search tested
+    once half-way between the levels is sampled again (open); after PROBE_BOOTS still
+    half-way, its neighbours are sampled, and they decide: at the step's level they
+    excuse it, at the other level they contradict the step (a window a fix opened)."""
+    from kbisect.bisect.posterior import story
+
+    step = story.Change(("c5",), 0.99, 0.75, 0.7, 0.8, 1.0)
+    spread = [0.95, 1.05, 1.0, 0.97, 1.03, 1.0]
+    half = math.sqrt(1000.0 * 750.0)
+
+    def ranged() -> tuple[Search, Run]:
+        s, _, run = search(20, "c5")
+        _sampled(s, run, "good", [1000.0 * f for f in spread])
+        _sampled(s, run, s.graph.bad, [750.0 * f for f in spread])
+        _sampled(s, run, "c5", [750.0 * f for f in spread[:2]])
+        _sampled(s, run, "c4", [1000.0 * f for f in spread[:2]])
+        return s, run
+
+    s, run = ranged()
+    _sampled(s, run, "c12", [half])
+    assert s._doubts(step) == ([], ["c12"], [])
+    _sampled(s, run, "c12", [half] * (story.PROBE_BOOTS - 1))
+    assert s._doubts(step) == ([], ["c11", "c13"], [])
+    _sampled(s, run, "c11", [750.0 * f for f in spread[:3]])
+    _sampled(s, run, "c13", [750.0 * f for f in spread[:3]])
+    assert s._doubts(step) == ([], [], [])  # a noisy revision, not a window
+    t, run2 = ranged()
+    _sampled(t, run2, "c12", [half] * story.PROBE_BOOTS)
+    _sampled(t, run2, "c11", [1000.0 * f for f in spread[:3]])
+    against, open_, _ = t._doubts(step)
+    assert against == ["c11"] and open_ == ["c13"]
+    told = t.tell()
+    assert told.kind != "single" or not story.confirmed(
+        t.run.story, {"c5": {"confirmed": True}}, 0.95
+    )
+
+
+def test_one_half_speed_boot_never_makes_a_revision_clearly_at_a_level():
+    """The level test is the likelihood's mixture, not a clipped normal: a boot at half
+    speed (far from both levels) tells almost nothing; a clean boot at a 25% step tells."""
+    from kbisect.bisect.posterior import story
+
+    good, bad, sd = 0.0, -0.2877, 0.1
+    half = story.level_test([(0.5, good, bad)], sd, 0.05, 8.0)
+    assert abs(half) < 1.0
+    clean = story.level_test([(0.75, good, bad)], sd, 0.05, 8.0)
+    assert clean > math.log(19)
+    assert story.level_test([(1.0, good, bad)] * 3, sd, 0.05, 8.0) < -3 * math.log(19)

@@ -298,3 +298,28 @@ def test_story_matrix_runs_each_setting_apart_and_merges(tmp_path):
     rows = [line for line in out.splitlines() if "| posterior | 1 |" in line]
     assert [r.split("|")[1].strip() for r in rows] == ["design", "fix inside 15%"]
     assert "CPU per setting:" in out
+
+
+def test_exit_0_is_judged_on_the_story_it_claims_and_each_change_on_its_direction():
+    """A story of several changes that names the fixed regression, the fix and the culprit,
+    each in its direction, is a right exit 0 though git's single answer (the candidates) is
+    the fixed regression; a fix named as a regression, or a change that is not one, is
+    wrong; each named change's P goes into the story's reliability bins."""
+    h = fixed_history()
+
+    def step(c: str, ratio: float, p: float = 0.99) -> dict[str, object]:
+        return {"commit": c, "members": [c], "ratio": ratio, "p": p}
+
+    whole = {"kind": "several", "steps": [step("c10", 0.85), step("c15", 1.18), step("c19", 0.85)]}
+    told = methods.Result(["c10"], "culprit", 0.99, 12, 40, 5, confirmed=True, story=whole)
+    assert matrix.claim_right(told, h)
+    backwards = {**whole, "steps": [step("c10", 0.85), step("c15", 0.85), step("c19", 0.85)]}
+    assert not matrix.claim_right(replace(told, story=backwards), h)
+    stray = {**whole, "steps": [step("c10", 0.85), step("c3", 1.18), step("c19", 0.85)]}
+    assert not matrix.claim_right(replace(told, story=stray), h)
+    single = {"kind": "single", "steps": [step("c10", 0.85)]}
+    assert not matrix.claim_right(replace(told, story=single), h)
+    t = matrix.Tally()
+    t.add(replace(told, story=stray), h)
+    t.add(told, h)
+    assert t.wrong_confirmed == 1 and t.story_bins == {1: [6, 5]}

@@ -76,13 +76,23 @@ def test_each_side_keeps_its_own_noise() -> None:
 
 
 @pytest.mark.parametrize(
-    ("noise", "cv_a", "cv_b"),
-    [("normal", 0.05, 0.12), ("t3", 0.10, 0.05), ("outliers", 0.08, 0.04)],
+    ("noise", "cv_a", "cv_b", "least"),
+    [
+        ("normal", 0.05, 0.12, 0.91),
+        ("normal", 0.13, 0.07, 0.93),
+        ("t3", 0.10, 0.05, 0.93),
+        ("outliers", 0.08, 0.04, 0.93),
+    ],
 )
-def test_the_95_interval_covers_the_true_ratio(noise: str, cv_a: float, cv_b: float) -> None:
+def test_the_95_interval_covers_the_true_ratio(
+    noise: str, cv_a: float, cv_b: float, least: float
+) -> None:
     """400 seeded draws of 6 boots a side (noise on the log scale, so the true ratio of
     the core levels is exactly 0.8): the 95% interval covers it 93% to 98.5% of the
-    time, never far from 95% in either direction (the binomial's standard error is 1.1%)."""
+    time, never far from 95% in either direction (the binomial's standard error is 1.1%).
+    One side at 2.4 times the other's CV (beyond the 1.9x real compares show) is where the
+    spreads' tie (LINK_SD) costs: a wide side's farthest boot is now and then set apart
+    (measured 91.7%; 93.5% without the tie)."""
     rng = np.random.default_rng(20)
 
     def side(level: float, cv: float) -> list[float]:
@@ -97,7 +107,7 @@ def test_the_95_interval_covers_the_true_ratio(noise: str, cv_a: float, cv_b: fl
     for _ in range(draws):
         r = robust.ratio_ci(side(1000.0, cv_a), side(800.0, cv_b))
         covered += r.low <= 0.8 <= r.high
-    assert 0.93 <= covered / draws <= 0.985
+    assert least <= covered / draws <= 0.985
 
 
 def test_small_and_degenerate_groups() -> None:
@@ -148,3 +158,27 @@ def test_swapping_the_sides_inverts_the_ratio(a: list[float], b: list[float]) ->
     assert back.ratio == pytest.approx(1.0 / r.ratio, rel=1e-9)
     assert back.low == pytest.approx(1.0 / r.high, rel=1e-9)
     assert back.high == pytest.approx(1.0 / r.low, rel=1e-9)
+
+
+def test_two_half_speed_boots_among_eight_are_set_apart_by_the_other_sides_spread() -> None:
+    """A re-check the simulator ended "unclear" (5% of boots at half speed, a 25% step at
+    CV 10%): the parent's 572 and 494 are two of eight. Alone, one group cannot tell them
+    from a wide spread (all core); with the culprit's tight boots and the tie between
+    the two spreads, both are set apart and the step is clear at the re-check's level."""
+    parent = [886.0, 572.0, 1060.0, 1079.0, 915.0, 494.0, 997.0, 1190.0]
+    culprit = [820.0, 776.0, 754.0, 798.0, 714.0, 762.0, 744.0, 787.0]
+    assert robust.fit(parent).n_eff == 8.0
+    a, b = robust.fit_two(parent, culprit)
+    assert a.core[1] < 0.05 and a.core[5] < 0.05
+    assert sum(c > 0.9 for c in a.core) == 6 and b.n_eff > 7.5
+    r = robust.ratio_ci(parent, culprit, 0.9833)
+    assert r.high < 0.98 and 0.7 < r.ratio < 0.8
+
+
+def test_the_tie_does_not_trim_two_clean_sides() -> None:
+    """Two clean sides of equal spread: the tie changes nothing, the estimate is Welch's."""
+    rng = np.random.default_rng(3)
+    a = [float(v) for v in 1000.0 * np.exp(0.1 * rng.normal(0, 1, 8))]
+    b = [float(v) for v in 800.0 * np.exp(0.1 * rng.normal(0, 1, 8))]
+    fa, fb = robust.fit_two(a, b)
+    assert fa.n_eff == 8.0 and fb.n_eff == 8.0

@@ -32,7 +32,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from kbisect.bisect import recheck, references, samples
-from kbisect.bisect.posterior import graph, story
+from kbisect.bisect.posterior import graph, likelihood, story
 from kbisect.bisect.posterior.bench import Bench, Sample, Store
 from kbisect.bisect.posterior.choice import Cost
 from kbisect.bisect.posterior.likelihood import Model
@@ -69,6 +69,9 @@ class Search:
         # the one-step search, or the story's (the samples contradict one step)
         self.wide = run.story is not None and run.story["kind"] not in ("single",)
         self.range_model: story.RangeModel | None = None
+        self.told: story.Story | None = None  # the last story told
+        self._held: dict[tuple[str, int], likelihood.Fit | None] = {}  # _held_out's
+        self._held_n = -1  # the number of samples they were fitted to
 
     def feed(self, found: list[Sample]) -> int:
         """Samples into the posterior; how many."""
@@ -107,18 +110,24 @@ class Search:
         answer = self.post.stop(self.opts.confidence)
         if answer is None and not self.wide:
             return self._reference() or self._test()
-        if (probe := self._open_probe()) is not None:
+        if (probe := self._open_probe(self.run.probes or [])) is not None:
             return self._test(probe, "probe")
+        if (check := self._open_check(answer)) is not None:
+            return self._test(check, "check")
         told = self.tell()
         conf = self.opts.confidence
         if told.kind == "single" and told.changes[0].p >= conf:
             if answer is None or not _holds(told.changes[0], answer):
                 self.wide = False  # the story agrees on one step: the one-step search goes on
                 return self._reference() or self._test()
-            if against := self._against(told.changes[0]):
-                # a probe is clearly at the other level: one step does not fit the data,
-                # whatever P(one change) says; the story's search goes on
-                self._note_against(against)
+            against, open_, unclear = self._doubts(told.changes[0])
+            if open_:
+                # a tested revision not yet clearly at the level one step says
+                return self._test(open_[0], "check")
+            if against or unclear:
+                # a revision clearly at the other level, or still between the levels after
+                # PROBE_BOOTS: one step does not fit the data, whatever P(one change) says
+                # (tell() notes it in the story); the story's search goes on
                 self.wide = True
                 return self._reference() or self._test(self._wide_next(), "story")
             if (probe := self.probe(told)) is not None:
@@ -141,13 +150,29 @@ class Search:
         self.wide = True
         return self._reference() or self._test(self._wide_next(), "story")
 
+    def _open_check(self, answer: Answer | None) -> str | None:
+        """A tested revision still to sample for the last story's single step (_doubts'
+        open ones), while that step is the answer: sampled without fitting the story anew
+        each boot (the story is refitted once none is left)."""
+        told = self.told
+        if told is None or told.kind != "single" or answer is None:
+            return None
+        if told.changes[0].p < self.opts.confidence:
+            return None
+        if not _holds(told.changes[0], answer):
+            return None
+        _, open_, _ = self._doubts(told.changes[0])
+        return open_[0] if open_ else None
+
     def tell(self) -> story.Story:
         """The whole range's story at the samples so far (run.story)."""
         samples = [(s.commit, s.tps, s.t, s.load) for s in self.post.samples]
         model = story.RangeModel.build(self.graph, self.post.partition(), samples, self.post.model)
         self.range_model = model
-        told = model.story()
+        told = self.told = model.story()
         self.run.story = told.as_dict()
+        if told.kind == "single" and self.post.levels() is not None:
+            self._note_doubts(told.changes[0])
         return told
 
     def probe(self, told: story.Story) -> str | None:
@@ -157,34 +182,133 @@ class Search:
             self.graph, self.post.partition(), told.changes[0], self.post.untestable
         )
 
-    def _against(self, change: story.Change) -> list[str]:
-        """The probes whose samples are clearly at the other level than one step at
-        `change` says (story.level_test beyond the confidence's odds)."""
+    def _doubts(self, change: story.Change) -> tuple[list[str], list[str], list[str]]:
+        """The checked revisions (_checked) that one step at `change` does not explain yet,
+        by story.level_test at the noise of the level the step says they are at: (against:
+        clearly at the other level; open: to sample next, at neither level clearly with
+        fewer than PROBE_BOOTS samples; unclear: still between the levels after
+        PROBE_BOOTS). A revision between the levels after PROBE_BOOTS is excused when the
+        revisions next to it are clearly at the level the step says (a noisy revision, not
+        a window a fix opened); they are sampled (open) until they tell."""
         at = self.graph.index[change.commit]
-        out = []
-        for probe in self.run.probes or []:
-            i = self.graph.index.get(probe)
-            if i is None:
+        odds = self._odds()
+        against: list[str] = []
+        open_: list[str] = []
+        stuck: list[int] = []
+        for commit in self._checked():
+            i = self.graph.index.get(commit)
+            if i is None or commit in self.post.untestable:
                 continue
-            after = bool(self.graph.anc[i] >> at & 1)
-            llr = self._level(probe, after)
-            if llr is not None and ((llr <= -self._odds()) if after else (llr >= self._odds())):
-                out.append(probe)
-        return out
+            fits, n = self._fits(i, at)
+            if fits <= -odds:
+                against.append(commit)
+            elif fits < odds and n < story.PROBE_BOOTS:
+                open_.append(commit)
+            elif fits < odds:
+                stuck.append(i)
+        unclear: list[str] = []
+        for i in stuck:
+            near = self._next_to(i, at)
+            told = [(j, *self._fits(j, at)) for j in near]
+            if near and all(fits >= odds for _, fits, _ in told):
+                continue  # its neighbours are at the level the step says
+            more = [
+                self.graph.commits[j]
+                for j, fits, n in told
+                if -odds < fits < odds and n < story.PROBE_BOOTS
+            ]
+            if more:
+                open_ += [c for c in more if c not in open_]
+            else:
+                unclear.append(self.graph.commits[i])
+        return against, open_, unclear
 
-    def _note_against(self, against: list[str]) -> None:
-        """The probes that contradict the story's single step, in run.story."""
-        assert self.run.story is not None
-        notes = [
-            f"probe {p[:12]} is clearly at the other level than one step says" for p in against
+    def _fits(self, i: int, at: int) -> tuple[float, int]:
+        """How clearly revision i's samples sit at the level one step at index `at` says
+        (the level test's log odds, positive: at that level; 0 without samples), and how
+        many samples it has. The levels and noise it is judged against are the step's fit
+        without its own samples (_held_out)."""
+        commit = self.graph.commits[i]
+        mine = [s for s in self.post.samples if s.commit == commit]
+        fit = self._held_out(commit, at) if mine else None
+        if fit is None:
+            return 0.0, len(mine)
+        after = bool(self.graph.anc[i] >> at & 1)
+        points = [
+            (s.tps, fit.level(False, s.t, s.load), fit.level(True, s.t, s.load)) for s in mine
         ]
-        self.run.story["against"] = against
+        llr = story.level_test(points, fit.sigma(after), fit.outlier, self.post.model.outlier_scale)
+        return (llr if after else -llr), len(mine)
+
+    def _held_out(self, commit: str, at: int) -> likelihood.Fit | None:
+        """One step at index `at` fitted to every sample but the revision's own: with them
+        in, a revision half-way between the levels pulls its side's level and noise
+        towards itself and looks clear. None where the rest has no sample on a side."""
+        n = len(self.post.samples)
+        if self._held_n != n:
+            self._held, self._held_n = {}, n
+        key = (commit, at)
+        if key not in self._held:
+            g = self.graph
+            rest = [s for s in self.post.samples if s.commit != commit]
+            z = [s.commit in g.index and bool(g.anc[g.index[s.commit]] >> at & 1) for s in rest]
+            fit = None
+            if any(z) and not all(z):
+                fit = likelihood.fit(
+                    [math.log(s.tps) for s in rest],
+                    z,
+                    self.post.model,
+                    [s.t for s in rest],
+                    None,
+                    [s.load for s in rest],
+                )
+            self._held[key] = fit
+        return self._held[key]
+
+    def _next_to(self, i: int, at: int) -> list[int]:
+        """The testable revisions next to i in the range's order, on the same side of one
+        step at `at`."""
+        g = self.graph
+        side = bool(g.anc[i] >> at & 1)
+        return [
+            j
+            for j in (i - 1, i + 1)
+            if 0 <= j < g.n
+            and bool(g.anc[j] >> at & 1) == side
+            and g.commits[j] not in self.post.untestable
+        ]
+
+    def _note_doubts(self, change: story.Change) -> None:
+        """The revisions that doubt the story's single step (_doubts), in run.story:
+        "against" and "unclear", each with a note; exit 0 needs neither (story.confirmed)."""
+        assert self.run.story is not None
+        against, _, unclear = self._doubts(change)
+        notes = [f"{c[:12]} is clearly at the other level than one step says" for c in against]
+        notes += [
+            f"{c[:12]} is between the levels after {story.PROBE_BOOTS} boots: "
+            "one step is not confirmed there"
+            for c in unclear
+        ]
+        if against:
+            self.run.story["against"] = against
+        if unclear:
+            self.run.story["unclear"] = unclear
         self.run.story["notes"] = [*self.run.story["notes"], *notes]
 
-    def _open_probe(self) -> str | None:
-        """A probe whose level is not clear yet: its samples tell neither the good nor
-        the bad level apart (story.level_test), and it has had fewer than PROBE_BOOTS."""
-        for probe in self.run.probes or []:
+    def _checked(self) -> list[str]:
+        """The revisions a single step's story is checked on: the probes, and every other
+        revision the search tested (the endpoints aside). A revision the one-step search
+        sampled once, half-way between the levels, is as much a place where a fix could
+        hide as an untested stretch (a posterior predictive check on every revision)."""
+        ends = {self.run.good, self.run.bad}
+        tested = [c for c in self.run.visited if c not in ends and c in self.graph.index]
+        return list(dict.fromkeys([*(self.run.probes or []), *tested]))
+
+    def _open_probe(self, candidates: list[str]) -> str | None:
+        """One of candidates whose level is not clear yet: its samples tell neither the
+        good nor the bad level apart (story.level_test), and it has had fewer than
+        PROBE_BOOTS."""
+        for probe in candidates:
             n = sum(s.commit == probe for s in self.post.samples)
             if probe in self.post.untestable or n >= story.PROBE_BOOTS:
                 continue
@@ -200,8 +324,13 @@ class Search:
         fit = self.post.levels()
         if fit is None:
             return None
-        tps = [s.tps for s in self.post.samples if s.commit == probe]
-        return story.level_test(tps, fit.coef[0], fit.coef[1], fit.sigma(bad_noise))
+        points = [
+            (s.tps, fit.level(False, s.t, s.load), fit.level(True, s.t, s.load))
+            for s in self.post.samples
+            if s.commit == probe
+        ]
+        w, kappa = fit.outlier, self.post.model.outlier_scale
+        return story.level_test(points, fit.sigma(bad_noise), w, kappa)
 
     def _odds(self) -> float:
         """The log odds of the confidence: what a level test must reach to be clear."""

@@ -71,7 +71,6 @@ ALONE = 0.8  # P(one change) a single step's story needs to be confirmed (exit 0
 WORTH = 0.02  # nats per boot: a story test below this is not worth its boot
 LIVE = 1e-3  # hypotheses lighter than this are left out of the choice of revision
 PROBE_BOOTS = 8  # samples of one probe, at most
-CLIP = 3.0  # nats one sample may add to a level test (a boot far off decides nothing)
 LOG_2PI = math.log(2 * math.pi)
 Array = NDArray[np.float64]
 
@@ -674,8 +673,9 @@ def confirmed(
     difference between the endpoints: not "partial")."""
     if not told or told["kind"] not in ("single", "several"):
         return False
-    if told["kind"] == "single" and (told["p_single"] < ALONE or told.get("against")):
-        return False  # one step is doubted: by the story, or by a probe at the other level
+    single = told["kind"] == "single"
+    if single and (told["p_single"] < ALONE or told.get("against") or told.get("unclear")):
+        return False  # one step is doubted: by the story, or by a revision it does not fit
     for step in told["steps"]:
         if step["p"] < confidence:
             return False
@@ -687,13 +687,25 @@ def confirmed(
     return True
 
 
-def level_test(tps: Sequence[float], good: float, bad: float, sd: float) -> float:
+def level_test(
+    points: Sequence[tuple[float, float, float]], sd: float, w: float, kappa: float
+) -> float:
     """The log likelihood ratio of "at the bad level" against "at the good level" for a
-    probe's samples (levels and sd on the log scale), each sample's part clipped at CLIP
-    nats: positive says bad, negative good."""
+    revision's samples, each point (tps, the good level, the bad level) with the levels on
+    the log scale at that sample's time and load, each sample under the likelihood's own
+    two-part mixture (weight w on a part kappa times as wide): positive says bad, negative
+    good. A clean boot tells the levels apart as the core part does; a boot far from both
+    (half speed) tells almost nothing, so one outlier never makes a revision clearly at a
+    level."""
     total = 0.0
-    for v in tps:
+    for v, good, bad in points:
         x = math.log(v)
-        part = ((x - good) ** 2 - (x - bad) ** 2) / (2 * sd * sd)
-        total += max(-CLIP, min(CLIP, part))
+        total += _mixed(x - bad, sd, w, kappa) - _mixed(x - good, sd, w, kappa)
     return total
+
+
+def _mixed(d: float, sd: float, w: float, kappa: float) -> float:
+    """log of the two-part mixture's density at the residual d."""
+    core = math.log1p(-w) - 0.5 * (d / sd) ** 2 - math.log(sd)
+    wide = math.log(w) - 0.5 * (d / (kappa * sd)) ** 2 - math.log(kappa * sd)
+    return max(core, wide) + math.log1p(math.exp(-abs(core - wide)))

@@ -272,6 +272,13 @@ def _answer(s: Mapping[str, Any]) -> list[str]:
             "",
             *head,
         ]
+    elif told and told["kind"] == "single" and (told.get("against") or told.get("unclear")):
+        head = [
+            "**One step does not fit every sample (a tested revision is at the other level, "
+            "or between the levels): the answer is not confirmed. Read The whole range.**",
+            "",
+            *head,
+        ]
     first = s.get("first_stop")
     note = []
     if first:

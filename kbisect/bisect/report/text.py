@@ -21,7 +21,7 @@ def _bisect_samples(run_dir: Path, commit: str | None) -> list[dict[str, Any]]:
     if commit is None or not (run_dir / state.STATE_FILE).is_file():
         return []
     store = state.load(run_dir).store
-    if not store.is_dir():
+    if not (store / commit).is_dir():  # moved, or another run's store at the same path
         store = run_dir / "store"
     try:
         return results.load_samples(store / commit) if (store / commit).is_dir() else []
