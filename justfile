@@ -32,7 +32,7 @@ lint:
 [group('check')]
 test: lint
     pytest -q
-    just faults
+    just faults 20
     just fuzz
 
 # unit tests only (fake kernel tree, generated histories): seconds
@@ -40,10 +40,10 @@ test: lint
 unit:
     pytest -q -m 'not e2e and not real and not faults and not fuzz'
 
-# fault injection: 50+ kill -9/SIGINT/SIGTERM/SIGHUP each into fake compares and bisections (~4 min)
+# fault injection: kill -9/SIGINT/SIGTERM/SIGHUP, per_kind+ each (50; `just test`: 20), into fake compares and bisections (~7 min at 20 on 2 cores, ~18 at 50)
 [group('check')]
-faults:
-    pytest -q -m faults
+faults per_kind="50":
+    KBISECT_FAULTS_PER_KIND={{per_kind}} pytest -q -m faults
 
 # input fuzz: generated command lines for every subcommand and corrupted files of every kind, on the fake target (~3 min; seeded: KBISECT_FUZZ_SEED)
 [group('check')]

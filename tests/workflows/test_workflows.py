@@ -48,7 +48,10 @@ def justfile_recipes(text: str) -> set[str]:
     """Recipe names of a justfile (not variables, settings or attributes)."""
     names = set()
     for line in text.splitlines():
-        m = re.match(r"@?([A-Za-z_][\w-]*)(\s+[^:=]*)?:(?!=)", line)
+        m = re.match(
+            r"@?([A-Za-z_][\w-]*)(?:\s+[*+$]?[\w-]+(?:=(?:\"[^\"]*\"|'[^']*'|[\w.-]+))?)*\s*:(?!=)",
+            line,
+        )
         if m and m[1] not in {"set", "export", "alias", "import", "mod"}:
             names.add(m[1])
     return names
@@ -192,6 +195,7 @@ def test_workflow_passes_every_check(path: Path, recipes: set[str]) -> None:
 
 def test_justfile_recipes_parsed(recipes: set[str]) -> None:
     assert {"lint", "test", "rc-watch", "revert-check", "rc-issue", "ci-summary"} <= recipes
+    assert {"faults", "founding"} <= recipes  # parameters with defaults
     assert "venv" not in recipes and "set" not in recipes  # a variable, a setting
 
 
