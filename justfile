@@ -32,7 +32,7 @@ lint:
 [group('check')]
 test: lint
     pytest -q
-    just faults 20
+    just faults 10
     just fuzz
 
 # unit tests only (fake kernel tree, generated histories): seconds
@@ -40,7 +40,7 @@ test: lint
 unit:
     pytest -q -m 'not e2e and not real and not faults and not fuzz'
 
-# fault injection: kill -9/SIGINT/SIGTERM/SIGHUP, per_kind+ each (50; `just test`: 20), into fake compares and bisections (~7 min at 20 on 2 cores, ~18 at 50)
+# fault injection: kill -9/SIGINT/SIGTERM/SIGHUP, per_kind+ each (50; `just test`: 10), into fake compares and bisections (~5 min at 10 on 2 cores, ~18 at 50)
 [group('check')]
 faults per_kind="50":
     KBISECT_FAULTS_PER_KIND={{per_kind}} pytest -q -m faults

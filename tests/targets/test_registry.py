@@ -15,7 +15,7 @@ from kbisect.measure import results
 from kbisect.targets import registry
 from kbisect.targets.fake.target import FakeTarget
 from kbisect.targets.vng.target import VngTarget
-from tests.fakes import fake_image, fake_target
+from tests.fakes import fake_image, fake_target, make_fake_kernel_repo
 
 
 def test_vng_is_the_default_and_runs_this_hosts_arch() -> None:
@@ -24,13 +24,16 @@ def test_vng_is_the_default_and_runs_this_hosts_arch() -> None:
     assert t.arch.name == arch.host_arch()
 
 
-def test_on_an_arm64_host_everything_defaults_to_arm64(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_on_an_arm64_host_everything_defaults_to_arm64(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     monkeypatch.setattr(platform, "machine", lambda: "aarch64")
     assert arch.host_arch() == "arm64"
     assert registry.get().arch.name == "arm64" and registry.get().arch.is_native()
     assert registry.get("vng", "x86_64").arch.cross_compile == "x86_64-linux-gnu-"
     parser = cli.build_parser()
-    args = parser.parse_args(["build"])
+    make_fake_kernel_repo(tmp_path / "linux")  # not the embedded tree: a 1-minute import
+    args = parser.parse_args(["build", "--tree", str(tmp_path / "linux")])
     assert build_command.request(args).arch.name == "arm64"
     assert parser.parse_args(["doctor"]).arch == "arm64"
 
