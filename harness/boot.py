@@ -97,6 +97,7 @@ class Boot:
         self.fp["storage"] = {**storage.describe(self.storage, self.workdir), "fio": None}
         version = proc.run([str(self.bindir / "postgres"), "--version"], timeout=60)
         self.fp["pg_version"] = fingerprint.pg_version(version.output)
+        self.fp["pg_binary_sha256"] = fingerprint.file_sha256(self.bindir / "postgres")
 
     def _prepare_guest(self) -> None:
         if not system.is_root():
@@ -149,6 +150,7 @@ class Boot:
             int(bench["fillfactor"]),
             initdb_args(self.major),
             platform.machine(),
+            get(self.scenario, "postgres").get("build"),
         )
         archive = template.find(self.template_dir, name)
         if archive is None:
@@ -202,6 +204,7 @@ class Boot:
         after = fingerprint.meminfo(fingerprint.read("/proc/meminfo") or "")
         names = sorted({*self.settings, *FINGERPRINT_SETTINGS})
         self.fp["pg_settings"] = fingerprint.pg_settings(self.server.psql(settings_sql(names)))
+        self.fp["pg_server"] = self.server.psql("SELECT version()").strip() or None
         self.fp["hugepages_free"] = after.get("HugePages_Free")
         smaps = fingerprint.read(f"/proc/{self.server.pid}/smaps")
         setting = self.fp["pg_settings"].get("huge_pages", str(self.settings["huge_pages"]))

@@ -6,6 +6,7 @@ Anything that cannot be found is null, never guessed.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import platform
 import re
@@ -89,6 +90,18 @@ def pg_version(text: str) -> str | None:
     """`postgres (PostgreSQL) 15.18 (Debian 15.18-0+deb12u1)` -> `15.18 (Debian ...)`."""
     m = re.search(r"\(PostgreSQL\)\s+(.+)", text)
     return m.group(1).strip() if m else None
+
+
+def file_sha256(path: Path) -> str | None:
+    """The sha256 of a file (the server binary that ran), None if unreadable."""
+    h = hashlib.sha256()
+    try:
+        with open(path, "rb") as f:
+            for block in iter(lambda: f.read(1 << 20), b""):
+                h.update(block)
+    except OSError:
+        return None
+    return h.hexdigest()
 
 
 def smaps_hugetlb(text: str, base_kb: int) -> bool:
@@ -180,6 +193,8 @@ def system(dmesg: Callable[[], str | None]) -> dict[str, Any]:
         "mem_total_kb": mem.get("MemTotal"),
         "clocksource": None if clock is None else clock.strip(),
         "pg_version": None,
+        "pg_server": None,
+        "pg_binary_sha256": None,
         "pg_settings": {},
         "huge_pages_used": None,
         **hardware(),

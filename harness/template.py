@@ -24,9 +24,21 @@ SUFFIXES = (".tar.zst", ".tar.gz")
 TOOL_PATH = "/usr/bin:/bin"
 
 
-def key(major: int, scale: int, fillfactor: int, initdb_args: list[str], machine: str) -> str:
-    """Names the template: PG major, scale, fillfactor, initdb options, CPU architecture."""
-    ident = json.dumps({"format": FORMAT, "initdb": initdb_args}, sort_keys=True)
+def key(
+    major: int,
+    scale: int,
+    fillfactor: int,
+    initdb_args: list[str],
+    machine: str,
+    build: str | None = None,
+) -> str:
+    """Names the template: PG major, scale, fillfactor, initdb options, CPU architecture,
+    and the PostgreSQL build that made it, if one did (a development build's catalog can
+    change between commits of one major)."""
+    parts: dict[str, object] = {"format": FORMAT, "initdb": initdb_args}
+    if build is not None:
+        parts["build"] = build
+    ident = json.dumps(parts, sort_keys=True)
     digest = hashlib.sha256(ident.encode()).hexdigest()[:12]
     return f"pg{major}-{machine}-s{scale}-ff{fillfactor}-{digest}"
 

@@ -33,6 +33,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     options.add_set(s, what=" (both sides)")
     options.add_set(s, "-a", " (side A)")
     options.add_set(s, "-b", " (side B)")
+    options.add_pg(s)
     s.add_argument("--label-a", help="name for side A in the report")
     s.add_argument("--label-b", help="name for side B in the report")
     m = parser.add_argument_group("measurement")
@@ -74,6 +75,9 @@ def spec(args: argparse.Namespace) -> Spec:
         patch=options.paths(args.patch),
         patch_a=options.paths(args.patch_a),
         patch_b=options.paths(args.patch_b),
+        pg_patch=options.paths(args.pg_patch),
+        pg_patch_a=options.paths(args.pg_patch_a),
+        pg_patch_b=options.paths(args.pg_patch_b),
     )
     sides.check_conflicts(given)
     options.check_base(args.base_config)  # a machine's config is fetched: after the rest

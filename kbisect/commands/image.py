@@ -1,5 +1,5 @@
-"""`kbisect image`: the root fs a foreign-arch guest boots on (kbisect/targets/vng/rootfs.py;
-images/README.md)."""
+"""`kbisect image`: the root fs a guest boots on, carrying the PostgreSQL a scenario pins
+(kbisect/targets/vng/rootfs.py; images/README.md)."""
 
 from __future__ import annotations
 
@@ -8,28 +8,52 @@ import json
 
 from kbisect.commands import options
 from kbisect.core import arch
+from kbisect.core.exceptions import UserError
+from kbisect.scenario import scenario as scenario_mod
+from kbisect.scenario import server
 from kbisect.targets.vng import rootfs
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    foreign = [n for n in arch.names() if not arch.get(n).is_native()]
-    default = foreign[0] if foreign else arch.host_arch()
+    host = arch.host_arch()
     parser.add_argument(
-        "--arch", default=default, choices=arch.names(), help=f"guest arch (default {default})"
+        "--arch", default=host, choices=arch.names(), help=f"guest arch (default {host})"
+    )
+    pin = parser.add_mutually_exclusive_group()
+    pin.add_argument(
+        "--scenario",
+        metavar="S",
+        help="make the root this scenario's [postgres] pins (a name or a .toml file)",
+    )
+    pin.add_argument(
+        "--pg-major",
+        type=options.count(10, 99),
+        help=f"PostgreSQL major (default 17; suites: {_suites()})",
     )
     parser.add_argument(
-        "--pg-major", type=options.count(10, 99), default=rootfs.PG_MAJOR, help="PostgreSQL major"
+        "--pg-version", metavar="V", help="an exact Debian version of the major (e.g. 17.12-1)"
     )
-    parser.add_argument(
-        "--mirror", help=f"Debian mirror URL (default: mmdebstrap's for {rootfs.SUITE})"
-    )
+    parser.add_argument("--mirror", help="Debian mirror URL (default: mmdebstrap's)")
     parser.add_argument("--json", action="store_true", help="print the image manifest")
 
 
+def _suites() -> str:
+    return ", ".join(f"{m} {s}" for m, s in sorted(server.SUITES.items()))
+
+
 def main(args: argparse.Namespace) -> int:
-    root = rootfs.build(arch.get(args.arch), args.pg_major, args.mirror)
+    if args.scenario:
+        if args.pg_version:
+            raise UserError("--pg-version goes with --pg-major, not --scenario")
+        pin = server.Pin.of(scenario_mod.load(args.scenario).data)
+    else:
+        pin = server.Pin(args.pg_major or 17, args.pg_version)
+    if problem := pin.problem():
+        raise UserError(problem)
+    a = arch.get(args.arch)
+    root = rootfs.build(a, pin, args.mirror)
     if args.json:
-        print(json.dumps(json.loads((root.parent / rootfs.MANIFEST).read_text()), indent=2))
+        print(json.dumps(rootfs.manifest(a, pin), indent=2))
     else:
         print(root)
     return 0

@@ -72,13 +72,30 @@ def add_append(
     p.add_argument(f"--append{suffix}", default="", help=f"kernel command line extras{what}")
 
 
+def add_pg(p: argparse.ArgumentParser | argparse._ArgumentGroup) -> None:
+    """--pg-build[-a|-b] SPEC and --pg-patch[-a|-b] FILE: the PostgreSQL server a side runs,
+    built from a source with patches (pgbuild/), instead of the scenario's packaged one."""
+    for suffix, what in (("", "both sides"), ("-a", "side A"), ("-b", "side B")):
+        p.add_argument(
+            f"--pg-build{suffix}",
+            metavar="SPEC",
+            help=f"run PostgreSQL built from PATH[@REV] (a git tree) or debian:MAJOR ({what})",
+        )
+    for suffix, what in (("", "both sides"), ("-a", "side A"), ("-b", "side B")):
+        add_patch(p, suffix, f" ({what}'s PostgreSQL source)", prefix="pg-")
+
+
 def add_patch(
-    p: argparse.ArgumentParser | argparse._ArgumentGroup, suffix: str = "", what: str = ""
+    p: argparse.ArgumentParser | argparse._ArgumentGroup,
+    suffix: str = "",
+    what: str = "",
+    prefix: str = "",
 ) -> None:
     """--patch FILE (repeatable): a git format-patch file, an mbox (b4 am) or a plain
-    unified diff, applied in order on top of the revision (source/patches.py)."""
+    unified diff, applied in order on top of the revision (source/patches.py);
+    `prefix` "pg-": --pg-patch, on top of a PostgreSQL source (pgbuild/)."""
     p.add_argument(
-        f"--patch{suffix}",
+        f"--{prefix}patch{suffix}",
         action="append",
         default=[],
         type=Path,

@@ -17,7 +17,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from kbisect.compare import markdown, schedule
+from kbisect.compare import markdown, pgsides, schedule
 from kbisect.compare import sides as sides_mod
 from kbisect.compare import summary as summaries
 from kbisect.compare.sides import NAMES, Side, Spec
@@ -41,8 +41,10 @@ def start(spec: Spec, policy: retake.Policy) -> int:
     code of the verdict (1 for a regression)."""
     sides_mod.check_conflicts(spec)
     base_scen = scenario.load(spec.scenario)
+    pgsides.check(spec)
     a, b = sides_mod.from_spec(spec, base_scen)
     repo = sides_mod.resolve_revisions(spec, a, b)
+    pgsides.apply(spec, (a, b))
     sides_mod.validate(a, b)
     boots = spec.boots or int(base_scen.data.get("compare", {}).get("boots", 3))
     target = registry.get(spec.target, spec.arch)
@@ -51,7 +53,8 @@ def start(spec: Spec, policy: retake.Policy) -> int:
         room.check(paths.cache_dir(), 2 * room.PER_BUILD, "the cache")
         make.check_dir(paths.cache_dir(), "the cache")
     with target:
-        target.preflight(a.scen)
+        for side in (a, b):  # each side's scenario may pin another server
+            target.preflight(side.scen)
         for side in (a, b):
             if side.kernel is not None:
                 target.validate(side.kernel)
@@ -96,7 +99,8 @@ def resume(given: Path | None) -> int:
     plan["resumed"] = int(plan.get("resumed", 0)) + 1
     progress.step(f"resuming {out}; its saved options apply")
     with registry.get(plan["target"], plan["arch"]) as target:
-        target.preflight(sides["A"].scen)
+        for side in sides.values():
+            target.preflight(side.scen)
         return _run(target, sides, plan, out)
 
 

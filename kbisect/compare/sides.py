@@ -47,6 +47,12 @@ class Spec:
     sets: tuple[str, ...] = ()
     sets_a: tuple[str, ...] = ()
     sets_b: tuple[str, ...] = ()
+    pg_build: str | None = None  # the PostgreSQL a side runs, built (pgbuild/)
+    pg_build_a: str | None = None
+    pg_build_b: str | None = None
+    pg_patch: tuple[Path, ...] = ()
+    pg_patch_a: tuple[Path, ...] = ()
+    pg_patch_b: tuple[Path, ...] = ()
     label_a: str | None = None
     label_b: str | None = None
     boots: int | None = None  # per side; None: the scenario's
@@ -146,6 +152,18 @@ def check_conflicts(spec: Spec) -> None:
             raise ConflictingOptions(f"{option} needs a revision to build, not a prebuilt {kernel}")
     if (spec.patch or spec.patch_a or spec.patch_b) and not spec.base:
         raise ConflictingOptions("--patch, --patch-a and --patch-b need --base (a revision)")
+    pg = [
+        ("--pg-patch", spec.pg_patch, spec.pg_build_a or spec.pg_build or spec.pg_build_b),
+        ("--pg-patch-a", spec.pg_patch_a, spec.pg_build_a or spec.pg_build),
+        ("--pg-patch-b", spec.pg_patch_b, spec.pg_build_b or spec.pg_build),
+    ]
+    for option, given, source in pg:
+        if given and not source:
+            raise ConflictingOptions(f"{option} needs a PostgreSQL source to patch: --pg-build")
+    if spec.pg_build and (spec.pg_build_a or spec.pg_build_b):
+        raise ConflictingOptions(
+            "--pg-build and --pg-build-a/-b both say which PostgreSQL to build"
+        )
     if (spec.rev_b or spec.revert) and not spec.base:
         raise ConflictingOptions("--rev-b and --revert need --base (side A's revision)")
 

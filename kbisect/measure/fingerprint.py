@@ -27,6 +27,9 @@ FIELDS = (
     "clocksource",
     "pg_version",
 )
+# Fields the harness records since servers were pinned per scenario: the running server's
+# `SELECT version()` and the sha256 of the binary that ran (older fingerprints lack them).
+LATER_FIELDS = ("pg_server", "pg_binary_sha256")
 PG_PREFIX = "pg_settings."
 # Where PGDATA lived (harness/storage.py): compared like the fields above. The fio
 # figures vary from boot to boot; fiodiff.py compares them with a noise margin.
@@ -79,6 +82,7 @@ def kernel_cmdline(cmdline: str | None) -> str | None:
 def flatten(fp: Mapping[str, Any]) -> dict[str, str]:
     """The fields of FIELDS plus every PostgreSQL setting, as strings."""
     flat = {name: show(fp.get(name)) for name in FIELDS}
+    flat.update({name: show(fp[name]) for name in LATER_FIELDS if name in fp})
     flat["cmdline"] = show(kernel_cmdline(fp.get("cmdline")))
     settings = fp.get("pg_settings") or {}
     for key in sorted(settings):
@@ -101,7 +105,7 @@ def diff(sides: Mapping[str, list[Mapping[str, Any]]]) -> list[Row]:
     only some fingerprints carry counts as a difference: MISSING is a value like any other.
     """
     flat = {s: [flatten(fp) for fp in fps if fp] for s, fps in sides.items()}
-    names = list(FIELDS)
+    names = [*FIELDS, *(n for n in LATER_FIELDS if any(n in fp for f in flat.values() for fp in f))]
     for fps in flat.values():
         names += sorted({k for fp in fps for k in fp if k not in names})
     rows = []

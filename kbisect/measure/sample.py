@@ -190,6 +190,7 @@ def record(
         "kernel": job.kernel.describe(release),
         "append": append,
         "target": target.describe(),
+        "userland": target.userland(job.scen),
         "status": guest.get("status"),
         "error": guest.get("error"),
         "tps": sum(measured) / len(measured) if ok else None,

@@ -40,6 +40,18 @@ def check_setting(name: str, value: Any) -> str | None:
 def cross_check(data: dict[str, Any]) -> str | None:
     """Rules between fields; the one-line problem, or None."""
     bench, guest, pg = data["pgbench"], data["guest"], data["postgres"]["settings"]
+    server = data["postgres"]
+    if "build" in server and server["source"] == "host":
+        return 'postgres.build runs a build on an image\'s root: it goes with source = "image"'
+    if "build" in server and "version" in server:
+        return "postgres.build and postgres.version pin two different servers: keep one"
+    if "version" in server and server["source"] == "host":
+        return 'postgres.version pins an image\'s server: it goes with source = "image"'
+    if "version" in server and not server["version"].startswith(f"{server['major']}."):
+        return (
+            f"postgres.version ({server['version']}) is not a version of "
+            f"postgres.major ({server['major']})"
+        )
     if ("builtin" in bench) == ("script" in bench):
         return "pgbench needs exactly one of builtin or script"
     if bench["threads"] > bench["clients"]:

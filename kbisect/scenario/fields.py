@@ -56,6 +56,20 @@ def _absolute(value: Any) -> str | None:
     return None if ok else "must be an absolute path of letters, digits and _ . / + -"
 
 
+def _matching(pattern: str, problem: str) -> Check:
+    """A string field that must match `pattern` whole."""
+    return lambda value: None if re.fullmatch(pattern, value) else problem
+
+
+_debian_version = _matching(
+    r"[0-9][A-Za-z0-9.+~:-]*", "must be a Debian package version (e.g. 17.12-1)"
+)
+_build_key = _matching(
+    r"pg[0-9]+[a-z0-9.]*-[0-9a-f]{12}",
+    "must be a build key `kbisect pg-build` printed (e.g. pg17-0123456789ab)",
+)
+
+
 def _options(value: Any) -> str | None:
     ok = re.fullmatch(r"[A-Za-z0-9_=,.:+-]*", value)
     return None if ok else "must be comma-separated mount options (no spaces)"
@@ -76,6 +90,9 @@ FIELDS: dict[str, tuple[str, Any, Check | None]] = {
     "name": ("str", REQUIRED, _name),
     "description": ("str", REQUIRED, None),
     "postgres.major": ("int", REQUIRED, _range(10, 99)),
+    "postgres.source": ("str", "image", _one_of("image", "host")),
+    "postgres.version": ("str", None, _debian_version),
+    "postgres.build": ("str", None, _build_key),
     "postgres.port": ("int", 5432, _range(1024, 65535)),
     "postgres.settings.shared_buffers": ("str", REQUIRED, _size),
     "postgres.settings.huge_pages": ("str", REQUIRED, _one_of("on", "off", "try")),

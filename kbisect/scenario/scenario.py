@@ -25,10 +25,13 @@ from kbisect.scenario.fields import REQUIRED, ScenarioError, got, lookup
 
 def scenario_hash(data: dict[str, Any]) -> str:
     """sha256 of the canonical JSON of everything but the description, and but [storage]
-    and [fio] while they say what a scenario did before they existed (tmpfs, no fio), so a
-    scenario without them keeps the hash it had."""
+    and [fio] while they say what a scenario did before they existed (tmpfs, no fio), and
+    postgres.source while it says "host" (what every guest ran before scenarios pinned
+    their server in an image), so a scenario without them keeps the hash it had."""
     view = copy.deepcopy(data)
     view.pop("description", None)
+    if view["postgres"].get("source") == "host":
+        view["postgres"].pop("source")
     for section, default in storage.UNHASHED_DEFAULTS.items():
         if view.get(section) == default:
             view.pop(section)

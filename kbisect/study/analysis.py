@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kbisect.measure import fingerprint, preempt, retake, timeline
-from kbisect.report import disturbed
+from kbisect.report import disturbed, servers
 from kbisect.stats import drift, means
 from kbisect.stats.inference import CONFIDENCE, combine, holm, log_terms
 from kbisect.stats.interactions import Interaction, interactions
@@ -85,6 +85,7 @@ class Analysis:
     warnings: list[str]
     timed: tuple[drift.Timed, ...] = ()  # ok samples against time, grouped by cell@machine
     disturbed: list[dict[str, Any]] | None = None  # report/disturbed.py's rows
+    servers: tuple[str, ...] = ()  # report/servers.py's rows, per cell
 
     @property
     def baseline(self) -> int:
@@ -299,7 +300,13 @@ def analyze(definition: Mapping[str, Any], samples: Sequence[Mapping[str, Any]])
             vs[(k, c)] = got[0]
     found, tests = steps(d, pts)
     timed, moved = drifted(samples)
+    cells = {f"k{k}-{c['id']}": c for k in range(len(d["kernels"])) for c in d["cells"]}
+    ran = servers.rows(
+        sorted(samples, key=lambda s: [int(x) for x in re.findall(r"\d+", str(s.get("label")))]),
+        lambda s: f"{s['label'].split('-')[-1]} {cells.get(s['label'], {}).get('label', '')}",
+    )
     return Analysis(
+        servers=tuple(ran),
         definition=d,
         points=pts,
         vs_baseline=vs,

@@ -204,6 +204,7 @@ def markdown(a: Analysis, pictures: list[str]) -> str:
         "",
         *_machines(dict(d)),
         "",
+        *(["## PostgreSQL each cell ran", "", *a.servers, ""] if a.servers else []),
         f"Scenario `{d['scenario']['name']}` (hash `{d['scenario']['hash']}`), {d['boots']} "
         f"boots per kernel and cell in randomized complete blocks (seed {d.get('seed')}).",
         "",

@@ -217,7 +217,9 @@ def start(study: Study, req: Request) -> int:
     budget.check(p.estimate, study.budget_hours, req.yes)
     if req.dry_run:
         return EXIT_OK
-    target.preflight(scenario.load(study.scenario))
+    _, scens, _ = cells(study)
+    for scen in {s.hash: s for s in scens}.values():  # each cell may pin another server
+        target.preflight(scen)
     boots = len(p.refs) * len(p.cells) * study.boots * (study.retries + 1)
     results.check_out(req.out, "study", room.results_need(boots))
     if p.repos:

@@ -107,6 +107,8 @@ def render(a: Analysis) -> str:
     lines += [*_table(a), *_trees(a)]
     lines += ["", "reproduce:", *tr.command(d.get("command") or "kbisect study"), ""]
     lines += ["machine:", *_machines(dict(d)), ""]
+    if a.servers:
+        lines += ["PostgreSQL each cell ran:", *a.servers, ""]
     lines += [
         "scenario:",
         *tr.para(

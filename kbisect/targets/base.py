@@ -134,6 +134,11 @@ class Target(ABC):
         """Rows for `kbisect doctor --target NAME`."""
         return []
 
+    def userland(self, scen: Scenario) -> dict[str, Any] | None:
+        """What every sample records of the root fs the harness runs on for `scen` (e.g.
+        the image's PostgreSQL and content hash), None when the target cannot say."""
+        return None
+
     def validate(self, kernel: Kernel) -> None:
         """Before booting `kernel`: UserError if this target cannot run it."""
         if kernel.arch is not None and kernel.arch != self.arch.name:

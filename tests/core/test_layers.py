@@ -22,6 +22,7 @@ STAGES = (
     "source",
     "kernel",
     "scenario",
+    "pgbuild",
     "targets",
     "measure",
     "report",

@@ -20,6 +20,7 @@ from kbisect.core import arch, checks
 from kbisect.core.exceptions import MissingTool
 from kbisect.doctor import doctor, tools
 from kbisect.doctor import host as doctor_host
+from kbisect.scenario import server
 from kbisect.source import tree
 from kbisect.targets.vng import kvm, rootfs
 
@@ -31,8 +32,12 @@ PVM = kvm.KvmStatus(
 UNKNOWN = kvm.KvmStatus(False, kvm.NO_KERNEL, "bootsector", decided=False, control_ok=True)
 
 
+def image(name: str = "arm64") -> str:
+    return str(rootfs.root_for(arch.get(name), server.DEFAULT_PIN).parent / rootfs.MANIFEST)
+
+
 def arm64_image() -> str:
-    return str(rootfs.root_for(arch.get("arm64")).parent / rootfs.MANIFEST)
+    return image("arm64")
 
 
 class FakeHost(doctor_host.Host):
@@ -65,6 +70,7 @@ class FakeHost(doctor_host.Host):
             "/usr/lib/postgresql/15/bin/pgbench",
             str(tree.DEFAULT_TARBALL),
             arm64_image(),
+            image("x86_64"),
         }
         self.free = 100 * GIB
         self.ncpus = 8
@@ -274,11 +280,20 @@ def test_missing_arm64_root_fs_warns_unless_arm64_is_asked_for() -> None:
     host = FakeHost()
     host.files.remove(arm64_image())
     code, checks = run(host)
-    row = checks["arm64 root fs"]
-    assert (code, row.status, row.fix) == (0, "WARN", "kbisect image --arch arm64")
-    assert row.detail == "missing: arm64 guests cannot run the benchmark on this host"
+    row = checks["arm64 root fs (PostgreSQL 17)"]
+    assert (code, row.status, row.fix) == (0, "WARN", "kbisect image --arch arm64 --pg-major 17")
+    assert row.detail == "missing: made on the first boot that needs it (as root, ~20 s)"
     code, checks = run(host, "--arch", "arm64")
-    assert (code, checks["arm64 root fs"].status) == (1, "FAIL")
+    assert (code, checks["arm64 root fs (PostgreSQL 17)"].status) == (1, "FAIL")
+
+
+def test_a_missing_native_root_fs_only_warns_it_is_made_on_first_use() -> None:
+    host = FakeHost()
+    host.files.remove(image("x86_64"))
+    code, checks = run(host, "--arch", "x86_64")
+    row = checks["x86_64 root fs (PostgreSQL 17)"]
+    assert (code, row.status) == (0, "WARN")
+    assert row.fix == "kbisect image --arch x86_64 --pg-major 17"
 
 
 def test_missing_aarch64_qemu_matters_only_for_arm64() -> None:

@@ -313,6 +313,14 @@ def dirs() -> Iterator[Path]:
         shutil.rmtree(top, ignore_errors=True)
 
 
+# The harness tests run guest.py on this host (--host-test): its own PostgreSQL, Debian 12's.
+HOST_PG = ("postgres.source=host", "postgres.major=15")
+
+
+def on_host(name: str) -> scenario.Scenario:
+    return scenario.load(name).with_overrides(list(HOST_PG))
+
+
 def run_guest(
     top: Path, s: scenario.Scenario, name: str, templates: str = "templates"
 ) -> tuple[int, list[str], dict[str, Any]]:
@@ -382,7 +390,7 @@ def check_ok(code: int, lines: list[str], result: dict[str, Any], s: scenario.Sc
 
 @pytest.mark.real
 def test_smoke_builds_the_template_then_restores_it(dirs):
-    smoke = scenario.load("smoke")
+    smoke = on_host("smoke")
     code, lines, first = run_guest(dirs, smoke, "first", "smoke-templates")
     check_ok(code, lines, first, smoke)
     assert first["timings"]["init_s"] > 0 and first["timings"]["restore_s"] is None
@@ -394,12 +402,12 @@ def test_smoke_builds_the_template_then_restores_it(dirs):
 
 
 @pytest.mark.real
-def test_pinned_postgresql_17_fails_clearly(dirs):
-    s = scenario.load("smoke").with_overrides(["postgres.major=17"])
-    code, lines, result = run_guest(dirs, s, "pg17")
+def test_a_pinned_major_the_root_lacks_fails_clearly(dirs):
+    s = scenario.load("smoke").with_overrides(["postgres.source=host", "postgres.major=18"])
+    code, lines, result = run_guest(dirs, s, "pg18")
     assert code == 3
     assert result["status"] == "benchmark-failed"
-    assert result["error"] == "scenario pins PostgreSQL 17 but the guest has 15"
+    assert result["error"] == "scenario pins PostgreSQL 18 but the guest has 15"
     assert result["runs"] == [] and "tps" not in json.dumps(result["runs"])
     assert not any(ln.startswith("kbisect-guest: tps") for ln in lines)
     schema.validate(as_sample(result, s), "sample")
@@ -411,7 +419,9 @@ def test_pgbench_failure_gives_no_number(dirs, tmp_path):
     text = (paths.scenarios_dir() / "smoke.toml").read_text()
     text = text.replace('builtin = "simple-update"', 'script = "bad.sql"')
     (tmp_path / "smoke.toml").write_text(text)
-    s = scenario.load(str(tmp_path / "smoke.toml")).with_overrides(["pgbench.duration_s=2"])
+    s = scenario.load(str(tmp_path / "smoke.toml")).with_overrides(
+        ["pgbench.duration_s=2", *HOST_PG]
+    )
     code, _, result = run_guest(dirs, s, "badsql")
     assert code == 3
     assert result["status"] == "benchmark-failed" and result["runs"] == []

@@ -34,6 +34,7 @@ RUNS = (
     "machine-bisect",
     "contention-6.12",
     "founding",
+    "pg-clock-sweep-2x2",
 )
 
 

@@ -59,7 +59,7 @@ def test_every_shipped_scenario_loads():
 
 def test_smoke_is_the_ci_sized_one():
     s = scenario.load("smoke")
-    assert s.get("postgres.major") == 15
+    assert (s.get("postgres.major"), s.get("postgres.source")) == (15, "image")
     assert (s.get("pgbench.scale"), s.get("pgbench.clients"), s.get("pgbench.threads")) == (1, 4, 2)
     assert (s.get("pgbench.duration_s"), s.get("pgbench.warmup_runs"), s.get("pgbench.runs")) == (
         5,
@@ -143,6 +143,29 @@ def test_enum_and_range(tmp_path):
     assert error_of(edited(tmp_path, "fillfactor = 100", "fillfactor = 5")) == (
         "smoke.toml: pgbench.fillfactor must be 10 to 100, got 5"
     )
+
+
+def test_the_server_pin_source_and_exact_version(tmp_path):
+    major = "major = 15"
+    assert error_of(edited(tmp_path, major, f'{major}\nsource = "apt"')) == (
+        'smoke.toml: postgres.source must be one of image, host, got "apt"'
+    )
+    assert error_of(edited(tmp_path, major, f'{major}\nversion = "17 beta"')) == (
+        "smoke.toml: postgres.version must be a Debian package version (e.g. 17.12-1), "
+        'got "17 beta"'
+    )
+    assert error_of(edited(tmp_path, major, f'{major}\nversion = "16.4-1"')) == (
+        "smoke.toml: postgres.version (16.4-1) is not a version of postgres.major (15)"
+    )
+    host = f'{major}\nsource = "host"\nversion = "15.12-1"'
+    assert error_of(edited(tmp_path, major, host)) == (
+        'smoke.toml: postgres.version pins an image\'s server: it goes with source = "image"'
+    )
+    exact = scenario.load(str(edited(tmp_path, major, f'{major}\nversion = "15.16-0+deb12u1"')))
+    assert exact.data["postgres"]["version"] == "15.16-0+deb12u1"
+    assert exact.hash != scenario.load("smoke").hash
+    host_one = scenario.load("smoke").with_overrides(["postgres.source=host"])
+    assert host_one.hash != scenario.load("smoke").hash
 
 
 def test_section_must_be_a_table(tmp_path):

@@ -92,6 +92,9 @@ def test_compare_two_command_lines_on_one_kernel(
         "preempt=none",
         "--append-b",
         "preempt=full",
+        # and each side its server: smoke's pin (15, bookworm's root) and 17 (trixie's)
+        "--set-b",
+        "postgres.major=17",
         "--out",
         str(out),
         # This test is about two command lines, not the host: on a busy one a slot whose
@@ -122,7 +125,17 @@ def test_compare_two_command_lines_on_one_kernel(
         want = "none" if s["label"] == "A" else "full"
         assert s["fingerprint"]["preempt"] == want, s["fingerprint"]
         assert f"preempt={want}" in s["fingerprint"]["cmdline"]
-        assert s["fingerprint"]["pg_version"].startswith("15")
+        major, suite = (15, "bookworm") if s["label"] == "A" else (17, "trixie")
+        assert s["fingerprint"]["pg_version"].startswith(f"{major}.")
+        assert s["fingerprint"]["pg_server"].startswith(f"PostgreSQL {major}.")
+        assert len(s["fingerprint"]["pg_binary_sha256"]) == 64
+        assert s["userland"]["source"] == "image" and s["userland"]["suite"] == suite
+        manifest = json.loads(
+            (real_cache / "images" / s["userland"]["image"] / "image.json").read_text()
+        )
+        assert s["userland"]["content_hash"] == manifest["content_hash"]
+        debian = manifest["postgres_debian_version"]
+        assert s["fingerprint"]["pg_version"].endswith(f"(Debian {debian})")
         assert s["kernel"]["commit"] is not None
 
 
@@ -146,11 +159,17 @@ def test_pgbench_failure_is_a_benchmark_failure(
     broken = smoke.replace('builtin = "simple-update"', 'script = "bad.sql"')
     assert broken != smoke
     (tmp_path / "broken.toml").write_text(broken.replace('name = "smoke"', 'name = "broken"'))
-    proc = run_on(kernel, tmp_path / "b", "--scenario", str(tmp_path / "broken.toml"))
+    # on the host's own root and PostgreSQL (the other boots run images): it starts, and
+    # pgbench fails on the script
+    host = ["--set", "postgres.source=host"]
+    proc = run_on(kernel, tmp_path / "b", "--scenario", str(tmp_path / "broken.toml"), *host)
     assert proc.returncode == 6, proc.stderr[-2000:]
     [sample] = results.load_samples(tmp_path / "b")
     assert sample["status"] == "benchmark-failed" and sample["tps"] is None
     assert sample["runs"] == []
+    assert sample["userland"] == {"source": "host", "postgres_major": 15}
+    assert "kbisect_no_such_table" in sample["error"]
+    assert sample["fingerprint"]["pg_server"].startswith("PostgreSQL 15.")
 
 
 def test_hang_is_a_timeout(kernel: Path, real_cache: Path, tmp_path: Path) -> None:

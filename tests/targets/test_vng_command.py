@@ -122,7 +122,8 @@ def test_foreign_arch_args() -> None:
     ]
     assert cmd[8:10] == ["--root", "/roots/arm64"]
     assert command.arch_args(boot(arch=a)) == ["--arch", "arm64"]
-    assert command.arch_args(boot(root=Path("/ignored"))) == []  # native: the host's own root
+    assert command.arch_args(boot()) == []  # native, no root: the host's own
+    assert command.arch_args(boot(root=Path("/r"))) == ["--root", "/r"]  # native, an image
 
 
 def test_binary_prefers_path_then_the_venv(monkeypatch: pytest.MonkeyPatch) -> None:

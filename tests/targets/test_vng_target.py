@@ -18,15 +18,17 @@ from kbisect.measure import results, sample, schema
 from kbisect.scenario import scenario
 from kbisect.targets import registry
 from kbisect.targets.base import Kernel, KernelNotFound
+from tests.targets import images as fakeimages
 
 FAKEVNG = Path(__file__).resolve().parents[1] / "fakevng"
 SHORT = ["timeouts.boot_s=1", "timeouts.idle_s=1", "timeouts.total_s=20"]
 
 
 def use_fake_vng(
-    monkeypatch: pytest.MonkeyPatch, state: Path, mode: str = "ok", **env: str
+    monkeypatch: pytest.MonkeyPatch, state: Path, mode: str = "ok", images: bool = True, **env: str
 ) -> Path:
-    """Put the fake vng first on PATH, force TCG; return the dir it logs its calls in.
+    """Put the fake vng first on PATH, force TCG, stand in the root fs the shipped
+    scenarios boot (unless not `images`); return the dir it logs its calls in.
 
     This Python's own directory comes next, so that the fake's `env python3` starts
     fast (a pyenv shim costs a quarter of a second per boot)."""
@@ -38,6 +40,8 @@ def use_fake_vng(
     monkeypatch.setenv("FAKEVNG_STATE", str(state))
     for key, value in env.items():
         monkeypatch.setenv(key, value)
+    if images:
+        fakeimages.install_defaults()
     return state
 
 
@@ -57,10 +61,11 @@ def refused_before_boot(
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
     *extra: str,
+    images: bool = True,
 ) -> str:
     """`kbisect run` on the fake vng with `extra` arguments exits 2 before any boot; its
     last line on stderr."""
-    state = use_fake_vng(monkeypatch, tmp_path / "fakevng")
+    state = use_fake_vng(monkeypatch, tmp_path / "fakevng", images=images)
     out = tmp_path / "run"
     argv = ["run", "--kernel", str(fake_image(tmp_path / "k")), "--scenario", "smoke", *extra]
     assert cli.main([*argv, "--out", str(out)]) == EXIT_USER
@@ -98,14 +103,15 @@ def test_a_vng_sample_records_the_target_and_accelerator(tmp_path: Path, state: 
         "name": "vng",
         "arch": "x86_64",
         "accel": "tcg",
-        "root": None,
     }
+    assert s["userland"]["source"] == "image" and s["userland"]["postgres_major"] == 15
     assert s["kernel"]["image"] == str((tmp_path / "k" / "bzImage").resolve())
 
 
 def test_the_vng_command_and_the_boot_dir(tmp_path: Path, state: Path) -> None:
     out = tmp_path / "run"
-    s = vng_sample(fake_image(tmp_path / "k"), smoke(), out, append="preempt=full quiet")
+    on_host = smoke("postgres.source=host")  # the guest sees the host's paths
+    s = vng_sample(fake_image(tmp_path / "k"), on_host, out, append="preempt=full quiet")
     [call] = vng_calls(state)
     argv = call["argv"]
     assert "--disable-kvm" in argv and call["append"] == [
@@ -119,7 +125,7 @@ def test_the_vng_command_and_the_boot_dir(tmp_path: Path, state: Path) -> None:
     assert boot_dir.parent == out / "boots" and s["boot_dir"] == str(boot_dir)
     assert argv[argv.index("--rwdir") + 1] == str(boot_dir)
     sent = json.loads((boot_dir / "scenario.json").read_text())
-    assert sent == smoke().data
+    assert sent == on_host.data
     log = (boot_dir / "console.log").read_text()
     assert log.startswith("# reproduce: ") and "kbisect-guest: phase init" in log
     assert argv[argv.index("--cpus") + 1] == "2" and argv[argv.index("--memory") + 1] == "1024M"

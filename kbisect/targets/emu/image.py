@@ -15,12 +15,11 @@ import time
 from pathlib import Path
 from typing import Any
 
-from kbisect.core import clock, proc, progress, reading
+from kbisect.core import clock, debroot, proc, progress, reading
 from kbisect.core.exceptions import UserError
-from kbisect.targets import debian
 from kbisect.targets.emu import where
 
-SUITE = debian.SUITE
+SUITE = debroot.SUITE
 PACKAGES = (
     "systemd-sysv",
     "udev",
@@ -77,7 +76,7 @@ def mmdebstrap_command(target: Path, hook: Path, mirror: str | None = None) -> l
         ("essential", f"echo '{PRESEED}' | chroot \"$1\" debconf-set-selections"),
         ("customize", f'sh {hook} "$1"'),
     ]
-    return debian.mmdebstrap_command(
+    return debroot.mmdebstrap_command(
         arch=where.machine_arch().debian_arch,
         variant="apt",
         packages=packages(),
@@ -124,10 +123,10 @@ def build(mirror: str | None = None, force: bool = False) -> Path:
         progress.step(f"emulated machine image already made: {final}")
         return final
     tools = ("mmdebstrap", "mkfs.ext4", "ssh-keygen")
-    debian.require("kbisect emu image", tools, "mmdebstrap --mode=root")
+    debroot.require("kbisect emu image", tools, "mmdebstrap --mode=root")
     key = ensure_key()
     start = time.monotonic()
-    debian.build_once(final, final / MANIFEST, functools.partial(_make, key, mirror))
+    debroot.build_once(final, final / MANIFEST, functools.partial(_make, key, mirror))
     progress.step(f"emulated machine image in {time.monotonic() - start:.0f}s: {final}")
     return final
 

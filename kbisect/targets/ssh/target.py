@@ -90,6 +90,11 @@ class SshTarget(Switching, Restoring, Target):
         off, LOAD_KEXEC off, no PostgreSQL running: else one line, before any install.
         Records the known-good kernel (bringing the machine back to it first if an
         earlier run left it on a kernel kbisect switched to)."""
+        if scen is not None and "build" in scen.data["postgres"]:
+            raise UserError(
+                f"target {self.name}: a machine runs its own installed PostgreSQL; "
+                "postgres.build (a PostgreSQL build) runs on vng guests only"
+            )
         if self.lock is None:
             self.lock = lock(self.name)
         majors = [int(scen.data["postgres"]["major"])] if scen else []

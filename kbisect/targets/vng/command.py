@@ -61,7 +61,7 @@ class Boot:
     exec_argv: list[str]
     append: list[str] = field(default_factory=list)
     shares: list[Share] = field(default_factory=list)
-    root: Path | None = None  # a root fs for foreign arches (else the host's own)
+    root: Path | None = None  # the guest's own root fs (rootfs.py), else the host's
     disks: list[Disk] = field(default_factory=list)
 
 
@@ -71,10 +71,8 @@ def accel_args(boot: Boot) -> list[str]:
 
 
 def arch_args(boot: Boot) -> list[str]:
-    if boot.arch.is_native():
-        return []
-    # A foreign guest cannot run the host's binaries: it needs its own root fs.
-    args = ["--arch", boot.arch.vng_arch]
+    # A foreign guest cannot run the host's binaries: it always has its own root fs.
+    args = [] if boot.arch.is_native() else ["--arch", boot.arch.vng_arch]
     if boot.root is not None:
         args += ["--root", str(boot.root)]
     return args

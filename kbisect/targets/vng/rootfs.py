@@ -1,33 +1,47 @@
-"""`kbisect image`: a root file system for guests of a foreign architecture.
+"""`kbisect image`: the root file system a guest runs the harness on, pinned to the
+PostgreSQL its scenario names.
 
-virtme-ng shares the host's own root with a native guest. A foreign guest (an arm64
-kernel on an x86_64 host) cannot run the host's binaries, so it gets a Debian root of
-its own architecture, made once into the cache with mmdebstrap's `extract` variant:
-the packages are unpacked and no maintainer script runs, so no foreign binary ever runs
-on the host (no qemu-user, no binfmt_misc). What the maintainer scripts would have done
-and the guest needs (accounts, /sbin/poweroff, mount points) is done by `finish()`.
+virtme-ng shares the host's own root with a native guest, so that guest would run
+whatever PostgreSQL the host has. A scenario pins a major (`postgres.major`, optionally
+an exact Debian version); unless it says `postgres.source = "host"`, the guest boots a
+Debian root that carries that server, made once into the cache with mmdebstrap's
+`extract` variant from the suite that ships the major (scenario/server.py SUITES). The packages are
+unpacked and no maintainer script runs, so no foreign binary ever runs on the host (an
+arm64 root on an x86_64 host needs no qemu-user, no binfmt_misc). What the maintainer
+scripts would have done and the guest needs (accounts, /sbin/poweroff, mount points) is
+done by `finish()`. A foreign arch's guest always boots such a root.
 
-Inside the guest the host's directories appear under GUEST_DIR (vng --rodir/--rwdir
-GUEST=HOST), since the host's paths do not exist in this root.
+A root is cached by its inputs (arch, suite, packages, this recipe's version: `key()`);
+its manifest carries the .deb files unpacked and a hash of the whole tree, which every
+sample records (`userland()`). Inside the guest the host's directories appear under
+GUEST_DIR (vng --rodir/--rwdir GUEST=HOST), since the host's paths do not exist there.
 """
 
 from __future__ import annotations
 
 import functools
+import hashlib
+import json
+import os
+import shlex
+import stat
 from pathlib import Path
 from typing import Any
 
 from kbisect.core import arch as arch_mod
-from kbisect.core import clock, paths, proc, progress
+from kbisect.core import clock, debroot, lock, paths, proc, progress, reading
 from kbisect.core.exceptions import UserError
-from kbisect.targets import debian
+from kbisect.pgbuild import store
+from kbisect.scenario import server
+from kbisect.scenario.server import Pin
 
-SUITE = debian.SUITE
-PG_MAJOR = 15  # what SUITE ships; a scenario pinning another major fails in the guest
+BUILD_S = 20  # a root's making, measured: 18-20 s for x86_64 trixie on this project's host
+RECIPE = 3  # bump when PACKAGES or finish() change what a root holds
 GUEST_DIR = Path("/kbisect")
 GUEST_HARNESS = GUEST_DIR / "harness"
 GUEST_OUT = GUEST_DIR / "out"
 GUEST_TEMPLATES = GUEST_DIR / "templates"
+GUEST_PG = GUEST_DIR / "pg"  # a PostgreSQL build (kbisect/pgbuild/store.py PREFIX)
 # What virtme-ng's shell init (virtme-init) and the harness run. The extract variant
 # installs no Essential:yes package by itself, so the base tools are named too; apt adds
 # the dependencies. udev: virtme-init finds its console ports through it.
@@ -56,29 +70,61 @@ PACKAGES = (
 POSTGRES_USER = "postgres:x:101:101:PostgreSQL administrator:/var/lib/postgresql:/bin/sh\n"
 POSTGRES_GROUP = "postgres:x:101:\n"
 MANIFEST = "image.json"
+DEBS = "debs.txt"  # the .deb files unpacked, written by mmdebstrap's extract hook
 
 
 class NoImage(UserError):
-    """A foreign-arch guest was asked for and its root fs was never made."""
+    """A guest needs a root fs that was never made, and this process cannot make it."""
 
 
-def root_for(a: arch_mod.Arch) -> Path:
-    return paths.cache_dir() / "images" / f"{a.name}-debian-{SUITE}" / "root"
+def pin_for(data: dict[str, Any]) -> Pin:
+    """The packaged server whose root a scenario's guest boots: the scenario's own, or,
+    for a scenario running a PostgreSQL build (postgres.build), the one the build was
+    made for (whose root has the libraries it links against)."""
+    build = data["postgres"].get("build")
+    if build is not None:
+        return Pin(int(store.find(build)["runs_on"]["major"]))
+    return Pin.of(data)
 
 
-def packages(pg_major: int = PG_MAJOR) -> list[str]:
-    return [*PACKAGES, f"postgresql-{pg_major}"]
+def key(a: arch_mod.Arch, pin: Pin) -> str:
+    """The cache directory's name: readable, plus a hash of every input."""
+    inputs = {"recipe": RECIPE, "arch": a.debian_arch, "suite": pin.suite}
+    inputs["packages"] = packages(pin)  # type: ignore[assignment]
+    digest = hashlib.sha256(json.dumps(inputs, sort_keys=True).encode()).hexdigest()
+    exact = f"-{pin.version.replace(':', '_')}" if pin.version else ""
+    return f"{a.name}-{pin.suite}-pg{pin.major}{exact}-{digest[:10]}"
+
+
+def needs_root(a: arch_mod.Arch, data: dict[str, Any]) -> bool:
+    """Does a guest of arch `a` running this scenario boot an image (else the host's root)?"""
+    return not a.is_native() or server.source(data) == server.IMAGE
+
+
+def root_for(a: arch_mod.Arch, pin: Pin) -> Path:
+    return paths.cache_dir() / "images" / key(a, pin) / "root"
+
+
+def packages(pin: Pin) -> list[str]:
+    return [*PACKAGES, pin.package]
 
 
 def mmdebstrap_command(
-    a: arch_mod.Arch, target: Path, pg_major: int = PG_MAJOR, mirror: str | None = None
+    a: arch_mod.Arch, target: Path, pin: Pin, mirror: str | None = None, debs: Path | None = None
 ) -> list[str]:
-    """The mmdebstrap command line that unpacks the root into target (pure)."""
-    return debian.mmdebstrap_command(
+    """The mmdebstrap command line that unpacks the root into target (pure). `debs`: a
+    file the extract hook lists the unpacked .deb files in."""
+    hooks = []
+    if debs is not None:
+        listing = f'ls "$1/var/cache/apt/archives" > {shlex.quote(str(debs))}'
+        hooks.append(("extract", listing))
+    return debroot.mmdebstrap_command(
         arch=a.debian_arch,
         variant="extract",
-        packages=packages(pg_major),
+        packages=packages(pin),
         output=target,
+        hooks=hooks,
+        suite=pin.suite,
         mirror=mirror,
     )
 
@@ -99,47 +145,139 @@ def finish(root: Path) -> None:
         poweroff.symlink_to("/bin/busybox")
     # The root is shared read-only: every mount point must exist beforehand (the last
     # is the harness's PGDATA tmpfs, harness/boot.py GUEST_WORKDIR).
-    for d in (GUEST_HARNESS, GUEST_OUT, GUEST_TEMPLATES, Path("/tmp/kbisect-pg")):
+    for d in (GUEST_HARNESS, GUEST_OUT, GUEST_TEMPLATES, GUEST_PG, Path("/tmp/kbisect-pg")):
         (root / d.relative_to("/")).mkdir(parents=True, exist_ok=True)
     (root / "tmp").chmod(0o1777)
     (etc / "hostname").write_text("kbisect\n")
 
 
-def find(a: arch_mod.Arch) -> Path:
-    """The finished root fs for a, or a one-line error saying how to make it."""
-    root = root_for(a)
-    if not (root.parent / MANIFEST).exists():
+def tree_hash(root: Path) -> str:
+    """sha256 over every entry of the tree (path, type, mode, link target or content), in
+    path order: two roots with one hash hold the same files."""
+    h = hashlib.sha256()
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames.sort()
+        for name in sorted([*dirnames, *filenames]):
+            path = Path(dirpath, name)
+            st = path.lstat()
+            kind, mode = stat.S_IFMT(st.st_mode), st.st_mode & 0o7777
+            h.update(f"{path.relative_to(root)}\0{kind}\0{mode}\0".encode())
+            if stat.S_ISLNK(st.st_mode):
+                h.update(os.readlink(path).encode())
+            elif stat.S_ISREG(st.st_mode):
+                with path.open("rb") as f:
+                    h.update(hashlib.file_digest(f, "sha256").digest())
+    return h.hexdigest()
+
+
+def server_version(debs: list[str], major: int) -> str | None:
+    """The Debian version of postgresql-<major> among the unpacked .deb file names."""
+    prefix = f"postgresql-{major}_"
+    for name in debs:
+        if name.startswith(prefix):
+            return name[len(prefix) :].rsplit("_", 1)[0].replace("%3a", ":")
+    return None
+
+
+def manifest(a: arch_mod.Arch, pin: Pin) -> dict[str, Any] | None:
+    """A finished root's manifest, None when there is none (never made, or unfinished)."""
+    path = root_for(a, pin).parent / MANIFEST
+    if not path.exists():
+        return None
+    return reading.json_table(path, f"remove {path.parent} and run `kbisect image` again")
+
+
+def userland(a: arch_mod.Arch, data: dict[str, Any]) -> dict[str, Any]:
+    """What a sample records of the root its guest ran on (and the build it ran)."""
+    if not needs_root(a, data):
+        return {"source": server.HOST, "postgres_major": int(data["postgres"]["major"])}
+    pin = pin_for(data)
+    m = manifest(a, pin) or {}
+    build = data["postgres"].get("build")
+    made = store.manifest(build) if build else None
+    return {
+        **({"build": _build_facts(made)} if made else {}),
+        "source": server.IMAGE,
+        "image": key(a, pin),
+        "suite": pin.suite,
+        "postgres_major": pin.major,
+        "postgres_debian_version": m.get("postgres_debian_version"),
+        "content_hash": m.get("content_hash"),
+    }
+
+
+def _build_facts(made: dict[str, Any]) -> dict[str, Any]:
+    names = ("key", "source", "commit", "base", "patches", "version", "postgres_sha256")
+    return {n: made.get(n) for n in names}
+
+
+def find(a: arch_mod.Arch, pin: Pin) -> Path:
+    """The finished root for (a, pin), or a one-line error saying how to make it."""
+    if problem := pin.problem():
+        raise UserError(problem)
+    root = root_for(a, pin)
+    if manifest(a, pin) is None:
+        exact = f" --pg-version {pin.version}" if pin.version else ""
         raise NoImage(
-            f"no {a.name} root fs for a foreign-arch guest: run `kbisect image --arch {a.name}`"
+            f"no {a.name} root fs with PostgreSQL {pin.major} ({pin.suite}): run "
+            f"`kbisect image --arch {a.name} --pg-major {pin.major}{exact}` as root"
         )
     return root
 
 
-def build(a: arch_mod.Arch, pg_major: int = PG_MAJOR, mirror: str | None = None) -> Path:
+def ensure(a: arch_mod.Arch, pin: Pin, mirror: str | None = None) -> Path:
+    """The root for (a, pin): made now when missing and this process may (root)."""
+    if problem := pin.problem():
+        raise UserError(problem)
+    if manifest(a, pin) is None and os.geteuid() == 0:
+        return build(a, pin, mirror)
+    return find(a, pin)
+
+
+def build(a: arch_mod.Arch, pin: Pin, mirror: str | None = None) -> Path:
     """Make the root fs (into a scratch dir, renamed when finished) and its manifest."""
-    if a.is_native():
-        raise UserError(f"{a.name} is this host's arch: its guests use the host's own root")
-    debian.require("kbisect image", ["mmdebstrap"], "mmdebstrap --mode=root keeps file owners")
-    root = root_for(a)
-    unpack = functools.partial(_unpack, a, pg_major, mirror, root.parent / "mmdebstrap.log")
-    debian.build_once(root, root.parent / MANIFEST, unpack)
-    progress.step(f"root fs for {a.name} guests: {root}")
+    if problem := pin.problem():
+        raise UserError(problem)
+    debroot.require("kbisect image", ["mmdebstrap"], "mmdebstrap --mode=root keeps file owners")
+    root = root_for(a, pin)
+    root.parent.mkdir(parents=True, exist_ok=True)
+    with lock.hold(
+        root.parent / ".lock",
+        wait=True,
+        busy=lambda holder: f"another kbisect ({holder}) is making {root}; waiting",
+    ):
+        if manifest(a, pin) is None:
+            unpack = functools.partial(_unpack, a, pin, mirror, root.parent)
+            debroot.build_once(root, root.parent / MANIFEST, unpack)
+    progress.step(f"root fs for {a.name} guests, PostgreSQL {pin.major} ({pin.suite}): {root}")
     return root
 
 
 def _unpack(
-    a: arch_mod.Arch, pg_major: int, mirror: str | None, log: Path, scratch: Path
+    a: arch_mod.Arch, pin: Pin, mirror: str | None, where: Path, scratch: Path
 ) -> dict[str, Any]:
     """Unpack and finish the root in `scratch`; its manifest."""
+    log, debs_file = where / "mmdebstrap.log", where / DEBS
     log.write_text(progress.log_header())
-    command = mmdebstrap_command(a, scratch, pg_major, mirror)
-    progress.step(f"unpacking Debian {SUITE} {a.debian_arch} into {scratch} (log: {log})")
+    command = mmdebstrap_command(a, scratch, pin, mirror, debs_file)
+    progress.step(
+        f"unpacking Debian {pin.suite} {a.debian_arch} with postgresql-{pin.major} into "
+        f"{scratch} (log: {log})"
+    )
     proc.run(command, log=log, timeout=3600, idle_timeout=900)
     finish(scratch)
+    debs = debs_file.read_text().split() if debs_file.exists() else []
+    progress.step(f"hashing {scratch}")
     return {
         "arch": a.name,
-        "suite": SUITE,
-        "packages": packages(pg_major),
+        "suite": pin.suite,
+        "recipe": RECIPE,
+        "key": key(a, pin),
+        "packages": packages(pin),
+        "postgres_major": pin.major,
+        "postgres_debian_version": server_version(debs, pin.major),
+        "debs": sorted(d for d in debs if d.endswith(".deb")),
+        "content_hash": tree_hash(scratch),
         "command": command,
         "created": clock.utc_now(),
     }

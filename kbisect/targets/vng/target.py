@@ -1,8 +1,9 @@
 """The local target: each sample boots the kernel in a virtme-ng guest on this host.
 
-KVM when kvm.py found it usable by booting, else TCG. A native guest sees the host's own
-root fs (its PostgreSQL, its paths); a foreign arch's guest (arm64 on x86_64) boots the
-root fs `kbisect image` made, with the host's dirs under /kbisect (image.py).
+KVM when kvm.py found it usable by booting, else TCG. A guest boots the root fs that
+carries its scenario's PostgreSQL (rootfs.py: made once into the cache, with the host's
+dirs under /kbisect); a native guest of a scenario with `postgres.source = "host"` sees
+the host's own root fs instead (its PostgreSQL, its paths).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from typing import Any
 
 from kbisect.core import paths, proc
 from kbisect.core.arch import Arch
+from kbisect.pgbuild import store
 from kbisect.scenario.scenario import Scenario
 from kbisect.targets.base import Job, Target
 from kbisect.targets.vng import command, disks, kvm, rootfs
@@ -33,7 +35,7 @@ def guest_argv(harness: Path, scenario_file: Path, out: Path, templates: Path) -
 
 
 def boot_spec(job: Job, arch: Arch, accel: str, root: Path | None) -> command.Boot:
-    """`root`: a foreign arch's root fs (image.find), None for a native guest."""
+    """`root`: the guest's root fs (rootfs.find), None for the host's own."""
     if root is None:  # the guest sees the host's root: same paths inside
         shares = [command.Share(job.boot_dir), command.Share(job.templates)]
         argv = guest_argv(paths.harness_dir(), job.scenario_file, job.boot_dir, job.templates)
@@ -47,6 +49,10 @@ def boot_spec(job: Job, arch: Arch, accel: str, root: Path | None) -> command.Bo
         argv = guest_argv(
             rootfs.GUEST_HARNESS, out / job.scenario_file.name, out, rootfs.GUEST_TEMPLATES
         )
+    build = job.scen.data["postgres"].get("build")
+    if build is not None:  # a PostgreSQL build, where its --prefix says (pgbuild/store.py)
+        shares.append(command.Share(store.install_dir(build), rootfs.GUEST_PG, writable=False))
+        argv += ["--pg-bindir", str(rootfs.GUEST_PG / "bin")]
     guest = job.scen.data["guest"]
     return command.Boot(
         image=job.kernel.image,
@@ -69,30 +75,31 @@ class VngTarget(Target):
     def accel(self) -> str:
         return kvm.accel(self.arch.name)
 
-    @functools.cached_property
-    def root(self) -> Path | None:
-        """A foreign arch's root fs; a missing one is a UserError (preflight)."""
-        return None if self.arch.is_native() else rootfs.find(self.arch)
+    def root(self, scen: Scenario) -> Path | None:
+        """The root fs a guest running `scen` boots; None: the host's own. A missing one
+        is a UserError (preflight makes it when it can)."""
+        if not rootfs.needs_root(self.arch, scen.data):
+            return None
+        return rootfs.find(self.arch, rootfs.pin_for(scen.data))
 
     def describe(self) -> dict[str, Any]:
-        return {
-            "kind": self.kind,
-            "name": self.name,
-            "arch": self.arch.name,
-            "accel": self.accel,
-            "root": str(self.root) if self.root else None,
-        }
+        return {"kind": self.kind, "name": self.name, "arch": self.arch.name, "accel": self.accel}
+
+    def userland(self, scen: Scenario) -> dict[str, Any] | None:
+        return rootfs.userland(self.arch, scen.data)
 
     def headline(self, job: Job) -> str:
         return f"{self.accel}, {job.scen.data['guest']['vcpus']} vCPUs"
 
     def preflight(self, scen: Scenario | None = None) -> None:
-        _ = self.root
-        if scen is not None:
-            disks.check_host(scen.data)
+        if scen is None:
+            return
+        if rootfs.needs_root(self.arch, scen.data):
+            rootfs.ensure(self.arch, rootfs.pin_for(scen.data))
+        disks.check_host(scen.data)
 
     def boot(self, job: Job) -> None:
-        spec = boot_spec(job, self.arch, self.accel, self.root)
+        spec = boot_spec(job, self.arch, self.accel, self.root(job.scen))
         binary = command.binary()
         with disks.attached(spec.disks):  # a file-backed disk lives for this boot
             proc.run(

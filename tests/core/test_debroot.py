@@ -1,4 +1,4 @@
-"""targets/debian.py, the one root-fs builder: the mmdebstrap command, the build-once
+"""core/debroot.py, the one root-fs builder: the mmdebstrap command, the build-once
 routine, and the files both `kbisect image` and `kbisect emu image` leave in the cache
 (mmdebstrap, mkfs.ext4 and ssh-keygen stood in for)."""
 
@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import shutil
 from collections.abc import Sequence
 from pathlib import Path
@@ -13,16 +14,16 @@ from typing import Any
 
 import pytest
 
-from kbisect.core import arch, proc
+from kbisect.core import arch, debroot, proc
 from kbisect.core.exceptions import MissingTool, UserError
-from kbisect.targets import debian
+from kbisect.scenario import server
 from kbisect.targets.emu import image, where
 from kbisect.targets.vng import rootfs
-from tests.targets.test_rootfs import fake_root
+from tests.targets.images import fake_root
 
 
 def test_the_command_puts_hooks_before_the_suite_and_the_mirror_last() -> None:
-    cmd = debian.mmdebstrap_command(
+    cmd = debroot.mmdebstrap_command(
         arch="arm64",
         variant="apt",
         packages=["a", "b"],
@@ -53,7 +54,7 @@ def test_build_once_replaces_the_tree_and_writes_the_manifest_last(tmp_path: Pat
         (partial / "new").write_text("")
         return {"n": 1}
 
-    assert debian.build_once(final, manifest, make) == final
+    assert debroot.build_once(final, manifest, make) == final
     assert [p.name for p in final.iterdir()] == ["new"]
     assert json.loads(manifest.read_text()) == {"n": 1}
     assert not final.with_name("root.partial").exists()
@@ -63,17 +64,17 @@ def test_build_once_replaces_the_tree_and_writes_the_manifest_last(tmp_path: Pat
         raise RuntimeError("mmdebstrap failed")
 
     with pytest.raises(RuntimeError):
-        debian.build_once(final, manifest, fail)
+        debroot.build_once(final, manifest, fail)
     assert (final / "new").exists() and manifest.exists()  # the finished one is kept
 
 
 def test_require_names_a_missing_program_then_root(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(shutil, "which", lambda name: None if name == "mkfs.ext4" else name)
     with pytest.raises(MissingTool, match=r"^mkfs\.ext4: not installed \(run scripts/setup\)$"):
-        debian.require("kbisect emu image", ["mmdebstrap", "mkfs.ext4"], "why")
+        debroot.require("kbisect emu image", ["mmdebstrap", "mkfs.ext4"], "why")
     monkeypatch.setattr(os, "geteuid", lambda: 1000)
     with pytest.raises(UserError, match=r"^kbisect emu image: run as root \(why\)$"):
-        debian.require("kbisect emu image", ["mmdebstrap"], "why")
+        debroot.require("kbisect emu image", ["mmdebstrap"], "why")
 
 
 # -- both builds, with the programs stood in for ---------------------------------------
@@ -93,6 +94,10 @@ def as_root(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> list[list[str]]:
         calls.append([str(c) for c in cmd])
         if cmd[0] == "mmdebstrap" and "--variant=extract" in cmd:
             fake_root(Path(cmd[-1]))
+            listing = next(c for c in cmd if c.startswith("--extract-hook="))
+            Path(shlex.split(listing)[-1]).write_text(
+                "lock\npartial\npostgresql-17_17.12-0+deb13u1_arm64.deb\nzstd_1.5.6_arm64.deb\n"
+            )
         elif cmd[0] == "mmdebstrap":
             boot = Path(cmd[-1]) / "boot"
             boot.mkdir(parents=True)
@@ -109,19 +114,27 @@ def as_root(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> list[list[str]]:
 
 
 def test_kbisect_image_leaves_the_root_its_log_and_manifest(as_root: list[list[str]]) -> None:
-    a = arch.get("arm64")
-    root = rootfs.build(a)
-    assert root == rootfs.root_for(a)
+    a, pin = arch.get("arm64"), server.Pin(17)
+    root = rootfs.build(a, pin)
+    assert root == rootfs.root_for(a, pin)
     assert sorted(p.name for p in root.parent.iterdir()) == [
+        ".lock",
+        "debs.txt",
         "image.json",
         "mmdebstrap.log",
         "root",
     ]
     assert (root / "etc/hostname").read_text() == "kbisect\n"  # finish() ran
     manifest = json.loads((root.parent / rootfs.MANIFEST).read_text())
-    assert sorted(manifest) == ["arch", "command", "created", "packages", "suite"]
-    assert manifest["command"] == rootfs.mmdebstrap_command(a, root.with_name("root.partial"))
+    assert manifest["command"] == rootfs.mmdebstrap_command(
+        a, root.with_name("root.partial"), pin, None, root.parent / rootfs.DEBS
+    )
+    assert manifest["suite"] == "trixie" and manifest["postgres_major"] == 17
+    assert manifest["postgres_debian_version"] == "17.12-0+deb13u1"
+    assert manifest["debs"] == ["postgresql-17_17.12-0+deb13u1_arm64.deb", "zstd_1.5.6_arm64.deb"]
+    assert manifest["content_hash"] == rootfs.tree_hash(root)
     assert [c[0] for c in as_root] == ["mmdebstrap"]
+    assert rootfs.build(a, pin) == root and len(as_root) == 1  # made once
 
 
 def test_kbisect_emu_image_leaves_the_disk_kernel_initrd_and_manifest(

@@ -1,6 +1,7 @@
 """Debian root trees made once with mmdebstrap into the cache: the one command builder and
-the one build-once routine behind `kbisect image` (vng/rootfs.py: a foreign-arch guest's
-root) and `kbisect emu image` (emu/image.py: the emulated machine's disk).
+the one build-once routine behind `kbisect image` (targets/vng/rootfs.py: a guest's root
+carrying its scenario's PostgreSQL), `kbisect emu image` (targets/emu/image.py: the
+emulated machine's disk) and the PostgreSQL build root (pgbuild/buildroot.py).
 
 A build goes into `<final>.partial` beside its final directory and is renamed when
 finished; its manifest (JSON) is written last, so a tree without one is unfinished.
@@ -17,7 +18,7 @@ from typing import Any
 from kbisect.core import atomic
 from kbisect.core.exceptions import MissingTool, UserError
 
-SUITE = "bookworm"  # Debian 12, for both images
+SUITE = "bookworm"  # Debian 12: the emulated machine's
 
 
 def mmdebstrap_command(

@@ -1,0 +1,40 @@
+"""Which PostgreSQL each group of samples really ran: the guest root (image, suite, Debian
+version) and the build (key, source, commits, patches), with the sha256 of the server
+binary the guest hashed. Shown when samples carry it (samples from before servers were
+pinned per scenario carry no `userland`)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+
+def _server(s: Mapping[str, Any]) -> str:
+    u = s.get("userland") or {}
+    fp = s.get("fingerprint") or {}
+    build = u.get("build")
+    if build:
+        patches = "; ".join(f"{p['file']} ({p['subject']})" for p in build.get("patches") or [])
+        what = (
+            f"build `{build['key']}`: PostgreSQL {build.get('version')} from {build.get('source')}"
+        )
+        what += f" ({str(build.get('commit'))[:12]})" + (f" + {patches}" if patches else "")
+    elif u.get("source") == "image":
+        what = f"PostgreSQL {u.get('postgres_debian_version')} ({u.get('suite')} root)"
+    else:
+        what = f"the host's PostgreSQL {fp.get('pg_version') or u.get('postgres_major')}"
+    binary = fp.get("pg_binary_sha256")
+    return what + (f"; binary sha256 `{binary[:12]}`" if binary else "")
+
+
+def rows(
+    samples: Sequence[Mapping[str, Any]], group: Callable[[Mapping[str, Any]], str]
+) -> list[str]:
+    """`- GROUP: server` per group, distinct servers joined; [] when no sample says."""
+    seen: dict[str, list[str]] = {}
+    for s in samples:
+        if s.get("status") == "ok" and s.get("userland"):
+            servers = seen.setdefault(group(s), [])
+            if (server := _server(s)) not in servers:
+                servers.append(server)
+    return [f"- {g}: {' / '.join(v)}" for g, v in seen.items()]
