@@ -300,7 +300,7 @@ def analyze(definition: Mapping[str, Any], samples: Sequence[Mapping[str, Any]])
             vs[(k, c)] = got[0]
     found, tests = steps(d, pts)
     timed, moved = drifted(samples)
-    cells = {f"k{k}-{c['id']}": c for k in range(len(d["kernels"])) for c in d["cells"]}
+    cells = {f"k{k}-c{i}": c for k in range(len(d["kernels"])) for i, c in enumerate(d["cells"])}
     ran = servers.rows(
         sorted(samples, key=lambda s: [int(x) for x in re.findall(r"\d+", str(s.get("label")))]),
         lambda s: f"{s['label'].split('-')[-1]} {cells.get(s['label'], {}).get('label', '')}",

@@ -47,11 +47,15 @@ def test_arm64_cross_build_boots(real_cache: Path, tmp_path: Path) -> None:
 def test_arm64_guest_runs_the_smoke_scenario(real_cache: Path, tmp_path: Path) -> None:
     manifest, image = arm64_build(real_cache)
     out = tmp_path / "run"
-    arm64.run_smoke(real_cache, image, out)
+    arm64.run_smoke(real_cache, image, out, "--set", "postgres.major=17")
     [sample] = results.load_samples(out)
     assert sample["status"] == "ok" and sample["tps"] > 0
     assert sample["kernel"]["commit"] == manifest["commit"]
-    assert sample["fingerprint"]["pg_version"].startswith("15")
+    # the scenario's pin on arm64 too: trixie's arm64 root
+    assert sample["fingerprint"]["pg_version"].startswith("17.")
+    assert sample["fingerprint"]["pg_server"].startswith("PostgreSQL 17.")
+    assert "aarch64" in sample["fingerprint"]["pg_server"]
+    assert sample["userland"]["suite"] == "trixie"
     assert sample["fingerprint"]["uname_r"] == manifest["kernelrelease"]
     # the guest ran arm64 binaries: its PostgreSQL template is named for aarch64
     assert list((real_cache / "pg-templates").glob("*aarch64*"))

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from harness import template
-from kbisect.compare import sides
+from kbisect.compare import pgsides, sides
 from kbisect.core import arch, proc
 from kbisect.core.exceptions import CommandFailed, InfraError
 from kbisect.measure import sample
@@ -242,3 +242,28 @@ def test_a_build_missing_from_the_cache_is_refused_before_any_boot(
     scen = scenario.load("smoke").with_overrides(["postgres.build=pg20-0123456789ab"])
     with pytest.raises(store.NoBuild, match=r"postgres\.build = pg20-0123456789ab: no such"):
         registry.get("vng", "x86_64").preflight(scen)
+
+
+def test_compare_sides_run_their_builds_named_in_their_scenarios(
+    builds: list[list[str]], tmp_path: Path
+) -> None:
+    repo, shas = pg_repo(tmp_path)
+    patch = tmp_path / "0001-batch.patch"
+    patch.write_text(BATCH)
+    spec_ = sides.Spec(
+        scenario="smoke", kernel="k", pg_build=f"{repo}@{shas[0]}", pg_patch_b=(patch,)
+    )
+    pgsides.check(spec_)
+    base = scenario.load("smoke")
+    a, b = (sides.Side(n, n, "", [], base, []) for n in ("A", "B"))
+    pgsides.apply(spec_, (a, b))
+    key_a, key_b = (s.scen.data["postgres"]["build"] for s in (a, b))
+    assert key_a != key_b and len(builds) == 2
+    assert a.scen.data["postgres"]["major"] == b.scen.data["postgres"]["major"] == 20
+    assert b.sets == [f"postgres.build={key_b}", "postgres.major=20"] == b.overrides
+    assert (a.label, b.label) == (
+        "A, PostgreSQL 20devel",
+        "B, PostgreSQL 20devel + 0001-batch.patch",
+    )
+    with pytest.raises(spec.BadBuildSpec):
+        pgsides.check(sides.Spec(scenario="smoke", kernel="k", pg_build_b="debian:16"))
