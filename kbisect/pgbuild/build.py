@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from kbisect.core import arch as arch_mod
-from kbisect.core import atomic, clock, lock, paths, proc, progress
+from kbisect.core import atomic, clock, debroot, lock, paths, proc, progress
 from kbisect.core.exceptions import BuildError, InfraError
 from kbisect.pgbuild import buildroot, store
 from kbisect.pgbuild.spec import Spec
@@ -139,6 +139,7 @@ def build(spec: Spec, patch_files: Sequence[str | Path] = ()) -> tuple[str, dict
     if (found := store.manifest(k)) is not None:
         progress.step(f"PostgreSQL build {k}: cached ({found['version']})")
         return k, found
+    debroot.require("a PostgreSQL build", ["unshare", "chroot"], "unshare --mount, chroot")
     root = buildroot.ensure(runs_on.suite, arch)
     where.mkdir(parents=True, exist_ok=True)
     with lock.hold(

@@ -6,6 +6,7 @@ the real one runs in `just e2e` and in docs/examples/pg-clock-sweep."""
 from __future__ import annotations
 
 import json
+import os
 import re
 import shlex
 from collections.abc import Sequence
@@ -17,7 +18,7 @@ import pytest
 from harness import template
 from kbisect.compare import pgsides, sides
 from kbisect.core import arch, proc
-from kbisect.core.exceptions import CommandFailed, InfraError
+from kbisect.core.exceptions import CommandFailed, InfraError, UserError
 from kbisect.measure import sample
 from kbisect.pgbuild import build, buildroot, spec, store
 from kbisect.scenario import scenario
@@ -75,6 +76,7 @@ def builds(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> list[list[str]]:
     what configure, make and make install would."""
     monkeypatch.setenv("KBISECT_CACHE", str(tmp_path / "cache"))
     monkeypatch.setattr(buildroot, "ensure", lambda suite, a: tmp_path / "buildroot")
+    monkeypatch.setattr(os, "geteuid", lambda: 0)  # a build needs root: stood in too
     calls: list[list[str]] = []
     real_run = proc.run
 
@@ -161,6 +163,16 @@ def test_a_patch_that_does_not_apply_is_one_line_before_any_build(
         build.build(spec.parse(str(repo)), [patch])
     assert str(info.value).startswith(f"{patch}: does not apply on ")
     assert "\n" not in str(info.value) and builds == []
+
+
+def test_a_build_needs_root_and_says_so_before_anything(
+    builds: list[list[str]], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    repo, _ = pg_repo(tmp_path)
+    monkeypatch.setattr(os, "geteuid", lambda: 1000)
+    with pytest.raises(UserError, match=r"^a PostgreSQL build: run as root \(unshare"):
+        build.build(spec.parse(str(repo)))
+    assert builds == []
 
 
 def test_debian_sources_say_what_this_host_lacks_before_any_build(builds: list[list[str]]) -> None:
