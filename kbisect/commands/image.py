@@ -28,7 +28,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     pin.add_argument(
         "--pg-major",
         type=options.count(10, 99),
-        help=f"PostgreSQL major (default 17; suites: {_suites()})",
+        help=f"PostgreSQL major (default {server.DEFAULT_PIN.major}; suites: {_suites()})",
     )
     parser.add_argument(
         "--pg-version", metavar="V", help="an exact Debian version of the major (e.g. 17.12-1)"
@@ -47,8 +47,8 @@ def main(args: argparse.Namespace) -> int:
             raise UserError("--pg-version goes with --pg-major, not --scenario")
         pin = server.Pin.of(scenario_mod.load(args.scenario).data)
     else:
-        pin = server.Pin(args.pg_major or 17, args.pg_version)
-    if problem := pin.problem():
+        pin = server.Pin(args.pg_major or server.DEFAULT_PIN.major, args.pg_version)
+    if problem := pin.problem():  # the command's own input: refused before anything
         raise UserError(problem)
     a = arch.get(args.arch)
     root = rootfs.build(a, pin, args.mirror)

@@ -27,8 +27,8 @@ from kbisect.core.exceptions import BuildError, InfraError
 from kbisect.pgbuild import buildroot, store
 from kbisect.pgbuild.spec import Spec
 from kbisect.scenario import server
+from kbisect.source import git, scratch, worktree
 from kbisect.source import patches as patches_mod
-from kbisect.source import scratch, worktree
 
 RECIPE = 1  # bump when SCRIPT or CONFIGURE change what a build holds
 # Debian's configure choices that matter to a server under pgbench (postgresql-common's
@@ -98,8 +98,8 @@ def key(source: Source, major: int, root_key: str) -> str:
 
 def major_of(repo: Path, commit: str) -> int:
     """The major a commit builds, from its configure.ac (AC_INIT's version)."""
-    text = proc.run(["git", "-C", str(repo), "show", f"{commit}:configure.ac"], capture=True)
-    m = re.search(r"AC_INIT\(\[PostgreSQL\], \[(\d+)", text.output)
+    text = git.git(repo, "show", f"{commit}:configure.ac")
+    m = re.search(r"AC_INIT\(\[PostgreSQL\], \[(\d+)", text)
     if not m:
         raise InfraError(f"{repo}: {commit[:12]} has no PostgreSQL configure.ac")
     return int(m.group(1))
@@ -197,7 +197,9 @@ def _build(source: Source, root: Path, where: Path, runs_on: server.Pin, k: str)
         "major": int(_define(_MAJOR, header) or 0) or None,
         "configure": list(CONFIGURE),
         "runs_on": {"suite": runs_on.suite, "major": runs_on.major},
-        "postgres_sha256": _sha256(final / store.PREFIX.relative_to("/") / "bin/postgres"),
+        "postgres_sha256": hashlib.sha256(
+            store.install_dir(k).joinpath("bin/postgres").read_bytes()
+        ).hexdigest(),
         "created": clock.utc_now(),
     }
     atomic.write_json(where / store.MANIFEST, data)
@@ -208,11 +210,3 @@ def _build(source: Source, root: Path, where: Path, runs_on: server.Pin, k: str)
 def _define(pattern: re.Pattern[str], header: str) -> str | None:
     m = pattern.search(header)
     return m.group(1) if m else None
-
-
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with path.open("rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()

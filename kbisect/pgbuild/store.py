@@ -15,10 +15,11 @@ from typing import Any
 
 from kbisect.core import paths, reading
 from kbisect.core.exceptions import UserError
+from kbisect.scenario import server
 
 PREFIX = Path("/kbisect/pg")  # --prefix, and where the guest sees the build
 MANIFEST = "manifest.json"
-KEY = re.compile(r"pg[0-9]+[a-z0-9.]*-[0-9a-f]{12}")
+KEY = re.compile(server.BUILD_KEY)
 
 
 class NoBuild(UserError):

@@ -5,7 +5,7 @@ pinned per scenario carry no `userland`)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 
@@ -27,14 +27,13 @@ def _server(s: Mapping[str, Any]) -> str:
     return what + (f"; binary sha256 `{binary[:12]}`" if binary else "")
 
 
-def rows(
-    samples: Sequence[Mapping[str, Any]], group: Callable[[Mapping[str, Any]], str]
-) -> list[str]:
-    """`- GROUP: server` per group, distinct servers joined; [] when no sample says."""
+def rows(grouped: Sequence[tuple[str, Mapping[str, Any]]]) -> list[str]:
+    """`- GROUP: server` per group, from (group, sample) pairs in order, distinct servers
+    joined; [] when no sample says."""
     seen: dict[str, list[str]] = {}
-    for s in samples:
+    for group, s in grouped:
         if s.get("status") == "ok" and s.get("userland"):
-            servers = seen.setdefault(group(s), [])
+            servers = seen.setdefault(group, [])
             if (server := _server(s)) not in servers:
                 servers.append(server)
     return [f"- {g}: {' / '.join(v)}" for g, v in seen.items()]

@@ -9,7 +9,7 @@ from collections.abc import Callable
 from typing import Any
 
 from kbisect.core.exceptions import UserError
-from kbisect.scenario import storage
+from kbisect.scenario import server, storage
 
 Check = Callable[[Any], "str | None"]
 REQUIRED = object()  # a field's default when the file must give it; also "missing"
@@ -62,11 +62,10 @@ def _matching(pattern: str, problem: str) -> Check:
 
 
 _debian_version = _matching(
-    r"[0-9][A-Za-z0-9.+~:-]*", "must be a Debian package version (e.g. 17.12-1)"
+    server.DEBIAN_VERSION, "must be a Debian package version (e.g. 17.12-1)"
 )
 _build_key = _matching(
-    r"pg[0-9]+[a-z0-9.]*-[0-9a-f]{12}",
-    "must be a build key `kbisect pg-build` printed (e.g. pg17-0123456789ab)",
+    server.BUILD_KEY, "must be a build key `kbisect pg-build` printed (e.g. pg17-0123456789ab)"
 )
 
 

@@ -13,7 +13,8 @@ from typing import Any
 SUITES = {15: "bookworm", 17: "trixie", 18: "sid"}
 HOST = "host"
 IMAGE = "image"
-_VERSION = re.compile(r"[0-9][A-Za-z0-9.+~:-]*")
+DEBIAN_VERSION = r"[0-9][A-Za-z0-9.+~:-]*"  # postgres.version
+BUILD_KEY = r"pg[0-9]+[a-z0-9.]*-[0-9a-f]{12}"  # postgres.build: what pgbuild/ names a build
 
 
 @dataclass(frozen=True)
@@ -39,7 +40,7 @@ class Pin:
                 f'(it knows {known}); set postgres.source = "host" to run the host\'s own'
             )
         if self.version is not None and not (
-            _VERSION.fullmatch(self.version) and self.version.startswith(f"{self.major}.")
+            re.fullmatch(DEBIAN_VERSION, self.version) and self.version.startswith(f"{self.major}.")
         ):
             return (
                 f"postgres.version = {self.version!r}: not a Debian version of PostgreSQL "

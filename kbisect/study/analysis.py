@@ -300,11 +300,10 @@ def analyze(definition: Mapping[str, Any], samples: Sequence[Mapping[str, Any]])
             vs[(k, c)] = got[0]
     found, tests = steps(d, pts)
     timed, moved = drifted(samples)
-    cells = {f"k{k}-c{i}": c for k in range(len(d["kernels"])) for i, c in enumerate(d["cells"])}
-    ran = servers.rows(
-        sorted(samples, key=lambda s: [int(x) for x in re.findall(r"\d+", str(s.get("label")))]),
-        lambda s: f"{s['label'].split('-')[-1]} {cells.get(s['label'], {}).get('label', '')}",
+    placed = sorted(
+        ((u, s) for s in samples if (u := store.unit_of(s.get("label")))), key=lambda us: us[0]
     )
+    ran = servers.rows([(f"c{c} {d['cells'][c]['label']}", s) for (_, c), s in placed])
     return Analysis(
         servers=tuple(ran),
         definition=d,

@@ -227,7 +227,7 @@ def find(a: arch_mod.Arch, pin: Pin) -> Path:
 
 def ensure(a: arch_mod.Arch, pin: Pin, mirror: str | None = None) -> Path:
     """The root for (a, pin): made now when missing and this process may (root)."""
-    if problem := pin.problem():
+    if problem := pin.problem():  # before anything asks for the suite's name
         raise UserError(problem)
     if manifest(a, pin) is None and os.geteuid() == 0:
         return build(a, pin, mirror)
