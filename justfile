@@ -113,27 +113,37 @@ demo-study:
 study-plan:
     workflows/study-plan
 
-# run one share of a study on this machine (env: KBISECT_STUDY, KBISECT_SHARE)
+# run one share of a study on this machine, holding the machine lock (env: KBISECT_STUDY, KBISECT_SHARE)
 [group('workflows')]
 study-share:
-    workflows/study-share
+    workflows/machine-lock workflows/study-share
 
 # join the shares of a study and report (env: KBISECT_SHARES_DIR)
 [group('workflows')]
 study-merge:
     workflows/study-merge
 
-# measure the next -rc tag against its baseline and record it (env: KBISECT_TREE, ...)
+# measure the missed -rc tags (oldest first, KBISECT_MAX_TAGS) against their baselines and record them, holding the machine lock (env: KBISECT_TREE, ...)
 [group('workflows')]
 rc-watch:
-    workflows/rc-watch
+    workflows/machine-lock workflows/rc-watch
 
-# compare a base with and without one commit (env: KBISECT_TREE_URL, KBISECT_BASE, KBISECT_REVERT)
+# find the rc-watch run whose rc-history artifact is the newest (env: GH_TOKEN, GH_REPO)
+[group('workflows')]
+rc-last:
+    workflows/rc-last
+
+# keep a scheduled workflow enabled through the API (env: KBISECT_WORKFLOW, GH_TOKEN, GH_REPO)
+[group('workflows')]
+keepalive:
+    workflows/keepalive
+
+# compare a base with and without one commit, holding the machine lock (env: KBISECT_TREE_URL, KBISECT_BASE, KBISECT_REVERT)
 [group('workflows')]
 revert-check:
-    workflows/revert-check
+    workflows/machine-lock workflows/revert-check
 
-# open or update the GitHub issue for an rc-watch regression (env: KBISECT_REPORT, KBISECT_TAG)
+# open or update the GitHub issue for each tag rc-watch flagged, with the trend (env: KBISECT_REPORT, KBISECT_TAGS, KBISECT_TREND)
 [group('workflows')]
 rc-issue:
     workflows/rc-issue
