@@ -929,7 +929,9 @@ OS_RELEASES = {
     "ubuntu-24.04": "ID='ubuntu'\nVERSION_ID='24.04'\nPRETTY_NAME='Ubuntu 24.04.1 LTS'\n",
 }
 UNSUPPORTED = {
-    "Debian GNU/Linux 11 (bullseye)": 'PRETTY_NAME="Debian GNU/Linux 11 (bullseye)"\nID=debian\nVERSION_ID="11"\n',
+    "Debian GNU/Linux 11 (bullseye)": (
+        'PRETTY_NAME="Debian GNU/Linux 11 (bullseye)"\nID=debian\nVERSION_ID="11"\n'
+    ),
     "Fedora Linux 40": 'PRETTY_NAME="Fedora Linux 40"\nID=fedora\nVERSION_ID=40\n',
     "linuxmint 21": "ID=linuxmint\nID_LIKE=ubuntu\nVERSION_ID=21\n",
     "ubuntu 23.10": "ID=ubuntu\nVERSION_ID=23.10\n",
