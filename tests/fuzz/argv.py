@@ -404,6 +404,35 @@ SPECS: dict[str, Spec] = {
             "--json": FLAG,
         },
     ),
+    "rc-next-missed": Spec(
+        ["rc", "next"],
+        {"--tree": "{repo}", "--history": "{rc_history}", "--missed": None},
+        {
+            "--tree": TREE,
+            "--history": choice(
+                ["{rc_history}", "{out}"], ["{file}", "{binary}", "", "{compare_run}"]
+            ),
+            "--pattern": kind(["v*", "v*-rc*"], ["[", "*", ""]),
+            "--linux-next": FLAG,
+            "--json": FLAG,
+        },
+    ),
+    "history": Spec(
+        ["history"],
+        {"--out": "{out}"},
+        {
+            "--scenario": kind(["smoke"], ["", "no-such"]),
+            "--scenario-hash": kind(["0"], ["", "zz"]),
+            "--machine": kind(["fake"], [""]),
+            "--by": choice(["tag", "time", "axis:pgbench.clients"], ["", "axis:", "colour"]),
+            "--baseline": kind(["v6.13-rc2"], [""]),
+            "--rc-history": choice(["{rc_history}"], ["{file}", "{binary}", "{missing}", ""]),
+            "--format": choice(["text", "markdown", "json"], ["html", ""]),
+            "--out": choice(["{out}"], ["{file}", "{binary}"]),
+        },
+        RUN_DIR,
+        working=["{compare_run}"],
+    ),
     "rc-record": Spec(
         ["rc", "record"],
         {
