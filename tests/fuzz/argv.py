@@ -247,6 +247,14 @@ COMMON_RUN: dict[str, Kind | list[Kind]] = {
 WHERE = {"--scenario": "{scenario}", "--target": "{target}"}
 FRACTION = number("0.02", "0.1", "0")
 
+RC_NEXT: dict[str, Kind | list[Kind]] = {
+    "--tree": TREE,
+    "--history": choice(["{rc_history}", "{out}"], ["{file}", "{binary}", "", "{compare_run}"]),
+    "--pattern": kind(["v*", "v*-rc*"], ["[", "*", ""]),
+    "--linux-next": FLAG,
+    "--json": FLAG,
+}
+
 SPECS: dict[str, Spec] = {
     "doctor": Spec(
         ["doctor"],
@@ -394,28 +402,12 @@ SPECS: dict[str, Spec] = {
     "rc-next": Spec(
         ["rc", "next"],
         {"--tree": "{repo}", "--history": "{rc_history}"},
-        {
-            "--tree": TREE,
-            "--history": choice(
-                ["{rc_history}", "{out}"], ["{file}", "{binary}", "", "{compare_run}"]
-            ),
-            "--pattern": kind(["v*", "v*-rc*"], ["[", "*", ""]),
-            "--linux-next": FLAG,
-            "--json": FLAG,
-        },
+        RC_NEXT,
     ),
     "rc-next-missed": Spec(
         ["rc", "next"],
         {"--tree": "{repo}", "--history": "{rc_history}", "--missed": None},
-        {
-            "--tree": TREE,
-            "--history": choice(
-                ["{rc_history}", "{out}"], ["{file}", "{binary}", "", "{compare_run}"]
-            ),
-            "--pattern": kind(["v*", "v*-rc*"], ["[", "*", ""]),
-            "--linux-next": FLAG,
-            "--json": FLAG,
-        },
+        RC_NEXT,
     ),
     "history": Spec(
         ["history"],
