@@ -21,6 +21,10 @@ def configure(parser: argparse.ArgumentParser) -> None:
     which.add_argument("--linux-next", action="store_true", help="linux-next tags next-YYYYMMDD")
     nxt.add_argument("--history", type=Path, help="history dir (default $KBISECT_HISTORY)")
     nxt.add_argument("--json", action="store_true", help="print JSON instead of key=value")
+    nxt.add_argument(
+        "--missed", action="store_true",
+        help="every unmeasured tag newer than the newest measured release, oldest first",
+    )  # fmt: skip
     rec = sub.add_parser("record", help="add a measured tag to the history")
     rec.add_argument("--history", type=Path, help="history dir (default $KBISECT_HISTORY)")
     rec.add_argument("--tag", required=True)
@@ -34,6 +38,8 @@ def _next(args: argparse.Namespace) -> int:
     pattern = rc.NEXT_PATTERN if args.linux_next else rc.check_pattern(args.pattern)
     measured = {e["tag"] for e in rc.load_history(args.history or rc.default_history())}
     repo = release.resolve(args.tree) if release.is_release(args.tree) else Path(args.tree)
+    if args.missed:
+        return _missed(rc.choose_missed(repo, pattern, measured), pattern, args.json)
     picked = rc.choose(repo, pattern, measured)
     if args.json:
         print(json.dumps({**picked, "new": bool(picked["tag"]), "pattern": pattern}, indent=2))
@@ -44,6 +50,24 @@ def _next(args: argparse.Namespace) -> int:
             f"kbisect rc: nothing new: every {pattern} tag up to the newest is measured",
             file=sys.stderr,
         )
+    return 0
+
+
+def _missed(picked: list[dict[str, str]], pattern: str, as_json: bool) -> int:
+    """The oldest missed tag as `next` prints one (so a run that measures one tag measures
+    the oldest), then `missed=` and `count=` for all of them."""
+    first = (
+        picked[0] if picked else {"tag": "", "commit": "", "baseline": "", "baseline_commit": ""}
+    )
+    tags = " ".join(p["tag"] for p in picked)
+    if as_json:
+        out = {**first, "new": bool(picked), "pattern": pattern, "missed": picked}
+        print(json.dumps(out, indent=2))
+    else:
+        print("\n".join([*(f"{k}={v}" for k, v in first.items()), f"missed={tags}"]))
+        print(f"count={len(picked)}")
+    if not picked:
+        print(f"kbisect rc: nothing missed: every {pattern} tag is measured", file=sys.stderr)
     return 0
 
 

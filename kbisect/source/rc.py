@@ -5,7 +5,9 @@ v6.13-rc1; next-YYYYMMDD by date). The history is `history.json` in a history di
 tags already measured. `next` names the newest matching tag newer than every measured
 one (older tags are not back-filled) and a baseline: the previous measured tag of the
 same series, else the previous final release vX.Y, else the newest measured tag before
-it. `record` adds a measured tag to the history.
+it; `next --missed`, every unmeasured tag newer than the newest measured release, oldest
+first. `record` adds a measured tag to the history, with each ok sample's tps (`tps`,
+`n`) so `kbisect history` has intervals after the result dir is gone.
 """
 
 from __future__ import annotations
@@ -88,6 +90,19 @@ def pick_next(candidates: list[str], measured: set[str]) -> str | None:
     return fresh[-1] if fresh else None
 
 
+def pick_missed(candidates: list[str], measured: set[str]) -> list[str]:
+    """Every candidate not yet measured that is newer than the newest measured final
+    release vX.Y (else than the oldest measured tag), oldest first: the tags that appeared
+    between two scheduled runs too. With nothing measured, the newest candidate alone."""
+    known = [t for t in measured if parse_tag(t)]
+    if not known:
+        newest = pick_next(candidates, measured)
+        return [newest] if newest else []
+    finals = [t for t in known if (v := parse_tag(t)) is not None and v.is_final]
+    anchor = max(finals, key=sort_key) if finals else min(known, key=sort_key)
+    return [t for t in ordered(candidates) if sort_key(t) > sort_key(anchor) and t not in measured]
+
+
 def pick_baseline(tag: str, all_tags: list[str], measured: set[str]) -> str | None:
     """Previous measured tag of the same series, else previous final, else newest measured."""
     me = parse_tag(tag)
@@ -139,6 +154,12 @@ def _check_entry(entry: dict[str, Any], path: Path, prefix: str, recover: str) -
     for key in ("commit", "result_dir", "scenario_hash", "recorded"):
         f.string(key, None)
     f.number("tps_mean", None)
+    f.integer("n", None)
+    values = f.items("tps", None)
+    if values is not None and not all(
+        type(v) in (int, float) and math.isfinite(v) and v > 0 for v in values
+    ):
+        reading.fail(path, f"{prefix}tps must be a list of positive numbers", recover)
 
 
 def add_entry(entries: list[dict[str, Any]], entry: dict[str, Any]) -> list[dict[str, Any]]:
@@ -154,8 +175,8 @@ def save_history(directory: Path, entries: list[dict[str, Any]]) -> Path:
     return path
 
 
-def measured_from_samples(result: Path, commit: str) -> tuple[str, float]:
-    """(scenario hash, mean tps) of the ok samples of `commit` under `result`."""
+def measured_from_samples(result: Path, commit: str) -> tuple[str, list[float]]:
+    """(scenario hash, tps of each ok sample) of `commit` under `result`."""
     tps: list[float] = []
     hashes: set[str] = set()
     for f in sorted(result.rglob("*.json")):
@@ -173,7 +194,7 @@ def measured_from_samples(result: Path, commit: str) -> tuple[str, float]:
             f"{result}: no ok samples of {commit[:12]} with one scenario hash; "
             "pass --scenario-hash and --tps"
         )
-    return hashes.pop(), sum(tps) / len(tps)
+    return hashes.pop(), tps
 
 
 # The git part.
@@ -204,15 +225,37 @@ def mainline_base(tree: Path, tag: str) -> str | None:
     return out if parse_tag(out) else None
 
 
-def choose(tree: Path, pattern: str, measured: set[str]) -> dict[str, str]:
-    """tag, commit, baseline, baseline_commit (empty strings when there is nothing new)."""
+def _candidates(tree: Path, pattern: str) -> tuple[dict[str, str], list[str]]:
     tags = list_tags(tree)
     candidates = [t for t in tags if fnmatch.fnmatchcase(t, pattern) and parse_tag(t)]
     if not candidates:
         raise RcError(f"{tree}: no kernel version tags match {pattern!r}")
+    return tags, candidates
+
+
+def choose(tree: Path, pattern: str, measured: set[str]) -> dict[str, str]:
+    """tag, commit, baseline, baseline_commit (empty strings when there is nothing new)."""
+    tags, candidates = _candidates(tree, pattern)
     tag = pick_next(candidates, measured)
     if tag is None:
         return {"tag": "", "commit": "", "baseline": "", "baseline_commit": ""}
+    return _with_baseline(tree, tags, tag, measured)
+
+
+def choose_missed(tree: Path, pattern: str, measured: set[str]) -> list[dict[str, str]]:
+    """`choose` for every tag pick_missed names, oldest first; each one's baseline as if
+    the ones before it were measured by then."""
+    tags, candidates = _candidates(tree, pattern)
+    picked, done = [], set(measured)
+    for tag in pick_missed(candidates, measured):
+        picked.append(_with_baseline(tree, tags, tag, done))
+        done.add(tag)
+    return picked
+
+
+def _with_baseline(
+    tree: Path, tags: dict[str, str], tag: str, measured: set[str]
+) -> dict[str, str]:
     base = pick_baseline(tag, list(tags), measured)
     if base is None and tag.startswith("next-"):
         base = mainline_base(tree, tag)
@@ -250,10 +293,13 @@ def record(
     check_tps(tps)
     if not result.is_dir():
         raise RcError(f"--result {result}: no such directory")
+    values: list[float] = []
     if scenario_hash is None or tps is None:
-        found_hash, found_tps = measured_from_samples(result, commit)
-        scenario_hash, tps = scenario_hash or found_hash, found_tps if tps is None else tps
-    entry = {
+        found_hash, found = measured_from_samples(result, commit)
+        scenario_hash = scenario_hash or found_hash
+        if tps is None:
+            values, tps = found, sum(found) / len(found)
+    entry: dict[str, Any] = {
         "tag": tag,
         "commit": commit,
         "result_dir": str(result.resolve()),
@@ -261,4 +307,6 @@ def record(
         "tps_mean": round(tps, 3),
         "recorded": clock.utc_now(),
     }
+    if values:  # every ok sample's tps: kbisect history's intervals once the dir is gone
+        entry |= {"tps": [round(v, 3) for v in values], "n": len(values)}
     return save_history(directory, add_entry(load_history(directory), entry)), tps

@@ -247,6 +247,14 @@ COMMON_RUN: dict[str, Kind | list[Kind]] = {
 WHERE = {"--scenario": "{scenario}", "--target": "{target}"}
 FRACTION = number("0.02", "0.1", "0")
 
+RC_NEXT: dict[str, Kind | list[Kind]] = {
+    "--tree": TREE,
+    "--history": choice(["{rc_history}", "{out}"], ["{file}", "{binary}", "", "{compare_run}"]),
+    "--pattern": kind(["v*", "v*-rc*"], ["[", "*", ""]),
+    "--linux-next": FLAG,
+    "--json": FLAG,
+}
+
 SPECS: dict[str, Spec] = {
     "doctor": Spec(
         ["doctor"],
@@ -394,15 +402,28 @@ SPECS: dict[str, Spec] = {
     "rc-next": Spec(
         ["rc", "next"],
         {"--tree": "{repo}", "--history": "{rc_history}"},
+        RC_NEXT,
+    ),
+    "rc-next-missed": Spec(
+        ["rc", "next"],
+        {"--tree": "{repo}", "--history": "{rc_history}", "--missed": None},
+        RC_NEXT,
+    ),
+    "history": Spec(
+        ["history"],
+        {"--out": "{out}"},
         {
-            "--tree": TREE,
-            "--history": choice(
-                ["{rc_history}", "{out}"], ["{file}", "{binary}", "", "{compare_run}"]
-            ),
-            "--pattern": kind(["v*", "v*-rc*"], ["[", "*", ""]),
-            "--linux-next": FLAG,
-            "--json": FLAG,
+            "--scenario": kind(["smoke"], ["", "no-such"]),
+            "--scenario-hash": kind(["0"], ["", "zz"]),
+            "--machine": kind(["fake"], [""]),
+            "--by": choice(["tag", "time", "axis:pgbench.clients"], ["", "axis:", "colour"]),
+            "--baseline": kind(["v6.13-rc2"], [""]),
+            "--rc-history": choice(["{rc_history}"], ["{file}", "{binary}", "{missing}", ""]),
+            "--format": choice(["text", "markdown", "json"], ["html", ""]),
+            "--out": choice(["{out}"], ["{file}", "{binary}"]),
         },
+        RUN_DIR,
+        working=["{compare_run}"],
     ),
     "rc-record": Spec(
         ["rc", "record"],

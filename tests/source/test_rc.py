@@ -391,3 +391,48 @@ def test_record_refuses_a_tps_that_is_not_a_positive_number(
     assert record(tmp_path / "h", tmp_path / "run", *argv) == 2
     assert f"argument --tps: {tps} " in capsys.readouterr().err  # not finite, or not above 0
     assert not (tmp_path / "h" / "history.json").exists()
+
+
+# next --missed, and the tps values record keeps.
+
+
+@pytest.mark.parametrize(
+    ("measured", "expected"),
+    [
+        (set(), ["v6.13-rc2"]),  # nothing measured: the newest, as `next`
+        ({"v6.12-rc3"}, [f"v6.12-rc{i}" for i in (4, 5, 6, 7)] + ["v6.13-rc1", "v6.13-rc2"]),
+        ({"v6.12", "v6.13-rc2"}, ["v6.13-rc1"]),  # between two scheduled runs
+        ({"v6.11", "v6.12-rc1", "v6.12", "v6.13-rc1", "v6.13-rc2"}, []),
+    ],
+)
+def test_pick_missed(measured: set[str], expected: list[str]) -> None:
+    candidates = [t for t in MAINLINE if "-rc" in t]
+    assert rc.pick_missed(candidates, measured) == expected
+
+
+def test_next_missed_prints_the_oldest_and_all(
+    tree: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    hist = history(tmp_path, "v6.12", "v6.13-rc2")
+    out = run_next(tree, hist, capsys, "--missed")
+    assert (out["tag"], out["missed"], out["count"]) == ("v6.13-rc1", "v6.13-rc1", "1")
+    assert out["baseline"] == "v6.12"
+    assert run_next(tree, hist, capsys)["tag"] == ""  # without --missed: as before
+    assert rc_command.main(next_args(tree, hist, "--missed", "--json")) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert [m["tag"] for m in data["missed"]] == ["v6.13-rc1"] and data["new"] is True
+
+
+def test_record_keeps_every_tps_and_old_entries_load(tmp_path: Path) -> None:
+    result, commit = tmp_path / "run", "a" * 40
+    (result / "samples").mkdir(parents=True)
+    for i, tps in enumerate((100.0, 110.0, 120.0)):
+        (result / "samples" / f"{i:03d}-B.json").write_text(json.dumps(sample(commit, tps)))
+    assert record(tmp_path / "h", result, "--tag", "v6.13-rc1", "--commit", commit) == 0
+    [entry] = rc.load_history(tmp_path / "h")
+    assert (entry["tps"], entry["n"], entry["tps_mean"]) == ([100.0, 110.0, 120.0], 3, 110.0)
+    old = history(tmp_path, "v6.12")  # entries without the values still load
+    assert "tps" not in rc.load_history(old)[0]
+    rc.save_history(old, [{"tag": "v6.12", "tps": [1.0, "x"]}])
+    with pytest.raises(KbisectError, match="tps must be a list of positive numbers"):
+        rc.load_history(old)

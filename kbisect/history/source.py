@@ -1,0 +1,125 @@
+"""Where `kbisect history` gets its samples: one record per sample (`Obs`), with the fields
+the sample index will have, so that `collect` can become a query of that index without
+touching series.py. Today `collect` reads run dirs with measure/results.py.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from kbisect.core import paths
+from kbisect.core.exceptions import UserError
+from kbisect.measure import results
+
+
+class NoSamples(UserError):
+    """No run dir, or no samples, where the user pointed."""
+
+
+@dataclass(frozen=True)
+class Obs:
+    """One sample as the history sees it."""
+
+    path: str
+    tps: float | None
+    status: str
+    disturbed: bool
+    kernel_tag: str  # the build's `describe` (v7.0-rc3), else the commit's first 12 digits
+    kernel_commit: str
+    scenario_name: str
+    scenario_hash: str
+    machine: str  # the target's name
+    started: str  # the sample's `created`, UTC ISO 8601
+    run_id: str  # the run dir's name
+    label: str
+    append: str = ""
+    settings: dict[str, Any] = field(default_factory=dict, compare=False)
+
+
+def from_sample(sample: dict[str, Any], path: str = "", run_id: str = "") -> Obs:
+    kernel = sample.get("kernel") or {}
+    commit = str(kernel.get("commit") or "")
+    describe = (kernel.get("manifest") or {}).get("describe")
+    scenario = sample.get("scenario") or {}
+    tps = sample.get("tps")
+    return Obs(
+        path=path,
+        tps=float(tps) if isinstance(tps, int | float) else None,
+        status=str(sample.get("status")),
+        disturbed=bool((sample.get("disturbance") or {}).get("disturbed")),
+        kernel_tag=str(describe or commit[:12]),
+        kernel_commit=commit,
+        scenario_name=str(scenario.get("name") or ""),
+        scenario_hash=str(scenario.get("hash") or ""),
+        machine=str((sample.get("target") or {}).get("name") or ""),
+        started=str(sample.get("created") or ""),
+        run_id=run_id,
+        label=str(sample.get("label") or ""),
+        append=str(sample.get("append") or ""),
+        settings=dict(scenario.get("settings") or {}),
+    )
+
+
+def run_dirs(given: Iterable[Path]) -> list[Path]:
+    """The run dirs among `given` (a dir with samples/) and directly inside each."""
+    found: list[Path] = []
+    for d in given:
+        if not d.is_dir():
+            raise NoSamples(f"{d}: no such directory")
+        if (d / results.SAMPLES).is_dir():
+            found.append(d)
+        else:
+            found += sorted(p for p in d.iterdir() if (p / results.SAMPLES).is_dir())
+    return found
+
+
+def collect(dirs: Iterable[Path] = ()) -> Iterator[Obs]:
+    """Every sample of the run dirs in `dirs` (default: the results dir)."""
+    given = list(dirs) or [paths.results_dir()]
+    for run in run_dirs(given):
+        for p, sample in zip(results.sample_paths(run), results.load_samples(run), strict=True):
+            yield from_sample(sample, str(p), run.name)
+
+
+def from_rc_history(directory: Path) -> Iterator[Obs]:
+    """The samples of every tag in the rc history dir (`kbisect rc record`): those of the
+    tag's commit in its result dir while that dir exists, else the tps values the entry
+    kept (`tps`), else its mean alone (entries written before the values were kept)."""
+    from kbisect.source import rc
+
+    entries = rc.load_history(directory)
+    if not entries:
+        raise NoSamples(f"--rc-history {directory}: no {rc.HISTORY_FILE} with measured tags")
+    for e in entries:
+        tag, commit = str(e["tag"]), str(e.get("commit") or "")
+        found: list[Obs] = []
+        result = Path(str(e.get("result_dir") or ""))
+        if e.get("result_dir") and result.is_dir():
+            found = [
+                Obs(**{**vars(o), "kernel_tag": tag})
+                for o in collect([result])
+                if commit and o.kernel_commit == commit
+            ]
+        if not found:
+            values = e.get("tps") or ([e["tps_mean"]] if e.get("tps_mean") else [])
+            found = [
+                Obs(
+                    path=str(directory / rc.HISTORY_FILE),
+                    tps=float(v),
+                    status="ok",
+                    disturbed=False,
+                    kernel_tag=tag,
+                    kernel_commit=commit,
+                    scenario_name="",
+                    scenario_hash=str(e.get("scenario_hash") or ""),
+                    machine="",
+                    started=str(e.get("recorded") or ""),
+                    run_id="",
+                    label=tag,
+                )
+                for v in values
+            ]
+        yield from found

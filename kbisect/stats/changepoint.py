@@ -1,0 +1,251 @@
+"""Change points and drift in a series of points, each measured by several boots.
+
+The series is the log of each point's mean tps (so a step is relative: a 5% drop is the
+same step at 500 tps as at 5000). Each point i has a standard error
+
+    se_i² = s² / n_i + τ²
+
+where s² is the within-point variance of log tps pooled over every point (df = Σ(n_i - 1):
+boot-to-boot noise is about the same relative size along a series), and τ² the extra
+point-to-point variance (sessions on different days vary more than boots of one session),
+estimated from successive differences of the point means (half their mean square, which a
+few steps barely move) minus what s²/n_i already explains, never below 0.
+
+Change points: binary segmentation. In a segment, every split k gives the weighted
+difference of the two sides' means over its standard error, z_k; the largest |z_k| is a
+change point when it exceeds the 95th percentile of the same maximum over NULL_DRAWS
+simulated step-free segments with the same standard errors (and s² drawn from its
+chi-square, so few boots widen the threshold as they should). The calibration is by
+simulation because the maximum over k of correlated z's has no simple law for uneven
+weights. Then both sides are searched again. Each side of a split keeps at least
+MIN_SIDE points, so a single odd point is not a step (the newest point alone is judged by
+the drift rule instead).
+
+Drift (`drift`): several small steps that no single split calls. From the baseline point
+to the newest: the weighted least-squares slope of log mean on the position, with a t test
+(level SLOPE_ALPHA), and the newest point against the baseline (the ratio of means with
+its 95% interval, stats/means.py). Drift is flagged when either is significant and the
+change it implies is at least MIN_DRIFT.
+
+The rates measured on generated series are in docs/history.md and asserted in
+tests/stats/test_changepoint.py.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import numpy as np
+
+from kbisect.stats import means, student
+
+CONFIDENCE = 0.97  # a change point's level: the threshold is this quantile of the null max
+NULL_DRAWS = 2000
+MIN_SIDE = 2
+SLOPE_ALPHA = 0.01
+MIN_DRIFT = 0.03  # the least change over the drift span worth a flag
+SEED = 20261201  # the simulated thresholds are the same from one run to the next
+
+
+@dataclass(frozen=True)
+class Step:
+    """A change point: the level changes between point `index - 1` and point `index`."""
+
+    index: int
+    ratio: float  # mean after / mean before (the two segments' weighted means)
+    low: float
+    high: float
+    z: float
+    threshold: float
+
+    @property
+    def kind(self) -> str:
+        return "regression" if self.ratio < 1.0 else "improvement"
+
+    def as_dict(self) -> dict[str, Any]:
+        return {**asdict(self), "kind": self.kind}
+
+
+@dataclass(frozen=True)
+class Noise:
+    """The noise model of a series: pooled within-point variance of log tps (s2, df) and
+    the extra point-to-point variance tau2."""
+
+    s2: float
+    df: int
+    tau2: float
+
+    def se2(self, n: Sequence[int]) -> np.ndarray:
+        return self.s2 / np.asarray(n, dtype=float) + self.tau2
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def _logs(points: Sequence[Sequence[float]]) -> list[np.ndarray]:
+    out = []
+    for xs in points:
+        arr = np.asarray(xs, dtype=float)
+        if arr.size == 0 or not np.all(np.isfinite(arr)) or np.any(arr <= 0):
+            raise means.StatsError("every point needs positive, finite tps samples")
+        out.append(np.log(arr))
+    return out
+
+
+def noise(points: Sequence[Sequence[float]], fallback_cv: float = 0.05) -> Noise:
+    """The series' noise model from its boots (see the module doc). Without a point of two
+    boots, s² is fallback_cv² (a point of one boot, such as an old rc history entry)."""
+    logs = _logs(points)
+    ss = sum(float(np.sum((x - x.mean()) ** 2)) for x in logs)
+    df = sum(x.size - 1 for x in logs)
+    s2 = ss / df if df > 0 else fallback_cv**2
+    m = np.array([x.mean() for x in logs])
+    n = np.array([x.size for x in logs], dtype=float)
+    tau2 = 0.0
+    if m.size >= 3:
+        within = s2 / n
+        mssd = float(np.mean(np.diff(m) ** 2)) / 2.0
+        if mssd > _extra_limit(tuple(np.round(within / within.max(), 3))) * float(np.mean(within)):
+            tau2 = mssd - float(np.mean(within))
+    return Noise(s2, df, tau2)
+
+
+@functools.lru_cache(maxsize=256)
+def _extra_limit(shape: tuple[float, ...]) -> float:
+    """The 95th percentile of (half the mean square successive difference / the mean
+    variance of a point) over step-free series whose points have variances of this shape:
+    above it, the points vary more than their boots say, and tau² is kept."""
+    rng = np.random.default_rng(SEED)
+    v = np.asarray(shape)
+    draws = rng.standard_normal((NULL_DRAWS, v.size)) * np.sqrt(v)
+    ratio = np.mean(np.diff(draws, axis=-1) ** 2, axis=-1) / 2.0 / float(np.mean(v))
+    return float(np.quantile(ratio, CONFIDENCE))
+
+
+def _split_z(m: np.ndarray, w: np.ndarray, lo: int) -> np.ndarray:
+    """z of every split of one segment (rows: draws) between positions lo..len-lo."""
+    cw = np.cumsum(w, axis=-1)
+    cwm = np.cumsum(w * m, axis=-1)
+    total_w, total_wm = cw[..., -1:], cwm[..., -1:]
+    left_w, left_wm = cw[..., lo - 1 : -lo], cwm[..., lo - 1 : -lo]
+    right_w, right_wm = total_w - left_w, total_wm - left_wm
+    diff = right_wm / right_w - left_wm / left_w
+    return np.asarray(diff / np.sqrt(1.0 / left_w + 1.0 / right_w))
+
+
+def threshold(se2: np.ndarray, df: int) -> float:
+    """The CONFIDENCE quantile of max |z| over a step-free segment with these variances
+    (z does not change when every variance is scaled: cached on their shape)."""
+    return _threshold(tuple(np.round(se2 / se2.max(), 3)), min(df, 1000))
+
+
+@functools.lru_cache(maxsize=1024)
+def _threshold(shape: tuple[float, ...], df: int) -> float:
+    rng = np.random.default_rng(SEED)
+    se2 = np.asarray(shape)
+    draws = rng.standard_normal((NULL_DRAWS, se2.size)) * np.sqrt(se2)
+    # The pooled variance is itself estimated: scale each draw's standardisation by it.
+    scale = np.sqrt(rng.chisquare(df, (NULL_DRAWS, 1)) / df) if df > 0 else 1.0
+    z = np.abs(_split_z(draws, 1.0 / se2, MIN_SIDE)) / scale
+    return float(np.quantile(z.max(axis=-1), CONFIDENCE))
+
+
+def _search(m: np.ndarray, se2: np.ndarray, start: int, df: int) -> list[Step]:
+    if m.size < 2 * MIN_SIDE:
+        return []
+    w = 1.0 / se2
+    z = _split_z(m, w, MIN_SIDE)
+    best = int(np.argmax(np.abs(z)))
+    limit = threshold(se2, df)
+    if abs(z[best]) <= limit:
+        return []
+    k = best + MIN_SIDE  # the first point of the right side
+    left_w, right_w = float(w[:k].sum()), float(w[k:].sum())
+    diff = float((w[k:] * m[k:]).sum() / right_w - (w[:k] * m[:k]).sum() / left_w)
+    se = math.sqrt(1.0 / left_w + 1.0 / right_w)
+    t = student.t_quantile(0.975, df) if df > 0 else 1.96
+    step = Step(
+        start + k,
+        math.exp(diff),
+        math.exp(diff - t * se),
+        math.exp(diff + t * se),
+        float(z[best]),
+        limit,
+    )
+    left = _search(m[:k], se2[:k], start, df)
+    right = _search(m[k:], se2[k:], start + k, df)
+    return [*left, step, *right]
+
+
+def change_points(points: Sequence[Sequence[float]], model: Noise | None = None) -> list[Step]:
+    """The change points of a series of points (each a list of tps samples), oldest first."""
+    logs = _logs(points)
+    model = model or noise(points)
+    m = np.array([x.mean() for x in logs])
+    se2 = model.se2([x.size for x in logs])
+    return _search(m, se2, 0, model.df)
+
+
+@dataclass(frozen=True)
+class Drift:
+    """The drift from the baseline point to the newest one."""
+
+    start: int  # the baseline's index
+    points: int  # how many points the slope saw
+    slope: float  # log tps per point
+    slope_p: float
+    moved: float  # the change the slope implies over the span (relative)
+    last_ratio: means.RatioCI | None  # newest / baseline, when both have 2 boots or more
+    flagged: bool
+    reasons: list[str] = field(default_factory=list)
+
+    @property
+    def kind(self) -> str:
+        return "regression" if self.moved < 0 else "improvement"
+
+    def as_dict(self) -> dict[str, Any]:
+        out = asdict(self)
+        out["kind"] = self.kind
+        out["last_ratio"] = self.last_ratio.as_dict() if self.last_ratio else None
+        return out
+
+
+def drift(
+    points: Sequence[Sequence[float]], start: int = 0, model: Noise | None = None
+) -> Drift | None:
+    """Drift from point `start` (the baseline) to the newest; None with fewer than 3
+    points in that span."""
+    span = list(points[start:])
+    if len(span) < 3:
+        return None
+    model = model or noise(points)
+    logs = _logs(span)
+    m = np.array([x.mean() for x in logs])
+    se2 = model.se2([x.size for x in logs])
+    w = 1.0 / se2
+    x = np.arange(m.size, dtype=float)
+    xm = float((w * x).sum() / w.sum())
+    sxx = float((w * (x - xm) ** 2).sum())
+    slope = float((w * (x - xm) * m).sum() / sxx)
+    se = math.sqrt(1.0 / sxx)
+    df = model.df if model.df > 0 else m.size - 2
+    p = 2 * student.t_sf(abs(slope) / se, df) if se > 0 else (0.0 if slope else 1.0)
+    moved = math.expm1(slope * (m.size - 1))
+    reasons = []
+    if p < SLOPE_ALPHA and abs(moved) >= MIN_DRIFT:
+        reasons.append(f"slope {moved:+.1%} over {m.size} points (p = {p:.2g} < {SLOPE_ALPHA:g})")
+    last: means.RatioCI | None = None
+    first, newest = span[0], span[-1]
+    if len(first) >= 2 and len(newest) >= 2:
+        last = means.ratio_ci(first, newest)
+        if (last.low > 1.0 or last.high < 1.0) and abs(last.ratio - 1.0) >= MIN_DRIFT:
+            reasons.append(
+                f"newest/baseline {last.ratio:.3f}x [{last.low:.3f}, {last.high:.3f}] excludes 1"
+            )
+            if not reasons[0].startswith("slope"):
+                moved = last.ratio - 1.0
+    return Drift(start, m.size, slope, p, moved, last, bool(reasons), reasons)

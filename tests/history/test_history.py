@@ -1,0 +1,161 @@
+"""`kbisect history` on generated -rc series written as sample JSONs into run dirs, and
+as rc history entries (kbisect/history/, kbisect/commands/history.py)."""
+
+from __future__ import annotations
+
+import copy
+import json
+from html.parser import HTMLParser
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from kbisect.commands import cli
+from kbisect.history import source
+from kbisect.source import rc
+
+EXAMPLE = Path(__file__).parents[2] / "docs/examples/demo/samples/001-A.json"
+TAGS = ["v6.19", *[f"v7.0-rc{i}" for i in range(1, 8)], "v7.0"]
+
+
+def write_series(
+    root: Path, levels: list[float], *, seed: int = 0, cv: float = 0.02, boots: int = 5,
+    scenario_hash: str | None = None,
+) -> Path:  # fmt: skip
+    """One run dir per tag under root, `boots` samples each around its level."""
+    base = json.loads(EXAMPLE.read_text())
+    rng = np.random.default_rng(seed)
+    for i, (tag, level) in enumerate(zip(TAGS, levels, strict=True)):
+        run = root / f"2026120{i}T000000Z-run-{tag}" / "samples"
+        run.mkdir(parents=True)
+        for b in range(boots):
+            s = copy.deepcopy(base)
+            s["tps"] = float(level * (1 + cv * rng.standard_normal()))
+            s["kernel"]["commit"] = f"{i:040x}"
+            s["kernel"]["manifest"]["describe"] = tag
+            s["created"] = f"2026-12-0{i + 1}T00:0{b}:00Z"
+            s["boot_dir"] = f"/boots/{tag}/{b}"
+            if scenario_hash:
+                s["scenario"]["hash"] = scenario_hash
+            (run / f"{b + 1:03d}-A.json").write_text(json.dumps(s))
+    return root
+
+
+def drift_levels() -> list[float]:
+    return [1000.0 * 0.985**i for i in range(len(TAGS))]
+
+
+def history(*argv: str) -> int:
+    return cli.main(["history", *argv])
+
+
+class Page(HTMLParser):
+    def __init__(self) -> None:
+        super().__init__()
+        self.tags: list[str] = []
+        self.images: list[dict[str, str | None]] = []
+        self.cells: list[str] = []
+        self._in_td = False
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.tags.append(tag)
+        if tag == "img":
+            self.images.append(dict(attrs))
+        self._in_td = tag == "td"
+
+    def handle_data(self, data: str) -> None:
+        if self._in_td:
+            self.cells.append(data)
+            self._in_td = False
+
+
+def test_a_slow_drift_is_flagged_and_exits_1(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    root = write_series(tmp_path / "runs", drift_levels())
+    out = tmp_path / "out"
+    assert history(str(root), "--out", str(out)) == 1
+    text = capsys.readouterr().out
+    assert "REGRESSION: drift since v6.19" in text
+    data = json.loads((out / "history.json").read_text())
+    assert [p["key"] for p in data["points"]] == TAGS
+    assert data["baseline"] == "v6.19" and data["drift"]["flagged"]
+    page = Page()
+    page.feed((out / "history.html").read_text())
+    assert "table" in page.tags and "script" not in page.tags and "link" not in page.tags
+    [img] = page.images
+    assert str(img["src"]).startswith("data:image/png;base64,")
+    assert "v7.0-rc4" in page.cells
+    assert (out / "history.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_a_flat_series_exits_0(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    root = write_series(tmp_path / "runs", [1000.0] * len(TAGS), seed=1)
+    assert history(str(root), "--format", "markdown") == 0
+    out = capsys.readouterr().out
+    assert out.startswith("## kbisect history") and "| v7.0-rc7 | 5 |" in out
+    assert "REGRESSION" not in out
+
+
+def test_left_out_samples_are_counted(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    root = write_series(tmp_path / "runs", [1000.0] * len(TAGS), seed=2)
+    f = next(root.glob("*v7.0-rc3/samples/001-A.json"))
+    s = json.loads(f.read_text())
+    f.write_text(json.dumps({**s, "status": "boot-failed", "tps": None, "error": "no boot"}))
+    g = next(root.glob("*v7.0-rc4/samples/002-A.json"))
+    g.write_text(json.dumps({**json.loads(g.read_text()), "status": "disturbed"}))
+    assert history(str(root), "--format", "json") == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["left_out"] == {"failed": 1, "disturbed": 1}
+    n = {p["key"]: p["n"] for p in data["points"]}
+    assert (n["v7.0-rc3"], n["v7.0-rc4"], n["v7.0"]) == (4, 4, 5)
+
+
+def test_rc_history_alone_gives_intervals(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The result dirs are gone: the tps values of the entries are enough."""
+    rng = np.random.default_rng(3)
+    entries: list[dict[str, Any]] = []
+    for i, (tag, level) in enumerate(zip(TAGS, drift_levels(), strict=True)):
+        tps = [round(float(level * (1 + 0.02 * rng.standard_normal())), 3) for _ in range(5)]
+        entries.append(
+            {"tag": tag, "commit": f"{i:040x}", "result_dir": str(tmp_path / "gone"),
+             "scenario_hash": "ab" * 32, "tps_mean": sum(tps) / 5, "tps": tps, "n": 5}
+        )  # fmt: skip
+    entries.insert(0, {"tag": "v6.18", "scenario_hash": "ab" * 32, "tps_mean": 1000.0})
+    rc.save_history(tmp_path / "h", entries)
+    code = history(
+        "--rc-history", str(tmp_path / "h"), "--format", "json", "--out", str(tmp_path / "o")
+    )
+    data = json.loads(capsys.readouterr().out)
+    assert code == 1
+    assert data["points"][0]["key"] == "v6.18" and data["points"][0]["n"] == 1  # an old entry
+    assert data["points"][-1]["low"] is not None and data["baseline"] == "v6.19"
+
+
+def test_refusals_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    root = write_series(tmp_path / "a", [1000.0] * len(TAGS))
+    write_series(tmp_path / "b", [1000.0] * len(TAGS), scenario_hash="cd" * 32)
+    assert history(str(tmp_path / "a"), str(tmp_path / "b")) == 2
+    err = capsys.readouterr().err
+    assert "2 scenario hashes" in err and "cdcdcdcdcdcd" in err and len(err.splitlines()) == 1
+    for argv in (
+        [str(root), "--baseline", "v5.0"],
+        [str(root), "--by", "colour"],
+        [str(root), "--by", "axis:pgbench.nothing"],
+        [str(root), "--scenario", "no-such"],
+        [str(tmp_path / "missing")],
+        ["--rc-history", str(tmp_path / "empty")],
+        ["--rc-history", str(tmp_path), str(root)],
+    ):
+        assert history(*argv) == 2, argv
+        assert len(capsys.readouterr().err.strip().splitlines()) == 1, argv
+
+
+def test_source_reads_the_stored_examples() -> None:
+    demo = list(source.collect([EXAMPLE.parents[2] / "demo"]))
+    assert len(demo) == 10 and {o.label for o in demo} == {"A", "B"}
+    assert all(o.scenario_name == "simple-update-2vcpu" and o.machine == "vng" for o in demo)
