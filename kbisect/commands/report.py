@@ -1,9 +1,11 @@
-"""`kbisect report`: a stored run's report again, as Markdown with PNG plots or as text.
+"""`kbisect report`: a stored run's report again, as Markdown with PNG plots, as text, or
+as a mail (mbox, docs/mailing-list.md).
 
 This module only tells the runs apart: it reads the run's summary.json (or sees an
 interrupted compare by its plan, a study in progress by its definition) and hands the run
 to the renderer of its kind: kbisect/compare/ (markdown.py, text.py), kbisect/bisect/report/
-(files.py, text.py), kbisect/study/report.py. A compare report is recomputed from the
+(files.py, text.py, mail.py), kbisect/study/report.py; a mail's message is made by
+kbisect/report/mbox.py. A compare report is recomputed from the
 stored samples every time, so it never disagrees with them.
 """
 
@@ -14,8 +16,10 @@ from pathlib import Path
 from typing import Any
 
 from kbisect.bisect.report import files as bisect_files
+from kbisect.bisect.report import mail as bisect_mail
 from kbisect.bisect.report import text as bisect_text
 from kbisect.commands import options
+from kbisect.compare import mail as compare_mail
 from kbisect.compare import markdown, schedule
 from kbisect.compare import report as compare_report
 from kbisect.compare import summary as compare_summary
@@ -23,6 +27,7 @@ from kbisect.compare import text as compare_text
 from kbisect.core import atomic
 from kbisect.core.exceptions import EXIT_OK, UserError
 from kbisect.measure import results
+from kbisect.report import mbox
 from kbisect.report.text import TEXT
 from kbisect.study import report as study_report
 from kbisect.study import store as study_store
@@ -78,6 +83,16 @@ def _text(run_dir: Path, summary: dict[str, Any], min_effect: float | None) -> s
     raise NotAReport(f"{run_dir}: kind '{summary['kind']}' has no text report")
 
 
+def _mbox(run_dir: Path, summary: dict[str, Any], args: argparse.Namespace) -> str:
+    if summary["kind"] == "compare":
+        mail = compare_mail.render(compare_report.load(run_dir, summary, args.min_effect))
+    elif summary["kind"] in BISECT:
+        mail = bisect_mail.render(run_dir, summary)
+    else:
+        raise NotAReport(f"{run_dir}: kind '{summary['kind']}' has no mail (compare, bisect)")
+    return mbox.message(mail, sender=args.sender, to=args.to, cc=args.cc)
+
+
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "results_dir",
@@ -87,10 +102,19 @@ def configure(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--format",
-        choices=("markdown", "text"),
+        choices=("markdown", "text", "mbox"),
         default="markdown",
-        help="markdown (report.md and plots) or text: a plain-text report "
-        "of at most 72 columns for a mailing list (report.txt, also printed)",
+        help="markdown (report.md and plots); text: a plain-text report "
+        "of at most 72 columns for a mailing list (report.txt, also printed); mbox: "
+        "a compare or bisection as one mail for git send-email (report.mbox, also printed)",
+    )
+    parser.add_argument("--to", action="append", default=[], help="mbox: a To address (repeatable)")
+    parser.add_argument("--cc", action="append", default=[], help="mbox: a Cc address (repeatable)")
+    parser.add_argument(
+        "--from",
+        dest="sender",
+        help=f"mbox: the From address (default: the placeholder {mbox.PLACEHOLDER_FROM!r}, "
+        "to edit)",
     )
     parser.add_argument(
         "--min-effect",
@@ -101,8 +125,14 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 def main(args: argparse.Namespace) -> int:
     """Print the report's path, then (compare) the verdict line; or the text."""
+    if args.format != "mbox" and (args.to or args.cc or args.sender):
+        raise UserError("--to, --cc and --from go with --format mbox")
     summary = load(args.results_dir)
-    if args.format == "text":
+    if args.format == "mbox":
+        mail = _mbox(args.results_dir, summary, args)
+        atomic.write_text(args.results_dir / mbox.MBOX, mail)
+        print(mail, end="")
+    elif args.format == "text":
         text = _text(args.results_dir, summary, args.min_effect)
         atomic.write_text(args.results_dir / TEXT, text)
         print(text, end="")

@@ -3,6 +3,7 @@ scenario."""
 
 from __future__ import annotations
 
+import textwrap
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -199,7 +200,8 @@ def resolve_revisions(spec: Spec, a: Side, b: Side) -> Path | None:
             raise UserError(f"{spec.revert} is not an ancestor of {spec.base}: nothing to revert")
         progress.step(f"creating base + revert of {commit[:12]} in a scratch worktree")
         b.rev = worktree.revert_onto(repo, a.rev, commit)
-        b.label = spec.label_b or f"revert {commit[:12]} ({git.subject(repo, commit)[:50]})"
+        short = textwrap.shorten(git.subject(repo, commit), 50, placeholder="...")  # at a space
+        b.label = spec.label_b or f"revert {commit[:12]} ({short})"
     elif spec.rev_b:
         b.rev = git.rev_parse(repo, spec.rev_b)
         b.label = spec.label_b or git.describe(repo, b.rev)

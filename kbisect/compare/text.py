@@ -9,9 +9,10 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from kbisect.compare import revert
 from kbisect.compare.report import METHODS, SIDES, Run
 from kbisect.compare.warnings import preempt_lines
-from kbisect.report import patches
+from kbisect.report import build, patches
 from kbisect.report.text import (
     change,
     command,
@@ -47,24 +48,32 @@ def _kernel(info: Mapping[str, Any]) -> str:
     return f"{head}{subject}"
 
 
-def render(run: Run) -> str:
-    """The whole text, at most 72 columns a line."""
-    v, s = run.verdict, run.summary
-    r, scen = v.ratio, s["scenario"]
+def head(run: Run) -> str:
+    """The finding in one sentence: a revert check's effect, else B against A."""
+    v, scen = run.verdict, run.summary["scenario"]["name"]
+    if rev := revert.of(run.summary):
+        return f"kbisect checked a revert: {revert.finding(rev, v, scen)}"
     what = {"regression": "a regression", "improvement": "an improvement"}.get(v.kind)
-    head = (
-        f"kbisect noticed {what} of {change(r.ratio)} in pgbench tps ({scen['name']}): "
-        f"B ({run.name('B')}) against A ({run.name('A')})."
-        if what
-        else f"kbisect found no significant change in pgbench tps ({scen['name']}) between "
+    if what:
+        return (
+            f"kbisect noticed {what} of {change(v.ratio.ratio)} in pgbench tps ({scen}): "
+            f"B ({run.name('B')}) against A ({run.name('A')})."
+        )
+    return (
+        f"kbisect found no significant change in pgbench tps ({scen}) between "
         f"A ({run.name('A')}) and B ({run.name('B')})."
     )
+
+
+def figures(run: Run) -> list[str]:
+    """B/A with its interval (and a revert's A/B), each side's mean, CV and n."""
+    v, r = run.verdict, run.verdict.ratio
     failed = {x: len(run.side(x)) - n for x, n in zip(SIDES, (v.a.n, v.b.n), strict=True)}
-    lines = [
-        *para(head),
-        "",
+    rev = revert.of(run.summary)
+    return [
         f"  B/A {r.ratio:.3f}x ({change(r.ratio)}), {r.confidence * 100:g}% CI "
         f"[{r.low:.3f}, {r.high:.3f}]",
+        *(para(revert.cost_line(v), "  ", "  ") if rev else []),
         f"  A: {v.a.mean:.1f} tps, CV {v.a.cv * 100:.1f}%, {v.a.n} boots ({failed['A']} failed)",
         f"  B: {v.b.mean:.1f} tps, CV {v.b.cv * 100:.1f}%, {v.b.n} boots ({failed['B']} failed)",
         *para(
@@ -72,21 +81,36 @@ def render(run: Run) -> str:
             f"{means.METHOD} ({METHODS[means.METHOD]}).",
             "  ",
         ),
-        "",
-        "kernels:",
     ]
+
+
+def kernels(run: Run) -> list[str]:
+    lines = []
     for side in SIDES:
-        info = s["sides"][side]
+        info = run.summary["sides"][side]
         extra = f", append {info['append']!r}" if info.get("append") else ""
-        lines += para(f"{side}: {_kernel(info)}{extra}", "  ")
+        lines += para(f"{side}: {_kernel(info)}{extra}", "  ", "  ")
         if own := (info.get("kernel") or {}).get("patches"):
             lines += para(f"with patches: {patches.line(own)}", "     ")
+    return lines
+
+
+def scenario(run: Run) -> list[str]:
+    scen = run.summary["scenario"]
+    settings: Mapping[str, Any] = next((x["scenario"]["settings"] for x in run.samples), {})
+    return _scenario(settings, scen["name"], scen.get("hash") or "")
+
+
+def render(run: Run) -> str:
+    """The whole text, at most 72 columns a line."""
+    s, v = run.summary, run.verdict
+    lines = [*para(head(run)), "", *figures(run), "", "kernels:", *kernels(run)]
     lines += ["", "reproduce:", *command(s.get("command") or "(not recorded)"), ""]
     fps = {x: [b.get("fingerprint") or {} for b in run.side(x)] for x in SIDES}
     lines += ["fingerprint differences (A, B):", *fingerprint_lines(fps, ("A", "B")), ""]
     lines += ["machine:", *machine(run.samples), ""]
-    settings: Mapping[str, Any] = next((x["scenario"]["settings"] for x in run.samples), {})
-    lines += ["scenario:", *_scenario(settings, scen["name"], scen.get("hash") or ""), ""]
+    lines += ["build:", *build.lines({x: run.side(x) for x in SIDES}), ""]
+    lines += ["scenario:", *scenario(run), ""]
     lines += ["tps per boot, in boot order (failed boots left out):"]
     for side in SIDES:
         tps = [float(b["tps"]) for b in run.side(side) if b.get("status") == "ok"]

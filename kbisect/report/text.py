@@ -29,13 +29,21 @@ def change(ratio: float) -> str:
 def para(text: str, indent: str = "", hang: str = "") -> list[str]:
     """`text` wrapped at WIDTH; continuation lines indented by `indent` + `hang`."""
     lines = textwrap.wrap(
-        text, WIDTH, initial_indent=indent, subsequent_indent=indent + hang, break_on_hyphens=False
+        text,
+        WIDTH,
+        initial_indent=indent,
+        subsequent_indent=indent + hang,
+        break_on_hyphens=False,
+        break_long_words=False,  # a word longer than a line is fit()'s to break
     )
     return lines or [""]
 
 
 def command(cmd: str, indent: str = "  ") -> list[str]:
-    """A shell command wrapped at WIDTH with ` \\` continuations, split between words."""
+    """A shell command wrapped at WIDTH with ` \\` continuations, split between words; a
+    word too long for a line of its own is split with a `\\` at the end of the line and
+    goes on at column 0 (the shell joins the two halves back into one word; a quoted one
+    is left to fit())."""
     try:
         words = shlex.split(cmd)
     except ValueError:
@@ -46,7 +54,20 @@ def command(cmd: str, indent: str = "  ") -> list[str]:
             lines.append(current + " \\")
             current = indent + "    "
         current += ("" if not current.strip() else " ") + word
+        while len(current) > WIDTH and "'" not in word:  # a word longer than a line
+            cut = _cut(current)
+            lines.append(current[:cut] + "\\")
+            current = current[cut:]
     return [*lines, current]
+
+
+def _cut(line: str) -> int:
+    """Where to split a line over WIDTH inside its last word: after its last `/`, `,`, `=`
+    or `-` that leaves room for the `\\`, else at WIDTH - 1."""
+    limit = WIDTH - 1
+    start = len(line) - len(line.lstrip())
+    best = max(line.rfind(c, start + 1, limit) for c in "/,=-")
+    return best + 1 if best > start else limit
 
 
 def fit(lines: Iterable[str]) -> str:
@@ -90,24 +111,55 @@ def fingerprint_lines(
     return out or ["  (none)"]
 
 
+def target_line(samples: Sequence[Mapping[str, Any]]) -> str:
+    """`vng (x86_64), accelerator tcg`, `ssh emu (x86_64)`: the target's kind, its name
+    when that is not the kind again, the arch, the accelerator only when one is known."""
+    s = samples[0]
+    fp = first_fingerprint(samples)
+    t = s.get("target") or {"kind": "vng", "accel": s.get("accel")}
+    arch = t.get("arch") or fp.get("machine")
+    names = [str(t.get("kind") or ""), str(t.get("name") or "")]
+    where = " ".join(dict.fromkeys(x for x in names if x)) or "?"
+    accels = sorted(
+        {str(a) for x in samples if (a := (x.get("target") or {}).get("accel") or x.get("accel"))}
+    )
+    accel = f", accelerator {', '.join(accels)}" if accels else ""
+    return f"{where}{f' ({arch})' if arch else ''}{accel}"
+
+
+def first_fingerprint(samples: Sequence[Mapping[str, Any]]) -> Mapping[str, Any]:
+    return next((x["fingerprint"] for x in samples if x.get("fingerprint")), {})
+
+
+def cpu_line(fp: Mapping[str, Any]) -> str:
+    """`QEMU TCG CPU version 2.5+, 2 cores, 2 threads`: what the guest's kernel saw."""
+    parts = [str(fp.get("cpu_model") or "CPU model unknown")]
+    parts.append(f"{fp.get('cpu_cores') or '?'} cores, {fp.get('cpu_threads') or '?'} threads")
+    if fp.get("nproc") and fp.get("nproc") != fp.get("cpu_threads"):
+        parts.append(f"{fp['nproc']} online")
+    return ", ".join(parts)
+
+
+def memory_line(fp: Mapping[str, Any]) -> str:
+    """`1996 MB, NUMA nodes 1` (`unknown` when the guest did not say)."""
+    mem = fp.get("mem_total_kb")
+    size = f"{round(mem / 1024)} MB" if isinstance(mem, int) else "size unknown"
+    return f"{size}, NUMA nodes {fp.get('numa_nodes') or 'unknown'}"
+
+
 def machine(samples: Sequence[Mapping[str, Any]]) -> list[str]:
-    """Where the boots ran: target, accelerator, guest size, kernel, PostgreSQL."""
+    """Where the boots ran: target, accelerator, CPU, memory and NUMA, kernel, PostgreSQL."""
     if not samples:
         return ["  (no samples with this report)"]
-    s = samples[0]
-    fp: Mapping[str, Any] = next((x["fingerprint"] for x in samples if x.get("fingerprint")), {})
-    t = s.get("target") or {"kind": "vng", "accel": s.get("accel")}
-    accels = sorted({str((x.get("target") or {}).get("accel") or x.get("accel")) for x in samples})
-    mem, arch = fp.get("mem_total_kb"), t.get("arch") or fp.get("machine")
-    where = " ".join(str(x) for x in (t.get("kind"), t.get("name")) if x)
+    fp = first_fingerprint(samples)
     pg = str(fp.get("pg_version") or "?")
     return [
-        f"  target: {where}{f' ({arch})' if arch else ''}, accelerator {', '.join(accels)}",
-        f"  guest: {fp.get('nproc', '?')} CPUs, "
-        f"{round(mem / 1024) if isinstance(mem, int) else '?'} MB, clocksource "
-        f"{fp.get('clocksource', '?')}, THP {fp.get('thp', '?')}",
+        *para(f"target: {target_line(samples)}", "  ", "  "),
+        *para(f"cpu: {cpu_line(fp)}", "  ", "  "),
+        f"  memory: {memory_line(fp)}",
+        f"  clocksource {fp.get('clocksource', '?')}, THP {fp.get('thp', '?')}",
         f"  kernel {fp.get('uname_r', '?')}, preempt {fp.get('preempt', '?')}",
-        f"  {pg if pg.startswith('PostgreSQL') else 'PostgreSQL ' + pg}",
+        *para(pg if pg.startswith("PostgreSQL") else "PostgreSQL " + pg, "  ", "  "),
     ]
 
 

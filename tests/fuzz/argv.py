@@ -350,9 +350,41 @@ SPECS: dict[str, Spec] = {
     "report": Spec(
         ["report"],
         {},
-        {"--format": choice(["markdown", "text"], ["html", ""]), "--min-effect": FRACTION},
+        {
+            "--format": choice(["markdown", "text", "mbox"], ["html", ""]),
+            "--min-effect": FRACTION,
+            "--to": [choice(["Dev <dev@example.org>", "a@b.example"], ["", "nobody", "a@b"])],
+            "--cc": [choice(["list@example.org"], ["x\ny@example.org", "<>"])],
+            "--from": choice(["Me <me@example.org>"], ["me", "@example.org"]),
+        },
         RUN_DIR,
         working=["{compare_run}"],
+    ),
+    "diff": Spec(
+        ["diff"],
+        {},
+        {
+            "--format": choice(["text", "json", "markdown"], ["html", ""]),
+            "--min-effect": FRACTION,
+            "--force": FLAG,
+        },
+        kind(
+            ["{compare_run}:A {compare_run}:B", "{compare_run}:B {compare_run_copy}:A"],
+            [
+                "{compare_run} {compare_run}:B",
+                "{compare_run}:C {compare_run}:A",
+                "{bisect_run} {compare_run}:A",
+                "{bisect_run}:zz {compare_run}:A",
+                "{study_run} {compare_run}:A",
+                "{missing} {compare_run}:A",
+                "{file}:A {compare_run}:B",
+                "{dir} {dir}",
+                "{compare_run}:A",
+                "",
+            ],
+            text=False,
+        ),
+        working=["{compare_run}:A", "{compare_run}:B"],
     ),
     "bisect": Spec(
         ["bisect"],

@@ -4,8 +4,10 @@
 
 renders every example (docs/examples/) with today's code and writes
 tests/data/examples/<run>.txt (its report.txt) and <run>.stdout (what `kbisect report`
-prints, the run's folder written RUN). Run it only when a report is meant to change,
-and read the diff.
+prints, the run's folder written RUN); for a compare or bisection also <run>.mbox (its
+mail, `--format mbox`: the Date is the summary's `created`, so it never changes); and
+diff-<name>.<format> for each `kbisect diff` of DIFFS (the examples' folder written
+EXAMPLES). Run it only when a report is meant to change, and read the diff.
 """
 
 from __future__ import annotations
@@ -36,6 +38,34 @@ RUNS = (
     "founding",
     "pg-clock-sweep-2x2",
 )
+
+MAILS = tuple(r for r in RUNS if r not in ("demo-study", "pg-clock-sweep-2x2"))  # no study
+# `kbisect diff` goldens: name, the two sets, the options
+DIFFS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("demo-A-demo-preempt-A", ("demo:A", "demo-preempt:A")),
+    ("demo-A-demo-B-json", ("demo:A", "demo:B", "--format", "json")),
+    ("demo-preempt-A-B-markdown", ("demo-preempt:A", "demo-preempt:B", "--format", "markdown")),
+    (
+        "drift-bisect-a1dfdbe6aceb-497e2bae621e",
+        ("drift-bisect:a1dfdbe6aceb", "drift-bisect:497e2b"),
+    ),
+    ("demo-A-disturbed-compare-A-force", ("demo:A", "disturbed-compare:A", "--force")),
+)
+FORMATS = {"json": "json", "markdown": "md"}
+
+
+def diff_golden(name: str, argv: tuple[str, ...]) -> Path:
+    fmt = argv[argv.index("--format") + 1] if "--format" in argv else "text"
+    return GOLDEN / f"diff-{name}.{FORMATS.get(fmt, 'txt')}"
+
+
+def render_diff(argv: tuple[str, ...]) -> tuple[int, str]:
+    """`kbisect diff` of two examples in-process: its exit code and what it printed."""
+    words = [str(EXAMPLES / w) if ":" in w else w for w in argv]
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        code = cli.main(["diff", *words])
+    return code, out.getvalue().replace(str(EXAMPLES), "EXAMPLES")
 
 
 def copy(name: str, into: Path, *, drop: Iterable[str] = ()) -> Path:
@@ -68,6 +98,15 @@ def main() -> None:
             assert code == 0, name
             (GOLDEN / f"{name}.txt").write_text(out)
             print(GOLDEN / f"{name}.txt")
+            if name in MAILS:
+                code, out = render(run, "mbox")
+                assert code == 0, name
+                (GOLDEN / f"{name}.mbox").write_text(out)
+    for name, argv in DIFFS:
+        code, out = render_diff(argv)
+        assert code in (0, 1), name
+        diff_golden(name, argv).write_text(out)
+        print(diff_golden(name, argv))
 
 
 if __name__ == "__main__":

@@ -11,7 +11,7 @@ from typing import Any
 from kbisect.bisect import state
 from kbisect.bisect.report import table
 from kbisect.measure import results, schema
-from kbisect.report import patches
+from kbisect.report import build, patches
 from kbisect.report.text import change, command, fingerprint_lines, fit, machine, numbers, para
 
 
@@ -27,6 +27,27 @@ def _bisect_samples(run_dir: Path, commit: str | None) -> list[dict[str, Any]]:
         return results.load_samples(store / commit) if (store / commit).is_dir() else []
     except schema.InvalidResult:
         return []
+
+
+def samples(run_dir: Path, s: Mapping[str, Any]) -> tuple[list[dict[str, Any]], ...]:
+    """The re-checked parent's and culprit's samples, when the bisect store is here."""
+    rc = s.get("recheck") or {}
+    return _bisect_samples(run_dir, rc.get("parent")), _bisect_samples(run_dir, rc.get("culprit"))
+
+
+def build_lines(
+    s: Mapping[str, Any], parent: list[dict[str, Any]], culprit: list[dict[str, Any]]
+) -> list[str]:
+    """The build of the parent and the culprit (from their samples), else the tree and the
+    base config the summary recorded."""
+    if parent or culprit:
+        return build.lines({"parent": parent, "culprit": culprit})
+    base = s["options"].get("base_config")
+    return [
+        *para(f"tree: {build.tree_name(s.get('tree')) or '?'}", "  "),
+        *(para(f"kconfig: from {base}", "  ") if base else []),
+        *para("(compiler, kconfig hash, fragments: the bisect store is not here)", "  "),
+    ]
 
 
 def render(run_dir: Path, s: Mapping[str, Any]) -> str:
@@ -70,10 +91,7 @@ def render(run_dir: Path, s: Mapping[str, Any]) -> str:
         ]
     )
     lines += ["", "reproduce:", *command(s["command"]), ""]
-    culprit, parent = (
-        _bisect_samples(run_dir, rc.get("culprit")),
-        _bisect_samples(run_dir, rc.get("parent")),
-    )
+    parent, culprit = samples(run_dir, s)
     fps = {
         "parent": [x.get("fingerprint") or {} for x in parent],
         "culprit": [x.get("fingerprint") or {} for x in culprit],
@@ -85,6 +103,7 @@ def render(run_dir: Path, s: Mapping[str, Any]) -> str:
         else ["  (the bisect store with the samples is not with this report)"]
     )
     lines += ["", "machine:", *machine(culprit + parent), ""]
+    lines += ["build:", *build_lines(s, parent, culprit), ""]
     how = (
         f"posterior method, P(first bad commit) {s['answer']['probability']:.4f} after the re-check"
         if s.get("method") == "posterior"

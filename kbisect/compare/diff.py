@@ -1,0 +1,168 @@
+"""`kbisect diff RUN_A RUN_B`: two stored sets of samples of one scenario, compared with
+compare's own statistics (means.verdict on the boots that count, compare/report.ok_tps).
+
+A set is named `DIR` (a `kbisect run`, or any folder with samples/), `DIR:A` or `DIR:B`
+(one side of a compare) or `DIR:<commit>` (one revision of a bisection's store, a
+prefix of its hash is enough). The two sets must be of one scenario (its hash); with
+`force`, the scenario fields that differ are listed and the diff goes on.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from kbisect.bisect import state
+from kbisect.compare import report as compare_report
+from kbisect.compare.report import SIDES
+from kbisect.core.exceptions import UserError
+from kbisect.measure import fingerprint, results
+from kbisect.report import disturbed
+from kbisect.stats import means
+
+
+class BadSet(UserError):
+    """A RUN argument that names no set of samples, or two sets that do not go together."""
+
+
+@dataclass(frozen=True)
+class Set:
+    spec: str  # as given
+    dir: Path  # the folder whose samples/ these are
+    samples: list[dict[str, Any]]  # those that count or failed, in boot order
+
+    def hashes(self) -> set[str]:
+        return {str((s.get("scenario") or {}).get("hash")) for s in self.samples}
+
+    def settings(self) -> Mapping[str, Any]:
+        return next(((s.get("scenario") or {}).get("settings") or {} for s in self.samples), {})
+
+    def scenario(self) -> str:
+        return str(next(((s.get("scenario") or {}).get("name") for s in self.samples), "?"))
+
+
+def _kind(folder: Path) -> str | None:
+    """compare, bisect, or None (a run or a bare folder of samples)."""
+    if (folder / state.STATE_FILE).is_file():
+        return "bisect"
+    if (folder / results.SUMMARY).is_file():
+        kind = str(results.read_summary(folder).get("kind"))
+        return "bisect" if kind.startswith("bisect") else kind
+    return "compare" if (folder / "plan.json").is_file() else None
+
+
+def _samples(folder: Path, spec: str) -> list[dict[str, Any]]:
+    if not results.sample_paths(folder):
+        raise BadSet(f"{spec}: no samples in {folder}")
+    kept, _copies = results.without_copies(folder)  # InvalidResult: exit 3
+    return disturbed.counted(kept)
+
+
+def _store_dir(run: Path, commit: str, spec: str) -> Path:
+    store = state.load(run).store if (run / state.STATE_FILE).is_file() else run / "store"
+    if not store.is_dir() or not any(store.glob(f"{commit}*")):
+        store = run / "store"  # an example copied with its store
+    found = sorted(p for p in store.glob(f"{commit}*") if p.is_dir()) if store.is_dir() else []
+    if len(found) != 1:
+        what = "no revision" if not found else f"{len(found)} revisions"
+        raise BadSet(f"{spec}: {what} of the bisect store {store} starts with {commit!r}")
+    return found[0]
+
+
+def resolve(spec: str) -> Set:
+    """The samples `spec` names; BadSet, one line, if it names none."""
+    folder, side = Path(spec), ""
+    if not folder.is_dir() and ":" in spec:
+        head, _, side = spec.rpartition(":")
+        folder = Path(head)
+    if not folder.is_dir():
+        raise BadSet(f"{spec}: no such run directory")
+    kind = _kind(folder)
+    if kind == "compare":
+        if side not in SIDES:
+            raise BadSet(f"{spec}: a compare has two sides: pick one, {folder}:A or {folder}:B")
+        chosen = [s for s in _samples(folder, spec) if s.get("label") == side]
+        if not chosen:
+            raise BadSet(f"{spec}: side {side} has no samples")
+        return Set(spec, folder, chosen)
+    if kind == "bisect":
+        if not side or any(c not in "0123456789abcdef" for c in side):
+            raise BadSet(f"{spec}: a bisection holds one set per revision: pick one, DIR:<commit>")
+        store = _store_dir(folder, side, spec)
+        return Set(spec, store, _samples(store, spec))
+    if side:
+        raise BadSet(f"{spec}: {folder} is neither a compare nor a bisection: name it alone")
+    return Set(spec, folder, _samples(folder, spec))
+
+
+def setting_differences(a: Set, b: Set) -> list[str]:
+    """`pgbench.clients: 16 -> 64` for every scenario setting that differs (but the
+    prose `description`)."""
+    fa, fb = _flat(a.settings()), _flat(b.settings())
+    for flat in (fa, fb):
+        flat.pop("description", None)
+    return [
+        f"{k}: {fa.get(k, '-')} -> {fb.get(k, '-')}"
+        for k in sorted(set(fa) | set(fb))
+        if fa.get(k) != fb.get(k)
+    ]
+
+
+def _flat(d: Mapping[str, Any], prefix: str = "") -> dict[str, str]:
+    out: dict[str, str] = {}
+    for k, v in d.items():
+        if isinstance(v, Mapping):
+            out.update(_flat(v, f"{prefix}{k}."))
+        else:
+            out[f"{prefix}{k}"] = str(v)
+    return out
+
+
+def check_scenarios(a: Set, b: Set, *, force: bool) -> list[str]:
+    """[] when both sets ran one scenario; else BadSet, or with `force` the settings
+    that differ."""
+    if a.hashes() == b.hashes() and len(a.hashes()) == 1:
+        return []
+    if not force:
+        raise BadSet(
+            f"{a.spec} and {b.spec} ran different scenarios "
+            f"({', '.join(sorted(h[:12] for h in a.hashes()))} vs "
+            f"{', '.join(sorted(h[:12] for h in b.hashes()))}): --force compares them anyway"
+        )
+    return setting_differences(a, b) or ["the hashes differ, the recorded settings do not"]
+
+
+def as_run(a: Set, b: Set, min_effect: float) -> compare_report.Run:
+    """The two sets as a compare run (side A, side B), its verdict by compare's statistics."""
+    samples = [
+        {**s, "label": side} for side, x in zip(SIDES, (a, b), strict=True) for s in x.samples
+    ]
+    tps = [compare_report.ok_tps([s for s in samples if s["label"] == x]) for x in SIDES]
+    try:
+        v = means.verdict(*tps, min_effect=min_effect)
+    except means.StatsError as exc:
+        raise BadSet(f"{a.spec} vs {b.spec}: {exc}") from exc
+    summary = {
+        "kind": "diff",
+        "scenario": {"name": a.scenario(), "hash": sorted(a.hashes())[0]},
+        "sides": {side: {"label": x.spec} for side, x in zip(SIDES, (a, b), strict=True)},
+    }
+    return compare_report.Run(b.dir, summary, samples, v, min_effect, v.ratio.confidence)
+
+
+def fingerprints(run: compare_report.Run) -> list[fingerprint.Row]:
+    return fingerprint.diff({x: [s.get("fingerprint") or {} for s in run.side(x)] for x in SIDES})
+
+
+def as_json(run: compare_report.Run, sets: Sequence[Set], differs: list[str]) -> dict[str, Any]:
+    return {
+        "kind": "diff",
+        "a": {"spec": sets[0].spec, "dir": str(sets[0].dir), "samples": len(sets[0].samples)},
+        "b": {"spec": sets[1].spec, "dir": str(sets[1].dir), "samples": len(sets[1].samples)},
+        "scenario": run.summary["scenario"],
+        "scenario_differences": differs,
+        "verdict": run.verdict.as_dict(),
+        "min_effect": run.min_effect,
+    }

@@ -1,0 +1,82 @@
+"""A compare run as a mail (`kbisect report RUN_DIR --format mbox`), in the kernel test
+robot's order (kbisect/report/mbox.py writes the message): a revert check names what
+reverting the commit does and what the commit costs; any other compare what B does
+against A."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from kbisect.compare import revert, text
+from kbisect.compare.report import SIDES, Run, ok_tps
+from kbisect.report import build, mbox
+from kbisect.report.text import change, command, para
+
+
+def _commit(info: Mapping[str, Any]) -> str:
+    k = info.get("kernel") or {}
+    return str(k.get("describe") or (k.get("commit") or "")[:12] or "prebuilt")
+
+
+def _short(info: Mapping[str, Any]) -> str:
+    return str((info.get("kernel") or {}).get("commit") or "")[:12] or _commit(info)
+
+
+def subject(run: Run) -> str:
+    """`<commit> <subject>: -49.0% pgbench.tps (scenario)`, or a revert check's phrase."""
+    v, s = run.verdict, run.summary
+    scen = s["scenario"]["name"]
+    if rev := revert.of(s):
+        verb = {"improvement": "restores", "regression": "loses"}.get(v.kind)
+        what = f"{verb} {change(v.ratio.ratio)}" if verb else "changes nothing significant in"
+        return f"reverting {rev.named()} {what} pgbench.tps ({scen})"
+    figure = change(v.ratio.ratio) if v.kind in ("regression", "improvement") else "no change in"
+    a, b = (s["sides"][x] for x in SIDES)
+    k = b.get("kernel") or {}
+    if (k.get("commit"), k.get("patches")) != ((a.get("kernel") or {}).get("commit"), None):
+        what = f"{_commit(b)} {k.get('subject') or ''}".strip()
+    else:
+        what = f"{run.name('B')} vs {run.name('A')}"
+    return f"{what}: {figure} pgbench.tps ({scen})"
+
+
+def _change_line(run: Run) -> list[str]:
+    v, scen = run.verdict, run.summary["scenario"]["name"]
+    if revert.of(run.summary):
+        found = text.head(run).removeprefix("kbisect checked a revert: ")
+        return para(found[:1].upper() + found[1:])
+    kind = {"regression": "regression", "improvement": "improvement"}.get(v.kind)
+    if kind:
+        return para(f"kbisect noticed a {change(v.ratio.ratio)} {kind} of pgbench.tps ({scen}).")
+    return para(f"kbisect noticed no significant change of pgbench.tps ({scen}).")
+
+
+def render(run: Run) -> mbox.Mail:
+    s, v = run.summary, run.verdict
+    a, b = (s["sides"][x] for x in SIDES)
+    trees = build.facts(run.samples).get("tree") or "?"
+    lines = ["Hello,", "", *_change_line(run), ""]
+    for side, info in (("A", a), ("B", b)):
+        k = info.get("kernel") or {}
+        subj = f' ("{k["subject"]}")' if k.get("subject") else ""
+        lines += para(f"{side}: {k.get('commit') or _commit(info)}{subj}", "", "   ")
+        if info.get("append"):
+            lines += para(f"appended to its command line: {info['append']}", "   ")
+    lines += [f"tree: {trees}", ""]
+    settings: Mapping[str, Any] = next((x["scenario"]["settings"] for x in run.samples), {})
+    scen = s["scenario"]
+    lines += [*mbox.testcase(settings, scen["name"], scen.get("hash") or ""), ""]
+    lines += [*mbox.machine(run.samples), ""]
+    lines += [*mbox.build_lines({x: run.side(x) for x in SIDES}), ""]
+    rows = [(x, _short(s["sides"][x]), ok_tps(run.side(x))) for x in SIDES]
+    lines += ["comparison:", *mbox.table(rows, v.ratio, "B/A"), ""]
+    if rev := revert.of(s):
+        lines += para(f"the revert's effect, that is what {rev.named()} does:", "", "  ")
+        lines += [*para(revert.cost_line(v), "  ", "  "), ""]
+    else:
+        lines += ["verdict:", *para(f"{v.kind}, B against A", "  "), ""]
+    lines += ["reproduce:", *command(s.get("command") or "(not recorded)")]
+    if warnings := v.warnings:
+        lines += ["", "warnings:", *[x for w in warnings for x in para(f"- {w}", "  ", "  ")]]
+    return mbox.Mail(subject(run), [*lines, *mbox.closing()], s.get("created"))
