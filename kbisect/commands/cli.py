@@ -18,10 +18,12 @@ from kbisect.commands import (
     bisect_step,
     build,
     compare,
+    db,
     demo,
     diff,
     doctor,
     history,
+    export,
     image,
     ktest_config,
     pg_build,
@@ -46,6 +48,8 @@ COMMANDS: list[tuple[str, ModuleType, str]] = [
     ("compare", compare, "A/B compare two kernels or command lines"),
     ("report", report, "re-render a report from stored results"),
     ("diff", diff, "compare two stored runs of one scenario with compare's statistics"),
+    ("db", db, "the results database: rebuild, info, query"),
+    ("export", export, "samples as CSV or JSON, one row per sample"),
     ("bisect", bisect, "bisect a tps regression between two revisions"),
     ("bisect-step", bisect_step, "one `git bisect run` step (used by bisect/run)"),
     ("rc", rc, "pick the next -rc tag to measure and its baseline"),
@@ -59,7 +63,8 @@ COMMANDS: list[tuple[str, ModuleType, str]] = [
 
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:
-        self.exit(EXIT_USER, f"{self.prog}: error: {message}\n")
+        one = " ".join(message.splitlines())  # an echoed argument may hold a line break
+        self.exit(EXIT_USER, f"{self.prog}: error: {one}\n")
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -4,7 +4,8 @@
     results/<UTC time>-<kind>-<name>/summary.json
 
 Both formats are JSON Schema (draft 2020-12) files in measure/schemas/, checked by
-measure/schema.py.
+measure/schema.py. Each file, once written, is indexed in the results database
+(kbisect/db/, docs/results-db.md).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from typing import Any
 
 from kbisect.core import atomic, clock, paths, reading, room
 from kbisect.core.exceptions import InfraError, UserError
+from kbisect.db import index
 from kbisect.measure.schema import InvalidResult, validate
 
 SAMPLES = "samples"
@@ -112,11 +114,13 @@ def write_sample(run_dir: Path, sample: dict[str, Any]) -> Path:
             try:
                 os.link(tmp, path)
                 atomic.fsync_dir(folder)
-                return path
+                break
             except FileExistsError:
                 continue
     finally:
         os.unlink(tmp)
+    index.sample_written(path, sample)  # the results database (never fails the run)
+    return path
 
 
 def _read(path: Path, schema_name: str) -> dict[str, Any]:
@@ -180,6 +184,7 @@ def write_summary(run_dir: Path, summary: dict[str, Any]) -> Path:
     validate(summary, "summary")
     path = run_dir / SUMMARY
     atomic.write_json(path, summary)
+    index.summary_written(run_dir, summary)  # the results database (never fails the run)
     return path
 
 

@@ -24,6 +24,7 @@ STAGES = (
     "scenario",
     "pgbuild",
     "targets",
+    "db",
     "measure",
     "report",
     "compare",

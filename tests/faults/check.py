@@ -7,17 +7,20 @@ machinery, tests/faults/test_faults.py the scenarios):
   numbers, or culprit, bisect log and re-check), each sample taken once (the samples
   equal the reference's, key by key, in order; failed ones only where a fake guest was
   killed; at most one boot redone per interruption), every JSON file readable and every
-  sample and summary valid, `kbisect report` renders.
+  sample and summary valid, `kbisect report` renders; the results database sound and
+  indexing no file that is not there, and after `kbisect db rebuild` exactly the samples.
 """
 
 from __future__ import annotations
 
 import json
+import sqlite3
 import subprocess
 import sys
 import time
 from pathlib import Path
 
+from kbisect.db import runs
 from kbisect.measure import results, schema
 from tests.fakes import ROOT
 from tests.faults.kit import Chain, Reference, describe, execute, expected_code, plan_run
@@ -80,6 +83,7 @@ def check_end(chain: Chain, ref: Reference, run_dir: Path) -> None:
             chain.problem(f"{key} differs from the reference's: see {chain.dir}/outcome.json")
     check_samples(chain)
     check_files(chain, run_dir)
+    check_db(chain, run_dir)
 
 
 def check_samples(chain: Chain) -> None:
@@ -111,16 +115,54 @@ def check_files(chain: Chain, run_dir: Path) -> None:
         results.load_summary(run_dir)
     except (schema.InvalidResult, results.NoResults) as exc:
         chain.problem(str(exc))
-    report = subprocess.run(
-        [sys.executable, "-m", "kbisect", "report", str(run_dir)],
+    report = kbisect(chain, "report", str(run_dir))
+    if report.returncode != 0:
+        chain.problem(f"kbisect report {run_dir} exited {report.returncode}: {report.stderr}")
+
+
+def kbisect(chain: Chain, *argv: str) -> subprocess.CompletedProcess[str]:
+    """`python -m kbisect ARGV` in the chain's environment."""
+    return subprocess.run(
+        [sys.executable, "-m", "kbisect", *argv],
         cwd=ROOT,
         env=chain.env(),
         capture_output=True,
         text=True,
         check=False,
     )
-    if report.returncode != 0:
-        chain.problem(f"kbisect report {run_dir} exited {report.returncode}: {report.stderr}")
+
+
+def _indexed(db: Path) -> set[str]:
+    conn = sqlite3.connect(db)
+    try:
+        check = conn.execute("PRAGMA integrity_check").fetchall()
+        if check != [("ok",)]:
+            raise sqlite3.DatabaseError(f"integrity_check: {check[:3]}")
+        return {str(p) for (p,) in conn.execute("SELECT path FROM samples")}
+    finally:
+        conn.close()
+
+
+def check_db(chain: Chain, run_dir: Path) -> None:
+    """The results database after the kills: sound, indexing only files that exist (a
+    kill between a sample's write and its indexing may leave one out); after `kbisect db
+    rebuild` of the run (and the results dir), exactly the sample files."""
+    db = chain.results / "kbisect.sqlite"
+    files = {str(p.resolve()) for p in runs.sample_files(chain.dir)}
+    try:
+        indexed = _indexed(db) if db.is_file() else set()
+    except sqlite3.Error as exc:
+        chain.problem(f"{db}: {exc}")
+        indexed = set()
+    if indexed - files:
+        chain.problem(f"{db} indexes files that are not there: {sorted(indexed - files)[:3]}")
+    dirs = [str(d) for d in (run_dir, chain.results) if d.is_dir() and runs.run_dirs(d)]
+    rebuilt = kbisect(chain, "db", "rebuild", *dirs)
+    if rebuilt.returncode != 0:
+        chain.problem(f"kbisect db rebuild exited {rebuilt.returncode}: {rebuilt.stderr}")
+        return
+    if _indexed(db) != files:
+        chain.problem(f"after kbisect db rebuild, {db} does not index exactly the samples")
 
 
 def tmp_files(chain: Chain) -> int:

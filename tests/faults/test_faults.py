@@ -101,13 +101,9 @@ def _reference(s: Session, name: str) -> Reference:
 # -- the suite ------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("sig", ["KILL", "INT", "HUP", "TERM"])
-@pytest.mark.parametrize("name", ["compare", "bisect", "bisect-posterior"])
-def test_interrupted_runs_end_like_an_uninterrupted_one(
-    session: Session, name: str, sig: str
-) -> None:
+def _run_chains(session: Session, name: str, sig: str) -> list[Chain]:
+    """Chains of one scenario and signal until PER_KIND interruptions have fired."""
     ref = _reference(session, name)
-    started = time.monotonic()
     lock, done = threading.Lock(), [0]
     chains: list[Chain] = []
     only = os.environ.get("KBISECT_FAULTS_CHAIN")
@@ -127,6 +123,17 @@ def test_interrupted_runs_end_like_an_uninterrupted_one(
 
     with ThreadPoolExecutor(WORKERS) as pool:
         list(pool.map(work, session.workers[: 1 if only else WORKERS]))
+    return chains
+
+
+@pytest.mark.parametrize("sig", ["KILL", "INT", "HUP", "TERM"])
+@pytest.mark.parametrize("name", ["compare", "bisect", "bisect-posterior"])
+def test_interrupted_runs_end_like_an_uninterrupted_one(
+    session: Session, name: str, sig: str
+) -> None:
+    ref = _reference(session, name)
+    started = time.monotonic()
+    chains = _run_chains(session, name, sig)
     FIGURES.append(_figures(name, sig, chains, ref, time.monotonic() - started))
     problems = [p for c in chains for p in c.problems]
     assert not problems, (
@@ -135,6 +142,18 @@ def test_interrupted_runs_end_like_an_uninterrupted_one(
         + "\n".join(problems[:20])
     )
     assert repo_snapshot(session.repo) == session.snapshot
+
+
+@pytest.mark.parametrize("name", ["compare", "bisect-posterior"])
+def test_results_db_after_kills(session: Session, name: str) -> None:
+    """Runs killed (-9) mid-write leave the results database sound (integrity_check ok),
+    indexing no file that is not there; `kbisect db rebuild` then indexes exactly the
+    sample files (check.check_db, which every chain of the suite runs at its end)."""
+    chains = _run_chains(session, name, "KILL")
+    problems = [p for c in chains for p in c.problems]
+    assert not problems, "\n".join(problems[:20])
+    checked = [c for c in chains if (c.results / "kbisect.sqlite").is_file()]
+    assert checked, "no chain left a results database to check"
 
 
 def _node(name: str, sig: str) -> str:

@@ -571,9 +571,50 @@ SPECS: dict[str, Spec] = {
             "--out": OUT,
         },
     ),
+    "db": Spec(
+        ["db"],
+        {},
+        {
+            "--scenario": kind(["smoke"], ["", "../x"]),
+            "--scenario-hash": kind(["0123abcd"], ["", "xyz", "0" * 65]),
+            "--kind": kind(["compare", "bisect"], [""]),
+            "--machine": kind(["0123"], [""]),
+            "--run": kind(["{compare_run}"], ["{missing}", ""]),
+            "--commit": REV,
+            "--tag": kind(["v6.12-user"], ["", "-x"]),
+            "--since": kind(["2026-01-01", "2026-01-01T10:00:00Z"], ["yesterday", "", "2026-13"]),
+            "--status": choice(["ok", "failed", "disturbed"], ["great", "", "OK"]),
+        },
+        Kind(
+            st.sampled_from(
+                ["query", "info", "rebuild", "rebuild {compare_run}", "rebuild {bisect_run}"]
+            ),
+            st.sampled_from(
+                ["", "nosuch", "rebuild {missing}", "rebuild {file}", "rebuild {dir}", "info x"]
+            ),
+        ),
+        working=["query"],
+    ),
+    "export": Spec(
+        ["export"],
+        {"--format": "csv"},
+        {
+            "--format": choice(["csv", "json"], ["xml", "", "CSV"]),
+            "--query": FLAG,
+            "-o": kind(
+                ["{out}/export.csv"], ["{dir}", "{file}/sub", "", "/dev/null/x"], text=False
+            ),
+            "--scenario": kind(["smoke"], [""]),
+            "--commit": REV,
+            "--status": choice(["ok", "failed"], ["great", ""]),
+            "--since": kind(["2026-01-01"], ["yesterday", ""]),
+        },
+        RUN_DIR,
+        working=["{compare_run}"],
+    ),
 }
-# the words of `emu` and `tree` come before the options
-SUBCOMMAND_FIRST = {"emu", "tree"}
+# the words of `emu`, `tree` and `db` come before the options
+SUBCOMMAND_FIRST = {"emu", "tree", "db"}
 
 
 @dataclass(frozen=True)
