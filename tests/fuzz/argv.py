@@ -295,6 +295,7 @@ SPECS: dict[str, Spec] = {
             "--arch": ARCH,
             "--pg-major": count("15"),
             "--mirror": kind(["http://192.0.2.1/"], ["", "not a url"]),
+            "--with-perf": FLAG,
             "--json": FLAG,
         },
     ),
