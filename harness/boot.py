@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from harness import fingerprint, fio, pgbench, proc, storage, system, template
+from harness import fingerprint, fio, pgbench, proc, profile, storage, system, template
 from harness.postgres import (
     FINGERPRINT_SETTINGS,
     PG_ROOT,
@@ -68,6 +68,7 @@ class Boot:
         self.server: Server | None = None
         self.account: Account | None = None
         self.fp: dict[str, Any] = {}
+        self.perf: str | None = None  # perf's path when this boot is profiled
         self.timings: dict[str, float | None] = dict.fromkeys(
             ("fio_s", "restore_s", "init_s", "bench_s")
         )
@@ -84,6 +85,7 @@ class Boot:
         if error:
             raise HarnessError(error)
         self.account = Account.lookup("postgres") if system.is_root() else None
+        self.perf = self._perf()
         for path in (self.workdir / "pgdata", self.sockdir):
             if path.exists():
                 shutil.rmtree(path)
@@ -98,6 +100,15 @@ class Boot:
         version = proc.run([str(self.bindir / "postgres"), "--version"], timeout=60)
         self.fp["pg_version"] = fingerprint.pg_version(version.output)
         self.fp["pg_binary_sha256"] = fingerprint.file_sha256(self.bindir / "postgres")
+
+    def _perf(self) -> str | None:
+        """perf, when this boot is profiled: checked before anything runs."""
+        if not (self.scenario.get("profile") or {}).get("enabled"):
+            return None
+        perf = profile.find_perf()
+        if perf is None:
+            raise HarnessError(profile.missing_perf())
+        return perf
 
     def _prepare_guest(self) -> None:
         if not system.is_root():
@@ -240,6 +251,27 @@ class Boot:
         )
         self.timings["bench_s"] = round(time.monotonic() - began, 3)
         return runs
+
+    def profile(self) -> dict[str, Any] | None:
+        """One extra run, profiled (harness/profile.py); its figures, never a tps sample."""
+        if self.perf is None:
+            return None
+        say("phase profile")
+        options = get(self.scenario, "profile")
+        bench = dict(get(self.scenario, "pgbench"))
+        bench["duration_s"] = profile.run_seconds(int(bench["duration_s"]), int(options["seconds"]))
+        script = self._script(bench)
+        index = int(bench["warmup_runs"]) + int(bench["runs"])
+        began = time.monotonic()
+        figures = profile.capture(
+            self.perf,
+            self.out,
+            options,
+            bench["duration_s"],
+            lambda: self._run(index, False, bench, script),
+        )
+        self.timings["profile_s"] = round(time.monotonic() - began, 3)
+        return figures
 
     @staticmethod
     def _cpu() -> tuple[int, int, int] | None:

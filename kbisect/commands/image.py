@@ -4,13 +4,14 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 
 from kbisect.commands import options
 from kbisect.core import arch
 from kbisect.core.exceptions import UserError
+from kbisect.scenario import profile, server
 from kbisect.scenario import scenario as scenario_mod
-from kbisect.scenario import server
 from kbisect.targets.vng import rootfs
 
 
@@ -33,6 +34,12 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--pg-version", metavar="V", help="an exact Debian version of the major (e.g. 17.12-1)"
     )
+    parser.add_argument(
+        "--with-perf",
+        action="store_true",
+        help="add perf (linux-perf), as a scenario with [profile] enabled needs "
+        "(implied by such a --scenario)",
+    )
     parser.add_argument("--mirror", help="Debian mirror URL (default: mmdebstrap's)")
     parser.add_argument("--json", action="store_true", help="print the image manifest")
 
@@ -45,9 +52,12 @@ def main(args: argparse.Namespace) -> int:
     if args.scenario:
         if args.pg_version:
             raise UserError("--pg-version goes with --pg-major, not --scenario")
-        pin = server.Pin.of(scenario_mod.load(args.scenario).data)
+        data = scenario_mod.load(args.scenario).data
+        pin = dataclasses.replace(server.Pin.of(data), extras=profile.packages(data))
     else:
         pin = server.Pin(args.pg_major or server.DEFAULT_PIN.major, args.pg_version)
+    if args.with_perf:
+        pin = dataclasses.replace(pin, extras=profile.PACKAGES)
     if problem := pin.problem():  # the command's own input: refused before anything
         raise UserError(problem)
     a = arch.get(args.arch)

@@ -12,7 +12,7 @@ from kbisect.compare import warnings
 from kbisect.compare.report import SIDES, Run, load, load_summary, ok_tps, verdict_line
 from kbisect.core import atomic, progress
 from kbisect.measure import fingerprint, fiodiff, timeline
-from kbisect.report import disturbed, patches, plots
+from kbisect.report import disturbed, patches, plots, profile
 from kbisect.stats import means
 
 REPORT = "report.md"
@@ -161,6 +161,9 @@ def markdown(run: Run, *, override: bool = False) -> str:
         *fiodiff.markdown(warnings.storage(run), {x: run.name(x) for x in SIDES}),
         "",
         *disturbed.markdown(disturbed.rows(run.dir)),
+        *profile.markdown(
+            run.dir, {x: run.side(x) for x in SIDES}, {x: run.name(x) for x in SIDES}
+        ),
         "## Boots, in run order",
         "",
         "Failed boots are listed here and kept out of every statistic above.",

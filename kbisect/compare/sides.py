@@ -11,7 +11,7 @@ from typing import Any
 from kbisect.core import progress
 from kbisect.core.exceptions import UserError
 from kbisect.kernel import build
-from kbisect.scenario import scenario
+from kbisect.scenario import profile, scenario
 from kbisect.source import git, patches, tree, worktree
 from kbisect.source.patches import Patch
 from kbisect.targets.base import Kernel, Target
@@ -241,10 +241,12 @@ def validate(a: Side, b: Side) -> None:
 
 
 def build_side(repo: Path, side: Side, target: Target, configs: tuple[str, ...], base: str) -> None:
-    """Build the side's revision for the target's arch (cached per commit)."""
+    """Build the side's revision for the target's arch (cached per commit), with the perf
+    fragment when the side's scenario is profiled."""
     if side.kernel is not None or side.rev is None:
         return
     progress.step(f"side {side.name}: building {side.rev[:12]} ({side.label})")
+    configs = profile.with_fragments(configs, side.scen.data)
     req = build.Request(
         tree=repo, rev=side.rev, arch=target.arch, configs=configs, base=base, patches=side.patches
     )

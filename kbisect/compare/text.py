@@ -12,7 +12,7 @@ from typing import Any
 from kbisect.compare import revert
 from kbisect.compare.report import METHODS, SIDES, Run
 from kbisect.compare.warnings import preempt_lines
-from kbisect.report import build, patches
+from kbisect.report import build, patches, profile
 from kbisect.report.text import (
     change,
     command,
@@ -115,4 +115,6 @@ def render(run: Run) -> str:
     for side in SIDES:
         tps = [float(b["tps"]) for b in run.side(side) if b.get("status") == "ok"]
         lines += para(f"{side}: {numbers(tps)}", "  ")
+    if profiles := profile.text({x: run.side(x) for x in SIDES}):
+        lines += ["", *profiles]
     return fit([*lines, *warning_lines([*preempt_lines(run), *v.warnings])])

@@ -16,7 +16,7 @@ from typing import Any
 
 from kbisect.core import atomic, clock, paths, progress, reading
 from kbisect.core.exceptions import BenchmarkError, BootError, CommandTimeout
-from kbisect.measure import preempt, results
+from kbisect.measure import preempt, profiling, results
 from kbisect.scenario.scenario import Scenario
 from kbisect.targets import monitor as disturbance
 from kbisect.targets.base import Job, Kernel, Target
@@ -87,7 +87,9 @@ def take(
         float(t["total_s"]),
         float(t["idle_s"]),
     )
-    atomic.write_text(job.scenario_file, scen.to_json())
+    commit = (kernel.manifest or {}).get("commit")
+    profiled = profiling.due(scen.data, boot.out_dir, boot.label, commit)
+    atomic.write_text(job.scenario_file, profiling.guest_json(scen.data, profiled))
     extras = ", ".join([target.headline(job), *job.append])
     progress.step(f"booting {kernel.image.name} on {target.name} ({extras})")
     start = time.monotonic()
@@ -198,5 +200,6 @@ def record(
         "fingerprint": guest.get("fingerprint"),
         "preempt": preempt.check(job.append, fragments, config, guest.get("fingerprint")),
         "timings": timings,
+        **({"profile": guest["profile"]} if ok and guest.get("profile") else {}),
         "boot_dir": str(job.boot_dir),
     }

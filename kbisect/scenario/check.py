@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from kbisect.core import reading
-from kbisect.scenario import storage
+from kbisect.scenario import profile, storage
 from kbisect.scenario.fields import (
     FIELDS,
     HARNESS_OWNED,
@@ -87,10 +87,12 @@ def _check_total(data: dict[str, Any]) -> str | None:
 
 
 def _default_total_s(data: dict[str, Any]) -> int:
-    """Boot, plus 10 minutes for the template, plus each run with a minute to spare."""
+    """Boot, plus 10 minutes for the template, plus each run with a minute to spare (and
+    a profiled boot's extra run with perf script's time)."""
     bench = data["pgbench"]
     count = bench["warmup_runs"] + bench["runs"]
-    return int(data["timeouts"]["boot_s"] + 600 + count * (bench["duration_s"] + 60))
+    runs = count * (bench["duration_s"] + 60) + profile.extra_run_s(data)
+    return int(data["timeouts"]["boot_s"] + 600 + runs)
 
 
 def _children(prefix: str) -> set[str]:

@@ -9,7 +9,7 @@ from collections.abc import Callable
 from typing import Any
 
 from kbisect.core.exceptions import UserError
-from kbisect.scenario import server, storage
+from kbisect.scenario import profile, server, storage
 
 Check = Callable[[Any], "str | None"]
 REQUIRED = object()  # a field's default when the file must give it; also "missing"
@@ -82,6 +82,7 @@ SECTIONS = (
     "storage",
     "fio",
     "compare",
+    "profile",
     "timeouts",
 )
 # dotted field: (type, default or REQUIRED or None for "optional, no default", check)
@@ -128,6 +129,17 @@ FIELDS: dict[str, tuple[str, Any, Check | None]] = {
     "fio.seconds": ("int", None, _range(1, 600)),
     "fio.size_mb": ("int", None, _range(16, 65536)),
     "compare.boots": ("int", 5, _range(1, 1000)),
+    # [profile]: perf during one extra run of a boot (scenario/profile.py, docs/profiles.md)
+    "profile.enabled": ("bool", profile.DEFAULTS["enabled"], None),
+    "profile.boots_per_side": ("int", profile.DEFAULTS["boots_per_side"], _range(1, 1000)),
+    "profile.seconds": ("int", profile.DEFAULTS["seconds"], _range(1, 3600)),
+    "profile.frequency": ("int", profile.DEFAULTS["frequency"], _range(1, 10000)),
+    "profile.event": (
+        "str",
+        profile.DEFAULTS["event"],
+        _matching(profile.EVENT, "must be a perf event name (e.g. cpu-clock)"),
+    ),
+    "profile.call_graph": ("str", profile.DEFAULTS["call_graph"], _one_of(*profile.CALL_GRAPHS)),
     "timeouts.boot_s": ("int", 300, _range(1, DAY_S)),
     "timeouts.idle_s": ("int", 120, _range(1, DAY_S)),
     "timeouts.total_s": ("int", None, _range(1, 7 * DAY_S)),

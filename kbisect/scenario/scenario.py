@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from kbisect.core import paths, reading
-from kbisect.scenario import storage
+from kbisect.scenario import profile, storage
 from kbisect.scenario.check import validate
 from kbisect.scenario.fields import REQUIRED, ScenarioError, got, lookup
 
@@ -27,11 +27,13 @@ def scenario_hash(data: dict[str, Any]) -> str:
     """sha256 of the canonical JSON of everything but the description, and but [storage]
     and [fio] while they say what a scenario did before they existed (tmpfs, no fio), and
     postgres.source while it says "host" (what every guest ran before scenarios pinned
-    their server in an image), so a scenario without them keeps the hash it had."""
+    their server in an image), and [profile] while it is off, so a scenario without them
+    keeps the hash it had."""
     view = copy.deepcopy(data)
     view.pop("description", None)
     if view["postgres"].get("source") == "host":
         view["postgres"].pop("source")
+    profile.hashed(view)
     for section, default in storage.UNHASHED_DEFAULTS.items():
         if view.get(section) == default:
             view.pop(section)
@@ -123,9 +125,9 @@ INET_UP_TO_MAJOR = 14
 
 def kernel_fragments(scen: Scenario) -> list[str]:
     """The `--config` fragments a kernel needs to run `scen`: xfs for an xfs disk, inet
-    (IPv4) for PostgreSQL 14 and older."""
+    (IPv4) for PostgreSQL 14 and older, perf for a profiled scenario."""
     inet = ["inet"] if scen.data["postgres"]["major"] <= INET_UP_TO_MAJOR else []
-    return storage.kernel_fragments(scen.data) + inet
+    return storage.kernel_fragments(scen.data) + inet + profile.kernel_fragments(scen.data)
 
 
 def names() -> list[str]:

@@ -24,6 +24,9 @@ class Pin:
 
     major: int
     version: str | None = None
+    # packages the root carries besides the server: ("linux-perf",) for a scenario whose
+    # [profile] is enabled (profile.py); none, and the root keeps the key it always had
+    extras: tuple[str, ...] = ()
 
     @classmethod
     def of(cls, data: dict[str, Any]) -> Pin:

@@ -216,6 +216,21 @@ def result(
     }
 
 
+def profiled(data: dict[str, Any], perf: str, scen: dict[str, Any], out: Path, tps: float) -> None:
+    """A profiled boot, as the harness does it (harness/profile.py, run for real with the
+    fake `perf` program the settings name); without one, the harness's failure."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[3]))
+    from harness import profile  # the guest's own module: standard library only
+
+    if not perf:
+        data.update(status="benchmark-failed", error=profile.missing_perf(), runs=[])
+        return
+    index = len(data["runs"])
+    data["profile"] = profile.capture(
+        perf, out, scen["profile"], 0, lambda: run_entry(index, False, tps)
+    )
+
+
 def say(line: str) -> None:
     print(line, flush=True)
 
@@ -247,6 +262,8 @@ def play(mode: str, s: dict[str, Any], call: Call, tps: float, steal: float) -> 
     scen = json.loads((boot_dir / "scenario.json").read_text())
     say(f"{GUEST}phase init")
     data = result(mode, tps, scen, call, steal, preempt_model(s, call))
+    if data["status"] == "ok" and (scen.get("profile") or {}).get("enabled"):
+        profiled(data, s["perf"], scen, boot_dir, tps)
     if data["status"] == "ok":
         say(f"{GUEST}phase run")
         say(f"{GUEST}tps {tps:.1f}")

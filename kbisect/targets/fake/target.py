@@ -52,6 +52,7 @@ SETTINGS: dict[str, tuple[type, Any, str]] = {
     "steal": (list, [], "steal time inside the machine by call number (slows tps)"),
     "runs_here": (bool, True, "false: judged like a machine target, by steal time alone"),
     "preempt": (str, "none", "the preemption model the guest reports: a model, asked, unknown"),
+    "perf": (str, "", "a profiled boot's perf program (tests/fakeperf/perf); empty: none"),
 }
 # "asked": the last preempt= of the command line; "unknown": none read (guest.py)
 PREEMPT = ("none", "voluntary", "full", "lazy", "asked", "unknown")

@@ -19,6 +19,7 @@ GUEST_DIR (vng --rodir/--rwdir GUEST=HOST), since the host's paths do not exist 
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import hashlib
 import json
@@ -32,7 +33,7 @@ from kbisect.core import arch as arch_mod
 from kbisect.core import clock, debroot, lock, paths, proc, progress, reading
 from kbisect.core.exceptions import UserError
 from kbisect.pgbuild import store
-from kbisect.scenario import server
+from kbisect.scenario import profile, server
 from kbisect.scenario.server import Pin
 
 BUILD_S = 20  # a root's making, measured: 18-20 s for x86_64 trixie on this project's host
@@ -80,11 +81,11 @@ class NoImage(UserError):
 def pin_for(data: dict[str, Any]) -> Pin:
     """The packaged server whose root a scenario's guest boots: the scenario's own, or,
     for a scenario running a PostgreSQL build (postgres.build), the one the build was
-    made for (whose root has the libraries it links against)."""
+    made for (whose root has the libraries it links against). A profiled scenario's root
+    also carries perf (scenario/profile.py PACKAGES), under its own key."""
     build = data["postgres"].get("build")
-    if build is not None:
-        return Pin(int(store.find(build)["runs_on"]["major"]))
-    return Pin.of(data)
+    pin = Pin(int(store.find(build)["runs_on"]["major"])) if build is not None else Pin.of(data)
+    return dataclasses.replace(pin, extras=profile.packages(data))
 
 
 def key(a: arch_mod.Arch, pin: Pin) -> str:
@@ -106,7 +107,7 @@ def root_for(a: arch_mod.Arch, pin: Pin) -> Path:
 
 
 def packages(pin: Pin) -> list[str]:
-    return [*PACKAGES, pin.package]
+    return [*PACKAGES, pin.package, *pin.extras]
 
 
 def mmdebstrap_command(
@@ -218,8 +219,10 @@ def find(a: arch_mod.Arch, pin: Pin) -> Path:
     root = root_for(a, pin)
     if manifest(a, pin) is None:
         exact = f" --pg-version {pin.version}" if pin.version else ""
+        exact += " --with-perf" if pin.extras else ""
         raise NoImage(
-            f"no {a.name} root fs with PostgreSQL {pin.major} ({pin.suite}): run "
+            f"no {a.name} root fs with PostgreSQL {pin.major} ({pin.suite})"
+            f"{' and perf' if pin.extras else ''}: run "
             f"`kbisect image --arch {a.name} --pg-major {pin.major}{exact}` as root"
         )
     return root
