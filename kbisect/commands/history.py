@@ -45,7 +45,11 @@ def main(args: argparse.Namespace) -> int:
         raise series.SeriesError("give run DIRs or --rc-history DIR, not both")
     if args.rc_history is not None and args.by != "tag":
         raise series.SeriesError("--rc-history orders the points by tag: drop --by")
-    obs = source.from_rc_history(args.rc_history) if args.rc_history else source.collect(args.dirs)
+    obs = (
+        source.from_rc_history(args.rc_history)
+        if args.rc_history
+        else source.collect(args.dirs, args.scenario)
+    )
     history = series.select(
         obs,
         args.by,

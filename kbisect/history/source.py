@@ -1,6 +1,7 @@
 """Where `kbisect history` gets its samples: one record per sample (`Obs`), with the fields
-the sample index will have, so that `collect` can become a query of that index without
-touching series.py. Today `collect` reads run dirs with measure/results.py.
+the sample index has. Without run dirs, `collect` asks the results database
+(kbisect/db/, `results/kbisect.sqlite`) for the scenario's samples wherever their runs
+were written, and reads each sample file it names; run dirs given are read directly.
 """
 
 from __future__ import annotations
@@ -10,8 +11,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kbisect.core import paths
+from kbisect.core import paths, progress
 from kbisect.core.exceptions import UserError
+from kbisect.db import index, query
 from kbisect.measure import results
 
 
@@ -76,10 +78,31 @@ def run_dirs(given: Iterable[Path]) -> list[Path]:
     return found
 
 
-def collect(dirs: Iterable[Path] = ()) -> Iterator[Obs]:
-    """Every sample of the run dirs in `dirs` (default: the results dir)."""
-    given = list(dirs) or [paths.results_dir()]
-    for run in run_dirs(given):
+def indexed(db: Path, scenario: str | None = None) -> Iterator[Obs]:
+    """The samples the results database indexes (of `scenario` when given); a sample file
+    that is gone since it was indexed is left out and counted in one warning line."""
+    gone = 0
+    for row in query.select(db, scenario=scenario):
+        path = Path(row.path)
+        if not path.is_file():
+            gone += 1
+            continue
+        yield from_sample(results.load_sample(path), row.path, Path(row.run_id).name)
+    if gone:
+        progress.warn(
+            f"{gone} indexed samples are gone from disk and left out; "
+            "`kbisect db rebuild` forgets them"
+        )
+
+
+def collect(dirs: Iterable[Path] = (), scenario: str | None = None) -> Iterator[Obs]:
+    """Every sample of the run dirs in `dirs`; without dirs, those the results database
+    indexes (of `scenario` when given), else every run dir in the results dir."""
+    given = list(dirs)
+    if not given and (db := index.db_path()).is_file():
+        yield from indexed(db, scenario)
+        return
+    for run in run_dirs(given or [paths.results_dir()]):
         for p, sample in zip(results.sample_paths(run), results.load_samples(run), strict=True):
             yield from_sample(sample, str(p), run.name)
 

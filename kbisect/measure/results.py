@@ -153,10 +153,15 @@ def upgrade(sample: dict[str, Any]) -> dict[str, Any]:
     return {**sample, "target": sample.get("target", where)}
 
 
+def load_sample(path: Path) -> dict[str, Any]:
+    """One sample file, validated and in today's shape (`upgrade`)."""
+    return upgrade(_read(path, "sample"))
+
+
 def load_samples(run_dir: Path) -> list[dict[str, Any]]:
     """Every sample of a run, in the order they were taken, each validated and in
     today's shape (`upgrade`)."""
-    return [upgrade(_read(p, "sample")) for p in sample_paths(run_dir)]
+    return [load_sample(p) for p in sample_paths(run_dir)]
 
 
 def without_copies(run_dir: Path) -> tuple[list[dict[str, Any]], list[str]]:

@@ -159,3 +159,22 @@ def test_source_reads_the_stored_examples() -> None:
     demo = list(source.collect([EXAMPLE.parents[2] / "demo"]))
     assert len(demo) == 10 and {o.label for o in demo} == {"A", "B"}
     assert all(o.scenario_name == "simple-update-2vcpu" and o.machine == "vng" for o in demo)
+
+
+def test_without_dirs_the_results_database_finds_the_runs(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Runs written anywhere (`--out`) are found through the index, not by a scan of the
+    results dir; a sample file deleted since is left out and counted."""
+    root = write_series(tmp_path / "elsewhere", drift_levels(), seed=2)
+    assert cli.main(["db", "rebuild", str(root)]) == 0
+    capsys.readouterr()
+    assert history("--scenario", "simple-update-2vcpu", "--format", "json") == 1
+    data = json.loads(capsys.readouterr().out)
+    assert [p["key"] for p in data["points"]] == TAGS
+    assert [p["n"] for p in data["points"]] == [5] * len(TAGS)
+    next(root.glob("*v7.0-rc3/samples/001-A.json")).unlink()
+    assert history("--scenario", "simple-update-2vcpu", "--format", "json") == 1
+    captured = capsys.readouterr()
+    assert "1 indexed samples are gone" in captured.err
+    assert [p["n"] for p in json.loads(captured.out)["points"]][3] == 4
