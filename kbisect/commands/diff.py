@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import argparse
 import json
+from pathlib import Path
 
+from kbisect.bisect import state
 from kbisect.commands import options
 from kbisect.compare import diff, text
 from kbisect.compare.report import METHODS, SIDES, Run
@@ -15,6 +17,11 @@ from kbisect.core.exceptions import EXIT_NEGATIVE, EXIT_OK
 from kbisect.report.text import fingerprint_lines, fit, para, warning_lines
 
 SPEC_HELP = "DIR (a run), DIR:A or DIR:B (a compare's side), DIR:COMMIT (a bisection's revision)"
+
+
+def bisect_store(run: Path) -> Path | None:
+    """Where the bisection in `run` keeps its samples per revision; None: no bisection."""
+    return state.load(run).store if (run / state.STATE_FILE).is_file() else None
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -73,7 +80,7 @@ def _markdown(run: Run, differs: list[str]) -> str:
 
 
 def main(args: argparse.Namespace) -> int:
-    a, b = diff.resolve(args.run_a), diff.resolve(args.run_b)
+    a, b = (diff.resolve(spec, bisect_store) for spec in (args.run_a, args.run_b))
     differs = diff.check_scenarios(a, b, force=args.force)
     run = diff.as_run(a, b, args.min_effect)
     if args.format == "json":

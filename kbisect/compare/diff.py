@@ -5,22 +5,26 @@ A set is named `DIR` (a `kbisect run`, or any folder with samples/), `DIR:A` or 
 (one side of a compare) or `DIR:<commit>` (one revision of a bisection's store, a
 prefix of its hash is enough). The two sets must be of one scenario (its hash); with
 `force`, the scenario fields that differ are listed and the diff goes on.
+
+Where a bisection keeps its store is the bisection's to say (bisect/state.py, a stage
+above this one): the command passes it in as `StoreOf`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from kbisect.bisect import state
 from kbisect.compare import report as compare_report
 from kbisect.compare.report import SIDES
 from kbisect.core.exceptions import UserError
 from kbisect.measure import fingerprint, results
 from kbisect.report import disturbed
 from kbisect.stats import means
+
+StoreOf = Callable[[Path], Path | None]  # a bisection's run dir -> its store; None: no bisection
 
 
 class BadSet(UserError):
@@ -43,9 +47,9 @@ class Set:
         return str(next(((s.get("scenario") or {}).get("name") for s in self.samples), "?"))
 
 
-def _kind(folder: Path) -> str | None:
+def _kind(folder: Path, store_of: StoreOf) -> str | None:
     """compare, bisect, or None (a run or a bare folder of samples)."""
-    if (folder / state.STATE_FILE).is_file():
+    if store_of(folder) is not None:
         return "bisect"
     if (folder / results.SUMMARY).is_file():
         kind = str(results.read_summary(folder).get("kind"))
@@ -60,8 +64,8 @@ def _samples(folder: Path, spec: str) -> list[dict[str, Any]]:
     return disturbed.counted(kept)
 
 
-def _store_dir(run: Path, commit: str, spec: str) -> Path:
-    store = state.load(run).store if (run / state.STATE_FILE).is_file() else run / "store"
+def _store_dir(run: Path, commit: str, spec: str, store_of: StoreOf) -> Path:
+    store = store_of(run) or run / "store"
     if not store.is_dir() or not any(store.glob(f"{commit}*")):
         store = run / "store"  # an example copied with its store
     found = sorted(p for p in store.glob(f"{commit}*") if p.is_dir()) if store.is_dir() else []
@@ -71,7 +75,7 @@ def _store_dir(run: Path, commit: str, spec: str) -> Path:
     return found[0]
 
 
-def resolve(spec: str) -> Set:
+def resolve(spec: str, store_of: StoreOf) -> Set:
     """The samples `spec` names; BadSet, one line, if it names none."""
     folder, side = Path(spec), ""
     if not folder.is_dir() and ":" in spec:
@@ -79,7 +83,7 @@ def resolve(spec: str) -> Set:
         folder = Path(head)
     if not folder.is_dir():
         raise BadSet(f"{spec}: no such run directory")
-    kind = _kind(folder)
+    kind = _kind(folder, store_of)
     if kind == "compare":
         if side not in SIDES:
             raise BadSet(f"{spec}: a compare has two sides: pick one, {folder}:A or {folder}:B")
@@ -90,7 +94,7 @@ def resolve(spec: str) -> Set:
     if kind == "bisect":
         if not side or any(c not in "0123456789abcdef" for c in side):
             raise BadSet(f"{spec}: a bisection holds one set per revision: pick one, DIR:<commit>")
-        store = _store_dir(folder, side, spec)
+        store = _store_dir(folder, side, spec, store_of)
         return Set(spec, store, _samples(store, spec))
     if side:
         raise BadSet(f"{spec}: {folder} is neither a compare nor a bisection: name it alone")

@@ -15,6 +15,7 @@ from kbisect.core import paths, progress
 from kbisect.core.exceptions import UserError
 from kbisect.db import index, query
 from kbisect.measure import results
+from kbisect.source import rc
 
 
 class NoSamples(UserError):
@@ -111,8 +112,6 @@ def from_rc_history(directory: Path) -> Iterator[Obs]:
     """The samples of every tag in the rc history dir (`kbisect rc record`): those of the
     tag's commit in its result dir while that dir exists, else the tps values the entry
     kept (`tps`), else its mean alone (entries written before the values were kept)."""
-    from kbisect.source import rc
-
     entries = rc.load_history(directory)
     if not entries:
         raise NoSamples(f"--rc-history {directory}: no {rc.HISTORY_FILE} with measured tags")

@@ -27,6 +27,7 @@ STAGES = (
     "db",
     "measure",
     "report",
+    "history",
     "compare",
     "bisect",
     "study",

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from kbisect.commands import cli
+from kbisect.commands.diff import bisect_store
 from kbisect.compare import diff
 from kbisect.report import mbox
 from kbisect.report.text import WIDTH, command
@@ -221,7 +222,7 @@ def test_the_diff_refuses_in_one_line(
 
 
 def test_force_lists_the_scenario_fields_that_differ() -> None:
-    a, b = diff.resolve(str(EXAMPLES / "demo:A")), diff.resolve(str(EXAMPLES / "founding:A"))
+    a, b = (diff.resolve(str(EXAMPLES / x), bisect_store) for x in ("demo:A", "founding:A"))
     differs = diff.check_scenarios(a, b, force=True)
     assert "pgbench.clients: 16 -> 64" in differs
     assert "postgres.settings.shared_buffers: 64MB -> 16MB" in differs
