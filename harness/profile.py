@@ -7,6 +7,12 @@ kept under the profile only (perf's own cost would bias it). perf records every 
 the middle of the run, away from its start and end; a run shorter than the slice and
 MARGIN_S on each side is made that long.
 
+perf starts first, and the run only once perf is recording: perf's own start (loading
+itself, reading every process's maps) takes seconds under TCG, and a slice timed from
+before it ended up after the run (seen: a profile of the idle loop). perf runs
+`sleep` as its workload with `-D`: its events switch on `delay` ms after that `sleep`
+starts, which is when the run starts too; `sleep` ends the slice.
+
 Folded stacks: one line per distinct stack, `comm;outermost;...;leaf count`, the format
 flame graph tools read; written sorted, so the same samples give the same file.
 """
@@ -16,7 +22,8 @@ from __future__ import annotations
 import os
 import re
 import shutil
-import threading
+import subprocess
+import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -32,6 +39,7 @@ HEAD_LINES = 2000
 KEEP_DATA_BYTES = 16 * 1024 * 1024  # perf.data stays in the boot dir up to this size
 TOP = 30  # symbols kept in the sample, by self share
 MARGIN_S = 2  # the extra run's seconds at least, before and after perf's slice
+START_TIMEOUT_S = 300  # perf record getting ready: seconds under TCG
 SCRIPT_TIMEOUT_S = 1800  # perf script resolves symbols: slow under TCG
 _HEADER = re.compile(r"^(\S.*?)\s+(\d+)(?:/\d+)?(?:\s|$)")  # `comm pid[/tid] ...`
 _FRAME = re.compile(r"^\s+[0-9a-fA-F]+\s+(.*?)(?:\s+\(([^()]*)\))?$")  # `ip sym+off (dso)`
@@ -58,8 +66,10 @@ def missing_perf() -> str:
     )
 
 
-def record_cmd(perf: str, data: Path, options: dict[str, Any]) -> list[str]:
-    """perf record of every CPU for `seconds`, at `frequency` Hz, with call chains."""
+def record_cmd(perf: str, data: Path, options: dict[str, Any], delay_ms: int = 0) -> list[str]:
+    """perf record of every CPU for `seconds` after `delay_ms`, at `frequency` Hz, with
+    call chains; its workload `sleep` starts when perf is ready (`started`)."""
+    seconds = int(options["seconds"])
     return [
         perf,
         "record",
@@ -71,11 +81,12 @@ def record_cmd(perf: str, data: Path, options: dict[str, Any]) -> list[str]:
         "-e",
         str(options["event"]),
         "--no-buildid-cache",  # the guest's root is read-only
+        *(["-D", str(delay_ms)] if delay_ms else []),
         "-o",
         str(data),
         "--",
         "sleep",
-        str(options["seconds"]),
+        f"{delay_ms / 1000 + seconds:g}",
     ]
 
 
@@ -140,13 +151,33 @@ def top_symbols(stacks: dict[str, int], limit: int = TOP) -> list[dict[str, Any]
     ]
 
 
-def _record(cmd: list[str], delay: float, out: Path, done: list[proc.Done]) -> None:
-    time.sleep(delay)
-    try:
-        done.append(proc.run(cmd, timeout=3600))
-    except HarnessError as exc:
-        done.append(proc.Done(-1, str(exc)))
-    (out / "perf-record.log").write_text(done[-1].output)
+def _children(pid: int, comm: str) -> list[int]:
+    """The processes named `comm` whose parent is `pid` (from /proc)."""
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            text = stat.read_text()
+        except OSError:
+            continue  # gone meanwhile
+        head, _, rest = text.rpartition(")")  # `pid (comm) state ppid ...`
+        fields = rest.split()
+        if len(fields) > 1 and fields[1] == str(pid) and head.partition("(")[2] == comm:
+            found.append(int(stat.parent.name))
+    return found
+
+
+def started(recorder: subprocess.Popen[bytes], timeout: float | None = None) -> None:
+    """Wait until perf runs its workload (`sleep`): perf is set up and counting."""
+    timeout = START_TIMEOUT_S if timeout is None else timeout
+    deadline = time.monotonic() + timeout
+    while not _children(recorder.pid, "sleep"):
+        if recorder.poll() is not None:
+            return  # it ended already: its exit status tells why
+        if time.monotonic() > deadline:
+            recorder.kill()
+            recorder.wait()
+            raise HarnessError(f"perf record did not start within {timeout:g} s")
+        time.sleep(0.05)
 
 
 def capture(
@@ -158,30 +189,43 @@ def capture(
 ) -> dict[str, Any]:
     """Run `workload` (the extra pgbench run) with perf recording a slice of its middle;
     fold the stacks into out/profile.folded; the sample's `profile` field."""
-    data = out / PERF_DATA
-    seconds = float(options["seconds"])
-    done: list[proc.Done] = []
-    delay = max(0.0, (duration_s - seconds) / 2)  # duration_s: run_seconds()
-    recorder = threading.Thread(
-        target=_record, args=(record_cmd(perf, data, options), delay, out, done), daemon=True
-    )
-    recorder.start()
-    run = workload()
-    recorder.join()
-    if not done or done[0].returncode != 0:
-        why = proc.last_error_line(done[0].output) if done else "did not run"
-        raise HarnessError(f"perf record failed: {why}")
-    echo("[harness] perf script: folding the stacks")
-    script = proc.run(script_cmd(perf, data), timeout=SCRIPT_TIMEOUT_S)
-    if script.returncode != 0:
-        raise HarnessError(f"perf script failed: {proc.last_error_line(script.output)}")
-    stacks = fold(script.output)
-    head = script.output.splitlines()[:HEAD_LINES]
-    (out / SCRIPT_HEAD).write_text("".join(f"{line}\n" for line in head))
-    (out / FOLDED).write_text(folded_text(stacks))
-    kept = data.exists() and data.stat().st_size <= KEEP_DATA_BYTES
-    if data.exists() and not kept:
-        data.unlink()
+    # perf writes its samples into the guest's own memory, not into out/: out/ is the
+    # host's directory over 9p (or a machine's disk), and perf's writes there would be
+    # work of its own in the slice it records (seen: perf and the 9p worker at 23% of it).
+    scratch = Path(tempfile.mkdtemp(prefix="kbisect-perf-", suffix=f"-{out.name}"))
+    try:
+        data = scratch / PERF_DATA
+        seconds = float(options["seconds"])
+        delay_ms = round(max(0.0, (duration_s - seconds) / 2) * 1000)  # run_seconds()
+        log = out / "perf-record.log"
+        with log.open("wb") as sink:
+            recorder = subprocess.Popen(
+                record_cmd(perf, data, options, delay_ms), stdout=sink, stderr=subprocess.STDOUT
+            )
+        try:
+            started(recorder)
+            run = workload()
+            code = recorder.wait(timeout=delay_ms / 1000 + seconds + START_TIMEOUT_S)
+        finally:
+            if recorder.poll() is None:
+                recorder.kill()
+                recorder.wait()
+        if code != 0:
+            output = log.read_text(errors="replace")
+            raise HarnessError(f"perf record failed: {proc.last_error_line(output)}")
+        echo("[harness] perf script: folding the stacks")
+        script = proc.run(script_cmd(perf, data), timeout=SCRIPT_TIMEOUT_S)
+        if script.returncode != 0:
+            raise HarnessError(f"perf script failed: {proc.last_error_line(script.output)}")
+        stacks = fold(script.output)
+        head = script.output.splitlines()[:HEAD_LINES]
+        (out / SCRIPT_HEAD).write_text("".join(f"{line}\n" for line in head))
+        (out / FOLDED).write_text(folded_text(stacks))
+        kept = data.exists() and data.stat().st_size <= KEEP_DATA_BYTES
+        if kept:
+            shutil.move(str(data), str(out / PERF_DATA))
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
     return {
         "event": str(options["event"]),
         "frequency": int(options["frequency"]),

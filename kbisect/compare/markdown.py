@@ -13,6 +13,7 @@ from kbisect.compare.report import SIDES, Run, load, load_summary, ok_tps, verdi
 from kbisect.core import atomic, progress
 from kbisect.measure import fingerprint, fiodiff, timeline
 from kbisect.report import disturbed, patches, plots, profile
+from kbisect.report.text import host_line
 from kbisect.stats import means
 
 REPORT = "report.md"
@@ -178,6 +179,7 @@ def markdown(run: Run, *, override: bool = False) -> str:
         "",
         f"`{scen['name']}`, hash `{scen.get('hash')}`; ran on: {', '.join(accels)}.",
         "",
+        *[f"Host under the guest: {h}.\n" for h in host_line(run.samples)],
         *([TCG_NOTE, ""] if any(a.endswith("/tcg") for a in accels) else []),
     ]
     return "\n".join(lines)

@@ -115,6 +115,6 @@ def render(run: Run) -> str:
     for side in SIDES:
         tps = [float(b["tps"]) for b in run.side(side) if b.get("status") == "ok"]
         lines += para(f"{side}: {numbers(tps)}", "  ")
-    if profiles := profile.text({x: run.side(x) for x in SIDES}):
+    if profiles := profile.text({x: run.side(x) for x in SIDES}, run_dir=run.dir):
         lines += ["", *profiles]
     return fit([*lines, *warning_lines([*preempt_lines(run), *v.warnings])])

@@ -35,7 +35,8 @@ def _number(value: Any) -> float | None:
 
 def machine(fp: Mapping[str, Any], target: Mapping[str, Any]) -> str | None:
     """A 16-hex-digit hash of the fields that name the machine a sample ran on; None when
-    the sample records none of them."""
+    the sample records none of them. A vng guest's figures are the guest's: the host
+    under it (`target.vm_host`) is part of the machine."""
     facts = {k: fp.get(k) for k in MACHINE_FIELDS if fp.get(k) is not None}
     mem = _int(fp.get("mem_total_kb"))
     if mem is not None:
@@ -43,6 +44,9 @@ def machine(fp: Mapping[str, Any], target: Mapping[str, Any]) -> str | None:
     if not facts:
         return None
     facts["target"] = [target.get("kind"), target.get("name")]
+    host = _table(target.get("vm_host"))  # a vng guest's real machine (targets/vng/host.py)
+    if host:  # older samples lack it: one hash for every host they ran on, as before
+        facts["host"] = [host.get("cpu_model"), host.get("cpus"), host.get("qemu")]
     return hashlib.sha256(json.dumps(facts, sort_keys=True).encode()).hexdigest()[:16]
 
 

@@ -42,6 +42,16 @@ class Obs:
     settings: dict[str, Any] = field(default_factory=dict, compare=False)
 
 
+def machine_name(target: dict[str, Any]) -> str:
+    """The target's name, and for a vng guest the host under it when the sample records
+    it (`vng@AMD EPYC/2`): two hosts are two machines (targets/vng/host.py)."""
+    name = str(target.get("name") or "")
+    host = target.get("vm_host") or {}
+    if isinstance(host, dict) and host.get("cpu_model"):
+        return f"{name}@{host['cpu_model']}/{host.get('cpus') or '?'}"
+    return name
+
+
 def from_sample(sample: dict[str, Any], path: str = "", run_id: str = "") -> Obs:
     kernel = sample.get("kernel") or {}
     commit = str(kernel.get("commit") or "")
@@ -57,7 +67,7 @@ def from_sample(sample: dict[str, Any], path: str = "", run_id: str = "") -> Obs
         kernel_commit=commit,
         scenario_name=str(scenario.get("name") or ""),
         scenario_hash=str(scenario.get("hash") or ""),
-        machine=str((sample.get("target") or {}).get("name") or ""),
+        machine=machine_name(sample.get("target") or {}),
         started=str(sample.get("created") or ""),
         run_id=run_id,
         label=str(sample.get("label") or ""),

@@ -36,15 +36,32 @@ def profiled(samples: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
     return [s for s in samples if s.get("status") in ("ok", "disturbed") and s.get("profile")]
 
 
-def side(samples: Sequence[Mapping[str, Any]]) -> SideProfile | None:
-    """The profile of one side's samples, None when none of them was profiled."""
+def shares(run_dir: Path | None, sample: Mapping[str, Any]) -> dict[str, float]:
+    """A profiled boot's self % by leaf symbol: every symbol from its profile.folded when
+    the boot dir keeps it, else the top list the sample carries (a symbol outside it
+    counts 0 there, which can make a small difference look like one)."""
+    path = boot_dir(run_dir, sample) / str(sample["profile"].get("folded") or "profile.folded")
+    stacks = flame.parse(path.read_text(errors="replace")) if run_dir and path.is_file() else {}
+    total = sum(stacks.values())
+    if not total:
+        return {row["symbol"]: float(row["self_pct"]) for row in sample["profile"]["top"]}
+    leaves: dict[str, int] = {}
+    for stack, count in stacks.items():
+        leaf = stack.rsplit(";", 1)[-1]
+        leaves[leaf] = leaves.get(leaf, 0) + count
+    return {leaf: 100.0 * n / total for leaf, n in leaves.items()}
+
+
+def side(samples: Sequence[Mapping[str, Any]], run_dir: Path | None = None) -> SideProfile | None:
+    """The profile of one side's samples, None when none of them was profiled; each
+    boot's shares from its stacks when `run_dir` holds them (`shares`)."""
     boots = profiled(samples)
     if not boots:
         return None
     sums: dict[str, float] = {}
     for s in boots:
-        for row in s["profile"]["top"]:
-            sums[row["symbol"]] = sums.get(row["symbol"], 0.0) + float(row["self_pct"])
+        for symbol, pct in shares(run_dir, s).items():
+            sums[symbol] = sums.get(symbol, 0.0) + pct
     first = boots[0]["profile"]
     return SideProfile(
         boots=len(boots),
@@ -74,11 +91,11 @@ def difference(
     return sorted(diffs, key=lambda r: (-abs(r[3]), r[0]))[:limit]
 
 
-def boot_dir(run_dir: Path, sample: Mapping[str, Any]) -> Path:
+def boot_dir(run_dir: Path | None, sample: Mapping[str, Any]) -> Path:
     """A sample's boot dir: where it was written, else the run dir's boots/ of that
     name (a run moved or copied, as the docs' examples are)."""
     recorded = Path(str(sample.get("boot_dir") or ""))
-    if recorded.is_dir():
+    if recorded.is_dir() or run_dir is None:
         return recorded
     return run_dir / "boots" / recorded.name
 
@@ -126,7 +143,7 @@ def markdown(
 ) -> list[str]:
     """The report's Profiles section (and the flame graphs it links); [] when no boot
     was profiled."""
-    found = {x: p for x, samples in sides.items() if (p := side(samples)) is not None}
+    found = {x: p for x, samples in sides.items() if (p := side(samples, run_dir)) is not None}
     if not found:
         return []
     out = ["## Profiles", "", "perf in the guest during one extra run of a profiled boot.", ""]
@@ -136,7 +153,8 @@ def markdown(
     if len(found) == 2:
         a, b = found.values()
         out += [
-            "Self % by symbol, mean of each side's profiled boots, largest change first:",
+            "Self % by symbol (every symbol, from each boot's stacks), mean of each side's "
+            "profiled boots, largest change first:",
             "",
             "| symbol | A % | B % | B − A (points) |",
             "|---|---:|---:|---:|",
@@ -157,10 +175,14 @@ def _cell(text: str) -> str:
     return text.replace("|", "\\|").replace("`", "'")
 
 
-def text(sides: Mapping[str, Sequence[Mapping[str, Any]]], width: int = 72) -> list[str]:
+def text(
+    sides: Mapping[str, Sequence[Mapping[str, Any]]],
+    width: int = 72,
+    run_dir: Path | None = None,
+) -> list[str]:
     """The difference table (or one side's top symbols) in `width` columns; [] when no
     boot was profiled."""
-    found = {x: p for x, samples in sides.items() if (p := side(samples)) is not None}
+    found = {x: p for x, samples in sides.items() if (p := side(samples, run_dir)) is not None}
     if not found:
         return []
     sym_w = width - 27

@@ -127,6 +127,19 @@ def target_line(samples: Sequence[Mapping[str, Any]]) -> str:
     return f"{where}{f' ({arch})' if arch else ''}{accel}"
 
 
+def host_line(samples: Sequence[Mapping[str, Any]]) -> list[str]:
+    """The real machine under a vng guest (`target.vm_host`, targets/vng/host.py), one line
+    per distinct host; none for samples that do not record it."""
+    hosts = [h for x in samples if (h := (x.get("target") or {}).get("vm_host"))]
+    lines = []
+    for h in hosts:
+        mem = f"{h['memory_mb'] // 1024} GiB" if isinstance(h.get("memory_mb"), int) else None
+        parts = [h.get("cpu_model"), h.get("cpus") and f"{h['cpus']} CPUs", mem]
+        parts += [h.get("kernel") and f"Linux {h['kernel']}", h.get("qemu")]
+        lines.append(", ".join(str(p) for p in parts if p))
+    return list(dict.fromkeys(lines))
+
+
 def first_fingerprint(samples: Sequence[Mapping[str, Any]]) -> Mapping[str, Any]:
     return next((x["fingerprint"] for x in samples if x.get("fingerprint")), {})
 
@@ -155,6 +168,7 @@ def machine(samples: Sequence[Mapping[str, Any]]) -> list[str]:
     pg = str(fp.get("pg_version") or "?")
     return [
         *para(f"target: {target_line(samples)}", "  ", "  "),
+        *[x for h in host_line(samples) for x in para(f"host: {h}", "  ", "  ")],
         *para(f"cpu: {cpu_line(fp)}", "  ", "  "),
         f"  memory: {memory_line(fp)}",
         f"  clocksource {fp.get('clocksource', '?')}, THP {fp.get('thp', '?')}",

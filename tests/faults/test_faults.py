@@ -144,18 +144,6 @@ def test_interrupted_runs_end_like_an_uninterrupted_one(
     assert repo_snapshot(session.repo) == session.snapshot
 
 
-@pytest.mark.parametrize("name", ["compare", "bisect-posterior"])
-def test_results_db_after_kills(session: Session, name: str) -> None:
-    """Runs killed (-9) mid-write leave the results database sound (integrity_check ok),
-    indexing no file that is not there; `kbisect db rebuild` then indexes exactly the
-    sample files (check.check_db, which every chain of the suite runs at its end)."""
-    chains = _run_chains(session, name, "KILL")
-    problems = [p for c in chains for p in c.problems]
-    assert not problems, "\n".join(problems[:20])
-    checked = [c for c in chains if (c.results / "kbisect.sqlite").is_file()]
-    assert checked, "no chain left a results database to check"
-
-
 def _node(name: str, sig: str) -> str:
     return f"test_interrupted_runs_end_like_an_uninterrupted_one[{name}-{sig}]"
 

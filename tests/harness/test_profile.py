@@ -22,6 +22,9 @@ def test_record_and_script_commands() -> None:
         "/usr/bin/perf", "record", "-a", "--call-graph", "fp", "-F", "499", "-e",
         "cpu-clock", "--no-buildid-cache", "-o", "/o/perf.data", "--", "sleep", "10",
     ]  # fmt: skip
+    with_delay = profile.record_cmd("perf", Path("d"), OPTIONS, 10_000)
+    assert with_delay[-6:] == ["-D", "10000", "-o", "d", "--", "sleep", "20"][-6:]
+    assert with_delay[with_delay.index("-D") + 1] == "10000" and with_delay[-1] == "20"
     assert profile.script_cmd("perf", Path("p.data")) == [
         "perf",
         "script",
@@ -103,6 +106,47 @@ def test_capture_with_a_fake_perf(tmp_path: Path) -> None:
     folded = (out / profile.FOLDED).read_text().splitlines()
     assert sum(int(line.rsplit(" ", 1)[1]) for line in folded) == 100
     assert (out / profile.SCRIPT_HEAD).read_text().startswith("postgres")
+
+
+def test_the_run_starts_only_once_perf_records(tmp_path: Path) -> None:
+    """perf's start takes seconds under TCG: the run must not begin before it."""
+    fake = tmp_path / "perf"
+    mark = tmp_path / "perf-ready"
+    fake.write_text(
+        "#!/bin/sh\n"
+        'case "$1" in record) python3 -c "import time; time.sleep(1)"; touch '
+        + str(mark)
+        + "; sleep 0.5;;\n"
+        "script) cat " + str(DATA / "synthetic.txt") + ";;\nesac\n"
+    )
+    fake.chmod(0o755)
+    seen: list[bool] = []
+
+    def workload() -> dict[str, float]:
+        seen.append(mark.exists())
+        return {"tps": 1.0}
+
+    figures = profile.capture(str(fake), tmp_path, OPTIONS, 0, workload)
+    assert seen == [True]
+    assert figures["samples"] > 0
+
+
+def test_a_perf_that_never_gets_ready_is_stopped(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    fake = tmp_path / "perf"
+    fake.write_text("#!/bin/sh\nexec sleep 30\n")  # never runs its workload
+    fake.chmod(0o755)
+    monkeypatch.setattr(profile, "START_TIMEOUT_S", 0.5)
+    ran: list[int] = []
+
+    def workload() -> dict[str, float]:
+        ran.append(1)
+        return {}
+
+    with pytest.raises(HarnessError, match="did not start within"):
+        profile.capture(str(fake), tmp_path, OPTIONS, 0, workload)
+    assert ran == []
 
 
 def test_a_failed_perf_record_fails_the_boot(tmp_path: Path) -> None:

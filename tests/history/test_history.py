@@ -178,3 +178,17 @@ def test_without_dirs_the_results_database_finds_the_runs(
     captured = capsys.readouterr()
     assert "1 indexed samples are gone" in captured.err
     assert [p["n"] for p in json.loads(captured.out)["points"]][3] == 4
+
+
+def test_two_hosts_under_vng_are_two_machines(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    root = write_series(tmp_path / "runs", [1000.0] * len(TAGS), seed=3)
+    for i, f in enumerate(sorted(root.rglob("*.json"))):
+        s = json.loads(f.read_text())
+        s["target"]["vm_host"] = {"cpu_model": "AMD EPYC" if i % 2 else "Intel Xeon", "cpus": 2}
+        f.write_text(json.dumps(s))
+    assert history(str(root)) == 2
+    err = capsys.readouterr().err
+    assert "vng@AMD EPYC/2" in err and "vng@Intel Xeon/2" in err
+    assert history(str(root), "--machine", "vng@AMD EPYC/2", "--format", "json") == 0

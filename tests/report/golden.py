@@ -37,6 +37,7 @@ RUNS = (
     "contention-6.12",
     "founding",
     "pg-clock-sweep-2x2",
+    "profile-preempt",
 )
 
 MAILS = tuple(r for r in RUNS if r not in ("demo-study", "pg-clock-sweep-2x2"))  # no study

@@ -98,12 +98,14 @@ def vng_sample(
 def test_a_vng_sample_records_the_target_and_accelerator(tmp_path: Path, state: Path) -> None:
     s = vng_sample(fake_image(tmp_path / "k"), smoke(), tmp_path / "run", label="A")
     schema.validate(s, "sample")
+    host = s["target"].pop("vm_host")  # the machine under the guest: this host
     assert s["target"] == {
         "kind": "vng",
         "name": "vng",
         "arch": "x86_64",
         "accel": "tcg",
     }
+    assert host["cpus"] == os.cpu_count() and host["qemu"].startswith("QEMU emulator")
     assert s["userland"]["source"] == "image" and s["userland"]["postgres_major"] == 15
     assert s["kernel"]["image"] == str((tmp_path / "k" / "bzImage").resolve())
 

@@ -17,7 +17,7 @@ from kbisect.core.arch import Arch
 from kbisect.pgbuild import store
 from kbisect.scenario.scenario import Scenario
 from kbisect.targets.base import Job, Target
-from kbisect.targets.vng import command, disks, kvm, rootfs
+from kbisect.targets.vng import command, disks, host, kvm, rootfs
 
 
 def guest_argv(harness: Path, scenario_file: Path, out: Path, templates: Path) -> list[str]:
@@ -83,7 +83,13 @@ class VngTarget(Target):
         return rootfs.find(self.arch, rootfs.pin_for(scen.data))
 
     def describe(self) -> dict[str, Any]:
-        return {"kind": self.kind, "name": self.name, "arch": self.arch.name, "accel": self.accel}
+        return {
+            "kind": self.kind,
+            "name": self.name,
+            "arch": self.arch.name,
+            "accel": self.accel,
+            "vm_host": host.facts(self.arch.qemu),
+        }
 
     def userland(self, scen: Scenario) -> dict[str, Any] | None:
         return rootfs.userland(self.arch, scen.data)
@@ -94,9 +100,9 @@ class VngTarget(Target):
     def preflight(self, scen: Scenario | None = None) -> None:
         if scen is None:
             return
+        disks.check_host(scen.data)  # the user's storage first: one line, before ~20 s of root
         if rootfs.needs_root(self.arch, scen.data):
             rootfs.ensure(self.arch, rootfs.pin_for(scen.data))
-        disks.check_host(scen.data)
 
     def boot(self, job: Job) -> None:
         spec = boot_spec(job, self.arch, self.accel, self.root(job.scen))
