@@ -13,6 +13,7 @@ import pytest
 from kbisect.commands import cli
 from kbisect.db import query
 from tests.db.conftest import DEMO_SAMPLE, DEMO_TPS, EXAMPLES
+from tests.report import golden
 
 
 def _out(capsys: pytest.CaptureFixture[str], *argv: str) -> str:
@@ -79,3 +80,11 @@ def test_bad_input_is_one_line_exit_2(
     assert cli.main(["export", *(a.format(tmp=tmp_path) for a in argv)]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1, err
+
+
+@pytest.mark.parametrize(("name", "fmt"), golden.EXPORTS)
+def test_an_example_exports_as_the_golden_file(name: str, fmt: str) -> None:
+    """Regenerate with `python -m tests.report.golden` after a deliberate change."""
+    code, out = golden.render_export(name, fmt)
+    assert code == 0
+    assert out == golden.export_golden(name, fmt).read_text()

@@ -53,6 +53,21 @@ DIFFS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("demo-A-disturbed-compare-A-force", ("demo:A", "disturbed-compare:A", "--force")),
 )
 FORMATS = {"json": "json", "markdown": "md"}
+# `kbisect export` goldens: an example exported in each format
+EXPORTS: tuple[tuple[str, str], ...] = (("demo", "csv"), ("machine-bisect", "json"))
+
+
+def export_golden(name: str, fmt: str) -> Path:
+    return GOLDEN / f"export-{name}.{fmt}"
+
+
+def render_export(name: str, fmt: str) -> tuple[int, str]:
+    """`kbisect export EXAMPLE --format FMT` in-process: its exit code and what it printed,
+    the examples' folder written EXAMPLES."""
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        code = cli.main(["export", str(EXAMPLES / name), "--format", fmt])
+    return code, out.getvalue().replace(str(EXAMPLES), "EXAMPLES")
 
 
 def diff_golden(name: str, argv: tuple[str, ...]) -> Path:
@@ -108,6 +123,11 @@ def main() -> None:
         assert code in (0, 1), name
         diff_golden(name, argv).write_text(out)
         print(diff_golden(name, argv))
+    for name, fmt in EXPORTS:
+        code, out = render_export(name, fmt)
+        assert code == 0, name
+        export_golden(name, fmt).write_text(out)
+        print(export_golden(name, fmt))
 
 
 if __name__ == "__main__":
