@@ -76,12 +76,14 @@ def diff_golden(name: str, argv: tuple[str, ...]) -> Path:
 
 
 def render_diff(argv: tuple[str, ...]) -> tuple[int, str]:
-    """`kbisect diff` of two examples in-process: its exit code and what it printed."""
-    words = [str(EXAMPLES / w) if ":" in w else w for w in argv]
+    """`kbisect diff` of two examples in-process: its exit code and what it printed. The
+    sets are named relative to the checkout, as a user in it would: the text wraps the
+    names at 72 columns, so an absolute path would make the output the checkout's."""
+    words = [f"docs/examples/{w}" if ":" in w else w for w in argv]
     out = io.StringIO()
-    with contextlib.redirect_stdout(out):
+    with contextlib.chdir(EXAMPLES.parent.parent), contextlib.redirect_stdout(out):
         code = cli.main(["diff", *words])
-    return code, out.getvalue().replace(str(EXAMPLES), "EXAMPLES")
+    return code, out.getvalue()
 
 
 def copy(name: str, into: Path, *, drop: Iterable[str] = ()) -> Path:
