@@ -32,20 +32,20 @@ lint:
 [group('check')]
 test: lint
     pytest -q
-    just faults 5
-    just fuzz 0.7
+    just faults 4
+    just fuzz 0.5
 
 # unit tests only (fake kernel tree, generated histories): seconds
 [group('check')]
 unit:
     pytest -q -m 'not e2e and not real and not faults and not fuzz'
 
-# fault injection: kill -9/SIGINT/SIGTERM/SIGHUP, per_kind+ each (50; `just test`: 5), into fake compares and bisections (~3 min at 5 on 2 cores, ~6 at 10, ~18 at 50)
+# fault injection: kill -9/SIGINT/SIGTERM/SIGHUP, per_kind+ each (50; `just test`: 4), into fake compares and bisections (~4 min at 4-5 on 2 cores, ~6 at 10, ~18 at 50)
 [group('check')]
 faults per_kind="50":
     KBISECT_FAULTS_PER_KIND={{per_kind}} pytest -q -m faults
 
-# input fuzz: generated command lines for every subcommand and corrupted files of every kind, on the fake target (~3.5 min at scale 1; `just test`: 0.7; seeded: KBISECT_FUZZ_SEED)
+# input fuzz: generated command lines for every subcommand and corrupted files of every kind, on the fake target (~3.5 min at scale 1, 2.5 at 0.7; `just test`: 0.5; seeded: KBISECT_FUZZ_SEED)
 [group('check')]
 fuzz scale="1":
     KBISECT_FUZZ_EXAMPLES={{scale}} pytest -q -m fuzz
