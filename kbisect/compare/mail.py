@@ -11,7 +11,7 @@ from typing import Any
 from kbisect.compare import revert, text
 from kbisect.compare.report import SIDES, Run, ok_tps
 from kbisect.report import build, mbox
-from kbisect.report.text import change, command, para
+from kbisect.report.text import change, command, para, warning_lines
 
 
 def _commit(info: Mapping[str, Any]) -> str:
@@ -77,6 +77,5 @@ def render(run: Run) -> mbox.Mail:
     else:
         lines += ["verdict:", *para(f"{v.kind}, B against A", "  "), ""]
     lines += ["reproduce:", *command(s.get("command") or "(not recorded)")]
-    if warnings := v.warnings:
-        lines += ["", "warnings:", *[x for w in warnings for x in para(f"- {w}", "  ", "  ")]]
+    lines += warning_lines(v.warnings)
     return mbox.Mail(subject(run), [*lines, *mbox.closing()], s.get("created"))

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
-from kbisect.core.exceptions import CommandFailed, CommandTimeout, MissingTool
+from kbisect.core.exceptions import CommandFailed, CommandTimeout, KbisectError, MissingTool
 
 TAIL_LINES = 40
 
@@ -271,6 +271,16 @@ def capture(
 ) -> str:
     """Run a short command and return its output, stripped (stderr included)."""
     return run(cmd, cwd=cwd, env=env, check=check, capture=True).output.strip()
+
+
+def first_line(cmd: Sequence[str | os.PathLike[str]]) -> str:
+    """A command's first output line, e.g. of `--version` ('' when it prints nothing or
+    cannot run)."""
+    try:
+        out = capture(cmd, check=False)
+    except KbisectError:
+        return ""
+    return out.splitlines()[0].strip() if out else ""
 
 
 def _where(log: Path | None) -> str:

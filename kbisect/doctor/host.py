@@ -29,11 +29,7 @@ class Host:
 
     def version(self, cmd: list[str]) -> str:
         """First output line of a version command ('' when it prints nothing or fails)."""
-        try:
-            out = proc.capture(cmd, check=False)
-        except KbisectError:
-            return ""
-        return out.splitlines()[0].strip() if out else ""
+        return proc.first_line(cmd)
 
     def exists(self, path: str | Path) -> bool:
         return Path(path).exists()

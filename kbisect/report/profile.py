@@ -40,8 +40,7 @@ def shares(run_dir: Path | None, sample: Mapping[str, Any]) -> dict[str, float]:
     """A profiled boot's self % by leaf symbol: every symbol from its profile.folded when
     the boot dir keeps it, else the top list the sample carries (a symbol outside it
     counts 0 there, which can make a small difference look like one)."""
-    path = boot_dir(run_dir, sample) / str(sample["profile"].get("folded") or "profile.folded")
-    stacks = flame.parse(path.read_text(errors="replace")) if run_dir and path.is_file() else {}
+    stacks = boot_stacks(run_dir, sample) if run_dir else {}
     total = sum(stacks.values())
     if not total:
         return {row["symbol"]: float(row["self_pct"]) for row in sample["profile"]["top"]}
@@ -100,14 +99,18 @@ def boot_dir(run_dir: Path | None, sample: Mapping[str, Any]) -> Path:
     return run_dir / "boots" / recorded.name
 
 
+def boot_stacks(run_dir: Path | None, sample: Mapping[str, Any]) -> dict[str, int]:
+    """A profiled boot's stacks from its profile.folded; {} when the boot dir lacks it."""
+    path = boot_dir(run_dir, sample) / str(sample["profile"].get("folded") or "profile.folded")
+    return flame.parse(path.read_text(errors="replace")) if path.is_file() else {}
+
+
 def folded(run_dir: Path, samples: Sequence[Mapping[str, Any]]) -> dict[str, int]:
     """The side's stacks, summed over its profiled boots whose profile.folded is kept."""
     stacks: dict[str, int] = {}
     for s in profiled(samples):
-        path = boot_dir(run_dir, s) / str(s["profile"].get("folded") or "profile.folded")
-        if path.is_file():
-            for stack, count in flame.parse(path.read_text(errors="replace")).items():
-                stacks[stack] = stacks.get(stack, 0) + count
+        for stack, count in boot_stacks(run_dir, s).items():
+            stacks[stack] = stacks.get(stack, 0) + count
     return stacks
 
 

@@ -13,7 +13,6 @@ from pathlib import Path
 from typing import Any
 
 from kbisect.core import proc
-from kbisect.core.exceptions import KbisectError
 
 CPUINFO_KEYS = ("model name", "Hardware", "CPU implementer")  # x86, then arm64's
 
@@ -49,11 +48,7 @@ def _read(path: str) -> str:
 @functools.cache
 def qemu_version(qemu: str) -> str | None:
     """`qemu-system-* --version`'s first line (None when it cannot say)."""
-    try:
-        out = proc.capture([qemu, "--version"], check=False)
-    except KbisectError:
-        return None
-    return out.splitlines()[0].strip() if out.strip() else None
+    return proc.first_line([qemu, "--version"]) or None
 
 
 @functools.cache
