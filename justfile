@@ -64,27 +64,27 @@ fmt:
 # the main job: revert-check the demo history's synthetic regression (~30 min on 2 cores)
 [group('demo')]
 demo:
-    @echo "kbisect demo: 2 kernel builds + 10 interleaved boots of ~2.5 min under TCG: ~25 min on 2 cores, ~40 min from cold (first kernel build)"
+    @echo "kbisect demo: 2 kernel builds + interleaved boots of ~2.5 min under TCG until the ratio is settled (--boots auto: a 2x regression after about 3 boots a side, at most 10): ~15 min on 2 cores with 6 boots, ~30 min from cold (first kernel build; estimates)"
     kbisect compare --base "$(kbisect demo --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["head"])')" \
         --revert "$(kbisect demo --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["regression"])')" \
-        --scenario simple-update-2vcpu
+        --scenario simple-update-2vcpu --boots auto
 
 # preempt=none vs preempt=full on one 6.12 kernel, huge pages off (the mechanism behind 7dadeaa6e851)
 [group('demo')]
 demo-preempt:
-    @echo "kbisect demo-preempt: 1 kernel + 10 interleaved boots of ~2.5 min under TCG: ~25 min on 2 cores"
+    @echo "kbisect demo-preempt: 1 kernel + interleaved boots of ~2.5 min under TCG until the ratio is settled (--boots auto, 3 to 10 a side): ~15-50 min on 2 cores (estimate)"
     kbisect compare --base v6.12-debian --append-a preempt=none --append-b preempt=full \
-        --label-a "preempt=none" --label-b "preempt=full" --scenario simple-update-2vcpu
+        --label-a "preempt=none" --label-b "preempt=full" --scenario simple-update-2vcpu --boots auto
 
 # the founding case on a real kernel: Linux 7.2 as Debian ships it (PREEMPT_LAZY) against 7.2 with
 # 7dadeaa6e851 reverted, booted with preempt=none (docs/examples/founding)
 [group('demo')]
 founding scenario="contention-2vcpu":
-    @echo "kbisect founding: debian:7.2 imported once (~1 min), 2 kernel builds (~10 + ~5 min cold), 10 interleaved boots of ~2.4 min under TCG: 24 min measured with the kernels built, ~40 min from cold (estimate)"
+    @echo "kbisect founding: debian:7.2 imported once (~1 min), 2 kernel builds (~10 + ~5 min cold), interleaved boots of ~2.4 min under TCG until the ratio is settled (--boots auto, 3 to 10 a side; 10 fixed boots took 24 min measured with the kernels built)"
     kbisect tree add debian:7.2
     kbisect compare --tree debian:7.2 --base HEAD --patch-b kernel-patches/7.2/0001-Revert-sched-Further-restrict-the-preemption-modes.patch \
         --append-b preempt=none --label-a "7.2 (as shipped)" --label-b "7.2 + revert, preempt=none" \
-        --scenario {{scenario}}
+        --scenario {{scenario}} --boots auto
 
 # bisect the demo history (base good, head bad) and find the synthetic regression
 [group('demo')]

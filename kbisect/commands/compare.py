@@ -9,6 +9,7 @@ from kbisect.commands import options
 from kbisect.compare import run, sides
 from kbisect.compare.sides import Spec
 from kbisect.core.exceptions import UserError
+from kbisect.stats import stopping
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -40,8 +41,14 @@ def configure(parser: argparse.ArgumentParser) -> None:
     options.add_scenario(m, required=False)
     m.add_argument(
         "--boots",
+        type=options.count_or_auto(2, 1000),
+        help="boots per side, at least 2, or auto: a pair at a time until the ratio is "
+        "settled (docs/statistics.md); default: the scenario's [compare] boots, else auto",
+    )
+    m.add_argument(
+        "--max-boots",
         type=options.count(2, 1000),
-        help="boots per side, at least 2 (default: the scenario's)",
+        help=f"with --boots auto (implied): the most boots per side (default {stopping.MOST})",
     )
     m.add_argument("--order", choices=["abba", "random"], default="abba")
     m.add_argument(

@@ -145,6 +145,21 @@ def count(minimum: int, maximum: int = 10_000) -> Callable[[str], int]:
     return parse
 
 
+def count_or_auto(minimum: int, maximum: int = 10_000) -> Callable[[str], int | str]:
+    """An integer option within [minimum, maximum], or the word auto."""
+    number = count(minimum, maximum)
+
+    def parse(text: str) -> int | str:
+        if text == "auto":
+            return text
+        try:
+            return number(text)
+        except argparse.ArgumentTypeError as exc:
+            raise argparse.ArgumentTypeError(f"{exc} (or auto)") from None
+
+    return parse
+
+
 def fraction(text: str) -> float:
     """A finite number in [0, 1): a relative effect such as 0.02 (2%)."""
     value = _finite(text)

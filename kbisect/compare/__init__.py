@@ -8,6 +8,7 @@ ABBA blocks so that drift (thermal, page cache, the host) hits both sides alike.
     run.py       a run: the plan, the boots in order, resume, the verdict and report
     sides.py     the two sides from the options: kernels, revisions, builds, checks
     schedule.py  the boot order, plan.json, and where an interrupted run stands
+    sequential.py  --boots auto: a pair at a time until the ratio is settled
     summary.py   summary.json, the table printed at the end, a partial run's summary
     report.py    a run as `kbisect report` sees it: the samples, the verdict recomputed
     markdown.py  its report.md and plots; warnings.py the report's Warnings section

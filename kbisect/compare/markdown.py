@@ -9,7 +9,15 @@ from pathlib import Path
 from typing import Any
 
 from kbisect.compare import warnings
-from kbisect.compare.report import SIDES, Run, load, load_summary, ok_tps, verdict_line
+from kbisect.compare.report import (
+    SIDES,
+    Run,
+    load,
+    load_summary,
+    ok_tps,
+    stopped,
+    verdict_line,
+)
 from kbisect.core import atomic, progress
 from kbisect.measure import fingerprint, fiodiff, timeline
 from kbisect.report import disturbed, patches, plots, profile
@@ -143,6 +151,7 @@ def markdown(run: Run, *, override: bool = False) -> str:
         "",
         _sentence(run),
         "",
+        *([f"Sequential (`--boots auto`): {how}.", ""] if (how := stopped(s)) else []),
         *note,
         "## Sides",
         "",

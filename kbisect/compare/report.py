@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from kbisect.compare import sequential
 from kbisect.core import progress
 from kbisect.core.exceptions import UserError
 from kbisect.measure import results, retake, schema
@@ -102,10 +103,24 @@ def load(run_dir: Path, summary: Mapping[str, Any], min_effect: float | None) ->
     try:
         order = summary.get("order") or []
         planned = min(order.count(x) for x in SIDES) if order else None
-        v = means.verdict(a, b, min_effect=effect, confidence=confidence, planned=planned)
+        v = sequential.verdict(
+            a, b, min_effect=effect, confidence=confidence, planned=planned, most=most(summary)
+        )
     except means.StatsError as exc:
         raise BadCompareRun(f"{run_dir}: {exc}") from exc
     return Run(run_dir, summary, samples, v, effect, confidence, tuple(copies), left)
+
+
+def most(summary: Mapping[str, Any]) -> int | None:
+    """A sequential run's most boots a side (None for a fixed count)."""
+    seq = summary.get("sequential")
+    return int(seq["max_boots"]) if isinstance(seq, Mapping) else None
+
+
+def stopped(summary: Mapping[str, Any]) -> str | None:
+    """How a sequential run stopped, one sentence (None for a fixed count)."""
+    seq = summary.get("sequential")
+    return str(seq["reason"]) if isinstance(seq, Mapping) else None
 
 
 def verdict_line(v: means.Verdict) -> str:

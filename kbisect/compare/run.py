@@ -17,7 +17,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from kbisect.compare import markdown, pgsides, schedule
+from kbisect.compare import markdown, pgsides, schedule, sequential
 from kbisect.compare import sides as sides_mod
 from kbisect.compare import summary as summaries
 from kbisect.compare.sides import NAMES, Side, Spec
@@ -26,7 +26,7 @@ from kbisect.core.exceptions import EXIT_NEGATIVE, EXIT_OK, BenchmarkError, Boot
 from kbisect.kernel import make
 from kbisect.measure import results, retake, sample, timeline
 from kbisect.scenario import scenario
-from kbisect.stats import means
+from kbisect.stats import stopping
 from kbisect.targets import registry
 from kbisect.targets.base import Target
 
@@ -46,7 +46,7 @@ def start(spec: Spec, policy: retake.Policy) -> int:
     repo = sides_mod.resolve_revisions(spec, a, b)
     pgsides.apply(spec, (a, b))
     sides_mod.validate(a, b)
-    boots = spec.boots or int(base_scen.data.get("compare", {}).get("boots", 3))
+    boots, rule = _boots(spec, base_scen)
     target = registry.get(spec.target, spec.arch)
     results.check_out(spec.out, "compare", room.results_need(2 * boots * (spec.retries + 1)))
     if repo is not None:
@@ -71,6 +71,7 @@ def start(spec: Spec, policy: retake.Policy) -> int:
             "scenario_id": {"name": base_scen.name, "hash": a.scen.hash},
             "sides": {"A": a.to_plan(), "B": b.to_plan()},
             "order": schedule.order(boots, spec.order, spec.seed),
+            **sequential.plan_fields(rule),
             "scheme": spec.order,
             "seed": spec.seed,
             "retries": spec.retries,
@@ -85,6 +86,19 @@ def start(spec: Spec, policy: retake.Policy) -> int:
             plan["target"] = str(Path(plan["target"]).resolve())
         schedule.save(out, plan)
         return _run(target, {"A": a, "B": b}, plan, out)
+
+
+def _boots(spec: Spec, scen: scenario.Scenario) -> tuple[int, stopping.Rule | None]:
+    """The boots a side the plan holds, and the sequential rule: --boots N, or else the
+    scenario file's [compare] boots, is a fixed count; --boots auto, or --max-boots, or
+    neither count given, the rule up to --max-boots (stopping.MOST) a side."""
+    own = (scen.raw.get("compare") or {}).get("boots")
+    if spec.boots == sequential.AUTO or (
+        spec.boots is None and (spec.max_boots is not None or own is None)
+    ):
+        rule = stopping.Rule.upto(spec.max_boots or stopping.MOST, spec.min_effect)
+        return rule.most, rule
+    return int(spec.boots or scen.data["compare"]["boots"]), None
 
 
 def resume(given: Path | None) -> int:
@@ -141,27 +155,39 @@ def _run(target: Target, sides: dict[str, Side], plan: dict[str, Any], out: Path
         for x in NAMES:
             sides[x].tps, sides[x].failed = st.tps[x], st.failed[x]
         target.warn_if_busy()
+        rule = sequential.rule_of(plan)
         if st.slot or st.attempts or st.retakes:
             progress.step(f"{st.slot} of {len(plan['order'])} boots already done")
-        progress.step(
-            f"{len(plan['order'])} boots, interleaved ({plan['scheme']}); results in {out}"
-        )
-        _measure(target, sides, plan, out, st)
+        most = f"up to {len(plan['order'])}" if rule else f"{len(plan['order'])}"
+        until = ", until the ratio is settled (--boots auto)" if rule else ""
+        progress.step(f"{most} boots, interleaved ({plan['scheme']}){until}; results in {out}")
+        stop, reached = _measure(target, sides, plan, out, st, rule)
+        if stop is not None and rule is not None:
+            progress.step(stopping.reason(stop, rule))
     a, b = sides["A"], sides["B"]
     if len(a.tps) < 2 or len(b.tps) < 2:
         raise BootError(
             f"too few boots count (A: {len(a.tps)}, B: {len(b.tps)}; failed A: {a.failed}, "
             f"B: {b.failed}; slots left disturbed: {len(st.open)}); see {out}"
         )
-    planned = min(plan["order"].count(x) for x in NAMES)
-    verdict = means.verdict(a.tps, b.tps, min_effect=plan["min_effect"], planned=planned)
+    order = plan["order"][:reached]
+    verdict = sequential.verdict(
+        a.tps,
+        b.tps,
+        min_effect=plan["min_effect"],
+        confidence=rule.level if rule else 0.95,
+        planned=min(order.count(x) for x in NAMES),
+        most=rule.most if rule else None,
+    )
     duration = time.time() - float(plan["started"])
-    results.write_summary(out, summaries.summary(sides, plan, verdict, duration, out))
+    taken = {**plan, "order": order}
+    seq = stopping.as_dict(stop, rule) if stop is not None and rule is not None else None
+    results.write_summary(out, summaries.summary(sides, taken, verdict, duration, out, seq))
     summaries.print_table(sides, verdict)
     for x in NAMES:
-        if left := [i for i in st.open if plan["order"][i] == x]:
+        if left := [i for i in st.open if order[i] == x]:
             progress.warn(
-                f"side {x}: {len(sides[x].tps)} of {plan['order'].count(x)} boots count: "
+                f"side {x}: {len(sides[x].tps)} of {order.count(x)} boots count: "
                 f"{len(left)} slot(s) left disturbed (retakes used up); "
                 f"`kbisect compare --resume {out}` takes them again"
             )
@@ -172,20 +198,30 @@ def _run(target: Target, sides: dict[str, Side], plan: dict[str, Any], out: Path
 
 
 def _measure(
-    target: Target, sides: dict[str, Side], plan: dict[str, Any], out: Path, st: schedule.Standing
-) -> None:
+    target: Target,
+    sides: dict[str, Side],
+    plan: dict[str, Any],
+    out: Path,
+    st: schedule.Standing,
+    rule: stopping.Rule | None,
+) -> tuple[stopping.Stop | None, int]:
     """Boot in plan order from where the run stands, the slots left disturbed first (a
-    resumed run's); a slot whose retakes run out is left disturbed (`st.open`)."""
+    resumed run's); a slot whose retakes run out is left disturbed (`st.open`). With a
+    sequential rule, stop where it says (sequential.play). How it stopped, and the
+    slots the run got to."""
     order = plan["order"]
     for i, used in list(st.open.items()):
         progress.step(f"boot {i + 1}/{len(order)} was left disturbed: taking it again")
         if _slot(target, sides[order[i]], plan, out, i, 0, retake.Slot(used)):
             del st.open[i]
-    for i in range(st.slot, len(order)):
+
+    def take(i: int) -> None:
         first = st.attempts if i == st.slot else 0
         slot = retake.Slot(st.retakes if i == st.slot else 0)
         if _slot(target, sides[order[i]], plan, out, i, first, slot) is False:
             st.open[i] = 0
+
+    return sequential.play(order, st.slot, take, lambda: (sides["A"].tps, sides["B"].tps), rule)
 
 
 def _slot(

@@ -72,6 +72,13 @@ def _check(plan: dict[str, Any], path: Path) -> None:
     f.number("started", 0.0)
     for key in ("scenario", "target", "arch", "command"):
         f.string(key)
+    if f.string("boots", None) not in (None, "auto"):
+        f.fail("boots", f"must be auto when given, got {reading.got(plan['boots'])}")
+    if plan.get("boots") == "auto":
+        most = f.integer("max_boots", low=2, high=1000)
+        f.integer("least", low=2, high=most)
+        if len(order) != 2 * most:
+            f.fail("order", f"must hold 2 x max_boots ({most}) slots, got {len(order)}")
     sides = f.table("sides")
     for side in ("A", "B"):
         sides.table(side, required=True)

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from kbisect.compare import sequential
 from kbisect.core import progress
 from kbisect.core.exceptions import UserError
 from kbisect.kernel import build
@@ -56,7 +57,8 @@ class Spec:
     pg_patch_b: tuple[Path, ...] = ()
     label_a: str | None = None
     label_b: str | None = None
-    boots: int | None = None  # per side; None: the scenario's
+    boots: int | str | None = None  # per side, or "auto"; None: the scenario's, else auto
+    max_boots: int | None = None  # with auto: the most per side (stopping.MOST)
     order: str = "abba"
     retries: int = 1
     seed: int | None = None
@@ -143,6 +145,8 @@ def check_conflicts(spec: Spec) -> None:
     for first, a, second, b in pairs:
         if a and b:
             raise ConflictingOptions(f"{first} and {second} both say which kernel to run: give one")
+    if spec.max_boots is not None and spec.boots not in (None, sequential.AUTO):
+        raise ConflictingOptions(f"--max-boots goes with --boots auto, not --boots {spec.boots}")
     prebuilt = [
         ("--patch", spec.patch, "--kernel", spec.kernel_a or spec.kernel_b or spec.kernel),
         ("--patch-a", spec.patch_a, "--kernel", spec.kernel_a or spec.kernel),

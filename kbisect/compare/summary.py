@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from kbisect.compare import schedule
+from kbisect.compare import schedule, sequential
 from kbisect.compare.sides import NAMES, Side
 from kbisect.core import clock, progress, reading
 from kbisect.measure import results
@@ -23,8 +23,15 @@ def sample_files(out: Path) -> dict[str, list[str]]:
 
 
 def summary(
-    sides: dict[str, Side], plan: dict[str, Any], verdict: means.Verdict, duration: float, out: Path
+    sides: dict[str, Side],
+    plan: dict[str, Any],
+    verdict: means.Verdict,
+    duration: float,
+    out: Path,
+    stopped: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
+    """The summary of a finished run; `stopped`, how a sequential one stopped
+    (stopping.as_dict): its "sequential" field, and its verdict's level for "confidence"."""
     files = sample_files(out)
     a = sides["A"]
     return {
@@ -39,10 +46,11 @@ def summary(
         "stats": {"A": verdict.a.as_dict(), "B": verdict.b.as_dict()},
         "verdict": verdict.as_dict(),
         "min_effect": plan["min_effect"],
-        "confidence": 0.95,
+        "confidence": verdict.ratio.confidence,
         "duration_s": round(duration, 1),
         "target": plan["target_described"],
         "resumed": plan.get("resumed", 0),
+        **({"sequential": stopped} if stopped is not None else {}),
     }
 
 
@@ -50,6 +58,7 @@ def partial(out: Path) -> dict[str, Any]:
     """What `kbisect report` shows of a compare that has not finished: its plan's sides,
     every stored sample, marked partial (the verdict is recomputed from the samples)."""
     plan = schedule.load(out)
+    rule = sequential.rule_of(plan)
     files = sample_files(out)
     sides = {
         x: {
@@ -69,7 +78,7 @@ def partial(out: Path) -> dict[str, Any]:
         "order": plan["order"],
         "stats": {},
         "min_effect": plan["min_effect"],
-        "confidence": 0.95,
+        "confidence": rule.level if rule else 0.95,
         "target": plan["target_described"],
         "verdict": {
             "kind": "partial",
@@ -91,6 +100,9 @@ def print_table(sides: dict[str, Side], verdict: means.Verdict) -> None:
             f"{s.cv * 100:>5.1f}% {s.min:>9.1f} {s.max:>9.1f}"
         )
     r = verdict.ratio
-    print(f"B/A = {r.ratio:.3f}x [{r.low:.3f}, {r.high:.3f}] (95% CI): {verdict.kind}")
+    print(
+        f"B/A = {r.ratio:.3f}x [{r.low:.3f}, {r.high:.3f}] ({r.confidence * 100:.4g}% CI): "
+        f"{verdict.kind}"
+    )
     for w in verdict.warnings:
         progress.warn(w)

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from kbisect.compare import revert
-from kbisect.compare.report import METHODS, SIDES, Run
+from kbisect.compare.report import METHODS, SIDES, Run, stopped
 from kbisect.compare.warnings import preempt_lines
 from kbisect.report import build, patches, profile
 from kbisect.report.text import (
@@ -74,6 +74,7 @@ def figures(run: Run) -> list[str]:
         f"  B/A {r.ratio:.3f}x ({change(r.ratio)}), {r.confidence * 100:g}% CI "
         f"[{r.low:.3f}, {r.high:.3f}]",
         *(para(revert.cost_line(v), "  ", "  ") if rev else []),
+        *(para(how, "  ", "  ") if (how := stopped(run.summary)) else []),
         f"  A: {v.a.mean:.1f} tps, CV {v.a.cv * 100:.1f}%, {v.a.n} boots ({failed['A']} failed)",
         f"  B: {v.b.mean:.1f} tps, CV {v.b.cv * 100:.1f}%, {v.b.n} boots ({failed['B']} failed)",
         *para(

@@ -16,13 +16,17 @@ claim:
 - a two-sided claim, the interval as a whole: level 1 - α/K, so each end spends α/(2K).
   The endpoint check (bisect/check.py) asks the robust verdict (robust.py) whether bad
   differs from good: its interval is the two-sided 95% one that `kbisect compare` reports
-  (α = 0.05), and Bonferroni keeps that level for the family of looks.
+  (α = 0.05), and Bonferroni keeps that level for the family of looks. The sequential
+  compare (stopping.py, `kbisect compare --boots auto`) does the same with compare's own
+  interval: "significant" (beyond the minimum effect either way) and "equivalent" (within
+  it) are claims about the interval as a whole.
 
 The split holds only if the rule looks exactly K times: once per sample count from
 `least` to `most`. Both rules that sample two sides look at complete pairs only (the same
 count on each side, or, with stored samples, each time the shorter side grows): the
 endpoint check tops both sides up before it looks, the re-check (bisect/recheck.py)
-draws the second sample of a pair without looking.
+draws the second sample of a pair without looking, the sequential compare
+(compare/sequential.py) looks after each pair when the shorter side has grown.
 """
 
 from __future__ import annotations

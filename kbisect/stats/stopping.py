@@ -1,0 +1,147 @@
+"""The sequential compare's stopping rule (`kbisect compare --boots auto`): after each
+complete pair of boots, stop when the ratio B/A is settled, else boot another pair.
+
+At each look, with n = the boots that count on the shorter side (n >= `least`), the
+ratio's interval is means.ratio_ci's (delta method on the log, Welch df), at the level
+looks.py gives a two-sided claim over K = most - least + 1 looks (1 - α/K, α = 1 -
+confidence), and:
+
+- significant: the whole interval is beyond the minimum effect m: high < 1 - m (a
+  regression of at least m, higher tps being better) or low > 1 + m (an improvement);
+- equivalent: the whole interval lies within 1 ± m: no difference larger than m;
+- more: neither, below `most` boots a side (or before the plan's end);
+- undecided: neither, at the last look; the verdict is reported as usual.
+
+"Significant" is a two-sided claim, the interval as a whole (the fixed compare's 95%
+interval is two-sided too): whatever the true ratio and whenever the run stops, the
+chance that a look's interval misses it is at most α/K, so at most α over every look;
+a "significant" B/A that is not (or an "equivalent" one that is not) is at most that.
+The final verdict (means.verdict at the same level) can call a difference the rule did
+not stop for (the interval clears 1 but not 1 ± m); that claim is covered by the same α.
+A look is made once per n (the caller looks when the shorter side has grown); with m = 0
+"equivalent" never happens. Simulated error rates and boots: docs/statistics.md
+(scripts/simulate-sequential).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from kbisect.core.exceptions import UserError
+from kbisect.stats import looks, means
+
+LEAST = 3  # boots a side before the first look: at 2 the interval is too wide to decide
+MOST = 10  # the default most boots a side
+SIGNIFICANT, EQUIVALENT, MORE, UNDECIDED = "significant", "equivalent", "more", "undecided"
+FINAL = (SIGNIFICANT, EQUIVALENT, UNDECIDED)
+
+
+class BadStoppingRule(UserError):
+    """Boots or a minimum effect no sequential compare can run with."""
+
+
+@dataclass(frozen=True)
+class Rule:
+    min_effect: float = 0.02
+    least: int = LEAST
+    most: int = MOST
+    confidence: float = 0.95
+
+    @classmethod
+    def upto(cls, most: int, min_effect: float = 0.02, confidence: float = 0.95) -> Rule:
+        """The rule for at most `most` boots a side: the first look at LEAST boots, or at
+        `most` when that is fewer."""
+        rule = cls(min_effect, min(LEAST, most), most, confidence)
+        rule.check()
+        return rule
+
+    def check(self) -> None:
+        if not 2 <= self.least <= self.most:
+            raise BadStoppingRule(
+                f"sequential boots {self.least}..{self.most}: need 2 <= least <= most"
+            )
+        if not 0.0 <= self.min_effect < 1.0:
+            raise BadStoppingRule(f"minimum effect {self.min_effect}: must be in [0, 1)")
+        if not 0.0 < self.confidence < 1.0:
+            raise BadStoppingRule(f"confidence {self.confidence}: must be between 0 and 1")
+
+    @property
+    def looks(self) -> int:
+        return self.most - self.least + 1
+
+    @property
+    def level(self) -> float:
+        """The two-sided level of each look's interval: 1 - α/K (looks.py)."""
+        return looks.level(1.0 - self.confidence, self.least, self.most, one_sided=False)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "least": self.least,
+            "max_boots": self.most,
+            "min_effect": self.min_effect,
+            "confidence": self.confidence,
+            "looks": self.looks,
+            "level": self.level,
+        }
+
+
+@dataclass(frozen=True)
+class Stop:
+    kind: str  # SIGNIFICANT | EQUIVALENT | MORE | UNDECIDED
+    n: int  # boots that count on the shorter side
+    look: int  # which look this is, 1-based (n - least + 1); 0 before the first
+    ratio: means.RatioCI | None  # None before the first look
+
+    @property
+    def final(self) -> bool:
+        return self.kind in FINAL
+
+
+def decide(a: Sequence[float], b: Sequence[float], rule: Rule, *, last: bool = False) -> Stop:
+    """significant | equivalent | more | undecided for the boots so far of sides A and B;
+    `last`: no boot follows (the plan is done), so "more" is "undecided"."""
+    n = min(len(a), len(b))
+    if n < rule.least:
+        return Stop(UNDECIDED if last else MORE, n, 0, None)
+    r = means.ratio_ci(a, b, rule.level)
+    m = rule.min_effect
+    if r.high < 1.0 - m or r.low > 1.0 + m:
+        kind = SIGNIFICANT
+    elif m > 0 and 1.0 - m < r.low and r.high < 1.0 + m:
+        kind = EQUIVALENT
+    else:
+        kind = UNDECIDED if last or n >= rule.most else MORE
+    return Stop(kind, n, n - rule.least + 1, r)
+
+
+def reason(stop: Stop, rule: Rule) -> str:
+    """How the run stopped, in one sentence with the numbers."""
+    r, m = stop.ratio, f"{rule.min_effect * 100:g}%"
+    how = (
+        f"(sequential: {rule.confidence * 100:g}% over up to {rule.looks} "
+        f"look{'s' * (rule.looks > 1)}, each at {rule.level * 100:.4g}%)"
+    )
+    if r is None:
+        return f"stopped with {stop.n} boots a side, too few for a look: undecided {how}"
+    ci = f"the {rule.level * 100:.4g}% CI [{r.low:.3f}, {r.high:.3f}]"
+    after = f"after {stop.n} boot{'s' * (stop.n > 1)} a side (look {stop.look})"
+    if stop.kind == SIGNIFICANT:
+        return f"stopped {after}: {ci} clears the {m} minimum effect {how}"
+    if stop.kind == EQUIVALENT:
+        return f"stopped {after}: {ci} lies within ±{m}: no difference larger than {m} {how}"
+    return (
+        f"undecided {after}: {ci} neither clears the {m} minimum effect nor lies within ±{m} {how}"
+    )
+
+
+def as_dict(stop: Stop, rule: Rule) -> dict[str, Any]:
+    """summary.json's "sequential": the rule, how it stopped and why."""
+    return {
+        **rule.as_dict(),
+        "stop": stop.kind,
+        "n": stop.n,
+        "look": stop.look,
+        "reason": reason(stop, rule),
+    }
