@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 
 from kbisect.commands import options
 from kbisect.compare import run, sides
@@ -65,7 +64,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
         default=0.02,
         help="smallest change called a regression/improvement (default 0.02 = 2%%)",
     )
-    m.add_argument("--out", type=Path, help="results dir (default: a new one in results/)")
+    m.add_argument(
+        "--out", type=options.out_path, help="results dir (default: a new one in results/)"
+    )
     options.add_resume(m, "compare")
 
 

@@ -160,6 +160,13 @@ def count_or_auto(minimum: int, maximum: int = 10_000) -> Callable[[str], int | 
     return parse
 
 
+def out_path(text: str) -> Path:
+    """A results directory to write (--out): not empty, which would mean the current one."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError(f"{text!r} names no directory")
+    return Path(text)
+
+
 def fraction(text: str) -> float:
     """A finite number in [0, 1): a relative effect such as 0.02 (2%)."""
     value = _finite(text)

@@ -27,7 +27,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
     options.add_where(parser)
     options.add_disturbance(parser)
     parser.add_argument(
-        "--out", type=Path, help="results dir (default: a new one in results/; adds to one)"
+        "--out",
+        type=options.out_path,
+        help="results dir (default: a new one in results/; adds to one)",
     )
 
 

@@ -115,7 +115,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
         metavar="I/N",
         help="run only share I of N (see `study plan`)",
     )
-    m.add_argument("--out", type=Path, help="results dir (default: a new one in results/)")
+    m.add_argument(
+        "--out", type=options.out_path, help="results dir (default: a new one in results/)"
+    )
     options.add_resume(m, "study")
     f = parser.add_argument_group("plan")
     f.add_argument(

@@ -51,6 +51,7 @@ def one_line(err: str) -> str:
         (["--min-effect", "-5"], "--min-effect: -5 is not in [0, 1)"),
         (["--base-config", "nosuch"], "--base-config nosuch: not one of"),
         (["--base", "HEAD"], "--kernel and --base both say which kernel"),
+        (["--out", ""], "--out: '' names no directory"),  # not the current directory
     ],
 )
 def test_bad_options_are_one_line_and_exit_2_before_any_boot(
