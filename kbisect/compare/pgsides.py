@@ -5,25 +5,35 @@ every sample carry it like any other side difference."""
 
 from __future__ import annotations
 
-from kbisect.compare.sides import Side, Spec
+from kbisect.compare.sides import ConflictingOptions, Side, Spec
 from kbisect.core import progress
 from kbisect.pgbuild.request import Request
+from kbisect.scenario import scenario, server
 
 
-def wanted(spec: Spec, name: str) -> Request | None:
+def wanted(spec: Spec, name: str, scen: scenario.Scenario) -> Request | None:
     """A side's server (source and patches: the shared ones first), None for the
-    scenario's own."""
+    scenario's own. `--pg-patch*` without a `--pg-build` patches the scenario's own
+    server: both sides then build Debian's source of its major (`debian:MAJOR`), so they
+    differ by the patches alone."""
     own_source = spec.pg_build_a if name == "A" else spec.pg_build_b
     own_patches = spec.pg_patch_a if name == "A" else spec.pg_patch_b
     source = own_source or spec.pg_build
+    if source is None and (spec.pg_patch or spec.pg_patch_a or spec.pg_patch_b):
+        if server.source(scen.data) == server.HOST:
+            raise ConflictingOptions(
+                "--pg-patch needs a PostgreSQL source to patch: --pg-build (the scenario "
+                "runs the host's own server)"
+            )
+        source = f"debian:{scen.data['postgres']['major']}"
     return Request(source, (*spec.pg_patch, *own_patches)) if source else None
 
 
-def check(spec: Spec) -> None:
+def check(spec: Spec, scen: scenario.Scenario) -> None:
     """Every --pg-build parses and every --pg-patch reads (one line, exit 2) before
     anything is built."""
     for name in ("A", "B"):
-        if (request := wanted(spec, name)) is not None:
+        if (request := wanted(spec, name, scen)) is not None:
             request.check()
 
 
@@ -32,7 +42,7 @@ def apply(spec: Spec, sides: tuple[Side, Side]) -> None:
     its build) and point the side's scenario at it."""
     built: dict[str, str] = {}
     for side in sides:
-        if (request := wanted(spec, side.name)) is None:
+        if (request := wanted(spec, side.name, side.scen)) is None:
             continue
         progress.step(
             f"side {side.name}: PostgreSQL from {request.source}, {len(request.patches)} patch(es)"
@@ -44,6 +54,9 @@ def apply(spec: Spec, sides: tuple[Side, Side]) -> None:
         built[side.name] = made.describe()
     a, b = sides
     if built and built.get("A") != built.get("B"):
-        for side, given in ((a, spec.label_a), (b, spec.label_b)):
+        # one kernel on both sides (B took A's revision): B is named by A's kernel too
+        same_kernel = b.rev is not None and (b.rev, b.patches) == (a.rev, a.patches)
+        kernel_b = a.label if (b.label == b.name and same_kernel) else b.label
+        for side, kernel, given in ((a, a.label, spec.label_a), (b, kernel_b, spec.label_b)):
             if not given:
-                side.label = ", ".join(filter(None, [side.label, built.get(side.name)]))
+                side.label = ", ".join(filter(None, [kernel, built.get(side.name)]))

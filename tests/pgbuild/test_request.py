@@ -66,7 +66,7 @@ def test_compare_checks_a_sides_patches_before_any_build(
         scenario="smoke", kernel="k", pg_build="debian:17", pg_patch_b=(tmp_path / "x.patch",)
     )
     with pytest.raises(NotAPatch, match=r"x\.patch"):
-        pgsides.check(given)
+        pgsides.check(given, scenario.load("smoke"))
     assert builds.calls == []
 
 
