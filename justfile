@@ -64,7 +64,7 @@ fmt:
 # the main job: revert-check the demo history's synthetic regression (~30 min on 2 cores)
 [group('demo')]
 demo:
-    @echo "kbisect demo: 2 kernel builds + 10 interleaved boots of ~2.5 min under TCG: ~25 min on 2 cores, ~40 min from cold (first kernel build)"
+    @echo "kbisect demo: 2 kernel builds + 10 interleaved boots of ~2.5-3.3 min under TCG: ~25-35 min on 2 cores, ~40-50 min from cold (first kernel build)"
     kbisect compare --base "$(kbisect demo --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["head"])')" \
         --revert "$(kbisect demo --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["regression"])')" \
         --scenario simple-update-2vcpu
