@@ -64,7 +64,7 @@ fmt:
 # the main job: revert-check the demo history's synthetic regression (~30 min on 2 cores)
 [group('demo')]
 demo:
-    @echo "kbisect demo: 2 kernel builds + interleaved boots of ~2.5 min under TCG until the ratio is settled (--boots auto: a 2x regression after about 3 boots a side, at most 10): ~15 min on 2 cores with 6 boots, ~30 min from cold (first kernel build; estimates)"
+    @echo "kbisect demo: 2 kernel builds + interleaved boots of ~2.5-3.3 min under TCG until the ratio is settled (--boots auto: 3 to 10 a side; 10 fixed boots took ~25-35 min on 2 cores, ~40-50 min from cold)"
     kbisect compare --base "$(kbisect demo --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["head"])')" \
         --revert "$(kbisect demo --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["regression"])')" \
         --scenario simple-update-2vcpu --boots auto

@@ -86,3 +86,78 @@ def registry(where: Path, mirror: str, releases: dict[str, str], suite: str = "f
     path = where / "registry.toml"
     path.write_text("\n".join(lines))
     return path
+
+
+# -- a PostgreSQL source package ---------------------------------------------------------
+
+PG_FILES = {
+    "configure.ac": "AC_INIT([PostgreSQL], [{upstream}], [bugs@localhost])\n",
+    "configure": "#!/bin/sh\necho configured\n",
+    "src/backend/storage/buffer/freelist.c": "int clock_sweep = 1;\n",
+}
+DEBIAN_PATCH = """\
+Description: Debian's change to the buffer manager (a fake one)
+--- a/src/backend/storage/buffer/freelist.c
++++ b/src/backend/storage/buffer/freelist.c
+@@ -1 +1,2 @@
+ int clock_sweep = 1;
++int debian_patched = 1;
+"""
+
+
+def source_package(where: Path, name: str, version: str) -> Path:
+    """`name`_`version`.dsc (3.0 quilt: an orig tarball and a debian/ dir with one patch in
+    debian/patches/series) in `where`; its upstream version is `version` up to its last -."""
+    upstream = version.rsplit("-", 1)[0]
+    top = where / f"{name}-{upstream}"
+    for rel, text in PG_FILES.items():
+        (top / rel).parent.mkdir(parents=True, exist_ok=True)
+        (top / rel).write_text(text.format(upstream=upstream))
+    with tarfile.open(where / f"{name}_{upstream}.orig.tar.xz", "w:xz") as tar:
+        tar.add(top, arcname=top.name)
+    deb = top / "debian"
+    (deb / "source").mkdir(parents=True)
+    (deb / "patches").mkdir()
+    (deb / "source/format").write_text("3.0 (quilt)\n")
+    (deb / "patches/series").write_text("10-buffers.patch\n")
+    (deb / "patches/10-buffers.patch").write_text(DEBIAN_PATCH)
+    (deb / "control").write_text(
+        f"Source: {name}\nMaintainer: kbisect tests <tests@localhost>\n\n"
+        f"Package: {name}\nArchitecture: any\nDescription: tiny PostgreSQL source\n"
+    )
+    (deb / "changelog").write_text(
+        f"{name} ({version}) unstable; urgency=medium\n\n  * Fake.\n\n"
+        " -- kbisect tests <tests@localhost>  Thu, 01 Jan 2026 00:00:00 +0000\n"
+    )
+    (deb / "rules").write_text("#!/usr/bin/make -f\n%:\n\tdh $@\n")
+    subprocess.run(
+        ["dpkg-source", "-b", top.name], cwd=where, check=True, capture_output=True, text=True
+    )
+    return where / f"{name}_{version}.dsc"
+
+
+def source_repository(where: Path, packages: dict[str, str], suite: str = "fake") -> Path:
+    """A repository at `where/srcrepo` serving the source `packages` ({name: version})
+    in `suite` (a Sources index and a Release file with its hash)."""
+    repo = where / "srcrepo"
+    pool = repo / "pool"
+    pool.mkdir(parents=True)
+    for name, version in packages.items():
+        source_package(pool, name, version)
+        for made in pool.iterdir():  # keep the package's files only
+            if made.is_dir():
+                subprocess.run(["rm", "-rf", str(made)], check=True)
+    scanned = subprocess.run(
+        ["dpkg-scansources", "pool"], cwd=repo, check=True, capture_output=True, text=True
+    )
+    rel_path = "main/source/Sources"
+    index = repo / "dists" / suite / rel_path
+    index.parent.mkdir(parents=True)
+    index.write_text(scanned.stdout)
+    body = index.read_bytes()
+    (repo / "dists" / suite / "Release").write_text(
+        f"Suite: {suite}\nCodename: {suite}\nDate: Thu, 01 Jan 2026 00:00:00 UTC\n"
+        f"Architectures: {host_arch()} all source\nComponents: main\nSHA256:\n"
+        f" {hashlib.sha256(body).hexdigest()} {len(body)} {rel_path}\n"
+    )
+    return repo

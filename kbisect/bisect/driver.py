@@ -38,6 +38,7 @@ from kbisect.core import lock, paths, progress, room, stale
 from kbisect.core.exceptions import EXIT_NEGATIVE, EXIT_OK, UserError
 from kbisect.kernel import make
 from kbisect.measure import results
+from kbisect.pgbuild import request
 from kbisect.scenario import scenario
 from kbisect.source import git, patches, tree, worktree
 from kbisect.source.patches import Patch
@@ -81,6 +82,17 @@ def check_patches(top: Path, opts: Options, endpoints: tuple[str, ...]) -> tuple
     return files
 
 
+def build_server(opts: Options) -> Options:
+    """--pg-build's server (with its --pg-patch files) built once, before the bisection
+    starts: every revision, every step and a resume run it by its key (pg_sets)."""
+    if opts.pg_build is None or opts.pg_sets:
+        return opts
+    scenario.load(opts.scenario).with_overrides([*opts.sets, request.STAND_IN])
+    made = request.Request(opts.pg_build, tuple(map(Path, opts.pg_patches))).make()
+    progress.step(f"every revision runs {made.describe()} ({made.key})")
+    return replace(opts, pg_sets=made.sets)
+
+
 @contextmanager
 def _exclusive(top: Path) -> Iterator[None]:
     """One driver per repository: they would share the scratch worktree. Nor may one
@@ -108,8 +120,10 @@ def drive(opts: Options, run_dir: Path | None = None, run: Run | None = None) ->
     room.check(run_dir or paths.results_dir(), need, "results dir")
     room.check(paths.cache_dir(), room.PER_BUILD, "the cache")
     make.check_dir(paths.cache_dir(), "the cache")
+    if run is None:
+        opts = build_server(opts)
     with registry.get(opts.target, opts.arch) as target, _exclusive(top):
-        scen = scenario.load(opts.scenario).with_overrides(list(opts.sets))
+        scen = scenario.load(opts.scenario).with_overrides(opts.overrides())
         target.preflight(scen)
         ctx = samples.Context(scen, opts.append, target, opts.policy(), with_patches)
         target.warn_if_busy()

@@ -57,9 +57,21 @@ class Options:
     disturbed_share: float = monitor.THRESHOLD
     count_disturbed: bool = False  # saved only when set: older states read as they were
     patches: tuple[str, ...] = ()  # --patch files (absolute), on every revision; saved if any
+    # --pg-build and its --pg-patch files (absolute): the PostgreSQL server every revision
+    # runs; pg_sets: the overrides naming its build, made once before the bisection
+    # starts (driver.py); each saved if any
+    pg_build: str | None = None
+    pg_patches: tuple[str, ...] = ()
+    pg_sets: tuple[str, ...] = ()
 
-    def measured_argv(self) -> list[str]:
-        """What is measured and where: the options the driver and every step share."""
+    def overrides(self) -> list[str]:
+        """Every scenario override: --set, then the PostgreSQL build's."""
+        return [*self.sets, *self.pg_sets]
+
+    def measured_argv(self, built: bool = True) -> list[str]:
+        """What is measured and where: the options the driver and every step share. Once
+        made (`built`), the PostgreSQL build is passed by its key, so that every step runs
+        the same server; else as asked (--pg-build, --pg-patch)."""
         out = ["--scenario", self.scenario, "--target", self.target, "--arch", self.arch]
         if not self.higher_is_better:
             out.append("--lower-is-better")
@@ -69,6 +81,13 @@ class Options:
             out += ["--config", c]
         for s in self.sets:
             out += ["--set", s]
+        if built and self.pg_sets:
+            for s in self.pg_sets:
+                out += ["--set", s]
+        elif self.pg_build is not None:
+            out += ["--pg-build", self.pg_build]
+            for p in self.pg_patches:
+                out += ["--pg-patch", p]
         if self.base_config != "tinyconfig":
             out += ["--base-config", self.base_config]
         if self.policy() != retake.Policy():
@@ -92,7 +111,7 @@ class Options:
             out += ["--confidence", f"{self.confidence:g}", "--max-boots", str(self.max_boots)]
         out += ["--runs-min", str(self.runs_min), "--runs-max", str(self.runs_max)]
         out += ["--recheck-samples", str(self.recheck_samples)]
-        return out + self.measured_argv()
+        return out + self.measured_argv(built=False)
 
     def step_argv(
         self, threshold: float, store: Path, runs_max: int, refs: tuple[str, str] | None = None
@@ -110,10 +129,13 @@ class Options:
         out = {**asdict(self), "configs": list(self.configs), "sets": list(self.sets)}
         if not self.count_disturbed:
             del out["count_disturbed"]
-        if self.patches:
-            out["patches"] = list(self.patches)
-        else:
-            del out["patches"]
+        for key in ("patches", "pg_patches", "pg_sets"):
+            if getattr(self, key):
+                out[key] = list(getattr(self, key))
+            else:
+                del out[key]
+        if self.pg_build is None:
+            del out["pg_build"]
         return out
 
     @classmethod
@@ -125,6 +147,8 @@ class Options:
             "configs": tuple(data["configs"]),
             "sets": tuple(data.get("sets", ())),
             "patches": tuple(data.get("patches", ())),
+            "pg_patches": tuple(data.get("pg_patches", ())),
+            "pg_sets": tuple(data.get("pg_sets", ())),
         }
         return cls(**{**old, **data, **lists})
 

@@ -14,6 +14,7 @@ from kbisect.commands import options
 from kbisect.core import paths, progress
 from kbisect.core.exceptions import UserError
 from kbisect.kernel import config, kconfig
+from kbisect.pgbuild import request
 from kbisect.targets import registry
 
 
@@ -80,6 +81,8 @@ def options_from_args(args: argparse.Namespace) -> Options:
     where = _file_or_name(args.target)
     arch = registry.get(where, args.arch).arch.name  # resolved once, then passed on
     kconfig.resolve(list(args.config), arch)  # an unknown fragment: exit 2 before any run dir
+    pg_patches = options.paths(args.pg_patch)
+    pg = request.given(args.pg_build, pg_patches)  # built by the driver, after its checks
     options.check_base(args.base_config)
     return Options(
         _absolute(args.tree),
@@ -107,6 +110,8 @@ def options_from_args(args: argparse.Namespace) -> Options:
         args.disturbed_share,
         args.count_disturbed,
         tuple(str(p) for p in options.paths(args.patch)),
+        pg.named() if pg else None,
+        tuple(map(str, pg_patches)),
     )
 
 

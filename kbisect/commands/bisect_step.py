@@ -21,6 +21,7 @@ from kbisect.bisect.git import ktest, liveness, step
 from kbisect.commands import options
 from kbisect.core import interrupt, progress, room
 from kbisect.core.exceptions import KbisectError, UserError
+from kbisect.pgbuild import request
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -51,7 +52,11 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def spec(args: argparse.Namespace) -> step.Step:
-    """The step the options describe (UserError for references given by halves)."""
+    """The step the options describe (UserError for references given by halves, for a
+    --pg-patch without --pg-build or one that is no patch, for --pg-build with --booted)."""
+    pg_patch = options.paths(args.pg_patch)
+    if request.given(args.pg_build, pg_patch) is not None and args.booted:
+        raise UserError("--booted measures a machine's own PostgreSQL: --pg-build runs on vng")
     return options.typed(
         step.Step,
         args,
@@ -62,6 +67,7 @@ def spec(args: argparse.Namespace) -> step.Step:
         references=step.references(args.reference_good, args.reference_bad, args.threshold),
         reference_every=args.references,
         patches=options.paths(args.patch),
+        pg_patch=pg_patch,
     )
 
 

@@ -6,6 +6,7 @@
 --scenario S    a scenario name from harness/scenarios/ or a .toml file
 --append ARGS   kernel command-line extras
 --set KEY=VALUE a scenario override (repeatable)
+--pg-build SPEC, --pg-patch FILE   a PostgreSQL server built from source (compare: -a/-b too)
 --retakes N, --disturbed-share F, --count-disturbed   disturbed samples
 --resume [RUN_DIR]                 continue an interrupted compare, bisect or study
 --references N                     drift-aware reference boots (bisect, bisect-step)
@@ -72,16 +73,20 @@ def add_append(
     p.add_argument(f"--append{suffix}", default="", help=f"kernel command line extras{what}")
 
 
-def add_pg(p: argparse.ArgumentParser | argparse._ArgumentGroup) -> None:
-    """--pg-build[-a|-b] SPEC and --pg-patch[-a|-b] FILE: the PostgreSQL server a side runs,
-    built from a source with patches (pgbuild/), instead of the scenario's packaged one."""
-    for suffix, what in (("", "both sides"), ("-a", "side A"), ("-b", "side B")):
+def add_pg(p: argparse.ArgumentParser | argparse._ArgumentGroup, sides: bool = True) -> None:
+    """--pg-build SPEC and --pg-patch FILE: the PostgreSQL server that runs, built from a
+    source with patches (pgbuild/), instead of the scenario's packaged one; with `sides`
+    (compare) also --pg-build-a/-b and --pg-patch-a/-b, a side's own."""
+    forms: tuple[tuple[str, str], ...] = (("", "both sides"), ("-a", "side A"), ("-b", "side B"))
+    if not sides:
+        forms = (("", "every revision"),)
+    for suffix, what in forms:
         p.add_argument(
             f"--pg-build{suffix}",
             metavar="SPEC",
             help=f"run PostgreSQL built from PATH[@REV] (a git tree) or debian:MAJOR ({what})",
         )
-    for suffix, what in (("", "both sides"), ("-a", "side A"), ("-b", "side B")):
+    for suffix, what in forms:
         add_patch(p, suffix, f" ({what}'s PostgreSQL source)", prefix="pg-")
 
 
@@ -274,6 +279,7 @@ def add_measured(parser: argparse.ArgumentParser, required: bool = True) -> None
     add_set(parser)
     add_configs(parser)
     add_patch(parser, what=" (on every revision built; one that does not apply: a skip)")
+    add_pg(parser, sides=False)
     add = parser.add_argument
     add("--base-config", default="tinyconfig", help="base config for builds")
     add("--lower-is-better", action="store_true", help="the figure is better when lower")

@@ -1,6 +1,7 @@
 """`kbisect pg-build`: build a PostgreSQL server from a source and patches, once, into the
-cache; prints the build's key, which a scenario names as `postgres.build` (a study axis,
-`--set`) and which `kbisect compare --pg-build` uses by itself (docs/postgres-builds.md)."""
+cache; prints the build's key, which a scenario names as `postgres.build` (`--set`), and
+which `kbisect compare --pg-build`, `kbisect bisect --pg-build` and a study's `postgres`
+axis make and use by themselves (pgbuild/request.py, docs/postgres-builds.md)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import argparse
 import json
 from pathlib import Path
 
-from kbisect.pgbuild import build, spec
+from kbisect.pgbuild import request
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -27,6 +28,6 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    key, manifest = build.build(spec.parse(args.source), args.patch)
-    print(json.dumps(manifest, indent=2) if args.json else key)
+    made = request.Request(args.source, tuple(args.patch)).make()
+    print(json.dumps(made.manifest, indent=2) if args.json else made.key)
     return 0

@@ -81,7 +81,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
         action="append",
         default=[],
         metavar="KEY=V1,V2",
-        help="an axis over a scenario key, or append=ARGS1,ARGS2 (repeatable)",
+        help="an axis over a scenario key, append=ARGS1,ARGS2, or PostgreSQL builds: "
+        "postgres=SPEC[+PATCH...],... (repeatable)",
     )
     options.add_set(c, what=" (every cell)")
     options.add_append(c, what=" (every cell)")

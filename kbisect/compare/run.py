@@ -41,7 +41,7 @@ def start(spec: Spec, policy: retake.Policy) -> int:
     code of the verdict (1 for a regression)."""
     sides_mod.check_conflicts(spec)
     base_scen = scenario.load(spec.scenario)
-    pgsides.check(spec)
+    pgsides.check(spec, base_scen)
     a, b = sides_mod.from_spec(spec, base_scen)
     repo = sides_mod.resolve_revisions(spec, a, b)
     pgsides.apply(spec, (a, b))

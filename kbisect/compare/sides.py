@@ -157,14 +157,6 @@ def check_conflicts(spec: Spec) -> None:
             raise ConflictingOptions(f"{option} needs a revision to build, not a prebuilt {kernel}")
     if (spec.patch or spec.patch_a or spec.patch_b) and not spec.base:
         raise ConflictingOptions("--patch, --patch-a and --patch-b need --base (a revision)")
-    pg = [
-        ("--pg-patch", spec.pg_patch, spec.pg_build_a or spec.pg_build or spec.pg_build_b),
-        ("--pg-patch-a", spec.pg_patch_a, spec.pg_build_a or spec.pg_build),
-        ("--pg-patch-b", spec.pg_patch_b, spec.pg_build_b or spec.pg_build),
-    ]
-    for option, given, source in pg:
-        if given and not source:
-            raise ConflictingOptions(f"{option} needs a PostgreSQL source to patch: --pg-build")
     if spec.pg_build and (spec.pg_build_a or spec.pg_build_b):
         raise ConflictingOptions(
             "--pg-build and --pg-build-a/-b both say which PostgreSQL to build"

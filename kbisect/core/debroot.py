@@ -10,6 +10,7 @@ finished; its manifest (JSON) is written last, so a tree without one is unfinish
 from __future__ import annotations
 
 import os
+import re
 import shutil
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
@@ -19,6 +20,7 @@ from kbisect.core import atomic
 from kbisect.core.exceptions import MissingTool, UserError
 
 SUITE = "bookworm"  # Debian 12: the emulated machine's
+_NO_EXPIRY = re.compile(r'^\s*Acquire::Check-Valid-Until\s+"?(false|no|0)"?\s*;', re.M | re.I)
 
 
 def mmdebstrap_command(
@@ -30,20 +32,38 @@ def mmdebstrap_command(
     hooks: Iterable[tuple[str, str]] = (),
     suite: str = SUITE,
     mirror: str | None = None,
+    aptopts: Sequence[str] = (),
 ) -> list[str]:
     """mmdebstrap making a root tree of `arch` (dpkg's name) in `output` (pure). `hooks`:
-    (phase, shell command) pairs, e.g. ("customize", 'sh hook.sh "$1"'), in order."""
+    (phase, shell command) pairs, e.g. ("customize", 'sh hook.sh "$1"'), in order;
+    `aptopts`: apt options for the root's apt (host_aptopts())."""
     cmd = [
         "mmdebstrap",
         "--mode=root",
         f"--variant={variant}",
         f"--architectures={arch}",
         f"--include={','.join(packages)}",
+        *(f"--aptopt={o}" for o in aptopts),
         *(f"--{phase}-hook={command}" for phase, command in hooks),
         suite,
         str(output),
     ]
     return [*cmd, mirror] if mirror else cmd
+
+
+def host_aptopts(etc: Path = Path("/etc/apt")) -> tuple[str, ...]:
+    """The host's apt settings a root's apt must share to read the same mirror: a host
+    whose apt configuration turns off the Release file's expiry check (a snapshot mirror,
+    whose sid Release has expired) gets it turned off in the root too; otherwise none."""
+    files = [etc / "apt.conf", *sorted((etc / "apt.conf.d").glob("*"))]
+    for f in files:
+        try:
+            text = f.read_text(errors="replace")
+        except OSError:
+            continue
+        if _NO_EXPIRY.search(text):
+            return ('Acquire::Check-Valid-Until "false"',)
+    return ()
 
 
 def require(command: str, tools: Iterable[str], why_root: str) -> None:

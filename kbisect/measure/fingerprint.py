@@ -72,10 +72,12 @@ def show(value: Any) -> str:
 
 def kernel_cmdline(cmdline: str | None) -> str | None:
     """The command line without virtme-ng's own per-boot tokens (virtme_*, virtme.exec,
-    init=) and a machine's boot nonce (kbisect.boot=): they differ between any two boots."""
+    init=, and the init's random path, /virtme-init-XXXXXXXX, which newer virtme-ng passes
+    as an argument) and a machine's boot nonce (kbisect.boot=): they differ between any
+    two boots."""
     if cmdline is None:
         return None
-    own = ("virtme", "init=/", "kbisect.boot=")
+    own = ("virtme", "/virtme-init-", "init=/", "kbisect.boot=")
     return " ".join(t for t in cmdline.split() if not t.startswith(own))
 
 

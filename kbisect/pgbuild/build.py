@@ -24,7 +24,7 @@ from typing import Any
 from kbisect.core import arch as arch_mod
 from kbisect.core import atomic, clock, debroot, lock, paths, proc, progress
 from kbisect.core.exceptions import BuildError, InfraError
-from kbisect.pgbuild import buildroot, store
+from kbisect.pgbuild import buildroot, debsrc, store
 from kbisect.pgbuild.spec import Spec
 from kbisect.scenario import server
 from kbisect.source import git, scratch, worktree
@@ -79,15 +79,16 @@ def resolve(spec: Spec, patch_files: Sequence[str | Path]) -> Source:
     for a revision that does not exist or a patch that does not apply, before any build."""
     files = patches_mod.read_all(patch_files)
     if spec.kind == "debian":
-        raise InfraError(
-            f"--pg-build {spec.describe()}: fetching Debian's source package is not available "
-            "on this host (its mirror serves the binary packages only); build from a "
-            "PostgreSQL git tree: --pg-build PATH@REV"
-        )
-    assert spec.tree is not None
-    base = scratch.rev_parse(spec.tree, spec.rev)
-    commit = patches_mod.apply(spec.tree, base, files)
-    return Source(spec.tree, base, commit, spec.describe(), files)
+        assert spec.major is not None
+        repo, tag = debsrc.ensure(spec.major)
+        described = f"{spec.describe()} ({tag.removeprefix('debian/')})"
+        base = scratch.rev_parse(repo, tag)
+    else:
+        assert spec.tree is not None
+        repo, described = spec.tree, spec.describe()
+        base = scratch.rev_parse(repo, spec.rev)
+    commit = patches_mod.apply(repo, base, files)
+    return Source(repo, base, commit, described, files)
 
 
 def key(source: Source, major: int, root_key: str) -> str:

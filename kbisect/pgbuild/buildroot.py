@@ -8,6 +8,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -43,10 +44,17 @@ def root_for(suite: str, arch: str) -> Path:
     return paths.cache_dir() / "pg-buildroots" / key(suite, arch) / "root"
 
 
-def mmdebstrap_command(suite: str, arch: str, target: Path) -> list[str]:
+def mmdebstrap_command(
+    suite: str, arch: str, target: Path, aptopts: Sequence[str] = ()
+) -> list[str]:
     """The build root's mmdebstrap line (pure); deb-src too, for `debian:MAJOR` sources."""
     cmd = debroot.mmdebstrap_command(
-        arch=arch, variant="buildd", packages=PACKAGES, output=target, suite=suite
+        arch=arch,
+        variant="buildd",
+        packages=PACKAGES,
+        output=target,
+        suite=suite,
+        aptopts=aptopts,
     )
     mirror = "http://deb.debian.org/debian"
     return [*cmd, f"deb {mirror} {suite} main", f"deb-src {mirror} {suite} main"]
@@ -73,7 +81,7 @@ def ensure(suite: str, arch: str) -> Path:
 
 def _make(suite: str, arch: str, log: Path, scratch: Path) -> dict[str, Any]:
     log.write_text(progress.log_header())
-    command = mmdebstrap_command(suite, arch, scratch)
+    command = mmdebstrap_command(suite, arch, scratch, debroot.host_aptopts())
     progress.step(
         f"making the PostgreSQL build root ({suite} {arch}, ~{MADE_S} s once; log: {log})"
     )

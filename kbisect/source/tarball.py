@@ -24,9 +24,16 @@ FIXED_IDENTITY = {
 
 def import_commands(tarball: Path, dest: Path, tag: str, message: str) -> list[list[str]]:
     """The commands that turn the tarball into a git repo at dest, tagged `tag` (pure)."""
-    g = ["git", "-C", str(dest)]
     return [
         ["tar", "-xf", str(tarball), "-C", str(dest), "--strip-components=1"],
+        *commit_commands(dest, tag, message),
+    ]
+
+
+def commit_commands(dest: Path, tag: str, message: str) -> list[list[str]]:
+    """The commands that make the files at `dest` one tagged commit of a new repo (pure)."""
+    g = ["git", "-C", str(dest)]
+    return [
         [*g, "init", "-q", "-b", "master"],
         [*g, "config", "core.autocrlf", "false"],
         [*g, "config", "gc.auto", "0"],

@@ -3,10 +3,11 @@
 An axis has levels; a level is a label plus what it changes: scenario overrides
 (`pgbench.clients=16`) and kernel command-line extras (`preempt=full`). A key axis
 (`--axis pgbench.clients=1,4,16`) makes one override per value; the `append` axis
-(`--axis append=preempt=none,preempt=full`) puts each value on the command line; a
-study file can add what a value needs besides its key (huge pages on needs a
-reservation) or give bundles with no key at all (4 kB / 2 MB / 1 GB pages). A cell is
-one level of every axis and carries all of them (hyperfine/asv style).
+(`--axis append=preempt=none,preempt=full`) puts each value on the command line; the
+`postgres` axis builds a server per value (`--axis postgres=debian:17,debian:17+x.patch`,
+pgaxis.py); a study file can add what a value needs besides its key (huge pages on
+needs a reservation) or give bundles with no key at all (4 kB / 2 MB / 1 GB pages). A
+cell is one level of every axis and carries all of them (hyperfine/asv style).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from kbisect.core.exceptions import UserError
 from kbisect.scenario import fields, scenario
 
 APPEND = "append"
+POSTGRES = "postgres"  # an axis over PostgreSQL servers built from source (pgaxis.py)
 
 
 class AxisError(UserError):
@@ -85,7 +87,7 @@ def check_key(key: str) -> None:
         return
     if key.startswith("postgres.settings.") and key.count(".") == 2:
         return
-    known = ", ".join([APPEND, *(k for k in fields.FIELDS if "." in k)])
+    known = ", ".join([APPEND, POSTGRES, *(k for k in fields.FIELDS if "." in k)])
     raise AxisError(f"--axis {key}: not a scenario key (known: {known})")
 
 
@@ -105,13 +107,20 @@ def key_level(key: str, value: Any, needs: Mapping[str, Any] | None = None) -> L
     return Level(label, own + tuple(extra.get("set", ())), " ".join(filter(None, [append, more])))
 
 
-def parse(option: str) -> Axis:
-    """`--axis KEY=v1,v2,...`; AxisError (exit 2) for anything else."""
+def split(option: str) -> tuple[str, list[str]]:
+    """`--axis KEY=v1,v2,...` as (KEY, [v1, v2, ...]); AxisError (exit 2) for anything
+    else."""
     key, sep, rest = option.partition("=")
     key = key.strip()
     values = [v.strip() for v in rest.split(",")] if sep else []
     if not key or not values or not all(values):
         raise AxisError(f"--axis {option}: expected KEY=VALUE1,VALUE2,... with no empty value")
+    return key, values
+
+
+def parse(option: str) -> Axis:
+    """`--axis KEY=v1,v2,...` over a scenario key or `append`."""
+    key, values = split(option)
     check_key(key)
     return make(key, [key_level(key, v) for v in values])
 

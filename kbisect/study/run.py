@@ -4,7 +4,7 @@ and saved, the kernels built once, the boots taken in blocks, the report written
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +20,7 @@ from kbisect.study import (
     fanout,
     kernels,
     machine,
+    pgaxis,
     report,
     schedule,
     spec,
@@ -70,13 +71,15 @@ def cells(study: Study) -> tuple[list[axes.Cell], list[scenario.Scenario], scena
         raise UserError(f"--boots {study.boots}: need at least 2 per cell for an interval")
     base = scenario.load(study.scenario)
     all_cells = axes.cells(study.axes)
+    pgaxis.check(base, study.sets, all_cells, study.axes)
     return all_cells, axes.scenarios(base, study.sets, all_cells, study.axes), base
 
 
-def _cell_dicts(
+def _layout(
     study: Study, all_cells: list[axes.Cell], scens: list[scenario.Scenario]
-) -> list[dict[str, Any]]:
-    return [
+) -> dict[str, Any]:
+    """study.json's axes and cells (each cell with its overrides and scenario hash)."""
+    rows = [
         {
             "id": c.id,
             "label": c.label(study.axes),
@@ -87,6 +90,7 @@ def _cell_dicts(
         }
         for c, s in zip(all_cells, scens, strict=True)
     ]
+    return {"axes": [a.as_dict() for a in study.axes], "cells": rows}
 
 
 def prepare(study: Study, target: Target, share: tuple[int, int] | None) -> Prepared:
@@ -100,7 +104,7 @@ def prepare(study: Study, target: Target, share: tuple[int, int] | None) -> Prep
         parts = fanout.partition([budget.boot_seconds(s) for s in scens], share[1])
         chosen = parts[share[0]]
         share_info = {"index": share[0] + 1, "of": share[1], "cells": [f"c{c}" for c in chosen]}
-    builds = sum(1 for r in refs if r.rev is not None)
+    builds = sum(1 for r in refs if r.rev is not None) + pgaxis.builds(study.axes)
     est = budget.estimate(len(refs), builds, [scens[c] for c in chosen], study.boots)
     d = {
         "version": 1,
@@ -129,11 +133,21 @@ def prepare(study: Study, target: Target, share: tuple[int, int] | None) -> Prep
         "base_config": study.kernels.base_config,
         "budget_hours": study.budget_hours,
         "kernels": [{**r.as_dict(), "name": r.short} for r in refs],
-        "axes": [a.as_dict() for a in study.axes],
-        "cells": _cell_dicts(study, all_cells, scens),
+        **_layout(study, all_cells, scens),
         "share": share_info,
     }
     return Prepared(study, d, refs, repos, chosen, est)
+
+
+def with_servers(p: Prepared) -> Prepared:
+    """The PostgreSQL servers of a `postgres` axis built, once, and the cells to save
+    naming them (pgaxis.py); p itself without one."""
+    if not pgaxis.builds(p.study.axes):
+        return p
+    study = replace(p.study, axes=pgaxis.build(p.study.axes))
+    all_cells, scens, _ = cells(study)
+    d = {**p.definition, **_layout(study, all_cells, scens)}
+    return replace(p, study=study, definition=d)
 
 
 def announce(p: Prepared) -> None:
@@ -217,6 +231,8 @@ def start(study: Study, req: Request) -> int:
     budget.check(p.estimate, study.budget_hours, req.yes)
     if req.dry_run:
         return EXIT_OK
+    p = with_servers(p)
+    study = p.study
     _, scens, _ = cells(study)
     for scen in {s.hash: s for s in scens}.values():  # each cell may pin another server
         target.preflight(scen)

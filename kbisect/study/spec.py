@@ -20,6 +20,9 @@
     [[axes]]                      # a bundle axis: levels with no single key
     name = "pages"
     levels = [{ label = "1G", set = ["..."], append = "hugepagesz=1G hugepages=1" }]
+    [[axes]]                      # PostgreSQL servers built from source (pgaxis.py)
+    key = "postgres"
+    values = ["debian:17", "debian:17+batch.mbox"]
 
 On the command line, `--kernels`, `--axis` and `--scenario` replace the file's, `--set`
 and `--append` add to it, `--boots`, `--budget` and the rest override it.
@@ -35,6 +38,7 @@ from typing import Any
 from kbisect.core import paths, reading
 from kbisect.core.exceptions import UserError
 from kbisect.study import axes as axes_mod
+from kbisect.study import pgaxis
 from kbisect.study.axes import Axis, Level
 
 DEFAULT_BUDGET_H = 4.0
@@ -168,13 +172,24 @@ def _level(src: str, name: str, raw: Any) -> Level:
     return level
 
 
+def _pg_axis(src: str, f: reading.Fields) -> Axis:
+    f.string("key")
+    values = f.strings("values")
+    f.done()
+    return pgaxis.axis(values, f"{src}: axis {pgaxis.AXIS}")
+
+
 def axis_from_file(src: str, raw: Any) -> Axis:
     f = _fields(src, raw, "axes.")
+    if f.data.get("key") == pgaxis.AXIS:
+        return _pg_axis(src, f)
     if "key" in f.data:
         return _key_axis(src, f)
     if "name" not in f.data or "levels" not in f.data:
         raise StudyFileError(f"{src}: an axis needs key and values, or name and levels")
     name = f.string("name")
+    if name == pgaxis.AXIS:
+        f.fail("name", f'"{name}" names the PostgreSQL builds\' axis: give key = "{name}"')
     levels = [_level(src, name, lv) for lv in f.items("levels")]
     f.done()
     return axes_mod.make(name, levels)
@@ -235,6 +250,11 @@ def kernel_items(option: str) -> tuple[tuple[str, ...], str | None, tuple[Listed
     return items, None, ()
 
 
+def parse_axis(option: str) -> Axis:
+    """`--axis KEY=V1,V2,...`: over a scenario key, `append`, or `postgres` (pgaxis.py)."""
+    return pgaxis.parse(option) or axes_mod.parse(option)
+
+
 @dataclass(frozen=True)
 class Given:
     """What the command line says about a study; None (or empty): the file's."""
@@ -286,7 +306,7 @@ def apply(study: Study | None, given: Given) -> Study:
         study,
         scenario=given.scenario or study.scenario,
         kernels=k,
-        axes=tuple(axes_mod.parse(a) for a in given.axes) if given.axes else study.axes,
+        axes=tuple(map(parse_axis, given.axes)) if given.axes else study.axes,
         sets=study.sets + given.sets,
         append=" ".join(filter(None, [study.append, given.append])),
         **numbers,

@@ -127,7 +127,12 @@ def test_kbisect_image_leaves_the_root_its_log_and_manifest(as_root: list[list[s
     assert (root / "etc/hostname").read_text() == "kbisect\n"  # finish() ran
     manifest = json.loads((root.parent / rootfs.MANIFEST).read_text())
     assert manifest["command"] == rootfs.mmdebstrap_command(
-        a, root.with_name("root.partial"), pin, None, root.parent / rootfs.DEBS
+        a,
+        root.with_name("root.partial"),
+        pin,
+        None,
+        root.parent / rootfs.DEBS,
+        debroot.host_aptopts(),
     )
     assert manifest["suite"] == "trixie" and manifest["postgres_major"] == 17
     assert manifest["postgres_debian_version"] == "17.12-0+deb13u1"
@@ -158,3 +163,33 @@ def test_kbisect_emu_image_leaves_the_disk_kernel_initrd_and_manifest(
     assert image.build() == final and len(as_root) == 3  # made once: kept
     image.build(force=True)
     assert [c[0] for c in as_root[3:]] == ["mmdebstrap", "mkfs.ext4"]  # the key is kept
+
+
+def test_apt_options_go_before_the_suite() -> None:
+    cmd = debroot.mmdebstrap_command(
+        arch="amd64",
+        variant="buildd",
+        packages=["a"],
+        output=Path("/t"),
+        suite="sid",
+        aptopts=['Acquire::Check-Valid-Until "false"'],
+    )
+    assert cmd[5:] == ['--aptopt=Acquire::Check-Valid-Until "false"', "sid", "/t"]
+
+
+@pytest.mark.parametrize(
+    ("conf", "wanted"),
+    [
+        ('Acquire::Check-Valid-Until "false";\n', 1),
+        ('Acquire::Check-Valid-Until "true";\n', 0),
+        ('// Acquire::Check-Valid-Until "false";\n', 0),
+        ("", 0),
+    ],
+)
+def test_a_root_shares_the_hosts_expiry_check(conf: str, wanted: int, tmp_path: Path) -> None:
+    """A host whose apt skips the Release expiry check (a snapshot mirror) makes roots
+    that skip it too; otherwise the roots' apt checks as Debian's does."""
+    (tmp_path / "apt.conf.d").mkdir()
+    (tmp_path / "apt.conf.d/99mirror").write_text(conf)
+    assert debroot.host_aptopts(tmp_path) == ('Acquire::Check-Valid-Until "false"',) * wanted
+    assert debroot.host_aptopts(tmp_path / "none") == ()

@@ -178,9 +178,28 @@ SET = Kind(
         TEXT,
     ),
 )
+# a PostgreSQL source (`kbisect pg-build`, --pg-build): the user's tree is no PostgreSQL
+# tree, so the good ones stop before any build (exit 3); no valid debian:MAJOR, whose
+# source a build would fetch
+PG_SOURCE = kind(
+    ["{repo}", "{repo}@{sha4}"],
+    ["debian:16", "debian:x", "debian:", "{missing}", "{dir}", "{file}", "{repo}@", "{space}", ""],
+)
+PG_PATCH = kind(["{patch}"], ["{missing}", "{dir}", "{file}", "{binary}", "", "/dev/null"])
 AXIS = Kind(
     st.sampled_from(["pgbench.clients=2,4", "pgbench.scale=1,2"]),
     st.one_of(
+        st.sampled_from(
+            [
+                "postgres=debian:16",
+                "postgres=debian:17+",
+                "postgres={repo}+{missing}",
+                "postgres={repo}+{file}",
+                "postgres={repo},{repo}+{patch}",
+                "postgres={repo}+{patch}+{patch}",
+                "postgres=",
+            ]
+        ),
         st.builds(
             lambda k, vs: f"{k}={','.join(vs)}",
             st.sampled_from(KEYS),
@@ -300,6 +319,13 @@ SPECS: dict[str, Spec] = {
             "--json": FLAG,
         },
     ),
+    "pg-build": Spec(
+        ["pg-build"],
+        {},
+        {"--patch": [PG_PATCH], "--json": FLAG},
+        PG_SOURCE,
+        working=["{repo}"],
+    ),
     "image": Spec(
         ["image"],
         {},
@@ -343,6 +369,9 @@ SPECS: dict[str, Spec] = {
             "--set-b": [SET],
             "--label-a": ANY_TEXT,
             "--label-b": ANY_TEXT,
+            "--pg-build": PG_SOURCE,
+            "--pg-build-b": PG_SOURCE,
+            "--pg-patch-b": [PG_PATCH],
             "--boots": count("2", "3", "4", "auto"),
             "--max-boots": count("2", "3"),
             "--order": choice(["abba", "random"], ["x", ""]),
@@ -417,6 +446,8 @@ SPECS: dict[str, Spec] = {
             "--confidence": number("0.9", "0.95"),
             "--max-boots": count("12", "20"),
             "--references": count("0", "1"),
+            "--pg-build": PG_SOURCE,
+            "--pg-patch": [PG_PATCH],
             "--resume": RUN_DIR,
         },
     ),
@@ -435,6 +466,8 @@ SPECS: dict[str, Spec] = {
             "--reference-good": REV,
             "--reference-bad": REV,
             "--references": count("0", "1"),
+            "--pg-build": PG_SOURCE,
+            "--pg-patch": [PG_PATCH],
         },
     ),
     "rc-next": Spec(
@@ -705,6 +738,9 @@ class Places(dict[str, str]):
         if key == "file":
             (i / "notes.txt").write_text("not what kbisect wants\n")
             return str(i / "notes.txt")
+        if key == "patch":
+            (i / "note.diff").write_text("--- /dev/null\n+++ b/PG_NOTE\n@@ -0,0 +1 @@\n+note\n")
+            return str(i / "note.diff")
         if key == "binary":
             (i / "blob.bin").write_bytes(b"\xff\xfe\x00\x80kbisect\xc3\x28")
             return str(i / "blob.bin")

@@ -81,6 +81,8 @@ def test_kernel_cmdline_drops_virtme_per_boot_tokens() -> None:
     )
     assert fingerprint.kernel_cmdline(raw) == "console=ttyS0 panic=-1 preempt=full"
     assert fingerprint.kernel_cmdline(None) is None
+    newer = "console=ttyS0 ro loglevel=7 /virtme-init-flqrraoy / console=ttyS0"
+    assert fingerprint.kernel_cmdline(newer) == "console=ttyS0 ro loglevel=7 / console=ttyS0"
 
 
 def test_boots_that_differ_only_in_virtme_paths_do_not_vary() -> None:

@@ -18,9 +18,10 @@ import pytest
 from harness import template
 from kbisect.compare import pgsides, sides
 from kbisect.core import arch, proc
-from kbisect.core.exceptions import CommandFailed, InfraError, UserError
+from kbisect.core.exceptions import CommandFailed, UserError
 from kbisect.measure import sample
 from kbisect.pgbuild import build, buildroot, spec, store
+from kbisect.pgbuild.request import Request
 from kbisect.scenario import scenario
 from kbisect.scenario.fields import ScenarioError
 from kbisect.source.patches import PatchDoesNotApply
@@ -175,12 +176,6 @@ def test_a_build_needs_root_and_says_so_before_anything(
     assert builds == []
 
 
-def test_debian_sources_say_what_this_host_lacks_before_any_build(builds: list[list[str]]) -> None:
-    with pytest.raises(InfraError, match=r"debian:17: fetching Debian's source package"):
-        build.build(spec.parse("debian:17"))
-    assert builds == []
-
-
 def test_the_namespace_command_binds_the_same_paths_for_every_build() -> None:
     root = Path("/c/root")
     binds = {m: Path(f"/host/{m}") for m in build.MOUNTS}
@@ -196,16 +191,26 @@ def test_the_namespace_command_binds_the_same_paths_for_every_build() -> None:
     )
 
 
-def test_compare_refuses_a_pg_patch_without_a_source_to_patch() -> None:
-    with pytest.raises(sides.ConflictingOptions, match="--pg-patch-b needs a PostgreSQL source"):
-        sides.check_conflicts(sides.Spec(scenario="smoke", kernel="k", pg_patch_b=(Path("x"),)))
+def test_a_pg_patch_without_a_source_patches_the_scenarios_own_server() -> None:
+    """`--pg-patch-b FILE` alone: both sides build Debian's source of the major the
+    scenario pins, B with the patch; a scenario on the host's own server has no source."""
+    smoke = scenario.load("smoke")  # pins 15
+    only_b = sides.Spec(scenario="smoke", kernel="k", pg_patch_b=(Path("x"),))
+    sides.check_conflicts(only_b)
+    assert pgsides.wanted(only_b, "A", smoke) == Request("debian:15", ())
+    assert pgsides.wanted(only_b, "B", smoke) == Request("debian:15", (Path("x"),))
+    pinned = smoke.with_overrides(["postgres.major=18"])
+    assert pgsides.wanted(only_b, "A", pinned) == Request("debian:18", ())
+    given = sides.Spec(scenario="smoke", kernel="k", pg_build="a", pg_patch_b=(Path("x"),))
+    assert pgsides.wanted(given, "A", smoke) == Request("a", ())
+    host = smoke.with_overrides(["postgres.source=host"])
+    with pytest.raises(sides.ConflictingOptions, match="--pg-patch needs a PostgreSQL source"):
+        pgsides.check(only_b, host)
+    assert pgsides.wanted(sides.Spec(scenario="smoke", kernel="k"), "B", host) is None
     with pytest.raises(sides.ConflictingOptions, match="both say which PostgreSQL"):
         sides.check_conflicts(
             sides.Spec(scenario="smoke", kernel="k", pg_build="a", pg_build_b="b")
         )
-    sides.check_conflicts(
-        sides.Spec(scenario="smoke", kernel="k", pg_build="a", pg_patch_b=(Path("x"),))
-    )
 
 
 def test_a_scenario_names_a_build_by_its_key() -> None:
@@ -265,8 +270,8 @@ def test_compare_sides_run_their_builds_named_in_their_scenarios(
     spec_ = sides.Spec(
         scenario="smoke", kernel="k", pg_build=f"{repo}@{shas[0]}", pg_patch_b=(patch,)
     )
-    pgsides.check(spec_)
     base = scenario.load("smoke")
+    pgsides.check(spec_, base)
     a, b = (sides.Side(n, n, "", [], base, []) for n in ("A", "B"))
     pgsides.apply(spec_, (a, b))
     key_a, key_b = (s.scen.data["postgres"]["build"] for s in (a, b))
@@ -278,4 +283,25 @@ def test_compare_sides_run_their_builds_named_in_their_scenarios(
         "B, PostgreSQL 20devel + 0001-batch.patch",
     )
     with pytest.raises(spec.BadBuildSpec):
-        pgsides.check(sides.Spec(scenario="smoke", kernel="k", pg_build_b="debian:16"))
+        pgsides.check(sides.Spec(scenario="smoke", kernel="k", pg_build_b="debian:16"), base)
+
+
+def test_one_kernel_on_both_sides_names_side_b_by_that_kernel(
+    builds: list[list[str]], tmp_path: Path
+) -> None:
+    """`--base REV --pg-patch-b FILE`: B runs A's kernel, so its label is A's kernel and
+    the patched server, not "B"."""
+    repo, shas = pg_repo(tmp_path)
+    patch = tmp_path / "0001-batch.patch"
+    patch.write_text(BATCH)
+    spec_ = sides.Spec(
+        scenario="smoke", base="v1", pg_build=f"{repo}@{shas[0]}", pg_patch_b=(patch,)
+    )
+    base = scenario.load("smoke")
+    a = sides.Side("A", "base v1", "", [], base, [], rev="c0ffee")
+    b = sides.Side("B", "B", "", [], base, [], rev="c0ffee")
+    pgsides.apply(spec_, (a, b))
+    assert (a.label, b.label) == (
+        "base v1, PostgreSQL 20devel",
+        "base v1, PostgreSQL 20devel + 0001-batch.patch",
+    )

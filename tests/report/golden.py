@@ -38,6 +38,7 @@ RUNS = (
     "founding",
     "pg-clock-sweep-2x2",
     "profile-preempt",
+    "pg-debian18-patch",
 )
 
 MAILS = tuple(r for r in RUNS if r not in ("demo-study", "pg-clock-sweep-2x2"))  # no study

@@ -26,6 +26,7 @@ from kbisect.core.arch import Arch
 from kbisect.core.exceptions import BenchmarkError, BootError, BuildError, KbisectError, UserError
 from kbisect.kernel import build
 from kbisect.measure import retake
+from kbisect.pgbuild import request
 from kbisect.scenario import scenario
 from kbisect.source import git, patches, tree
 from kbisect.source.patches import Patch
@@ -115,6 +116,8 @@ class Step:
     references: tuple[str, str] | None = None  # (good, bad) sampled alongside, or None
     reference_every: int = 3  # a reference boot after every N test boots
     patches: tuple[Path, ...] = ()  # applied on every revision, in order
+    pg_build: str | None = None  # the PostgreSQL server every revision runs, built
+    pg_patch: tuple[Path, ...] = ()  # on pg_build, in order
 
     def judge_policy(self) -> judge.Policy:
         policy = judge.Policy(
@@ -142,8 +145,9 @@ def step(spec: Step) -> int:
     liveness.check_driver()
     policy = spec.judge_policy()
     top = tree.check_kernel_tree(Path.cwd())
+    sets = [*spec.sets, *server_sets(spec)]
     with registry.get(spec.target, spec.arch) as target:
-        scen = scenario.load(spec.scenario).with_overrides(list(spec.sets))
+        scen = scenario.load(spec.scenario).with_overrides(sets)
         ctx = samples.Context(
             scen, spec.append, target, spec.policy, patches.read_all(spec.patches)
         )
@@ -174,6 +178,15 @@ def step(spec: Step) -> int:
     skip = "unclear" if code == SKIP else None
     _record(out, commit, verdict, d.reason, threshold, skip, d)
     return code
+
+
+def server_sets(spec: Step) -> tuple[str, ...]:
+    """The overrides naming --pg-build's server, built by the first step and found in the
+    cache by every later one (a build that fails aborts the bisect: it is no revision's
+    fault). `kbisect bisect` passes its build's key instead (--set postgres.build=KEY)."""
+    if spec.pg_build is None:
+        return ()
+    return request.Request(spec.pg_build, spec.pg_patch).make().sets
 
 
 def _references(ctx: samples.Context, top: Path, spec: Step, store: Path) -> judge.References:

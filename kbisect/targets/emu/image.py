@@ -12,6 +12,7 @@ from __future__ import annotations
 import functools
 import shutil
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -70,7 +71,9 @@ chmod 600 "$R/root/.ssh/authorized_keys"
 """
 
 
-def mmdebstrap_command(target: Path, hook: Path, mirror: str | None = None) -> list[str]:
+def mmdebstrap_command(
+    target: Path, hook: Path, mirror: str | None = None, aptopts: Sequence[str] = ()
+) -> list[str]:
     """mmdebstrap making the machine's root tree in `target` (pure)."""
     hooks = [
         ("essential", f"echo '{PRESEED}' | chroot \"$1\" debconf-set-selections"),
@@ -83,6 +86,7 @@ def mmdebstrap_command(target: Path, hook: Path, mirror: str | None = None) -> l
         output=target,
         hooks=hooks,
         mirror=mirror,
+        aptopts=aptopts,
     )
 
 
@@ -139,7 +143,7 @@ def _make(key: Path, mirror: str | None, partial: Path) -> dict[str, Any]:
     hook = partial / "customize.sh"
     hook.write_text(customize_script(key.with_suffix(".pub").read_text().strip()))
     tree = partial / "root"
-    command = mmdebstrap_command(tree, hook, mirror)
+    command = mmdebstrap_command(tree, hook, mirror, debroot.host_aptopts())
     progress.step(f"installing Debian {SUITE} into {tree} (log: {log})")
     proc.run(command, log=log, timeout=3600, idle_timeout=900)
     kernel, initrd = boot_files(tree)

@@ -26,6 +26,7 @@ import json
 import os
 import shlex
 import stat
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -111,7 +112,12 @@ def packages(pin: Pin) -> list[str]:
 
 
 def mmdebstrap_command(
-    a: arch_mod.Arch, target: Path, pin: Pin, mirror: str | None = None, debs: Path | None = None
+    a: arch_mod.Arch,
+    target: Path,
+    pin: Pin,
+    mirror: str | None = None,
+    debs: Path | None = None,
+    aptopts: Sequence[str] = (),
 ) -> list[str]:
     """The mmdebstrap command line that unpacks the root into target (pure). `debs`: a
     file the extract hook lists the unpacked .deb files in."""
@@ -127,6 +133,7 @@ def mmdebstrap_command(
         hooks=hooks,
         suite=pin.suite,
         mirror=mirror,
+        aptopts=aptopts,
     )
 
 
@@ -262,7 +269,7 @@ def _unpack(
     """Unpack and finish the root in `scratch`; its manifest."""
     log, debs_file = where / "mmdebstrap.log", where / DEBS
     log.write_text(progress.log_header())
-    command = mmdebstrap_command(a, scratch, pin, mirror, debs_file)
+    command = mmdebstrap_command(a, scratch, pin, mirror, debs_file, debroot.host_aptopts())
     progress.step(
         f"unpacking Debian {pin.suite} {a.debian_arch} with postgresql-{pin.major} into "
         f"{scratch} (log: {log})"
