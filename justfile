@@ -32,8 +32,8 @@ lint:
 [group('check')]
 test: lint
     pytest -q
-    just faults 4
-    just fuzz 0.5
+    just faults 3
+    just fuzz 0.35
 
 # unit tests only (fake kernel tree, generated histories): seconds
 [group('check')]
