@@ -110,7 +110,7 @@ def _import(major: int, suite: str, reg: release.Registry, dest: Path) -> None:
         dscs = sorted(tmp.glob(f"{name}_*.dsc"))
         if len(dscs) != 1:
             raise InfraError(f"{spec}: apt-get source left {len(dscs)} .dsc files in {tmp}")
-        version = _field(dscs[0].read_text(errors="replace"), "Version")
+        version = release.field(dscs[0].read_text(errors="replace"), "Version")
         if version is None:
             raise InfraError(f"{spec}: {dscs[0].name} names no Version")
         src = tmp / "src"
@@ -138,8 +138,3 @@ def _why_not(spec: str, name: str, suite: str, mirror: str, log: Path) -> str:
             f"its files (see {log}); build from a PostgreSQL git tree: --pg-build PATH@REV"
         )
     return f"{spec}: apt-get source {name} failed (see {log})"
-
-
-def _field(stanza: str, key: str) -> str | None:
-    m = re.search(rf"^{re.escape(key)}: *(\S+)", stanza, re.M)
-    return m.group(1) if m else None

@@ -225,7 +225,7 @@ def _import(spec: str, reg: Registry, rel: Release, dest: Path) -> None:
             f"{spec}: apt could not fetch the signed index of {where} from {reg.mirror} (see {log})"
         ) from exc
     shown = proc.run(show_command(state, rel.package), log=log, check=False, capture=True)
-    version = _field(shown.output if shown.returncode == 0 else "", "Version")
+    version = field(shown.output if shown.returncode == 0 else "", "Version")
     if version is None:
         raise NotCarried(f"{spec}: {where} at {reg.mirror} does not carry {rel.package}")
     tag = tag_for(version)
@@ -253,6 +253,7 @@ def _import(spec: str, reg: Registry, rel: Release, dest: Path) -> None:
     progress.step(f"{spec}: ready: {dest} ({tag}, {git.rev_parse(dest, tag)[:12]})")
 
 
-def _field(stanza: str, key: str) -> str | None:
+def field(stanza: str, key: str) -> str | None:
+    """A field of a Debian control stanza (apt-cache show, a .dsc), None when absent."""
     m = re.search(rf"^{re.escape(key)}: *(\S+)", stanza, re.M)
     return m.group(1) if m else None
