@@ -65,17 +65,22 @@ def repository(where: Path, packages: dict[str, str], suite: str = "fake") -> Pa
             + f"SHA256: {hashlib.sha256(data).hexdigest()}\n"
         )
     arch = host_arch()
-    rel_path = f"main/binary-{arch}/Packages"
-    index = repo / "dists" / suite / rel_path
-    index.parent.mkdir(parents=True)
-    index.write_text("\n".join(stanzas))
-    body = index.read_bytes()
+    index(repo, suite, f"main/binary-{arch}/Packages", "\n".join(stanzas), f"{arch} all")
+    return repo
+
+
+def index(repo: Path, suite: str, rel_path: str, text: str, archs: str) -> None:
+    """`suite`'s one index file (`text` at `rel_path`) and the Release file that names its
+    hash, as apt checks them."""
+    path = repo / "dists" / suite / rel_path
+    path.parent.mkdir(parents=True)
+    path.write_text(text)
+    body = path.read_bytes()
     (repo / "dists" / suite / "Release").write_text(
         f"Suite: {suite}\nCodename: {suite}\nDate: Thu, 01 Jan 2026 00:00:00 UTC\n"
-        f"Architectures: {arch} all\nComponents: main\nSHA256:\n"
+        f"Architectures: {archs}\nComponents: main\nSHA256:\n"
         f" {hashlib.sha256(body).hexdigest()} {len(body)} {rel_path}\n"
     )
-    return repo
 
 
 def registry(where: Path, mirror: str, releases: dict[str, str], suite: str = "fake") -> Path:
@@ -150,14 +155,5 @@ def source_repository(where: Path, packages: dict[str, str], suite: str = "fake"
     scanned = subprocess.run(
         ["dpkg-scansources", "pool"], cwd=repo, check=True, capture_output=True, text=True
     )
-    rel_path = "main/source/Sources"
-    index = repo / "dists" / suite / rel_path
-    index.parent.mkdir(parents=True)
-    index.write_text(scanned.stdout)
-    body = index.read_bytes()
-    (repo / "dists" / suite / "Release").write_text(
-        f"Suite: {suite}\nCodename: {suite}\nDate: Thu, 01 Jan 2026 00:00:00 UTC\n"
-        f"Architectures: {host_arch()} all source\nComponents: main\nSHA256:\n"
-        f" {hashlib.sha256(body).hexdigest()} {len(body)} {rel_path}\n"
-    )
+    index(repo, suite, "main/source/Sources", scanned.stdout, f"{host_arch()} all source")
     return repo

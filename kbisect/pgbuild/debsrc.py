@@ -20,14 +20,14 @@ import tempfile
 from pathlib import Path
 
 from kbisect.core import atomic, lock, paths, proc, progress
-from kbisect.core.exceptions import CommandFailed, InfraError
+from kbisect.core.exceptions import InfraError
 from kbisect.scenario import server
 from kbisect.source import git, release, tarball
 
 
 class SourceUnavailable(InfraError):
-    """The suite lists the source package but the mirror does not serve its files, or
-    its index could not be fetched."""
+    """The suite lists the source package but the mirror does not serve its files (an
+    index apt cannot fetch is release.SuiteUnreachable)."""
 
 
 def package(major: int) -> str:
@@ -44,8 +44,7 @@ def apt_dir(major: int) -> Path:
 
 def sources_list(reg: release.Registry, suite: str) -> str:
     """The private deb-src line for one suite (pure)."""
-    option = "trusted=yes" if reg.trusted else f"signed-by={reg.keyring}"
-    return f"deb-src [{option}] {reg.mirror} {suite} {reg.component}\n"
+    return reg.line("deb-src", suite)
 
 
 def source_command(state: Path, name: str) -> list[str]:
@@ -88,23 +87,15 @@ def ensure(major: int, suite: str | None = None) -> tuple[Path, str]:
 def _import(major: int, suite: str, reg: release.Registry, dest: Path) -> None:
     spec = f"debian:{major}"
     name = package(major)
-    state = apt_dir(major)
-    for sub in ("lists/partial", "cache/archives/partial"):
-        (state / sub).mkdir(parents=True, exist_ok=True)
-    atomic.write_text(state / "sources.list", sources_list(reg, suite))
     log = dest.parent / f"{dest.name}.import.log"
     log.write_text(progress.log_header(["pg-build", spec]))
-    progress.step(f"{spec}: reading the source index of {reg.mirror} ({suite})")
-    try:
-        proc.run(release.update_command(state), log=log, timeout=600)
-    except CommandFailed as exc:
-        raise SourceUnavailable(
-            f"{spec}: apt could not fetch the signed index of {suite} from {reg.mirror} (see {log})"
-        ) from exc
+    release.read_index(apt_dir(major), sources_list(reg, suite), log, spec, suite, reg.mirror)
     tmp = Path(tempfile.mkdtemp(prefix=".import-", dir=dest.parent))
     try:
         progress.step(f"{spec}: downloading the {name} source package (checked against the index)")
-        fetched = proc.run(source_command(state, name), log=log, cwd=tmp, timeout=3600, check=False)
+        fetched = proc.run(
+            source_command(apt_dir(major), name), log=log, cwd=tmp, timeout=3600, check=False
+        )
         if fetched.returncode != 0:
             raise SourceUnavailable(_why_not(spec, name, suite, reg.mirror, log))
         dscs = sorted(tmp.glob(f"{name}_*.dsc"))

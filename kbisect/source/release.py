@@ -58,6 +58,12 @@ class Registry:
     trusted: bool = False
     source: Path = REGISTRY
 
+    def line(self, kind: str, suite: str) -> str:
+        """One sources-list line (`deb` or `deb-src`) for `suite`: signed by the keyring,
+        or trusted (a local repository without a signature) (pure)."""
+        option = "trusted=yes" if self.trusted else f"signed-by={self.keyring}"
+        return f"{kind} [{option}] {self.mirror} {suite} {self.component}\n"
+
     def get(self, name: str) -> Release:
         if name not in self.releases:
             known = ", ".join(sorted(self.releases, key=version_key))
@@ -122,8 +128,7 @@ def apt_dir(name: str) -> Path:
 
 def sources_list(reg: Registry, rel: Release) -> str:
     """The private sources list for one release (pure)."""
-    option = "trusted=yes" if reg.trusted else f"signed-by={reg.keyring}"
-    return "".join(f"deb [{option}] {reg.mirror} {s} {reg.component}\n" for s in rel.suites)
+    return "".join(reg.line("deb", s) for s in rel.suites)
 
 
 def apt_options(state: Path) -> list[str]:
@@ -209,21 +214,29 @@ def add(spec: str, reg: Registry | None = None) -> Path:
     return dest
 
 
-def _import(spec: str, reg: Registry, rel: Release, dest: Path) -> None:
-    state = apt_dir(rel.name)
-    for sub in ("lists/partial", "cache/archives/partial", "debs"):
+def read_index(state: Path, sources: str, log: Path, spec: str, where: str, mirror: str) -> None:
+    """Confine apt to `state` with the private sources list `sources` and fetch its
+    signed index (SuiteUnreachable, one line, when apt cannot); `where` names the suites
+    in the messages."""
+    for sub in ("lists/partial", "cache/archives/partial"):
         (state / sub).mkdir(parents=True, exist_ok=True)
-    atomic.write_text(state / "sources.list", sources_list(reg, rel))
-    log = dest.parent / f"{dest.name}.import.log"
-    log.write_text(progress.log_header(["tree", "add", spec]))
-    where = ", ".join(rel.suites)
-    progress.step(f"{spec}: reading the index of {reg.mirror} ({where})")
+    atomic.write_text(state / "sources.list", sources)
+    progress.step(f"{spec}: reading the index of {mirror} ({where})")
     try:
         proc.run(update_command(state), log=log, timeout=600)
     except CommandFailed as exc:
         raise SuiteUnreachable(
-            f"{spec}: apt could not fetch the signed index of {where} from {reg.mirror} (see {log})"
+            f"{spec}: apt could not fetch the signed index of {where} from {mirror} (see {log})"
         ) from exc
+
+
+def _import(spec: str, reg: Registry, rel: Release, dest: Path) -> None:
+    state = apt_dir(rel.name)
+    log = dest.parent / f"{dest.name}.import.log"
+    log.write_text(progress.log_header(["tree", "add", spec]))
+    where = ", ".join(rel.suites)
+    read_index(state, sources_list(reg, rel), log, spec, where, reg.mirror)
+    (state / "debs").mkdir(parents=True, exist_ok=True)
     shown = proc.run(show_command(state, rel.package), log=log, check=False, capture=True)
     version = field(shown.output if shown.returncode == 0 else "", "Version")
     if version is None:
