@@ -12,7 +12,7 @@ from typing import Any
 from kbisect.compare import revert
 from kbisect.compare.report import METHODS, SIDES, Run, stopped
 from kbisect.compare.warnings import preempt_lines
-from kbisect.report import build, patches, profile, server
+from kbisect.report import build, patches, profile, servers
 from kbisect.report.text import (
     change,
     command,
@@ -111,8 +111,8 @@ def render(run: Run) -> str:
     lines += ["fingerprint differences (A, B):", *fingerprint_lines(fps, ("A", "B")), ""]
     lines += ["machine:", *machine(run.samples), ""]
     lines += ["build:", *build.lines({x: run.side(x) for x in SIDES}), ""]
-    if servers := server.lines({x: run.side(x) for x in SIDES}):
-        lines += ["PostgreSQL:", *servers, ""]
+    if ran := servers.text_lines({x: run.side(x) for x in SIDES}):
+        lines += ["PostgreSQL:", *ran, ""]
     lines += ["scenario:", *scenario(run), ""]
     lines += ["tps per boot, in boot order (failed boots left out):"]
     for side in SIDES:
