@@ -12,14 +12,14 @@ from __future__ import annotations
 import random
 import time
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from kbisect.simulate import histories, methods
-from kbisect.simulate.world import Noise, World
+from kbisect.simulate.world import Noise, World, machine_offsets
 
 METHODS = ("sequential", "posterior", "sequential+refs", "posterior+refs")
-MATRICES = ("quick", "full", "story")
+MATRICES = ("quick", "full", "story", "pool")
 STORY_METHODS = ("posterior",)  # --matrix story's methods unless asked otherwise
 BINS = ((0.95, 0.99), (0.99, 0.999), (0.999, 1.0 + 1e-9))
 
@@ -40,6 +40,14 @@ class Cell:
     noise: str = "normal"  # world.SHAPES: normal, t3 (scaled to cv), empirical (residuals)
     fast_cv: float | None = None  # the fast (good) level's CV, `cv` the slower levels'
     stale: float = 0.0  # the endpoint check's boots from a host this much slower
+    machines: int = 1  # a pool of this many machines, a round of boots at once
+    machine_cv: float = 0.0  # the machines' speeds differ by this CV (the machine effect)
+    family: str = ""  # the histories and noise of this setting's (default: its own name)
+
+    @property
+    def seeds(self) -> str:
+        """The name the histories' and the noise's streams are seeded with."""
+        return self.family or self.name
 
     def history(self, rng: random.Random) -> histories.History:
         low, _, high = self.commits.partition(":")
@@ -68,6 +76,8 @@ def cells(mode: str) -> list[Cell]:
         return [Cell("design"), Cell("merges 300", "merges", "300"), Cell("drift +20%", drift=0.20)]
     if mode == "story":
         return story_cells()
+    if mode == "pool":
+        return pool_cells()
     grid = [
         Cell(
             f"cv {cv:.0%} reg {reg:.0%}",
@@ -113,6 +123,30 @@ def story_cells() -> list[Cell]:
     ]
 
 
+POOL_SIZES = (1, 2, 4, 8)
+MACHINE_CVS = (0.0, 0.02, 0.05)
+
+
+def pool_cells() -> list[Cell]:
+    """A pool of k = 1, 2, 4, 8 machines with a machine effect of CV 0%, 2%, 5%, at the
+    design point and on 3,000-commit merge histories; every pool bisects the same
+    histories with the same boot noise as one machine (family), only the machines'
+    speeds and the rounds differ."""
+    bases = [Cell("design"), Cell("merges 3000", "merges", "3000")]
+    return [
+        replace(
+            base,
+            name=f"{base.name} k{k} machines {cv:.0%}",
+            machines=k,
+            machine_cv=cv,
+            family=base.name,
+        )
+        for base in bases
+        for k in POOL_SIZES
+        for cv in MACHINE_CVS
+    ]
+
+
 @dataclass
 class Tally:
     runs: int = 0
@@ -142,10 +176,13 @@ class Tally:
     boots_all: int = 0  # every boot, refused runs' included
     # change kind -> [runs with such changes, runs whose answer names every one of them]
     reported: dict[str, list[int]] = field(default_factory=dict)
+    rounds: int = 0  # a pool's rounds of answered runs (wall-clock: one boot's time each)
+    rounds_all: int = 0  # refused runs' included
 
     def add(self, r: methods.Result, history: histories.History) -> None:
         self.runs += 1
         self.boots_all += r.boots
+        self.rounds_all += r.rounds
         self.exit_ok += r.confirmed
         truth = history.truth()
         if r.kind == "refused":
@@ -155,6 +192,7 @@ class Tally:
         right = bool(set(r.candidates) & truth)
         self.undecided += r.kind == "undecided"
         self.boots += r.boots
+        self.rounds += r.rounds
         self.boots_bisect += r.boots_bisect
         self.boots_recheck += r.recheck_boots
         self.boots_after += r.after_first
@@ -243,11 +281,17 @@ def simulate(
 ) -> dict[str, Tally]:
     tallies = {m: Tally() for m in wanted}
     for i in range(max(1, round(n * cell.scale))):
-        h = cell.history(random.Random(f"{seed}-{cell.name}-{i}"))
+        h = cell.history(random.Random(f"{seed}-{cell.seeds}-{i}"))
         noise = cell.world_noise()
         for m, tally in tallies.items():
             started = time.process_time()
-            world = World(h, noise, random.Random(f"{seed}-{cell.name}-{i}-noise"))
+            speeds = random.Random(f"{seed}-{cell.name}-{i}-machines")
+            world = World(
+                h,
+                noise,
+                random.Random(f"{seed}-{cell.seeds}-{i}-noise"),
+                offsets=machine_offsets(cell.machines, cell.machine_cv, speeds),
+            )
             tally.add(run_one(m, world, s), h)
             tally.seconds += time.process_time() - started
     if progress is not None:
@@ -378,3 +422,47 @@ def undump(data: Mapping[str, Any], mode: str) -> dict[Cell, dict[str, Tally]]:
             bins = {k: {int(b): v for b, v in t[k].items()} for k in keys}
             out.setdefault(cell, {})[m] = Tally(**{**t, **bins})
     return out
+
+
+def pool_table(results: dict[Cell, dict[str, Tally]]) -> str:
+    """One row per pool setting and method: rounds (the wall clock: one boot's time each)
+    and boots per answered bisection, each against one machine's at the same histories
+    and machine effect (k = 1 of the same family and CV, when it is among the results),
+    the wrong answers and the runs without an answer."""
+    ones = {
+        (c.seeds, c.machine_cv, m): t
+        for c, ts in results.items()
+        if c.machines == 1
+        for m, t in ts.items()
+    }
+    head = "setting|k|machine CV|method|runs|rounds|x 1 machine|boots (all)|x 1 machine|"
+    head += "wrong culprit|wrong, exit 0|no answer|CPU s"
+    lines = ["| " + head.replace("|", " | ") + " |", "|" + "---|" * len(head.split("|"))]
+    for cell, tallies in results.items():
+        for m, t in tallies.items():
+            a = max(t.answered, 1)
+            one = ones.get((cell.seeds, cell.machine_cv, m))
+            rounds, boots = t.rounds / a, t.boots / a
+
+            def ratio(mine: float, field_: str, one: Tally | None = one) -> str:
+                if one is None or not one.answered:
+                    return "-"
+                return f"{mine / (getattr(one, field_) / one.answered):.2f}x"
+
+            row = [
+                cell.family or cell.name,
+                str(cell.machines),
+                f"{cell.machine_cv:.0%}",
+                m,
+                str(t.runs),
+                f"{rounds:.1f}",
+                ratio(rounds, "rounds"),
+                f"{boots:.1f}",
+                ratio(boots, "boots"),
+                _pct(t.wrong_single, t.runs),
+                _pct(t.wrong_confirmed, t.runs),
+                _pct(t.no_answer, t.runs),
+                f"{t.seconds / max(t.runs, 1):.2f}",
+            ]
+            lines.append("| " + " | ".join(row) + " |")
+    return "\n".join(lines)

@@ -80,6 +80,7 @@ class Result:
     after_first: int = 0  # of boots_bisect, those after the first stop (the story, probes)
     tested: dict[str, int] | None = None  # posterior: test boots by why (Counted)
     story: dict[str, Any] | None = None  # posterior: the model of the whole range (run.story)
+    rounds: int = 0  # wall-clock: rounds of boots at once on the pool (one machine: boots)
 
     def named(self) -> set[str]:
         """The commits the answer names: the story's steps, else the candidates."""
@@ -131,16 +132,48 @@ class Sim:
             raise BuildError(f"{commit} does not build")
 
     def boot(self, commit: str, recheck_of: str | None = None) -> list[Sample]:
+        self.world.rounds += 1
+        return [self._one(commit, recheck_of, 0)]
+
+    def _one(self, commit: str, recheck_of: str | None, machine: int) -> Sample:
         if recheck_of is None:
-            row = self.take(commit)
+            t, tps = self.world.boot(commit, machine)
+            row = drift.Timed(commit, t, tps)
+            self.store.setdefault(commit, []).append(row)
         else:
             if self.first_stop is None:
                 self.first_stop = self.boots() - self.recheck_boots
-            t, tps = self.world.boot(commit)
+            t, tps = self.world.boot(commit, machine)
             row = drift.Timed(commit, t, tps)
             self.rechecked.setdefault((recheck_of, commit), []).append(tps)
             self.recheck_boots += 1
-        return [Sample(commit, row.t - self.start, row.tps)]
+        return Sample(commit, row.t - self.start, row.tps, machine=self.machine(row.t))
+
+    def machine(self, t: float) -> str:
+        """The name of the machine of the boot at time t ("": a pool of one)."""
+        return f"m{self.world.machine_log[int(t)]}" if self.width() > 1 else ""
+
+    def width(self) -> int:
+        return len(self.world.offsets)
+
+    def boot_round(
+        self, commits: list[str], recheck_of: str | None = None
+    ) -> list[list[Sample] | BaseException]:
+        """One round: the i-th boot on machine (round + i) mod k, so that a revision
+        sampled in turn (a re-check's pairs) moves from machine to machine."""
+        self.world.rounds += 1
+        k, start = self.width(), self.world.rounds
+        return [[self._one(c, recheck_of, (start + i) % k)] for i, c in enumerate(commits)]
+
+    def endpoint_rounds(self, runs_min: int) -> int:
+        """The endpoint check's rounds on the pool (modelled: the driver measures the
+        endpoints one boot at a time): the first runs_min boots a side at once, then a
+        pair a round; a boot a round on one machine."""
+        n, k = self.start, self.width()
+        if k == 1:
+            return n
+        first = min(n, 2 * runs_min)
+        return -(-first // k) + -(-(n - first) // 2)
 
     def fresh(self, culprit: str, commit: str) -> list[float]:
         return list(self.rechecked.get((culprit, commit), []))
@@ -207,7 +240,7 @@ class Sequential:
         h, w = self.world.history, self.world
         v = endpoints(self.bench, self.s, self.opts)
         if v is None:
-            return Result([], "refused", boots=w.boots)
+            return Result([], "refused", boots=w.boots, rounds=w.boots)
         threshold = check.pick_threshold(None, v.a.mean, v.b.mean)[0]
         start = w.boots
         first = self.judge(threshold, self.s.runs_max)
@@ -228,6 +261,7 @@ class Sequential:
             warned,
             confirmed=confirmed == "confirmed",
             recheck_boots=self.bench.recheck_boots,
+            rounds=w.boots,
         )
 
     def _recheck(self, found: list[str], tested: list[tuple[str, str]]) -> str:
@@ -266,12 +300,16 @@ class Bayes:
     def run(self) -> Result:
         w, g = self.world, self.world.history.graph
         if endpoints(self.bench, self.s, self.opts) is None:
-            return Result([], "refused", boots=w.boots)
+            rounds = self.bench.endpoint_rounds(self.s.runs_min)
+            return Result([], "refused", boots=w.boots, rounds=rounds)
         self.bench.start = w.boots
         run = Run(self.opts, {}, Path(), GOOD, g.bad, Path())
         run.bisect_t0, run.visited = 0.0, [GOOD, g.bad]
         ends = sorted(self.bench.rows(GOOD, g.bad), key=lambda r: r.t)
-        evidence = [Sample(r.revision, r.t - self.bench.start, r.tps) for r in ends]
+        evidence = [
+            Sample(r.revision, r.t - self.bench.start, r.tps, machine=self.bench.machine(r.t))
+            for r in ends
+        ]
         search = Counted(g, self.bench, run, evidence)
         final = search.find()
         rc = None
@@ -300,6 +338,7 @@ class Bayes:
             after_first=self.bench.boots() - self.bench.recheck_boots - first_stop,
             story=story if isinstance(story, dict) else None,
             tested=dict(search.tested),
+            rounds=self.bench.endpoint_rounds(self.s.runs_min) + w.rounds,
         )
 
 

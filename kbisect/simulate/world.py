@@ -18,7 +18,11 @@ endpoints, steps, references, re-checks) and T = `drift_boots`: the host's speed
 d over the first T boots and stays there. With `stale` the endpoint check's boots (until
 `endpoints_done`) come from an earlier host state, that much slower, as endpoint samples
 reused from an older run are; later boots of the same revisions are not. Builds are
-counted once per revision; a broken revision's build fails."""
+counted once per revision; a broken revision's build fails.
+
+A pool of k machines (`offsets`): each machine runs its boots at its own speed, 1 + cv·N(0, 1)
+with a machine-effect CV of a few percent (machine_offsets), drawn once per world; each
+boot's machine is logged (machine_log) for the sample it gives."""
 
 from __future__ import annotations
 
@@ -56,6 +60,9 @@ class World:
     builds: int = 0
     stale: bool = True  # still in the endpoint check (Noise.stale applies)
     sides: dict[float, residuals.Side] = field(default_factory=dict)  # empirical: per level
+    offsets: tuple[float, ...] = (1.0,)  # a pool: each machine's speed (machine_offsets)
+    rounds: int = 0  # a pool's rounds of boots at once (the bench counts them)
+    machine_log: list[int] = field(default_factory=list)  # each boot's machine, by boot
 
     def __post_init__(self) -> None:
         if self.noise.shape not in SHAPES:
@@ -94,19 +101,32 @@ class World:
         cv = n.fast_cv if fast and n.fast_cv is not None else n.cv
         return 1.0 + cv * self.rng.gauss(0.0, 1.0)
 
-    def boot(self, commit: str) -> tuple[float, float]:
-        """One sample: (time, tps)."""
+    def boot(self, commit: str, machine: int | None = None) -> tuple[float, float]:
+        """One sample: (time, tps), on one of the pool's machines (None: the endpoint
+        check's order, good and bad in turn: boot b on machine (b // 2 + b % 2) mod k, so
+        neither endpoint keeps to one machine)."""
         n = self.noise
         t = float(self.boots)
+        if machine is None:
+            machine = (self.boots // 2 + self.boots % 2) % len(self.offsets)
+        self.machine_log.append(machine)
         self.boots += 1
         level = self.history.tps(commit)
-        tps = level * self.factor(level)
+        tps = level * self.factor(level) * self.offsets[machine]
         tps *= 1.0 + n.drift * min(t / n.drift_boots, 1.0)
         if n.heavy and self.rng.random() < HEAVY_SHARE:
             tps *= HEAVY_SPEED
         if self.stale and n.stale:
             tps *= 1.0 - n.stale
         return t, max(tps, 1e-3)
+
+
+def machine_offsets(machines: int, cv: float, rng: random.Random) -> tuple[float, ...]:
+    """A pool of machines of one type: each one's speed 1 + cv·N(0, 1), from its own
+    stream (the boots' noise stream stays the same whatever the pool)."""
+    if cv <= 0:
+        return (1.0,) * machines
+    return tuple(1.0 + cv * rng.gauss(0.0, 1.0) for _ in range(machines))
 
 
 def _key(level: float) -> float:

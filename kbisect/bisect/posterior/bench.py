@@ -30,6 +30,7 @@ class Sample:
     t: float
     tps: float
     load: float = 0.0
+    machine: str = ""  # the pool's machine it ran on ("": the one machine)
 
 
 class Bench(Protocol):
@@ -56,6 +57,18 @@ class Bench(Protocol):
 
     def fresh(self, culprit: str, commit: str) -> list[float]:
         """The tps of commit's fresh samples for the re-check of culprit."""
+        ...
+
+    def width(self) -> int:
+        """The machines a round samples on at once (1: one target, today's loop)."""
+        ...
+
+    def boot_round(
+        self, commits: list[str], recheck_of: str | None = None
+    ) -> list[list[Sample] | BaseException]:
+        """One sample of each built commit (a commit twice: two samples), at once on the
+        pool's machines; per commit its new evidence, or the BootError or BenchmarkError
+        that failed it (the others' samples count)."""
         ...
 
     def save(self, run: Run, post: Posterior, schedule: Schedule | None) -> None:

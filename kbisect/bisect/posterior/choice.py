@@ -24,6 +24,11 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence, Set
 from dataclasses import dataclass
+from functools import cache
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
 
 from kbisect.bisect.posterior.graph import Graph
 from kbisect.bisect.posterior.likelihood import Fit
@@ -137,3 +142,117 @@ def best(now: Standing, cost: Cost) -> str | None:
         price = cost.boot + (0.0 if c in now.built else cost.build)
         scores.append((_eig(classes, t, load) / price, -rank, c))
     return max(scores)[2]
+
+
+# --- a batch: k revisions for k machines at once ------------------------------------------
+
+DRAWS = 64  # the joint outcome's entropy: this many fixed draws per part (antithetic)
+SEED = 20261201
+
+
+def batch(now: Standing, cost: Cost, k: int) -> list[str]:
+    """k revisions to sample at once (one round of a pool of k machines), chosen for the
+    information their joint outcome brings about the culprit, not k copies of the best:
+    the first is best()'s (k = 1 is the single choice exactly), each next one the
+    candidate that adds the most to the batch's joint information (joint()) per cost,
+    given the ones already in it. A revision may be chosen twice (two samples of it); the
+    candidates are best()'s shortlist and, per cost group, the revisions nearest each of
+    the quantiles i/(k+1) of the posterior. Empty when no test can split the rest."""
+    first = best(now, cost)
+    if first is None:
+        return []
+    chosen = [first]
+    if k <= 1 or not now.live or now.last is None:
+        return chosen + _spread(now, k - 1, chosen)
+    t, load = now.last[0] + 1.0, now.last[1]
+    pool = _candidates(now, k)
+    have = joint(now, chosen, t, load)
+    while len(chosen) < k:
+        scores = []
+        for rank, c in enumerate(pool):
+            built = c in now.built or c in chosen
+            price = cost.boot + (0.0 if built else cost.build)
+            gain = joint(now, [*chosen, c], t, load) - have
+            scores.append((gain / price, -rank, c, gain))
+        _, _, pick, gain = max(scores)
+        chosen.append(pick)
+        have += gain
+    return chosen
+
+
+def _spread(now: Standing, k: int, chosen: list[str]) -> list[str]:
+    """Without a fit yet: the revisions nearest the quantiles i/(k+1), not chosen yet."""
+    out: list[str] = []
+    order = {c: i for i, c in enumerate(now.graph.commits)}
+    for i in range(1, k + 1):
+        q = i / (k + 1)
+        left = [c for c in now.splits if c not in chosen and c not in out]
+        if left:
+            out.append(min(left, key=lambda c: (abs(now.splits[c] - q), order[c])))
+    return out
+
+
+def _candidates(now: Standing, k: int) -> list[str]:
+    """best()'s shortlist, and per cost group the revision nearest each quantile
+    i/(k+1) and i/(2k+2) of P(bad)."""
+    order = {c: i for i, c in enumerate(now.graph.commits)}
+    picks = shortlist(now)
+    quantiles = sorted({i / (k + 1) for i in range(1, k + 1)} | {i / (2 * k + 2) for i in range(1, 2 * k + 2)})
+    for built in (True, False):
+        group = [c for c in now.splits if (c in now.built) == built]
+        for q in quantiles if group else ():
+            picks.append(min(group, key=lambda c: (abs(now.splits[c] - q), order[c])))
+    return list(dict.fromkeys(picks))
+
+
+@cache
+def _normals(d: int) -> NDArray[np.float64]:
+    """DRAWS standard normal draws in d dimensions, antithetic, from one seeded stream."""
+    z = np.random.default_rng(SEED + d).standard_normal((DRAWS // 2, d))
+    return np.vstack([z, -z])
+
+
+def joint(now: Standing, picks: Sequence[str], t: float, load: float = 0.0) -> float:
+    """The information (nats) the joint outcome of one sample of each of picks brings
+    about the culprit: H(y_1..y_k) - E_culprit[H(y_1..y_k | culprit)]. Each live class is
+    cut by the picks' ancestor sets into parts that make each pick good or bad; given the
+    part, the k samples are independent normals at its class's levels and noise, so the
+    outcome is a mixture of k-dimensional normals (nearly equal parts merged), and the
+    information E[log p(y | part) - log p(y)] by DRAWS fixed draws per part (common
+    random numbers: batches are compared on the same draws)."""
+    g = now.graph
+    ancs = [g.anc[g.index[c]] if c in g.index else 0 for c in picks]
+    parts: dict[tuple[int, ...], list[Any]] = {}
+    for p, mask, size, fit in now.live:
+        levels = [(fit.level(b, t, load), fit.sigma(b)) for b in (False, True)]
+        cut = [(mask, ())]
+        for anc in ancs:
+            cut = [
+                (m, (*bits, side))
+                for whole, bits in cut
+                for side, m in ((1, whole & anc), (0, whole & ~anc))
+                if m
+            ]
+        for m, bits in cut:
+            w = p * m.bit_count() / size
+            mean = [levels[b][0] for b in bits]
+            sd = [levels[b][1] for b in bits]
+            key = tuple(round(x / s * 10) for x, s in zip(mean, sd, strict=True))
+            key += tuple(round(math.log(s) * 20) for s in sd)
+            acc = parts.setdefault(key, [0.0, np.zeros(len(picks)), np.zeros(len(picks))])
+            acc[0] += w
+            acc[1] += w * np.asarray(mean)
+            acc[2] += w * np.asarray(sd)
+    weights = np.array([a[0] for a in parts.values()])
+    mu = np.array([a[1] / a[0] for a in parts.values()])
+    sd = np.array([a[2] / a[0] for a in parts.values()])
+    weights = weights / weights.sum()
+    y = mu[:, None, :] + sd[:, None, :] * _normals(len(picks))[None, :, :]  # (C, M, d)
+    z = (y[:, :, None, :] - mu[None, None, :, :]) / sd[None, None, :, :]  # (C, M, C, d)
+    log_dens = -0.5 * np.sum(z * z, axis=3) - np.sum(np.log(sd), axis=1)[None, None, :]
+    log_dens += np.log(weights)[None, None, :]
+    top = np.max(log_dens, axis=2, keepdims=True)
+    log_mix = top[:, :, 0] + np.log(np.sum(np.exp(log_dens - top), axis=2))
+    # E[log p(y | part) - log p(y)] on the same draws (the draws' own error cancels)
+    own = np.diagonal(log_dens, axis1=0, axis2=2).T - np.log(weights)[:, None]  # (C, M)
+    return max(0.0, float(weights @ np.mean(own - log_mix, axis=1)))

@@ -106,6 +106,8 @@ class Model:
     load: bool = True  # the measured load is a regressor when the samples' loads differ
     load_sd: float = 2.0  # prior sd of beta: log tps change per unit of load
     side_sd: float | None = None
+    machines: bool = False  # each sample's machine a multiplicative offset (a pool)
+    machine_sd: float = 0.05  # prior sd of a machine's log offset: a 5% machine effect
 
     @property
     def fitted(self) -> bool:
@@ -128,7 +130,7 @@ class Model:
             "load": self.load,
             "load_sd": self.load_sd,
             "side_sd": self.side_sd,
-        }
+        } | ({"machines": True, "machine_sd": self.machine_sd} if self.machines else {})
 
 
 LOAD_SPREAD = 0.05  # loads closer than this (a quiet run's background) add no regressor
@@ -149,11 +151,14 @@ class Fit:
     outlier: float = 0.05  # the outlier weight w at the maximum
     laplace: float | None = None  # Laplace's log evidence where log_evidence is not it
 
-    def level(self, bad: bool, t: float, load: float = 0.0) -> float:
-        """The fitted log tps of a good or bad revision at time t under a load."""
-        at = {"t": t, "load": load}
+    def level(self, bad: bool, t: float, load: float = 0.0, machine: str | None = None) -> float:
+        """The fitted log tps of a good or bad revision at time t under a load, on a
+        machine (None: the machines' average, as the samples weigh them)."""
         terms = zip(self.coef[2:], self.regressors, self.centres, strict=True)
-        extra = math.fsum(c * (at[name] - centre) for c, name, centre in terms)
+        extra = math.fsum(
+            c * (regressor_value(name, centre, t, load, machine) - centre)
+            for c, name, centre in terms
+        )
         return self.coef[int(bad)] + extra
 
     def sigma(self, bad: bool) -> float:
@@ -161,6 +166,29 @@ class Fit:
         if bad and self.log_sigma_bad is not None:
             return math.exp(self.log_sigma_bad)
         return math.exp(self.log_sigma)
+
+
+MACHINE = "machine:"  # a machine's regressor: its name after this
+
+
+def regressor_value(name: str, centre: float, t: float, load: float, machine: str | None) -> float:
+    """A regressor's value at (t, load, machine); a machine's indicator at its centre
+    where the machine is not given (the machines' average)."""
+    if name.startswith(MACHINE):
+        return centre if machine is None else float(name[len(MACHINE) :] == machine)
+    return t if name == "t" else load
+
+
+def machine_columns(model: Model, machine: Sequence[str] | None) -> list[tuple[str, list[float]]]:
+    """Each machine's indicator (name, values) where the model has machine offsets and the
+    samples come from more than one machine; none otherwise (one machine: today's model).
+    Every machine has its own offset, centred, with a proper prior (model.machine_sd): a
+    machine effect is integrated out like the other regressors, never read as a level."""
+    if not model.machines or not machine or len(set(machine)) < 2:
+        return []
+    return [
+        (MACHINE + m, [1.0 if x == m else 0.0 for x in machine]) for m in sorted(set(machine))
+    ]
 
 
 @cache
@@ -212,6 +240,7 @@ class _Data:
         model: Model,
         t: Sequence[float] | None,
         load: Sequence[float] | None,
+        machine: Sequence[str] | None = None,
     ) -> None:
         self.x = np.asarray(x, dtype=float)
         self.z = np.asarray([1.0 if b else 0.0 for b in z])
@@ -227,6 +256,8 @@ class _Data:
             self._add(cols, precision, "t", t, (span / model.drift_sd) ** 2 if span else 1e12)
         if load is not None:
             self._add(cols, precision, "load", load, 1.0 / model.load_sd**2)
+        for name, values in machine_columns(model, machine):
+            self._add(cols, precision, name, values, 1.0 / model.machine_sd**2)
         self.h = np.stack(cols, axis=1)
         self.precision = np.asarray(precision)
         self.prior_matrix = np.diag(self.precision)
@@ -511,6 +542,7 @@ def fit(
     t: Sequence[float] | None = None,
     start: Fit | None = None,
     load: Sequence[float] | None = None,
+    machine: Sequence[str] | None = None,
 ) -> Fit:
     """The split's maximum and evidence. Needs a sample on each side and at least one more
     sample than parameters. The mixture's likelihood can have more than one maximum (a
@@ -523,6 +555,7 @@ def fit(
         model,
         t if model.trend else None,
         load if loaded(model, load) else None,
+        machine,
     )
     legacy = data.fixed_w is not None and data.i_delta is None
     tol = 1e-9 if legacy else EMTOL  # the model of earlier runs: EM's maximum as it was

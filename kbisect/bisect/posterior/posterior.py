@@ -68,6 +68,7 @@ class Sample:
     tps: float
     t: float
     load: float = 0.0  # the share of the CPUs other work took (disturbance.load)
+    machine: str = ""  # the machine of a pool it ran on ("": the one machine)
 
 
 @dataclass
@@ -82,15 +83,23 @@ class Posterior:
 
     # --- evidence -----------------------------------------------------------------------
 
-    def update(self, commit: str, tps: float, t: float | None = None, load: float = 0.0) -> None:
+    def update(
+        self,
+        commit: str,
+        tps: float,
+        t: float | None = None,
+        load: float = 0.0,
+        machine: str = "",
+    ) -> None:
         """One sample; t is its time (any unit, increasing; default: its number); load the
-        share of the CPUs other work took while it ran (0: a quiet host)."""
+        share of the CPUs other work took while it ran (0: a quiet host); machine the
+        pool's machine it ran on (its offset is in the likelihood with model.machines)."""
         if commit not in self.graph.index and commit not in self.graph.goods:
             raise UserError(f"{commit[:12]} is not in the bisected range")
         if not tps > 0 or not math.isfinite(tps):
             raise UserError(f"{commit[:12]}: tps {tps!r} is not a positive number")
         when = float(len(self.samples) if t is None else t)
-        self.samples.append(Sample(commit, tps, when, float(load)))
+        self.samples.append(Sample(commit, tps, when, float(load), machine))
         self.built_ones.add(commit)
         self._dirty = True
 
@@ -141,6 +150,7 @@ class Posterior:
         x = [math.log(s.tps) for s in self.samples]
         t = [s.t for s in self.samples]
         load = [s.load for s in self.samples]
+        machine = [s.machine for s in self.samples]
         index = self.graph.index
         log_n = math.log(self.graph.n)
         for c in self._classes:
@@ -149,7 +159,7 @@ class Posterior:
                 c.log_post = prior
                 continue
             z = [index.get(s.commit, -1) in c.bad for s in self.samples]
-            c.fit = likelihood.fit(x, z, self.model, t, c.fit, load)
+            c.fit = likelihood.fit(x, z, self.model, t, c.fit, load, machine)
             c.log_post = prior + c.fit.log_evidence
         top = max(c.log_post for c in self._classes)
         total = top + math.log(math.fsum(math.exp(c.log_post - top) for c in self._classes))
@@ -220,11 +230,10 @@ class Posterior:
                     out[commit] = p
         return out
 
-    def next(self, cost: Cost | None = None) -> str | None:
-        """The revision whose next sample brings the most expected information about the
-        culprit per unit of cost (see choice.py); None when no test can split the rest."""
+    def standing(self) -> choice.Standing:
+        """What the choice of revision needs to know of the posterior as it stands."""
         last = max(self.samples, key=lambda s: s.t, default=None)
-        now = choice.Standing(
+        return choice.Standing(
             self.graph,
             self.split_values(),
             self.built_ones,
@@ -232,7 +241,16 @@ class Posterior:
             self.live_fits(choice.LIVE),
             None if last is None else (last.t, last.load),
         )
-        return choice.best(now, cost or Cost())
+
+    def next(self, cost: Cost | None = None) -> str | None:
+        """The revision whose next sample brings the most expected information about the
+        culprit per unit of cost (see choice.py); None when no test can split the rest."""
+        return choice.best(self.standing(), cost or Cost())
+
+    def batch(self, k: int, cost: Cost | None = None) -> list[str]:
+        """k revisions to sample at once on k machines, for their joint information
+        (choice.batch; its first is next()'s); empty when no test can split the rest."""
+        return choice.batch(self.standing(), cost or Cost(), k)
 
     def groups(self) -> list[tuple[list[int], float]]:
         """Candidates no remaining test can tell apart, with their mass; heaviest first."""
@@ -307,7 +325,10 @@ class Posterior:
     def as_dict(self) -> dict[str, Any]:
         return {
             "model": self.model.as_dict(),
-            "samples": [[s.commit, s.tps, s.t, s.load] for s in self.samples],
+            "samples": [
+                [s.commit, s.tps, s.t, s.load, *([s.machine] if s.machine else [])]
+                for s in self.samples
+            ],
             "untestable": sorted(self.untestable),
             "built": sorted(self.built_ones),
         }
@@ -315,8 +336,8 @@ class Posterior:
     @classmethod
     def from_dict(cls, graph: Graph, data: Mapping[str, Any]) -> Posterior:
         p = cls(graph, Model(**data["model"]))
-        for commit, tps, t, *load in data["samples"]:  # no load: a state from before it
-            p.update(commit, tps, t, *load)
+        for commit, tps, t, *rest in data["samples"]:  # no load: a state from before it
+            p.update(commit, tps, t, *rest)  # rest: the load, and a pool's machine
         p.untestable.update(data["untestable"])
         p.built_ones.update(data["built"])
         return p

@@ -52,7 +52,9 @@ class Search:
     def __init__(self, g: graph.Graph, bench: Bench, run: Run, evidence: list[Sample]) -> None:
         self.graph, self.bench, self.run = g, bench, run
         self.opts = run.options
-        self.post = Posterior(g, Model(trend=self.opts.references > 0))
+        self.k = max(1, bench.width())  # machines: the samples one round takes at once
+        self.post = Posterior(g, Model(trend=self.opts.references > 0, machines=self.k > 1))
+        self.plan: list[tuple[str, str]] | None = None  # a pool's round being planned
         self.schedule = None
         if self.opts.references > 0:
             turn = run.schedule or {"tests": 0, "turn": 0}
@@ -76,7 +78,7 @@ class Search:
     def feed(self, found: list[Sample]) -> int:
         """Samples into the posterior; how many."""
         for s in found:
-            self.post.update(s.commit, s.tps, s.t, s.load)
+            self.post.update(s.commit, s.tps, s.t, s.load, s.machine)
         return len(found)
 
     def _say(self, line: Callable[[], str]) -> None:
@@ -98,12 +100,129 @@ class Search:
         rest, or the budget is spent; the final answer (git's single first bad commit;
         the whole story is in run.story)."""
         while self.bench.boots() < self.opts.max_boots:
-            if not self._round():
+            if not (self._round() if self.k == 1 else self._pooled()):
                 break
             self.save()
         self.tell()
         self.save()
         return self.post.answer(self.opts.confidence)
+
+    # --- a pool's round: k samples at once -----------------------------------------------
+
+    def _pooled(self) -> bool:
+        """One round on a pool of k machines: the decisions of _round() taken one after the
+        other as today, each planning its boot instead of taking it (the one-step search's
+        test plans a whole batch for the free machines, posterior.batch), until the round
+        is full or a decision needs the samples first (a re-check, or a revision already
+        planned); then the round's boots at once (_take). False when done."""
+        self.plan = []
+        go = True
+        try:
+            while len(self.plan) < self._slots():
+                if not self._round():
+                    go = False
+                    break
+        except _Full:
+            pass
+        plan, self.plan = self.plan, None
+        if plan:
+            self._take(plan)
+        return go or bool(plan)
+
+    def _slots(self) -> int:
+        """The machines a round may use: k, within the budget."""
+        return max(1, min(self.k, self.opts.max_boots - self.bench.boots()))
+
+    def _planned(self) -> set[str]:
+        return {c for c, _ in self.plan or []}
+
+    def _free(self, commits: list[str]) -> list[str]:
+        """commits not planned in this round already."""
+        planned = self._planned()
+        return [c for c in commits if c not in planned]
+
+    def _plan_batch(self) -> bool:
+        """The one-step search's tests for the round's free machines: the batch with the
+        most joint information (posterior.batch); stored samples and stored failures are
+        used as _test uses them. False when no test can split the rest."""
+        assert self.plan is not None
+        picks = self.post.batch(self._slots() - len(self.plan), Cost(build=BUILD_COST))
+        if not picks:
+            return False
+        for commit in picks:
+            if commit in self.post.untestable:
+                continue
+            found, failure = self.bench.stored(commit)
+            if failure is not None:
+                self.fail(commit, f"stored failure, not retried: {failure}")
+                continue
+            if commit not in self.run.visited:
+                self.run.visited.append(commit)
+            if self.feed(found):
+                continue
+            self._plan(commit, "test")
+        return True
+
+    def _plan(self, commit: str, role: str) -> None:
+        assert self.plan is not None
+        self.plan.append((commit, role))
+        if self.schedule is not None:
+            self.schedule.took(commit)
+
+    def _take(self, plan: list[tuple[str, str]]) -> None:
+        """The round's boots: each revision built (once), then every sample at once on
+        the pool's machines (bench.boot_round). The state is saved first: a round cut
+        short is resumed from the samples it wrote, the rest chosen again."""
+        self.save()
+        jobs = []
+        for commit, role in plan:
+            try:
+                self.bench.build(commit)
+            except BuildError as exc:
+                if role == "reference":
+                    raise
+                if commit not in self.post.untestable:
+                    self.fail(commit, f"build failed: {exc}")
+                continue
+            if role != "reference":
+                self.post.built(commit)
+            jobs.append((commit, role))
+        self._say(lambda: "round: " + ", ".join(f"{c[:12]} ({r})" for c, r in jobs))
+        results = self.bench.boot_round([c for c, _ in jobs])
+        for (commit, role), got in zip(jobs, results, strict=True):
+            if not isinstance(got, BaseException):
+                self.feed(got)
+            elif role == "reference":
+                progress.warn(f"reference {commit[:12]} failed, no sample this time: {got}")
+            elif commit not in self.post.untestable:
+                kind = "boot" if isinstance(got, BootError) else "benchmark"
+                self.fail(commit, f"{kind} failed: {got}")
+        self._say(self._standing)
+
+    def _draw_pairs(self, parent: str, culprit: str, most: int) -> None:
+        """A re-check's round on a pool: fresh samples of parent and culprit in turn on
+        the free machines (the shorter side first), never past `most` pairs; each pair's
+        two boots on two machines, the sides swapping machines from round to round
+        (the bench's rotation), so a machine effect is not read as the step."""
+        a = len(self.bench.fresh(culprit, parent))
+        b = len(self.bench.fresh(culprit, culprit))
+        tasks: list[str] = []
+        while len(tasks) < self.k and (min(a, b) < most or a != b):
+            if a <= b:
+                tasks.append(parent)
+                a += 1
+            else:
+                tasks.append(culprit)
+                b += 1
+        failed = None
+        for got in self.bench.boot_round(tasks or [parent], culprit):
+            if isinstance(got, BaseException):
+                failed = failed or got
+            else:
+                self.feed(got)
+        self.save()
+        if failed is not None:
+            raise failed
 
     def _round(self) -> bool:
         """One boot's worth of work (or a decision that needs none); False when done."""
@@ -123,7 +242,7 @@ class Search:
             against, open_, unclear = self._doubts(told.changes[0])
             if open_:
                 # a tested revision not yet clearly at the level one step says
-                return self._test(open_[0], "check")
+                return self._test((self._free(open_) or open_)[0], "check")
             if against or unclear:
                 # a revision clearly at the other level, or still between the levels after
                 # PROBE_BOOTS: one step does not fit the data, whatever P(one change) says
@@ -134,6 +253,8 @@ class Search:
                 self.run.probes = [*(self.run.probes or []), probe]
                 return self._test(probe, "probe")
             if recheck.due(self.run, answer):
+                if self.plan:
+                    raise _Full  # the round's samples first
                 self.recheck(answer)
                 return True
             partial = self.run.rechecks[recheck.pair(self.post, answer)[1]].get("partial")
@@ -144,6 +265,8 @@ class Search:
             for change in told.changes:
                 step = self._as_answer(change)
                 if recheck.due(self.run, step):
+                    if self.plan:
+                        raise _Full  # the round's samples first
                     self.recheck(step, improvement=change.ratio > 1)
                     return True
             return False
@@ -162,11 +285,14 @@ class Search:
         if not _holds(told.changes[0], answer):
             return None
         _, open_, _ = self._doubts(told.changes[0])
+        open_ = self._free(open_) or open_
         return open_[0] if open_ else None
 
     def tell(self) -> story.Story:
         """The whole range's story at the samples so far (run.story)."""
-        samples = [(s.commit, s.tps, s.t, s.load) for s in self.post.samples]
+        samples: list[story.Row] = [
+            (s.commit, s.tps, s.t, s.load, s.machine) for s in self.post.samples
+        ]
         model = story.RangeModel.build(self.graph, self.post.partition(), samples, self.post.model)
         self.range_model = model
         told = self.told = model.story()
@@ -235,7 +361,8 @@ class Search:
             return 0.0, len(mine)
         after = bool(self.graph.anc[i] >> at & 1)
         points = [
-            (s.tps, fit.level(False, s.t, s.load), fit.level(True, s.t, s.load)) for s in mine
+            (s.tps, fit.level(False, s.t, s.load, s.machine), fit.level(True, s.t, s.load, s.machine))
+            for s in mine
         ]
         llr = story.level_test(points, fit.sigma(after), fit.outlier, self.post.model.outlier_scale)
         return (llr if after else -llr), len(mine)
@@ -261,6 +388,7 @@ class Search:
                     [s.t for s in rest],
                     None,
                     [s.load for s in rest],
+                    [s.machine for s in rest],
                 )
             self._held[key] = fit
         return self._held[key]
@@ -308,7 +436,7 @@ class Search:
         """One of candidates whose level is not clear yet: its samples tell neither the
         good nor the bad level apart (story.level_test), and it has had fewer than
         PROBE_BOOTS."""
-        for probe in candidates:
+        for probe in self._free(candidates):
             n = sum(s.commit == probe for s in self.post.samples)
             if probe in self.post.untestable or n >= story.PROBE_BOOTS:
                 continue
@@ -325,7 +453,7 @@ class Search:
         if fit is None:
             return None
         points = [
-            (s.tps, fit.level(False, s.t, s.load), fit.level(True, s.t, s.load))
+            (s.tps, fit.level(False, s.t, s.load, s.machine), fit.level(True, s.t, s.load, s.machine))
             for s in self.post.samples
             if s.commit == probe
         ]
@@ -353,10 +481,13 @@ class Search:
         model = self.range_model
         assert model is not None
         last = max(self.post.samples, key=lambda s: s.t)
+        planned = self._planned()
         picks = dict.fromkeys(
             c
             for c in [*model.halves(), *self.post.built_ones, *self.graph.goods[:1], self.graph.bad]
-            if c not in self.post.untestable and (c in self.graph.index or c in self.graph.goods)
+            if c not in self.post.untestable
+            and c not in planned
+            and (c in self.graph.index or c in self.graph.goods)
         )
         scored = []
         for rank, c in enumerate(picks):
@@ -372,6 +503,9 @@ class Search:
         if ref is None or self.schedule is None:
             return False
         self._say(lambda: f"reference: {'good' if ref == self.run.good else 'bad'} {ref[:12]}")
+        if self.plan is not None:
+            self._plan(ref, "reference")
+            return True
         try:
             self.bench.build(ref)
             self.feed(self.bench.boot(ref))
@@ -383,9 +517,13 @@ class Search:
     def _test(self, chosen: str | None = None, why: str = "") -> bool:
         """One more sample of the best revision (or of `chosen`, with why: a probe of a
         single step, or a test of the story); False when no test can split the rest."""
+        if self.plan is not None and not why:
+            return self._plan_batch()
         commit = chosen if why else self.post.next(Cost(build=BUILD_COST))
         if commit is None:
             return False
+        if commit in self._planned():
+            raise _Full  # its next sample waits for the round's
         said = f"{why}: " if why else ""
         self._say(lambda: f"{said}testing {commit[:12]} (P(bad) = {self._p_bad(commit):.2f})")
         found, failure = self.bench.stored(commit)
@@ -396,6 +534,9 @@ class Search:
             self.run.visited.append(commit)
         if self.feed(found):
             self._say(lambda: f"reusing stored sample(s) of {commit[:12]}")
+            return True
+        if self.plan is not None:
+            self._plan(commit, why or "test")
             return True
         try:
             self.bench.build(commit)
@@ -444,6 +585,9 @@ class Search:
             return
 
         def draw(commit: str) -> None:
+            if self.k > 1:
+                self._draw_pairs(parent, culprit, rule.most)
+                return
             self.feed(self.bench.boot(commit, culprit))
             self.save()
 
@@ -484,6 +628,10 @@ class Search:
         probs = self.post.probabilities()
         best = max(range(self.graph.n), key=lambda i: probs[i])
         return f"most likely {self.graph.commits[best][:12]} at P = {probs[best]:.3f}"
+
+
+class _Full(Exception):
+    """A pool's round is full: a decision needs the planned samples first."""
 
 
 def _holds(change: story.Change, answer: Answer) -> bool:

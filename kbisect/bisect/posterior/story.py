@@ -55,7 +55,12 @@ from numpy.typing import NDArray
 
 from kbisect.bisect.posterior import choice
 from kbisect.bisect.posterior.graph import Graph
-from kbisect.bisect.posterior.likelihood import Model, loaded
+from kbisect.bisect.posterior.likelihood import (
+    Model,
+    loaded,
+    machine_columns,
+    regressor_value,
+)
 
 KMAX = 3  # changes in one hypothesis, at most
 RHO = 0.25  # prior odds of one more change
@@ -130,6 +135,10 @@ class Story:
         }
 
 
+Row = tuple[str, float, float, float] | tuple[str, float, float, float, str]
+# a sample as the story sees it: (commit, tps, t, load[, the pool's machine])
+
+
 @dataclass(frozen=True)
 class Data:
     """The samples as the model sees them: log tps, which classes each revision holds,
@@ -166,10 +175,10 @@ class Mixture:
 def data(
     graph: Graph,
     classes: Sequence[tuple[int, frozenset[int]]],
-    samples: Sequence[tuple[str, float, float, float]],
+    samples: Sequence[Row],
     model: Model,
 ) -> Data:
-    """samples: (commit, tps, t, load)."""
+    """samples: (commit, tps, t, load[, machine])."""
     x = np.log(np.array([s[1] for s in samples], dtype=float))
     z = np.zeros((len(samples), len(classes)))
     for j, s in enumerate(samples):
@@ -194,6 +203,13 @@ def data(
         centres.append(float(arr.mean()))
         cols.append(arr - arr.mean())
         precision.append(1.0 / model.load_sd**2)
+    machine = [str(s[4]) if len(s) > 4 else "" for s in samples]
+    for name, values in machine_columns(model, machine):
+        arr = np.array(values)
+        names.append(name)
+        centres.append(float(arr.mean()))
+        cols.append(arr - arr.mean())
+        precision.append(1.0 / model.machine_sd**2)
     reg = np.stack(cols, axis=1) if cols else np.zeros((len(samples), 0))
     sites = tuple(graph.index.get(s[0]) for s in samples)
     goods = [v for v, i in zip(x, sites, strict=True) if i is None]
@@ -418,7 +434,7 @@ class RangeModel:
         cls,
         graph: Graph,
         classes: Sequence[tuple[int, frozenset[int]]],
-        samples: Sequence[tuple[str, float, float, float]],
+        samples: Sequence[Row],
         model: Model,
     ) -> RangeModel:
         m = cls(graph, classes, data(graph, classes, samples, model))
@@ -597,8 +613,12 @@ class RangeModel:
 
     def _regressor_row(self, t: float, load: float) -> Array:
         """The regressors' values at (t, load), centred as the samples' are."""
-        at = {"t": t, "load": load}
-        return np.array([at[n] - c for n, c in zip(self.d.names, self.d.centres, strict=True)])
+        return np.array(
+            [
+                regressor_value(n, c, t, load, None) - c
+                for n, c in zip(self.d.names, self.d.centres, strict=True)
+            ]
+        )
 
     def information(self, commit: str, t: float, load: float) -> float:
         """The expected information (nats) one sample of commit brings about the story."""
