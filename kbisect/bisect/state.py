@@ -63,6 +63,7 @@ class Options:
     pg_build: str | None = None
     pg_patches: tuple[str, ...] = ()
     pg_sets: tuple[str, ...] = ()
+    batch: int | None = None  # --batch: samples per round (None: the target's machines)
 
     def overrides(self) -> list[str]:
         """Every scenario override: --set, then the PostgreSQL build's."""
@@ -136,6 +137,8 @@ class Options:
                 del out[key]
         if self.pg_build is None:
             del out["pg_build"]
+        if self.batch is None:
+            del out["batch"]
         return out
 
     @classmethod

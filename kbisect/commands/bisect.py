@@ -56,6 +56,14 @@ def configure(parser: argparse.ArgumentParser) -> None:
         default=100,
         help="posterior: boots after the endpoints, re-checks included (default 100)",
     )
+    add(
+        "--batch",
+        type=options.count(1, 64),
+        default=None,
+        metavar="K",
+        help="posterior: samples per round, taken at once (default: the target's machines, "
+        "a plain target 1)",
+    )
     options.add_references(parser)
     options.add_resume(parser, "bisect")
 
@@ -112,6 +120,7 @@ def options_from_args(args: argparse.Namespace) -> Options:
         tuple(str(p) for p in options.paths(args.patch)),
         pg.named() if pg else None,
         tuple(map(str, pg_patches)),
+        batch=args.batch,
     )
 
 

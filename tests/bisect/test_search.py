@@ -35,6 +35,9 @@ class Bench:
         self.failures: dict[str, str] = {}
         self.rechecked: dict[tuple[str, str], list[float]] = {}
         self.saves = 0
+        self.k = 1  # a pool of k machines: rounds of k boots, machine i at speed[i]
+        self.speed: list[float] = [1.0]
+        self.rounds: list[list[str]] = []
 
     def level(self, commit: str) -> float:
         return 750.0 if self.g.is_bad(commit, self.culprit) else 1000.0
@@ -50,15 +53,31 @@ class Bench:
             raise BuildError(f"{commit} does not build")
         self.built.append(commit)
 
-    def boot(self, commit: str, recheck_of: str | None = None) -> list[Sample]:
+    def boot(self, commit: str, recheck_of: str | None = None, machine: int = 0) -> list[Sample]:
         assert commit in self.built
         self.booted.append((commit, recheck_of))
         if commit in self.unbootable:
             raise BootError("no login prompt")
-        tps = self.level(commit) * (1 + 0.01 * self.rng.gauss(0, 1))
+        tps = self.level(commit) * (1 + 0.01 * self.rng.gauss(0, 1)) * self.speed[machine]
         if recheck_of is not None:
             self.rechecked.setdefault((recheck_of, commit), []).append(tps)
-        return [Sample(commit, float(len(self.booted)), tps)]
+        name = f"m{machine}" if self.k > 1 else ""
+        return [Sample(commit, float(len(self.booted)), tps, machine=name)]
+
+    def width(self) -> int:
+        return self.k
+
+    def boot_round(
+        self, commits: list[str], recheck_of: str | None = None
+    ) -> list[list[Sample] | BaseException]:
+        self.rounds.append(list(commits))
+        out: list[list[Sample] | BaseException] = []
+        for i, commit in enumerate(commits):
+            try:
+                out.append(self.boot(commit, recheck_of, (len(self.rounds) + i) % self.k))
+            except BootError as exc:
+                out.append(exc)
+        return out
 
     def fresh(self, culprit: str, commit: str) -> list[float]:
         return list(self.rechecked.get((culprit, commit), []))
@@ -71,8 +90,14 @@ class Bench:
 
 
 def search(
-    n: int, culprit: str, references_every: int = 0, max_boots: int = 100
+    n: int,
+    culprit: str,
+    references_every: int = 0,
+    max_boots: int = 100,
+    speeds: tuple[float, ...] = (1.0,),
 ) -> tuple[Search, Bench, Run]:
+    """A search of n linear commits; speeds: a pool of machines, one round of len(speeds)
+    boots at once."""
     g = Graph.from_parents(histories.linear(n), f"c{n - 1}", ["good"])
     opts = Options(
         tree=None,
@@ -86,6 +111,7 @@ def search(
     run = Run(opts, {}, Path(), "good", g.bad, Path())
     run.bisect_t0, run.visited = 0.0, ["good", g.bad]
     bench = Bench(g, culprit)
+    bench.k, bench.speed = len(speeds), list(speeds)
     ends = [
         Sample(c, -10.0 + i, bench.level(c) * (1 + 0.01 * bench.rng.gauss(0, 1)))
         for i in range(3)

@@ -101,8 +101,8 @@ def test_every_method_bisects_the_same_histories_and_endpoint_samples():
     from kbisect.simulate.world import Noise, World
 
     class Recording(World):
-        def boot(self, commit: str) -> tuple[float, float]:
-            out = super().boot(commit)
+        def boot(self, commit: str, machine: int | None = None) -> tuple[float, float]:
+            out = super().boot(commit, machine)
             seen.append((commit, out[1]))
             return out
 

@@ -7,11 +7,12 @@ implementation (kbisect/simulate/) builds and boots in a modelled world.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Protocol
 
 from kbisect.bisect import check, recheck, samples, state
+from kbisect.bisect import round as pool_round
 from kbisect.bisect.posterior.posterior import Posterior
 from kbisect.bisect.references import Schedule
 from kbisect.bisect.state import Run
@@ -125,6 +126,7 @@ class Store:
                 continue  # disturbed, not counted (retake.py): no evidence
             ok = retake.counts(s)
             t, load = _when(s) - self.t0, monitor.load(s)
+            machine = str((s.get("target") or {}).get("name", "")) if self.width() > 1 else ""
             self.rows.append(
                 {
                     "commit": commit,
@@ -136,7 +138,7 @@ class Store:
                 }
             )
             if ok:
-                ok_ones.append(Sample(commit, t, float(s["tps"]), load))
+                ok_ones.append(Sample(commit, t, float(s["tps"]), load, machine))
         return ok_ones
 
     def _before(self, commit: str) -> str:
@@ -177,6 +179,29 @@ class Store:
     def fresh(self, culprit: str, commit: str) -> list[float]:
         return samples.stored(self.out(commit, culprit))[0]
 
+    def width(self) -> int:
+        return pool_round.width(self.ctx.target, self.run.options.batch)
+
+    def boot_round(
+        self, commits: list[str], recheck_of: str | None = None
+    ) -> list[list[Sample] | BaseException]:
+        """The round's boots through round.take_round, each drawn as boot() draws it, on
+        the machine it is given; then each commit's new samples (a commit twice in the
+        round: the first gets both)."""
+        boots = []
+        for commit in commits:
+            out = self.out(commit, recheck_of)
+            rev = samples.Revision(commit, self.revs[commit].kernel, out)
+            owed = recheck_of is None and samples.retry_owed(out, *samples.stored(out))
+            boots.append(_drawer(self.ctx, rev, 1 if owed else 2))
+        taken = pool_round.take_round(self.ctx.target, boots)
+        found: list[list[Sample] | BaseException] = []
+        for commit, got in zip(commits, taken, strict=True):
+            role = "recheck" if recheck_of is not None else self._role(commit)
+            new = self.feed(commit, self.out(commit, recheck_of), role)
+            found.append(got if isinstance(got, BaseException) and not new else new)
+        return found
+
     def save(self, run: Run, post: Posterior, schedule: Schedule | None) -> None:
         if schedule is not None:
             run.schedule = {"tests": schedule.tests, "turn": schedule.turn}
@@ -186,6 +211,11 @@ class Store:
 
     def say(self) -> bool:
         return True
+
+
+def _drawer(ctx: samples.Context, rev: samples.Revision, attempts: int) -> pool_round.Boot:
+    """One sample of rev on the machine a round gives it."""
+    return lambda target: samples.draw(replace(ctx, target=target), rev, attempts)
 
 
 def _when(sample: dict[str, Any]) -> float:

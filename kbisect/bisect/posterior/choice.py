@@ -25,13 +25,11 @@ import math
 from collections.abc import Mapping, Sequence, Set
 from dataclasses import dataclass
 from functools import cache
-from typing import Any
 
 import numpy as np
-from numpy.typing import NDArray
 
 from kbisect.bisect.posterior.graph import Graph
-from kbisect.bisect.posterior.likelihood import Fit
+from kbisect.bisect.posterior.likelihood import Array, Fit
 
 ROOT_2PI = math.sqrt(2 * math.pi)
 _NODES = (0.484935707515, 1.465989094391, 2.484325841639, 3.581823483552, 4.859462828332)
@@ -197,7 +195,7 @@ def _candidates(now: Standing, k: int) -> list[str]:
     i/(k+1) and i/(2k+2) of P(bad)."""
     order = {c: i for i, c in enumerate(now.graph.commits)}
     picks = shortlist(now)
-    quantiles = sorted({i / (k + 1) for i in range(1, k + 1)} | {i / (2 * k + 2) for i in range(1, 2 * k + 2)})
+    quantiles = sorted({i / (2 * k + 2) for i in range(1, 2 * k + 2)})  # i/(k+1) among them
     for built in (True, False):
         group = [c for c in now.splits if (c in now.built) == built]
         for q in quantiles if group else ():
@@ -206,7 +204,7 @@ def _candidates(now: Standing, k: int) -> list[str]:
 
 
 @cache
-def _normals(d: int) -> NDArray[np.float64]:
+def _normals(d: int) -> Array:
     """DRAWS standard normal draws in d dimensions, antithetic, from one seeded stream."""
     z = np.random.default_rng(SEED + d).standard_normal((DRAWS // 2, d))
     return np.vstack([z, -z])
@@ -222,10 +220,10 @@ def joint(now: Standing, picks: Sequence[str], t: float, load: float = 0.0) -> f
     random numbers: batches are compared on the same draws)."""
     g = now.graph
     ancs = [g.anc[g.index[c]] if c in g.index else 0 for c in picks]
-    parts: dict[tuple[int, ...], list[Any]] = {}
+    parts: dict[tuple[int, ...], tuple[float, Array, Array]] = {}
     for p, mask, size, fit in now.live:
-        levels = [(fit.level(b, t, load), fit.sigma(b)) for b in (False, True)]
-        cut = [(mask, ())]
+        levels = np.array([[fit.level(b, t, load), fit.sigma(b)] for b in (False, True)])
+        cut: list[tuple[int, tuple[int, ...]]] = [(mask, ())]
         for anc in ancs:
             cut = [
                 (m, (*bits, side))
@@ -235,17 +233,13 @@ def joint(now: Standing, picks: Sequence[str], t: float, load: float = 0.0) -> f
             ]
         for m, bits in cut:
             w = p * m.bit_count() / size
-            mean = [levels[b][0] for b in bits]
-            sd = [levels[b][1] for b in bits]
-            key = tuple(round(x / s * 10) for x, s in zip(mean, sd, strict=True))
-            key += tuple(round(math.log(s) * 20) for s in sd)
-            acc = parts.setdefault(key, [0.0, np.zeros(len(picks)), np.zeros(len(picks))])
-            acc[0] += w
-            acc[1] += w * np.asarray(mean)
-            acc[2] += w * np.asarray(sd)
-    weights = np.array([a[0] for a in parts.values()])
-    mu = np.array([a[1] / a[0] for a in parts.values()])
-    sd = np.array([a[2] / a[0] for a in parts.values()])
+            mean, sd = levels[list(bits), 0], levels[list(bits), 1]
+            key = (*np.rint(mean / sd * 10).astype(int), *np.rint(np.log(sd) * 20).astype(int))
+            w0, m0, s0 = parts.get(key, (0.0, 0.0 * mean, 0.0 * sd))
+            parts[key] = (w0 + w, m0 + w * mean, s0 + w * sd)
+    weights = np.array([w for w, _, _ in parts.values()])
+    mu = np.array([m / w for w, m, _ in parts.values()])
+    sd = np.array([s / w for w, _, s in parts.values()])
     weights = weights / weights.sum()
     y = mu[:, None, :] + sd[:, None, :] * _normals(len(picks))[None, :, :]  # (C, M, d)
     z = (y[:, :, None, :] - mu[None, None, :, :]) / sd[None, None, :, :]  # (C, M, C, d)

@@ -186,9 +186,7 @@ def machine_columns(model: Model, machine: Sequence[str] | None) -> list[tuple[s
     machine effect is integrated out like the other regressors, never read as a level."""
     if not model.machines or not machine or len(set(machine)) < 2:
         return []
-    return [
-        (MACHINE + m, [1.0 if x == m else 0.0 for x in machine]) for m in sorted(set(machine))
-    ]
+    return [(MACHINE + m, [1.0 if x == m else 0.0 for x in machine]) for m in sorted(set(machine))]
 
 
 @cache

@@ -240,9 +240,9 @@ class Search:
                 self.wide = False  # the story agrees on one step: the one-step search goes on
                 return self._reference() or self._test()
             against, open_, unclear = self._doubts(told.changes[0])
-            if open_:
+            if open_ := self._free(open_):
                 # a tested revision not yet clearly at the level one step says
-                return self._test((self._free(open_) or open_)[0], "check")
+                return self._test(open_[0], "check")
             if against or unclear:
                 # a revision clearly at the other level, or still between the levels after
                 # PROBE_BOOTS: one step does not fit the data, whatever P(one change) says
@@ -285,7 +285,7 @@ class Search:
         if not _holds(told.changes[0], answer):
             return None
         _, open_, _ = self._doubts(told.changes[0])
-        open_ = self._free(open_) or open_
+        open_ = self._free(open_)  # a pool's round: those not planned in it
         return open_[0] if open_ else None
 
     def tell(self) -> story.Story:
@@ -304,9 +304,18 @@ class Search:
     def probe(self, told: story.Story) -> str | None:
         """Where a single step has not been checked: the middle of the largest group of
         commits no test has split (story.stretch), or None when every group is short."""
-        return story.stretch(
-            self.graph, self.post.partition(), told.changes[0], self.post.untestable
-        )
+        classes = self.post.partition()
+        for commit in self._planned():  # a pool's round: as if its tests were taken
+            i = self.graph.index.get(commit)
+            if i is not None:
+                anc = self.graph.anc[i]
+                classes = [
+                    (part, bad | ({i} if part & anc else set()))
+                    for mask, bad in classes
+                    for part in (mask & anc, mask & ~anc)
+                    if part
+                ]
+        return story.stretch(self.graph, classes, told.changes[0], self.post.untestable)
 
     def _doubts(self, change: story.Change) -> tuple[list[str], list[str], list[str]]:
         """The checked revisions (_checked) that one step at `change` does not explain yet,
@@ -360,8 +369,9 @@ class Search:
         if fit is None:
             return 0.0, len(mine)
         after = bool(self.graph.anc[i] >> at & 1)
+        lv = fit.level
         points = [
-            (s.tps, fit.level(False, s.t, s.load, s.machine), fit.level(True, s.t, s.load, s.machine))
+            (s.tps, lv(False, s.t, s.load, s.machine), lv(True, s.t, s.load, s.machine))
             for s in mine
         ]
         llr = story.level_test(points, fit.sigma(after), fit.outlier, self.post.model.outlier_scale)
@@ -452,8 +462,9 @@ class Search:
         fit = self.post.levels()
         if fit is None:
             return None
+        lv = fit.level
         points = [
-            (s.tps, fit.level(False, s.t, s.load, s.machine), fit.level(True, s.t, s.load, s.machine))
+            (s.tps, lv(False, s.t, s.load, s.machine), lv(True, s.t, s.load, s.machine))
             for s in self.post.samples
             if s.commit == probe
         ]

@@ -1,0 +1,153 @@
+"""A posterior bisection over a pool of k machines: the batch of revisions a round
+samples (choice.batch), each sample's machine in the likelihood, the search in rounds
+(search.py), and a driver's round cut short and resumed."""
+
+from __future__ import annotations
+
+import math
+import os
+import random
+import signal
+import subprocess
+import sys
+
+from kbisect.bisect import state as bisect_state
+from kbisect.bisect.posterior import choice, likelihood
+from kbisect.bisect.posterior.graph import Graph
+from kbisect.bisect.posterior.likelihood import Model
+from kbisect.bisect.posterior.posterior import Posterior
+from kbisect.simulate import histories
+from tests.bisect.test_bisect import ROOT, history, kbisect, run_dirs, summary
+from tests.bisect.test_posterior_method import args, env  # noqa: F401 (a fixture)
+from tests.bisect.test_search import search
+from tests.bisect.test_step import fake
+from tests.fakes import fake_calls
+
+
+def posterior(n: int, culprit: int, tested: int, seed: int = 1) -> Posterior:
+    """n linear commits, the endpoints sampled three times each and `tested` revisions
+    at random once, CV 10%, a 25% step at culprit."""
+    g = Graph.from_parents(histories.linear(n), f"c{n - 1}", ["good"])
+    rng = random.Random(seed)
+    p = Posterior(g)
+    level = {c: 750.0 if i >= culprit else 1000.0 for i, c in enumerate(g.commits)}
+    level["good"] = 1000.0
+    picks = ["good", g.bad] * 3 + [rng.choice(g.commits) for _ in range(tested)]
+    for c in picks:
+        p.update(c, level[c] * (1 + 0.1 * rng.gauss(0, 1)))
+    return p
+
+
+def test_a_batch_of_one_is_todays_single_choice():
+    for n, culprit, tested, seed in ((24, 9, 0, 1), (24, 9, 4, 2), (300, 120, 6, 3)):
+        p = posterior(n, culprit, tested, seed)
+        assert p.batch(1) == [p.next()]
+        assert p.batch(4)[0] == p.next()  # the first of a batch is the single choice
+
+
+def test_a_batch_spreads_and_brings_more_than_k_copies_of_the_best():
+    p = posterior(32, 13, 0)
+    now = p.standing()
+    assert now.last is not None
+    t, load = now.last[0] + 1.0, now.last[1]
+    for k in (2, 4, 8):
+        picks = p.batch(k)
+        assert len(picks) == k and len(set(picks)) == k, picks
+        copies = choice.joint(now, [picks[0]] * k, t, load)
+        spread = choice.joint(now, picks, t, load)
+        # k copies of one split tell at most one bit (ln 2); k splits tell up to log(k+1)
+        assert copies <= math.log(2) + 0.02
+        assert spread > copies + 0.3 * math.log(k + 1) - 0.1, (k, spread, copies)
+        assert spread <= math.log(k + 1) + 0.02
+    indices = sorted(p.graph.index[c] for c in p.batch(4))
+    assert indices[0] < 10 and indices[-1] > 20  # quantiles of the range, not neighbours
+
+
+def _pool_samples(seed: int, speeds: tuple[float, ...], confounded: bool):
+    """Good and bad samples at 1000 and 800 tps (CV 5%) on machines of those speeds; with
+    `confounded` the bad ones mostly on the fastest machine, the good ones on the slowest
+    (a machine effect that looks like a smaller step), each machine with both kinds."""
+    rng = random.Random(seed)
+    x, z, machine = [], [], []
+    fast = max(range(len(speeds)), key=lambda m: speeds[m])
+    slow = min(range(len(speeds)), key=lambda m: speeds[m])
+    for j in range(48):
+        bad = j % 2 == 1
+        m = (fast if bad else slow) if confounded and j % 4 != 3 else j // 2 % len(speeds)
+        tps = (800.0 if bad else 1000.0) * speeds[m] * (1 + 0.05 * rng.gauss(0, 1))
+        x.append(math.log(tps))
+        z.append(bad)
+        machine.append(f"m{m}")
+    return x, z, machine
+
+
+def test_a_machine_offset_is_recovered_not_read_as_a_level_change():
+    speeds = (1.05, 1.0, 0.95)
+    errors_with, errors_without = [], []
+    for seed in range(6):
+        x, z, machine = _pool_samples(seed, speeds, confounded=True)
+        t = [float(j) for j in range(len(x))]
+        with_m = likelihood.fit(x, z, Model(machines=True), t, None, None, machine)
+        plain = likelihood.fit(x, z, Model(), t, None, None, machine)
+        truth = math.log(0.8)
+        errors_with.append(abs(with_m.coef[1] - with_m.coef[0] - truth))
+        errors_without.append(abs(plain.coef[1] - plain.coef[0] - truth))
+        # the offsets: each machine's level against the others', as drawn (log scale)
+        fitted = [with_m.level(False, 0.0, 0.0, f"m{m}") for m in range(3)]
+        for a, b in ((0, 1), (1, 2), (0, 2)):
+            want = math.log(speeds[a] / speeds[b])
+            assert abs((fitted[a] - fitted[b]) - want) < 0.03, (seed, a, b)
+    # without the machine the step is off by about the machines' spread; with it, not
+    assert max(errors_with) < 0.03 < min(errors_without)
+
+
+def test_one_machine_is_todays_likelihood():
+    x, z, machine = _pool_samples(3, (1.0,), confounded=False)
+    assert len(set(machine)) == 1
+    a = likelihood.fit(x, z, Model(machines=True), None, None, None, machine)
+    b = likelihood.fit(x, z, Model(), None, None, None, None)
+    assert a == b
+
+
+def test_a_pool_searches_in_rounds_and_names_the_culprit_despite_its_machines():
+    s, bench, _ = search(32, "c19", speeds=(1.05, 1.0, 0.96, 1.02))
+    assert s.k == 4 and s.post.model.machines
+    answer = s.find()
+    assert answer.kind == "culprit" and answer.candidates[0][0] == "c19"
+    assert s.confirmed()
+    assert bench.rounds and all(len(r) <= 4 for r in bench.rounds)
+    # the first round: four distinct revisions, not four copies of the best split
+    assert len(set(bench.rounds[0])) == 4
+    # rounds, not boots: the search's boots took far fewer rounds
+    assert len(bench.rounds) < len(bench.booted) / 2
+    assert {x.machine for x in s.post.samples if x.t > 0} == {"m0", "m1", "m2", "m3"}
+
+
+def test_resume_mid_round_counts_the_samples_written_and_takes_the_rest(env, tmp_path):  # noqa: F811
+    shas = history(env["repo"], 12, 8)
+    argv = args(env, shas[1], shas[-1], "--references", "0", "--batch", "3")
+    pid_file = tmp_path / "driver.pid"
+    # the endpoints take 4 boots; the 6th is the second boot of the search's first round
+    fake(tmp_path, cv=0.05, kill_at=6, kill_pid_file=str(pid_file))
+    driver = subprocess.Popen(
+        [sys.executable, "-m", "kbisect", "bisect", *argv],
+        cwd=ROOT,
+        env=os.environ.copy(),
+        start_new_session=True,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    pid_file.write_text(str(driver.pid))
+    assert driver.wait(timeout=120) == -signal.SIGKILL
+    (run,) = run_dirs(env["results"])
+    saved = bisect_state.load(run)
+    # the round was saved before its boots: its three revisions are visited
+    assert saved.phase == "bisecting" and len(saved.visited) == 2 + 3
+    assert saved.options.batch == 3
+    fake(tmp_path, cv=0.05)
+    assert kbisect("--resume") == 0
+    s = summary(env["results"])
+    assert s["first_bad"]["commit"] == shas[8] and s["confirmed"]
+    # the round's one written sample is evidence; only the killed boot was taken again
+    assert len(fake_calls(env["log"])) == len(s["samples"]) + 1
+    assert bisect_state.load(run).phase == "done"
