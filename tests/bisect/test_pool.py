@@ -57,7 +57,7 @@ def test_a_batch_spreads_and_brings_more_than_k_copies_of_the_best():
         spread = choice.joint(now, picks, t, load)
         # k copies of one split tell at most one bit (ln 2); k splits tell up to log(k+1)
         assert copies <= math.log(2) + 0.02
-        assert spread > copies + 0.3 * math.log(k + 1) - 0.1, (k, spread, copies)
+        assert spread > copies + 0.15 * (k - 1), (k, spread, copies)
         assert spread <= math.log(k + 1) + 0.02
     indices = sorted(p.graph.index[c] for c in p.batch(4))
     assert indices[0] < 10 and indices[-1] > 20  # quantiles of the range, not neighbours
@@ -65,15 +65,16 @@ def test_a_batch_spreads_and_brings_more_than_k_copies_of_the_best():
 
 def _pool_samples(seed: int, speeds: tuple[float, ...], confounded: bool):
     """Good and bad samples at 1000 and 800 tps (CV 5%) on machines of those speeds; with
-    `confounded` the bad ones mostly on the fastest machine, the good ones on the slowest
-    (a machine effect that looks like a smaller step), each machine with both kinds."""
+    `confounded` half the bad ones on the fastest machine and half the good ones on the
+    slowest (a machine effect that looks like a smaller step), the other half spread so
+    that every machine has both kinds."""
     rng = random.Random(seed)
     x, z, machine = [], [], []
     fast = max(range(len(speeds)), key=lambda m: speeds[m])
     slow = min(range(len(speeds)), key=lambda m: speeds[m])
     for j in range(48):
         bad = j % 2 == 1
-        m = (fast if bad else slow) if confounded and j % 4 != 3 else j // 2 % len(speeds)
+        m = (fast if bad else slow) if confounded and j % 4 < 2 else j // 4 % len(speeds)
         tps = (800.0 if bad else 1000.0) * speeds[m] * (1 + 0.05 * rng.gauss(0, 1))
         x.append(math.log(tps))
         z.append(bad)
@@ -127,8 +128,8 @@ def test_resume_mid_round_counts_the_samples_written_and_takes_the_rest(env, tmp
     shas = history(env["repo"], 12, 8)
     argv = args(env, shas[1], shas[-1], "--references", "0", "--batch", "3")
     pid_file = tmp_path / "driver.pid"
-    # the endpoints take 4 boots; the 6th is the second boot of the search's first round
-    fake(tmp_path, cv=0.05, kill_at=6, kill_pid_file=str(pid_file))
+    # the endpoints take 4 to 8 boots, then rounds of 3: the 10th boot is inside a round
+    fake(tmp_path, cv=0.05, kill_at=10, kill_pid_file=str(pid_file))
     driver = subprocess.Popen(
         [sys.executable, "-m", "kbisect", "bisect", *argv],
         cwd=ROOT,
@@ -141,9 +142,11 @@ def test_resume_mid_round_counts_the_samples_written_and_takes_the_rest(env, tmp
     assert driver.wait(timeout=120) == -signal.SIGKILL
     (run,) = run_dirs(env["results"])
     saved = bisect_state.load(run)
-    # the round was saved before its boots: its three revisions are visited
-    assert saved.phase == "bisecting" and len(saved.visited) == 2 + 3
-    assert saved.options.batch == 3
+    # the round was saved before its boots: its revisions are visited, without samples
+    assert saved.phase == "bisecting" and saved.options.batch == 3
+    assert saved.posterior is not None
+    sampled = {row[0] for row in saved.posterior["samples"]}
+    assert [c for c in saved.visited if c not in sampled]
     fake(tmp_path, cv=0.05)
     assert kbisect("--resume") == 0
     s = summary(env["results"])

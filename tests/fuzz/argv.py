@@ -446,6 +446,7 @@ SPECS: dict[str, Spec] = {
             "--confidence": number("0.9", "0.95"),
             "--max-boots": count("12", "20"),
             "--references": count("0", "1"),
+            "--batch": count("1", "2"),
             "--pg-build": PG_SOURCE,
             "--pg-patch": [PG_PATCH],
             "--resume": RUN_DIR,

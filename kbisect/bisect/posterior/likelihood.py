@@ -34,6 +34,11 @@ alone cannot explain it, and good revisions then look bad (seen for real: script
 with the load as a regressor the samples taken under it stay evidence. It enters only
 when the loads differ by at least LOAD_SPREAD (a run with disturbed samples kept).
 
+With a pool of machines (Model `machines`, docs/statistics.md "Bisection over a pool of
+machines") each sample's machine enters the same way: one indicator per machine, centred,
+with a N(0, machine_sd²) prior on its log offset, so that a machine a few percent faster
+is not read as a level change; with one machine there is none (today's model).
+
 The levels, the noise scales, w, the slope and beta are not plugged in: the evidence of a
 split is the likelihood *integrated* over them, with flat priors on the levels and on
 log sigma_good (the scale-invariant prior), a normal prior on the slope (sd: a change of
