@@ -84,7 +84,7 @@ def _pool_samples(seed: int, speeds: tuple[float, ...], confounded: bool):
 
 def test_a_machine_offset_is_recovered_not_read_as_a_level_change():
     speeds = (1.05, 1.0, 0.95)
-    errors_with, errors_without = [], []
+    errors_with, errors_without, offsets = [], [], []
     for seed in range(6):
         x, z, machine = _pool_samples(seed, speeds, confounded=True)
         t = [float(j) for j in range(len(x))]
@@ -97,7 +97,9 @@ def test_a_machine_offset_is_recovered_not_read_as_a_level_change():
         fitted = [with_m.level(False, 0.0, 0.0, f"m{m}") for m in range(3)]
         for a, b in ((0, 1), (1, 2), (0, 2)):
             want = math.log(speeds[a] / speeds[b])
-            assert abs((fitted[a] - fitted[b]) - want) < 0.03, (seed, a, b)
+            offsets.append(abs((fitted[a] - fitted[b]) - want))
+    # each offset about its standard error (16 samples a machine at CV 5%: 0.018)
+    assert max(offsets) < 0.05 and sum(offsets) / len(offsets) < 0.025
     # without the machine the step is off by about the machines' spread; with it, not
     assert max(errors_with) < 0.03 < min(errors_without)
 
