@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from kbisect.report import phases
 
 
-def _sample(**seconds: float) -> dict[str, object]:
+def _sample(**seconds: float) -> dict[str, Any]:
     return {"timings": {"boot_s": 1.0, "phases": seconds}}
 
 

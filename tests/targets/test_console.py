@@ -50,7 +50,7 @@ def test_missing_the_harness_deadline_is_a_boot_error() -> None:
 
 def test_phases_are_timed_from_the_console(monkeypatch: pytest.MonkeyPatch) -> None:
     now = [100.0]
-    monkeypatch.setattr(console.time, "monotonic", lambda: now[0])
+    monkeypatch.setattr(time, "monotonic", lambda: now[0])
     c = console.Console(60.0)
     assert c.phases(5.0) == {}  # the harness never spoke: nothing to split
     for at, line in [
