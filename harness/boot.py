@@ -245,7 +245,10 @@ class Boot:
             if index == warmups:
                 say("phase run")
                 cpu, measured_from = self._cpu(), time.monotonic()
-            runs.append(self._run(index, index < warmups, bench, script))
+            warmup = index < warmups
+            length = bench.get("warmup_s") if warmup else None  # a shorter warm-up run
+            run_bench = {**bench, "duration_s": length} if length else bench
+            runs.append(self._run(index, warmup, run_bench, script))
         self.fp["cpu_during_runs"] = fingerprint.cpu_during(
             cpu, self._cpu(), time.monotonic() - measured_from, fingerprint.read("/proc/loadavg")
         )

@@ -35,10 +35,15 @@ def _scenario(settings: Mapping[str, Any], name: str, digest: str) -> list[str]:
         f"{name} (sha256 {digest[:12]}): pgbench {b.get('builtin') or 'script'}, "
         f"-M {b.get('protocol')}, {b.get('clients')} clients, {b.get('threads')} threads, "
         f"scale {b.get('scale')}, {b.get('runs')} x {b.get('duration_s')} s after "
-        f"{b.get('warmup_runs')} warm-up; shared_buffers {pg.get('shared_buffers')}, "
+        f"{b.get('warmup_runs')}{_warmup(b)} warm-up; shared_buffers {pg.get('shared_buffers')}, "
         f"huge_pages {pg.get('huge_pages')}",
         "  ",
     )
+
+
+def _warmup(bench: Mapping[str, Any]) -> str:
+    """A warm-up's own length, when it differs from a measured run's."""
+    return f" x {bench['warmup_s']} s" if bench.get("warmup_s") else ""
 
 
 def _kernel(info: Mapping[str, Any]) -> str:

@@ -178,6 +178,7 @@ def record(
     measured = [r["tps"] for r in runs if not r.get("warmup")]
     timings = {**dict.fromkeys(TIMINGS), **guest.get("timings", {})}
     timings.update(boot_s=round(console.reached or 0.0, 2), total_s=round(total, 2))
+    timings["phases"] = console.phases(time.monotonic() - console.start)
     ok = guest.get("status") == "ok" and measured
     release = (guest.get("fingerprint") or {}).get("uname_r")
     fragments = [f["name"] for f in (job.kernel.manifest or {}).get("fragments", [])]

@@ -107,6 +107,7 @@ def testcase(settings: Mapping[str, Any], name: str, digest: str) -> list[str]:
         "scale": b.get("scale"),
         "runs": f"{b['runs']} x {b.get('duration_s')} s" if b.get("runs") else None,
         "warm-up runs": b.get("warmup_runs"),
+        "warm-up run": f"{b['warmup_s']} s" if b.get("warmup_s") else None,
         "shared_buffers": pg.get("shared_buffers"),
         "huge_pages": pg.get("huge_pages"),
         "vcpus": guest.get("vcpus"),

@@ -16,6 +16,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from kbisect.measure import fingerprint
+from kbisect.report import phases
 
 WIDTH = 72
 TEXT = "report.txt"
@@ -174,6 +175,7 @@ def machine(samples: Sequence[Mapping[str, Any]]) -> list[str]:
         f"  clocksource {fp.get('clocksource', '?')}, THP {fp.get('thp', '?')}",
         f"  kernel {fp.get('uname_r', '?')}, preempt {fp.get('preempt', '?')}",
         *para(pg if pg.startswith("PostgreSQL") else "PostgreSQL " + pg, "  ", "  "),
+        *(para(f"time per boot: {spent}", "  ", "  ") if (spent := phases.line(samples)) else []),
     ]
 
 

@@ -77,12 +77,24 @@ def cross_check(data: dict[str, Any]) -> str | None:
 def _check_total(data: dict[str, Any]) -> str | None:
     """A total timeout shorter than the measured runs themselves can only time out."""
     total, bench = data["timeouts"].get("total_s"), data["pgbench"]
-    runtime = (bench["warmup_runs"] + bench["runs"]) * bench["duration_s"]
+    runtime = bench_seconds(bench)
     if total is None or total > runtime:
         return None
     return (
-        f"timeouts.total_s ({total}) must exceed the runs' own length, (pgbench.warmup_runs "
-        f"+ pgbench.runs) x pgbench.duration_s = {runtime} s"
+        f"timeouts.total_s ({total}) must exceed the runs' own length, pgbench.warmup_runs "
+        f"x pgbench.warmup_s + pgbench.runs x pgbench.duration_s = {runtime} s"
+    )
+
+
+def warmup_seconds(bench: dict[str, Any]) -> int:
+    """One warm-up run's length: pgbench.warmup_s, else a measured run's."""
+    return int(bench.get("warmup_s") or bench["duration_s"])
+
+
+def bench_seconds(bench: dict[str, Any]) -> int:
+    """The warm-up and measured runs' own length, in seconds."""
+    return int(bench["warmup_runs"]) * warmup_seconds(bench) + int(bench["runs"]) * int(
+        bench["duration_s"]
     )
 
 
@@ -91,7 +103,7 @@ def _default_total_s(data: dict[str, Any]) -> int:
     a profiled boot's extra run with perf script's time)."""
     bench = data["pgbench"]
     count = bench["warmup_runs"] + bench["runs"]
-    runs = count * (bench["duration_s"] + 60) + profile.extra_run_s(data)
+    runs = bench_seconds(bench) + 60 * count + profile.extra_run_s(data)
     return int(data["timeouts"]["boot_s"] + 600 + runs)
 
 

@@ -105,6 +105,7 @@ FIELDS: dict[str, tuple[str, Any, Check | None]] = {
     "pgbench.threads": ("int", REQUIRED, _range(1, 262142)),
     "pgbench.duration_s": ("int", REQUIRED, _range(1, DAY_S)),
     "pgbench.warmup_runs": ("int", 0, _range(0, 100)),
+    "pgbench.warmup_s": ("int", None, _range(1, DAY_S)),  # a warm-up run's length
     "pgbench.runs": ("int", REQUIRED, _range(1, 1000)),
     "pgbench.protocol": ("str", REQUIRED, _one_of("simple", "extended", "prepared")),
     "pgbench.vacuum": ("bool", True, None),

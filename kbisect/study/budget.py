@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from kbisect.core.exceptions import UserError
+from kbisect.scenario.check import bench_seconds
 from kbisect.scenario.scenario import Scenario
 
 BOOT_OVERHEAD_S = 35.0
@@ -25,9 +26,7 @@ class OverBudget(UserError):
 
 
 def boot_seconds(scen: Scenario) -> float:
-    bench = scen.data["pgbench"]
-    runs = int(bench["warmup_runs"]) + int(bench["runs"])
-    return BOOT_OVERHEAD_S + runs * float(bench["duration_s"])
+    return BOOT_OVERHEAD_S + float(bench_seconds(scen.data["pgbench"]))
 
 
 @dataclass(frozen=True)

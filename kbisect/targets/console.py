@@ -28,6 +28,20 @@ class Console:
         self.reached: float | None = None
         self.panic: str | None = None
         self.last_tps = 0.0
+        self.marks: list[tuple[str, float]] = []  # each harness phase and when it began
+
+    def phases(self, total: float) -> dict[str, float]:
+        """Seconds per phase, as this side of the console saw them: `boot` up to the
+        harness's first line, each harness phase up to the next one, and `shutdown` from
+        the harness's `done` to the end of the boot (`total`, the same clock's)."""
+        if self.reached is None:
+            return {}
+        out = {"boot": round(self.reached, 2)}
+        ends = [t for _, t in self.marks[1:]] + [total]
+        for (name, began), end in zip(self.marks, ends, strict=True):
+            key = "shutdown" if name == "done" else name
+            out[key] = round(out.get(key, 0.0) + max(0.0, end - began), 2)
+        return out
 
     def __call__(self, line: str) -> None:
         if GUEST in line:
@@ -42,6 +56,7 @@ class Console:
             self.reached = time.monotonic() - self.start
         kind, _, value = msg.partition(" ")
         if kind == "phase":
+            self.marks.append((value.strip(), time.monotonic() - self.start))
             progress.step(f"guest: {value}")
         elif kind == "tps" and time.monotonic() - self.last_tps > 10:
             self.last_tps = time.monotonic()

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from harness import fingerprint, guest, pgbench, postgres, proc, system, template
+from harness import boot, fingerprint, guest, pgbench, postgres, proc, system, template
 from harness.proc import Account, HarnessError
 from kbisect.core import clock, paths
 from kbisect.core import proc as host_proc
@@ -444,3 +444,21 @@ def test_cpu_during_runs_from_two_proc_stat_readings():
     assert stolen == {"seconds": 9.0, "busy_share": 0.333, "steal_share": 0.333, "loadavg": None}
     assert fingerprint.cpu_during(None, after, 1.0, None) is None
     assert fingerprint.cpu_times("intr 1 2\n") is None
+
+
+def test_warm_up_runs_take_their_own_length(tmp_path, monkeypatch):
+    from kbisect.scenario import scenario
+
+    data = scenario.load("smoke").with_overrides(["pgbench.warmup_runs=2", "pgbench.warmup_s=3"])
+    b = boot.Boot(json.loads(data.to_json()), tmp_path, tmp_path / "t", tmp_path / "w")
+    asked = []
+
+    def run(index, warmup, bench, script):
+        asked.append((index, warmup, bench["duration_s"]))
+        return {"index": index, "warmup": warmup, "tps": 1.0}
+
+    monkeypatch.setattr(b, "_run", run)
+    runs = b.runs()
+    duration = data.get("pgbench.duration_s")
+    assert asked == [(0, True, 3), (1, True, 3), (2, False, duration)]
+    assert [r["warmup"] for r in runs] == [True, True, False]

@@ -254,6 +254,16 @@ def test_override_recomputes_defaulted_total_timeout(tmp_path):
     assert long.get("timeouts.total_s") - short.get("timeouts.total_s") == 2 * (600 - 5)
 
 
+def test_a_warm_up_shorter_than_a_run_shortens_the_runs_own_length(tmp_path):
+    path = edited(tmp_path, "total_s = 900\n", "")
+    plain = scenario.load(str(path))
+    short = plain.with_overrides(["pgbench.warmup_s=2", "pgbench.duration_s=20"])
+    longer = plain.with_overrides(["pgbench.duration_s=20"])
+    # one warm-up of 2 s instead of 20 s: 18 s less in the default total
+    assert longer.get("timeouts.total_s") - short.get("timeouts.total_s") == 18
+    assert short.hash != longer.hash
+
+
 def test_parse_override_value_types():
     assert scenario.parse_override("a.b=32") == ("a.b", 32)
     assert scenario.parse_override("a.b=true") == ("a.b", True)
@@ -280,8 +290,9 @@ def test_parse_override_value_types():
         (
             "timeouts.total_s=1",
             "timeouts.total_s (1) must exceed the runs' own length, "
-            "(pgbench.warmup_runs + pgbench.runs) x pgbench.duration_s = 10 s",
+            "pgbench.warmup_runs x pgbench.warmup_s + pgbench.runs x pgbench.duration_s = 10 s",
         ),
+        ("pgbench.warmup_s=0", "pgbench.warmup_s must be 1 to 86400, got 0"),
     ],
 )
 def test_absurd_values_are_refused_naming_the_key_and_range(override, message):

@@ -15,10 +15,10 @@ from kbisect.scenario.fields import ScenarioError
 
 # The hashes the shipped scenarios had before [storage] and [fio] existed (commit 771de85),
 # when every guest ran the host's PostgreSQL (15), and the pins that say so today.
+# simple-update-2vcpu (32521c58378b) and its -hugepages twin (3a2e4dfa8d73) have changed on
+# purpose since: a 10 s warm-up (tests/scenario/test_profile.py HASHES has their hashes).
 OLD_HASHES = {
     "m8g-7dadeaa6e851": ("5429926fd211", 17),
-    "simple-update-2vcpu": ("32521c58378b", 15),
-    "simple-update-2vcpu-hugepages": ("3a2e4dfa8d73", 15),
     "smoke": ("939d902907b8", 15),
 }
 

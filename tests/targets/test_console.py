@@ -46,3 +46,33 @@ def test_missing_the_harness_deadline_is_a_boot_error() -> None:
     reached(f"{console.GUEST}phase init")
     time.sleep(0.02)
     reached("[    9.0] late kernel line")  # the harness was reached: no deadline any more
+
+
+def test_phases_are_timed_from_the_console(monkeypatch: pytest.MonkeyPatch) -> None:
+    now = [100.0]
+    monkeypatch.setattr(time, "monotonic", lambda: now[0])
+    c = console.Console(60.0)
+    assert c.phases(5.0) == {}  # the harness never spoke: nothing to split
+    for at, line in [
+        (12.0, "kbisect-guest: phase init"),
+        (15.0, "kbisect-guest: phase restore"),
+        (28.5, "kbisect-guest: phase start"),
+        (30.0, "kbisect-guest: phase warmup"),
+        (40.0, "kbisect-guest: phase run"),
+        (130.0, "kbisect-guest: phase stop"),
+        (131.0, "kbisect-guest: phase done"),
+    ]:
+        now[0] = 100.0 + at
+        c(line)
+    phases = c.phases(133.0)
+    assert phases == {
+        "boot": 12.0,
+        "init": 3.0,
+        "restore": 13.5,
+        "start": 1.5,
+        "warmup": 10.0,
+        "run": 90.0,
+        "stop": 1.0,
+        "shutdown": 2.0,
+    }
+    assert sum(phases.values()) == pytest.approx(133.0)

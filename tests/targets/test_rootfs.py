@@ -49,6 +49,8 @@ def test_mmdebstrap_command_is_exact() -> None:
     assert "postgresql-15" in rootfs.packages(server.Pin(15)) and "python3" in rootfs.packages(
         server.Pin(15)
     )
+    # no udev: virtme-ng's init skips its coldplug (12-20 s of a boot under TCG)
+    assert "udev" not in rootfs.packages(server.Pin(15))
     with_mirror = rootfs.mmdebstrap_command(a, Path("/r"), server.Pin(15), "http://mirror/debian")
     assert with_mirror[-1] == "http://mirror/debian"
     seventeen = rootfs.mmdebstrap_command(arch.get("x86_64"), Path("/r"), server.Pin(17))
@@ -116,7 +118,7 @@ def test_finish_makes_accounts_poweroff_and_mount_points(tmp_path: Path) -> None
     assert any(g.startswith("postgres:") for g in (root / "etc/group").read_text().splitlines())
     assert (root / "usr/sbin/poweroff").is_symlink()
     assert str((root / "usr/sbin/poweroff").readlink()) == "/bin/busybox"
-    for d in (rootfs.GUEST_HARNESS, rootfs.GUEST_OUT, rootfs.GUEST_TEMPLATES):
+    for d in (rootfs.GUEST_HARNESS, rootfs.GUEST_OUT, rootfs.GUEST_TEMPLATES, rootfs.GUEST_PYCACHE):
         assert (root / d.relative_to("/")).is_dir()
     assert (root / "tmp/kbisect-pg").is_dir()
     assert (root / "tmp").stat().st_mode & 0o1777 == 0o1777
@@ -191,9 +193,15 @@ def test_foreign_guest_boots_the_root_fs_with_the_host_dirs_under_kbisect(
     assert rw == [
         f"/kbisect/out={s['boot_dir']}",
         f"/kbisect/templates={tmp_path}/cache/pg-templates",
+        f"/kbisect/pycache={tmp_path}/cache/pycache/{rootfs.key(a, server.Pin(15))}",
     ]
     guest = shlex.split(argv[argv.index("--exec") + 1])
-    assert guest[:2] == ["python3", "/kbisect/harness/guest.py"]
+    assert guest[:4] == [
+        "python3",
+        "-X",
+        "pycache_prefix=/kbisect/pycache",
+        "/kbisect/harness/guest.py",
+    ]
     assert guest[guest.index("--out") + 1] == "/kbisect/out"
     assert guest[guest.index("--scenario-json") + 1] == "/kbisect/out/scenario.json"
     assert s["userland"]["image"] == rootfs.key(a, server.Pin(15))

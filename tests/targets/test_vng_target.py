@@ -211,3 +211,15 @@ def test_run_bad_input_exits_2(tmp_path: Path, state: Path, argv: list[str]) -> 
     args = ["run", *[x for kv in base.items() for x in kv], "--out", str(tmp_path / "r")]
     assert cli.main(args) == EXIT_USER
     assert vng_calls(state) == []
+
+
+def test_a_guest_on_its_own_root_keeps_compiled_python_in_the_cache(state: Path) -> None:
+    from kbisect.targets.vng import rootfs, target
+
+    out, templates = Path("/kbisect/out"), Path("/kbisect/templates")
+    own = target.guest_argv(rootfs.GUEST_HARNESS, out / "s.json", out, templates, Path("/p"))
+    assert own[:4] == ["python3", "-X", "pycache_prefix=/p", "/kbisect/harness/guest.py"]
+    host = target.guest_argv(Path("/h"), out / "s.json", out, templates)
+    assert host[:2] == ["python3", "/h/guest.py"]  # the host's root has its own
+    made = rootfs.pycache_dir(Path("/cache/images/x86_64-trixie-pg17-abc/root"))
+    assert made.is_dir() and made.name == "x86_64-trixie-pg17-abc"

@@ -38,15 +38,22 @@ from kbisect.scenario import profile, server
 from kbisect.scenario.server import Pin
 
 BUILD_S = 20  # a root's making, measured: 18-20 s for x86_64 trixie on this project's host
-RECIPE = 3  # bump when PACKAGES or finish() change what a root holds
+RECIPE = 4  # bump when PACKAGES or finish() change what a root holds
 GUEST_DIR = Path("/kbisect")
 GUEST_HARNESS = GUEST_DIR / "harness"
 GUEST_OUT = GUEST_DIR / "out"
 GUEST_TEMPLATES = GUEST_DIR / "templates"
 GUEST_PG = GUEST_DIR / "pg"  # a PostgreSQL build (kbisect/pgbuild/store.py PREFIX)
-# What virtme-ng's shell init (virtme-init) and the harness run. The extract variant
-# installs no Essential:yes package by itself, so the base tools are named too; apt adds
-# the dependencies. udev: virtme-init finds its console ports through it.
+# Python's compiled modules (python3 -X pycache_prefix): the root's own Python files come
+# without them (no maintainer script runs) and the harness is shared read-only, so a
+# guest compiled every module it imports at every boot: 10-15 s under TCG. The first boot
+# of a root writes them into the cache (pycache_dir()); later boots read them.
+GUEST_PYCACHE = GUEST_DIR / "pycache"
+# What virtme-ng's init and the harness run. The extract variant installs no
+# Essential:yes package by itself, so the base tools are named too; apt adds the
+# dependencies. No udev: virtme-ng's init skips udev when the root has none, and its
+# coldplug took 12-20 s of a 28 s boot under TCG; the harness's lines reach the host on
+# the console (targets/console.py), and the harness finds its disk through sysfs.
 PACKAGES = (
     "base-files",
     "base-passwd",
@@ -64,7 +71,6 @@ PACKAGES = (
     "python3",
     "sed",
     "tar",
-    "udev",
     "util-linux",
     "zstd",
 )
@@ -105,6 +111,13 @@ def needs_root(a: arch_mod.Arch, data: dict[str, Any]) -> bool:
 
 def root_for(a: arch_mod.Arch, pin: Pin) -> Path:
     return paths.cache_dir() / "images" / key(a, pin) / "root"
+
+
+def pycache_dir(root: Path) -> Path:
+    """Where the guests of this root keep Python's compiled modules (GUEST_PYCACHE)."""
+    path = paths.cache_dir() / "pycache" / root.parent.name
+    path.mkdir(parents=True, exist_ok=True)
+    return path
 
 
 def packages(pin: Pin) -> list[str]:
@@ -153,7 +166,8 @@ def finish(root: Path) -> None:
         poweroff.symlink_to("/bin/busybox")
     # The root is shared read-only: every mount point must exist beforehand (the last
     # is the harness's PGDATA tmpfs, harness/boot.py GUEST_WORKDIR).
-    for d in (GUEST_HARNESS, GUEST_OUT, GUEST_TEMPLATES, GUEST_PG, Path("/tmp/kbisect-pg")):
+    mounts = (GUEST_HARNESS, GUEST_OUT, GUEST_TEMPLATES, GUEST_PG, GUEST_PYCACHE)
+    for d in (*mounts, Path("/tmp/kbisect-pg")):
         (root / d.relative_to("/")).mkdir(parents=True, exist_ok=True)
     (root / "tmp").chmod(0o1777)
     (etc / "hostname").write_text("kbisect\n")

@@ -20,10 +20,15 @@ from kbisect.targets.base import Job, Target
 from kbisect.targets.vng import command, disks, host, kvm, rootfs
 
 
-def guest_argv(harness: Path, scenario_file: Path, out: Path, templates: Path) -> list[str]:
-    """The harness's command line, in the guest's paths."""
+def guest_argv(
+    harness: Path, scenario_file: Path, out: Path, templates: Path, pycache: Path | None = None
+) -> list[str]:
+    """The harness's command line, in the guest's paths; `pycache`: where Python keeps
+    its compiled modules (None: beside the sources, as the host's own root does)."""
+    prefix = ["-X", f"pycache_prefix={pycache}"] if pycache is not None else []
     return [
         "python3",
+        *prefix,
         str(harness / "guest.py"),
         "--scenario-json",
         str(scenario_file),
@@ -44,10 +49,15 @@ def boot_spec(job: Job, arch: Arch, accel: str, root: Path | None) -> command.Bo
             command.Share(paths.harness_dir(), rootfs.GUEST_HARNESS, writable=False),
             command.Share(job.boot_dir, rootfs.GUEST_OUT),
             command.Share(job.templates, rootfs.GUEST_TEMPLATES),
+            command.Share(rootfs.pycache_dir(root), rootfs.GUEST_PYCACHE),
         ]
         out = rootfs.GUEST_OUT
         argv = guest_argv(
-            rootfs.GUEST_HARNESS, out / job.scenario_file.name, out, rootfs.GUEST_TEMPLATES
+            rootfs.GUEST_HARNESS,
+            out / job.scenario_file.name,
+            out,
+            rootfs.GUEST_TEMPLATES,
+            rootfs.GUEST_PYCACHE,
         )
     build = job.scen.data["postgres"].get("build")
     if build is not None:  # a PostgreSQL build, where its --prefix says (pgbuild/store.py)
