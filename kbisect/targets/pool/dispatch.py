@@ -125,6 +125,8 @@ def run_batch(
     """Run every task, at most one per machine at a time; their outcomes in the tasks'
     order. `on_done(i, done)` is called (in this thread) as each task finishes."""
     book = _book(target)
+    if isinstance(target, Pool):
+        target.stopping.clear()
     known = {m.name for m in (target.members if isinstance(target, Pool) else [target])}
     bound = {i: t.member for i, t in enumerate(tasks)}
     if unknown := sorted({str(b) for b in bound.values() if b is not None} - known):
@@ -145,11 +147,22 @@ def run_batch(
                     if on_done is not None:
                         on_done(i, result)
     except BaseException:
-        proc.end_all()  # the other threads' boots: their commands end, the threads return
+        _stop(target, running)
         executor.shutdown(wait=True, cancel_futures=True)
         raise
     executor.shutdown(wait=True)
     return [out[i] for i in range(len(tasks))]
+
+
+def _stop(target: Target, running: dict[cf.Future[T], tuple[int, Target]]) -> None:
+    """On an interruption (or the last machine lost): no boot starts any more, and the
+    commands of the boots under way are ended until their threads return."""
+    if isinstance(target, Pool):
+        target.stopping.set()
+    waiting = set(running)
+    while waiting:
+        proc.end_all()
+        waiting = cf.wait(waiting, timeout=1.0).not_done
 
 
 def _start(

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -51,11 +52,12 @@ class Member(Target):
 
     kind = "member"
 
-    def __init__(self, pool: str, inner: Target) -> None:
+    def __init__(self, pool: str, inner: Target, stopping: threading.Event) -> None:
         super().__init__(inner.name, inner.arch)
         self.pool = pool
         self.inner = inner
         self.runs_here = inner.runs_here
+        self.stopping = stopping  # the pool's run was interrupted: no boot starts
 
     def describe(self) -> dict[str, Any]:
         return {**self.inner.describe(), "pool": self.pool, "machine": self.name}
@@ -76,6 +78,8 @@ class Member(Target):
         self.inner.validate(kernel)
 
     def boot(self, job: Job) -> None:
+        if self.stopping.is_set():  # a retry after the dispatcher ended this boot's command
+            raise KeyboardInterrupt(f"pool {self.pool}: interrupted")
         self.inner.boot(job)
 
     def monitor(self, job: Job, threshold: float) -> disturbance.Monitor:
@@ -105,7 +109,8 @@ class Pool(Target):
     def __init__(self, name: str, arch: Arch, members: list[Target]) -> None:
         super().__init__(name, arch)
         config.check_distinct(name, [(m.name, machine_of(m)) for m in members])
-        self.members = [Member(name, m) for m in members]
+        self.stopping = threading.Event()  # set by the dispatcher on an interruption
+        self.members = [Member(name, m, self.stopping) for m in members]
         self.quarantined: dict[str, str] = {}
         self.record = Record()
         self.runs_here = any(m.runs_here for m in members)
