@@ -70,7 +70,7 @@ def test_one_side_per_machine_cannot_be_told_from_the_machines() -> None:
 
 def test_no_spread_left_is_refused() -> None:
     with pytest.raises(means.StatsError, match="no spread"):
-        blocked.ratio_ci([1.0, 1.1], [2.0, 2.1], ["m0", "m1"], ["m0", "m1"])
+        blocked.ratio_ci([1.0, 1.1], [2.0], ["m0", "m1"], ["m0"])
 
 
 def test_a_machine_with_one_side_adds_nothing_to_the_effect() -> None:

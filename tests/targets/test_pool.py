@@ -84,7 +84,8 @@ def test_a_bad_pool_file_exits_2_from_the_command_line(
     path = write(tmp_path, 'kind = "pool"\n')
     image = fake_image(tmp_path / "k")
     argv = ["compare", "--target", str(path), "--kernel", str(image.parent), "--boots", "2"]
-    argv += ["--append-a", "x=1", "--append-b", "x=2", "--out", str(tmp_path / "out")]
+    argv += ["--append-a", "x=1", "--append-b", "x=2", "--scenario", "smoke"]
+    argv += ["--out", str(tmp_path / "out")]
     assert cli.main(argv) == EXIT_USER
     err = capsys.readouterr().err
     assert "no members" in err and "Traceback" not in err

@@ -153,15 +153,17 @@ class Pool(Target):
         unless all fail: then the first one's error, as a single target would raise it."""
         if scen is not None:
             self._check_slots(scen)
-        errors: list[Exception] = []
-        for m in self.live():
+        failed: list[tuple[Member, Exception]] = []
+        live = self.live()
+        for m in live:
             try:
                 m.preflight(scen)
             except (UserError, InfraError) as exc:
-                errors.append(exc)
-                if len(errors) == len(self.live()):
-                    raise
-                self.quarantine(m.name, str(exc))
+                failed.append((m, exc))
+        if len(failed) == len(live) and failed:
+            raise failed[0][1]
+        for m, error in failed:
+            self.quarantine(m.name, str(error))
 
     def _check_slots(self, scen: Scenario) -> None:
         """vng slots share this host: together their vCPUs must fit its CPUs."""
