@@ -14,7 +14,7 @@ from kbisect.commands import cli
 from kbisect.compare import schedule
 from kbisect.core.exceptions import EXIT_OK
 from kbisect.measure import results
-from tests.fakes import fake_image, fake_pool
+from tests.fakes import ab_compare_argv, fake_image, fake_pool
 
 
 @pytest.fixture(autouse=True)
@@ -23,24 +23,8 @@ def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def argv(pool: Path, image: Path, out: Path, boots: int, *extra: str) -> list[str]:
-    return [
-        "compare",
-        "--target",
-        str(pool),
-        "--kernel",
-        str(image),
-        "--append-a",
-        "x=1",
-        "--append-b",
-        "x=2",
-        "--scenario",
-        "smoke",
-        "--boots",
-        str(boots),
-        "--out",
-        str(out),
-        *extra,
-    ]
+    """The fake compare of tests/fakes.py (x=1 against x=2) over `pool`."""
+    return ab_compare_argv(image, pool, "--boots", str(boots), "--out", str(out), *extra)
 
 
 def test_pool_order_deals_abba_blocks_to_every_machine() -> None:
