@@ -141,6 +141,20 @@ def fake_target(folder: Path, name: str = "fake", **settings: Any) -> Path:
     return path
 
 
+def fake_pool(folder: Path, members: dict[str, dict[str, Any]], name: str = "pool") -> Path:
+    """Write a pool file (kbisect/targets/pool/) of inline fake members into folder; each
+    member's call log goes to folder/<member>-state/calls.jsonl. Return its path."""
+    folder.mkdir(parents=True, exist_ok=True)
+    lines = ['kind = "pool"', f"name = {json.dumps(name)}"]
+    for member, settings in members.items():
+        settings = {"state": str(folder / f"{member}-state"), **settings}
+        lines += ["", "[[member]]", 'kind = "fake"', f"name = {json.dumps(member)}"]
+        lines += [f"{k} = {_toml(v)}" for k, v in settings.items()]
+    path = folder / f"{name}.toml"
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
 def _toml(value: Any) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"

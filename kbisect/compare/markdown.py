@@ -8,7 +8,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from kbisect.compare import warnings
+from kbisect.compare import machines, warnings
 from kbisect.compare.report import (
     SIDES,
     Run,
@@ -80,6 +80,27 @@ def _side_table(run: Run) -> list[str]:
             f"| {s.max:,.1f} |"
         )
     return out
+
+
+def _machine_table(run: Run) -> list[str]:
+    """A pool's machines: each one's boots that count, means and B/A (none for one)."""
+    found = machines.rows(run.samples)
+    if not found:
+        return []
+    out = [
+        "## Machines",
+        "",
+        "B/A above is within machines (a machine fixed effect); each machine alone:",
+        "",
+        "| machine | boots A | mean A | boots B | mean B | B/A |",
+        "|---|---:|---:|---:|---:|---:|",
+    ]
+    for r in found:
+        a = f"{r.mean_a:,.1f}" if r.mean_a is not None else "—"
+        b = f"{r.mean_b:,.1f}" if r.mean_b is not None else "—"
+        ratio = f"{r.ratio:.3f}x" if r.ratio is not None else "—"
+        out.append(f"| {_cell(r.machine)} | {r.n_a} | {a} | {r.n_b} | {b} | {ratio} |")
+    return [*out, ""]
 
 
 def _boot_table(samples: Sequence[Mapping[str, Any]]) -> list[str]:
@@ -157,6 +178,7 @@ def markdown(run: Run, *, override: bool = False) -> str:
         "",
         *_side_table(run),
         "",
+        *_machine_table(run),
         *patches.markdown({x: side_patches(run, x) for x in SIDES}),
         "## Warnings",
         "",

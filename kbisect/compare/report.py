@@ -10,15 +10,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kbisect.compare import sequential
+from kbisect.compare import machines, sequential
 from kbisect.core import progress
 from kbisect.core.exceptions import UserError
 from kbisect.measure import results, retake, schema
 from kbisect.report import disturbed
-from kbisect.stats import means
+from kbisect.stats import blocked, means
 
 SIDES = ("A", "B")
-METHODS = {means.METHOD: "delta method on the log ratio, Welch df"}
+METHODS = {
+    means.METHOD: "delta method on the log ratio, Welch df",
+    blocked.METHOD: "log tps with a machine fixed effect: B/A within machines",
+}
 
 
 class BadCompareRun(UserError):
@@ -104,7 +107,13 @@ def load(run_dir: Path, summary: Mapping[str, Any], min_effect: float | None) ->
         order = summary.get("order") or []
         planned = min(order.count(x) for x in SIDES) if order else None
         v = sequential.verdict(
-            a, b, min_effect=effect, confidence=confidence, planned=planned, most=most(summary)
+            a,
+            b,
+            min_effect=effect,
+            confidence=confidence,
+            planned=planned,
+            most=most(summary),
+            interval=machines.interval(samples),
         )
     except means.StatsError as exc:
         raise BadCompareRun(f"{run_dir}: {exc}") from exc

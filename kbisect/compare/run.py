@@ -17,7 +17,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from kbisect.compare import markdown, pgsides, schedule, sequential
+from kbisect.compare import machines, markdown, pgsides, schedule, sequential
 from kbisect.compare import sides as sides_mod
 from kbisect.compare import summary as summaries
 from kbisect.compare.sides import NAMES, Side, Spec
@@ -29,6 +29,7 @@ from kbisect.scenario import scenario
 from kbisect.stats import stopping
 from kbisect.targets import registry
 from kbisect.targets.base import Target
+from kbisect.targets.pool import dispatch
 
 
 def _scenario_spec(spec: str) -> str:
@@ -62,6 +63,14 @@ def start(spec: Spec, policy: retake.Policy) -> int:
             if repo is not None:
                 sides_mod.build_side(repo, side, target, spec.configs, spec.base_config)
         out = results.out_dir(spec.out, "compare", base_scen.name)  # written from here on
+        machines = [m.name for m in dispatch.members(target)]
+        if len(machines) > 1 and rule is not None:
+            progress.step(
+                f"over a pool the sequential rule (--boots auto) is not used: a fixed "
+                f"{boots} boots a side, spread over {len(machines)} machines"
+            )
+            rule = None
+        sides_order, where = schedule.pool_order(boots, machines, spec.order, spec.seed)
         plan = {
             "version": 1,
             "command": progress.reproduce_line(),
@@ -70,7 +79,10 @@ def start(spec: Spec, policy: retake.Policy) -> int:
             "scenario": _scenario_spec(spec.scenario),
             "scenario_id": {"name": base_scen.name, "hash": a.scen.hash},
             "sides": {"A": a.to_plan(), "B": b.to_plan()},
-            "order": schedule.order(boots, spec.order, spec.seed),
+            "order": schedule.order(boots, spec.order, spec.seed)
+            if len(machines) < 2
+            else sides_order,
+            **({"machines": where} if len(machines) > 1 else {}),
             **sequential.plan_fields(rule),
             "scheme": spec.order,
             "seed": spec.seed,
@@ -124,7 +136,8 @@ def _left_disturbed(out: Path) -> bool:
         return False
     plan = schedule.load(out)
     stored = results.load_samples(out)
-    return bool(schedule.standing(plan["order"], int(plan["retries"]), stored).open)
+    stand = schedule.by_slot if "machines" in plan else schedule.standing
+    return bool(stand(plan["order"], int(plan["retries"]), stored).open)
 
 
 def _finish(out: Path) -> int:
@@ -151,7 +164,9 @@ def _run(target: Target, sides: dict[str, Side], plan: dict[str, Any], out: Path
     with _exclusive(out):
         schedule.save(out, plan)
         progress.set_resume(["kbisect", "compare", "--resume", str(out.resolve())])
-        st = schedule.standing(plan["order"], plan["retries"], results.load_samples(out))
+        pooled = "machines" in plan
+        stand = schedule.by_slot if pooled else schedule.standing
+        st = stand(plan["order"], plan["retries"], results.load_samples(out))
         for x in NAMES:
             sides[x].tps, sides[x].failed = st.tps[x], st.failed[x]
         target.warn_if_busy()
@@ -160,8 +175,15 @@ def _run(target: Target, sides: dict[str, Side], plan: dict[str, Any], out: Path
             progress.step(f"{st.slot} of {len(plan['order'])} boots already done")
         most = f"up to {len(plan['order'])}" if rule else f"{len(plan['order'])}"
         until = ", until the ratio is settled (--boots auto)" if rule else ""
-        progress.step(f"{most} boots, interleaved ({plan['scheme']}){until}; results in {out}")
-        stop, reached = _measure(target, sides, plan, out, st, rule)
+        over = f" over {len(set(plan['machines']))} machines" if pooled else ""
+        progress.step(
+            f"{most} boots, interleaved ({plan['scheme']}){over}{until}; results in {out}"
+        )
+        if pooled:
+            stop, reached = None, len(plan["order"])
+            st = _measure_pool(target, sides, plan, out, st)
+        else:
+            stop, reached = _measure(target, sides, plan, out, st, rule)
         if stop is not None and rule is not None:
             progress.step(stopping.reason(stop, rule))
     a, b = sides["A"], sides["B"]
@@ -171,6 +193,7 @@ def _run(target: Target, sides: dict[str, Side], plan: dict[str, Any], out: Path
             f"B: {b.failed}; slots left disturbed: {len(st.open)}); see {out}"
         )
     order = plan["order"][:reached]
+    stored = results.load_samples(out)
     verdict = sequential.verdict(
         a.tps,
         b.tps,
@@ -178,12 +201,15 @@ def _run(target: Target, sides: dict[str, Side], plan: dict[str, Any], out: Path
         confidence=rule.level if rule else 0.95,
         planned=min(order.count(x) for x in NAMES),
         most=rule.most if rule else None,
+        interval=machines.interval(stored) if pooled else None,
     )
     duration = time.time() - float(plan["started"])
     taken = {**plan, "order": order}
     seq = stopping.as_dict(stop, rule) if stop is not None and rule is not None else None
     results.write_summary(out, summaries.summary(sides, taken, verdict, duration, out, seq))
     summaries.print_table(sides, verdict)
+    for line in machines.lines(stored):
+        print(f"  {line}")
     for x in NAMES:
         if left := [i for i in st.open if order[i] == x]:
             progress.warn(
@@ -191,7 +217,7 @@ def _run(target: Target, sides: dict[str, Side], plan: dict[str, Any], out: Path
                 f"{len(left)} slot(s) left disturbed (retakes used up); "
                 f"`kbisect compare --resume {out}` takes them again"
             )
-    if moved := timeline.sides(results.load_samples(out))[1]:
+    if moved := timeline.sides(stored)[1]:
         progress.warn(moved)
     print(f"report: {markdown.render(out)[0]}")
     return EXIT_NEGATIVE if verdict.kind == "regression" else EXIT_OK
@@ -222,6 +248,36 @@ def _measure(
             st.open[i] = 0
 
     return sequential.play(order, st.slot, take, lambda: (sides["A"].tps, sides["B"].tps), rule)
+
+
+def _measure_pool(
+    target: Target,
+    sides: dict[str, Side],
+    plan: dict[str, Any],
+    out: Path,
+    st: schedule.Standing,
+) -> schedule.Standing:
+    """Every slot still to take, on its machine, the machines at once (at most one boot
+    each: targets/pool/dispatch.py); a quarantined machine's slots go to the others.
+    Where the run then stands, from the stored samples (the boots that count per side
+    in the order stored, as the report reads them)."""
+    order, where = plan["order"], plan["machines"]
+    known = {m.name for m in dispatch.members(target)}
+
+    def task(i: int, first: int, used: int) -> dispatch.Task[bool | None]:
+        def run(machine: Target) -> bool | None:
+            return _slot(machine, sides[order[i]], plan, out, i, first, retake.Slot(used))
+
+        return dispatch.Task(run, where[i] if where[i] in known else None)
+
+    tasks = [task(i, first, used) for i, (first, used) in sorted(st.todo.items())]
+    dispatch.run_batch(target, tasks, strike=lambda took: took is not True)
+    stored = results.load_samples(out)
+    st = schedule.by_slot(order, int(plan["retries"]), stored)
+    for x in NAMES:
+        sides[x].tps = machines.counted(stored, x)[0]
+        sides[x].failed = st.failed[x]
+    return st
 
 
 def _slot(

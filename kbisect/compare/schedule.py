@@ -37,6 +37,32 @@ def order(boots: int, scheme: str = "abba", seed: int | None = None) -> list[str
     return [x for pair in pairs for x in pair]
 
 
+def pool_order(
+    boots: int, machines: list[str], scheme: str = "abba", seed: int | None = None
+) -> tuple[list[str], list[str]]:
+    """Boot order over a pool: randomized blocks with the machine as the block. The
+    `boots` pairs a side are dealt to the machines in turn (each machine measures both
+    sides); within a machine, ABBA (its first pair AB or BA by turns over the machines:
+    which side goes first is balanced across them too), or with `random` each pair in a
+    seeded random order. The slots go machine after machine, pair by pair, so all
+    machines work at once. (sides, the machine of each slot)."""
+    rng = random.Random(seed)
+    count = [boots // len(machines) + (j < boots % len(machines)) for j in range(len(machines))]
+    sides: list[str] = []
+    where: list[str] = []
+    for k in range(max(count)):
+        for j, name in enumerate(machines):
+            if k >= count[j]:
+                continue
+            if scheme == "random":
+                pair = rng.sample(["A", "B"], 2)
+            else:
+                pair = ["A", "B"] if (k + j) % 2 == 0 else ["B", "A"]
+            sides += pair
+            where += [name, name]
+    return sides, where
+
+
 def save(out: Path, plan: dict[str, Any]) -> None:
     atomic.write_json(out / PLAN, {**plan, "kind": PLAN_KIND})
 
@@ -82,6 +108,13 @@ def _check(plan: dict[str, Any], path: Path) -> None:
     sides = f.table("sides")
     for side in ("A", "B"):
         sides.table(side, required=True)
+    machines = plan.get("machines")
+    if machines is not None and (
+        not isinstance(machines, list)
+        or len(machines) != len(order)
+        or not all(isinstance(m, str) and m for m in machines)
+    ):
+        f.fail("machines", f"must name a machine for each of the {len(order)} slots")
 
 
 def newest_unfinished(root: Path) -> Path:
@@ -107,6 +140,8 @@ class Standing:
     tps: dict[str, list[float]] = field(default_factory=lambda: {"A": [], "B": []})
     failed: dict[str, int] = field(default_factory=lambda: {"A": 0, "B": 0})
     open: dict[int, int] = field(default_factory=dict)
+    # a pool's run (by_slot): slot -> (failed tries, retakes) of each slot still to take
+    todo: dict[int, tuple[int, int]] = field(default_factory=dict)
 
 
 def standing(plan: list[str], retries: int, stored: list[dict[str, Any]]) -> Standing:
@@ -160,3 +195,45 @@ def _retaken(st: Standing, plan: list[str], slot: int, s: dict[str, Any]) -> Non
         st.open[slot] = 0 if retake.left_out(s) else st.open[slot] + 1
     else:
         st.failed[str(label)] += 1
+
+
+def by_slot(plan: list[str], retries: int, stored: list[dict[str, Any]]) -> Standing:
+    """Where a run over a pool stands: its machines take slots at once, so samples are
+    stored out of the plan's order, each naming its slot. Each slot's samples are
+    replayed as `standing` replays the plan's: done when one counts; left disturbed
+    (`open`, taken again first) by its last try; given up after `retries` failed tries,
+    unless a later try (its machine quarantined, another took it) follows. `slot` is the
+    number of slots settled; `todo` the others, with the tries and retakes they used."""
+    st = Standing()
+    mine: dict[int, list[dict[str, Any]]] = {}
+    for s in stored:
+        slot = s.get("slot")
+        if not isinstance(slot, int) or not 0 <= slot < len(plan) or s.get("label") != plan[slot]:
+            raise NotResumable(
+                f"a stored sample of side {s.get('label')} names no slot of this pool's plan "
+                f"(slot {slot!r})"
+            )
+        mine.setdefault(slot, []).append(s)
+    for i in range(len(plan)):
+        done, attempts, retakes = False, 0, 0
+        for s in mine.get(i, []):
+            if done:
+                continue
+            if retake.counts(s):
+                st.tps[plan[i]].append(float(s["tps"]))
+                done = True
+            elif s.get("status") in ("ok", retake.DISTURBED):
+                retakes = 0 if retake.left_out(s) else retakes + 1
+                if retake.left_out(s):
+                    st.open[i] = 0
+            else:
+                st.failed[plan[i]] += 1
+                attempts += 1
+        if done:
+            st.open.pop(i, None)
+        elif i in st.open:
+            st.todo[i] = (0, 0)
+        elif attempts <= retries:
+            st.todo[i] = (attempts, retakes)
+    st.slot = len(plan) - len(st.todo)
+    return st

@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from kbisect.compare import machines
 from kbisect.stats import means, stopping
 
 AUTO = "auto"
@@ -83,12 +84,22 @@ def verdict(
     confidence: float,
     planned: int | None,
     most: int | None,
+    interval: machines.Interval | None = None,
 ) -> means.Verdict:
     """A compare's verdict at `confidence`: a fixed one's (`planned` boots a side), or a
     sequential one's (at most `most` boots a side: the few-boots warning is for a run
-    that could not have had more, and the warnings point at --max-boots)."""
+    that could not have had more, and the warnings point at --max-boots). `interval`:
+    a pool's, within machines (machines.py); None, the single-target one."""
     if most is None:
-        return means.verdict(a, b, min_effect=min_effect, confidence=confidence, planned=planned)
+        return means.verdict(
+            a, b, min_effect=min_effect, confidence=confidence, planned=planned, interval=interval
+        )
     return means.verdict(
-        a, b, min_effect=min_effect, confidence=confidence, planned=most, boots_flag=FLAG
+        a,
+        b,
+        min_effect=min_effect,
+        confidence=confidence,
+        planned=most,
+        boots_flag=FLAG,
+        interval=interval,
     )

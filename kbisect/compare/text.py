@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from kbisect.compare import revert
+from kbisect.compare import machines, revert
 from kbisect.compare.report import METHODS, SIDES, Run, stopped
 from kbisect.compare.warnings import preempt_lines
 from kbisect.report import build, patches, profile, servers
@@ -23,7 +23,6 @@ from kbisect.report.text import (
     para,
     warning_lines,
 )
-from kbisect.stats import means
 
 
 def _scenario(settings: Mapping[str, Any], name: str, digest: str) -> list[str]:
@@ -84,10 +83,19 @@ def figures(run: Run) -> list[str]:
         f"  B: {v.b.mean:.1f} tps, CV {v.b.cv * 100:.1f}%, {v.b.n} boots ({failed['B']} failed)",
         *para(
             f"changes under {run.min_effect * 100:g}% are not called; the interval is "
-            f"{means.METHOD} ({METHODS[means.METHOD]}).",
+            f"{r.method} ({METHODS.get(r.method, r.method)}).",
             "  ",
         ),
+        *per_machine(run),
     ]
+
+
+def per_machine(run: Run) -> list[str]:
+    """Each machine's means and B/A, when a pool's machines took the boots."""
+    found = machines.lines(run.samples)
+    if not found:
+        return []
+    return ["  per machine (mean tps, boots that count):", *(f"    {x}" for x in found)]
 
 
 def kernels(run: Run) -> list[str]:

@@ -9,6 +9,7 @@ Commands are plain lists built elsewhere by pure functions; this module never bu
 
 from __future__ import annotations
 
+import contextlib
 import os
 import queue
 import shlex
@@ -165,6 +166,16 @@ def _kill(proc: subprocess.Popen[bytes]) -> None:
             proc.wait()
     except ProcessLookupError:
         pass
+
+
+def end_all() -> None:
+    """SIGTERM every child group still running (the boots other threads drive, on an
+    interruption of the thread that waits for them: their proc.run then returns)."""
+    with REAPER.lock:
+        groups = sorted(REAPER.groups)
+    for group in groups:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(group, signal.SIGTERM)
 
 
 def run(

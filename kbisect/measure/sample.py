@@ -37,9 +37,16 @@ def command_line(scen: Scenario, append: str) -> tuple[str, ...]:
 
 
 def new_boot_dir(out_dir: Path, label: str | None) -> Path:
-    boot_dir = out_dir / "boots" / f"{int(time.time() * 1000)}-{label or 'x'}"
-    boot_dir.mkdir(parents=True)
-    return boot_dir
+    """A new boot directory; two boots of a pool can start in the same millisecond."""
+    stamp = f"{int(time.time() * 1000)}-{label or 'x'}"
+    for n in range(1, 1000):
+        boot_dir = out_dir / "boots" / (stamp if n == 1 else f"{stamp}-{n}")
+        try:
+            boot_dir.mkdir(parents=True)
+            return boot_dir
+        except FileExistsError:
+            continue
+    raise FileExistsError(f"{out_dir / 'boots'}: no free name for {stamp}")
 
 
 @dataclass(frozen=True)
@@ -68,6 +75,7 @@ def take(
     while others used more than `threshold` of the host is stored as `when_disturbed`
     says (RETAKE, LAST, KEEP or COUNT above)."""
     kernel, scen, append = boot.kernel, boot.scen, boot.append
+    target = target.seat()  # a pool's machine: the sample records which one took it
     target.validate(kernel)
     boot_dir = new_boot_dir(boot.out_dir, boot.label)
     templates = paths.cache_dir() / "pg-templates"

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +25,7 @@ from kbisect.measure import retake, sample
 from kbisect.scenario.scenario import Scenario
 from kbisect.study import store
 from kbisect.targets.base import Kernel, Target
+from kbisect.targets.pool import dispatch
 
 VERSION = 1
 
@@ -121,14 +122,38 @@ def take(b: Boots, slot: Slot, out: Path, retries: int, used: int = 0) -> bool:
 
 
 def run(b: Boots, slots: Sequence[Slot], out: Path, retries: int) -> list[Slot]:
-    """Take every pending slot in plan order; return those still missing."""
+    """Take every pending slot in plan order; return those still missing. Over a pool,
+    the machines take them at once (`fan_out`)."""
     todo = pending(slots, store.ok_counts(out))
     if len(todo) < len(slots):
         progress.step(f"resuming: {len(slots) - len(todo)} of {len(slots)} samples already taken")
     used = store.retakes_used(out)  # the slot in progress per unit, on resume
+    if len(dispatch.members(b.target)) > 1:
+        return fan_out(b, todo, out, retries, used)
     missing = []
     for i, slot in enumerate(todo, 1):
         progress.step(f"sample {i}/{len(todo)}")
         if not take(b, slot, out, retries, used.pop(slot.unit, 0)):
             missing.append(slot)
     return missing
+
+
+def fan_out(
+    b: Boots, todo: Sequence[Slot], out: Path, retries: int, used: dict[tuple[int, int], int]
+) -> list[Slot]:
+    """The slots over a pool's machines (targets/pool/dispatch.py), the machine as a
+    block: block k goes whole to machine k mod N, so each machine boots every kernel in
+    every cell, and a kernel-to-kernel comparison within a block stays on one machine.
+    A quarantined machine's slots go to the others. The slots still missing."""
+    names = [m.name for m in dispatch.members(b.target)]
+    progress.step(f"{len(todo)} samples over {len(names)} machines ({', '.join(names)})")
+
+    def task(slot: Slot, retakes: int) -> dispatch.Task[bool]:
+        def run_on(machine: Target) -> bool:
+            return take(replace(b, target=machine), slot, out, retries, retakes)
+
+        return dispatch.Task(run_on, names[slot.block % len(names)])
+
+    tasks = [task(slot, used.pop(slot.unit, 0)) for slot in todo]
+    done = dispatch.run_batch(b.target, tasks, strike=lambda took: took is not True)
+    return [slot for slot, d in zip(todo, done, strict=True) if d.value is not True]

@@ -147,6 +147,10 @@ class Target(ABC):
                 f"{self.name} runs {self.arch.name}"
             )
 
+    def seat(self) -> Target:
+        """The target a boot goes to: itself (a pool: one of its machines, pool/)."""
+        return self
+
     @abstractmethod
     def boot(self, job: Job) -> None:
         """Boot job.kernel and run the harness; raise BootError or CommandTimeout when

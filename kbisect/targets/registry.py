@@ -4,7 +4,8 @@ A target is named on the command line with `--target NAME`:
 - `vng` (the default): a virtme-ng guest on this host, KVM or TCG (targets/vng/);
 - `fake`: a scripted machine for tests and dry runs (targets/fake/);
 - any other NAME: a TOML file, `~/.config/kbisect/targets/NAME.toml` (or a path to a
-  .toml file), whose `kind` says which of the kinds below it configures.
+  .toml file), whose `kind` says which of the kinds below it configures;
+- a pool file (`kind = "pool"`, targets/pool/): several of those as one target.
 
 The arch is resolved here, once: `--arch` if given, else the target's own (a machine's
 TOML says it), else, for a local target, this host's.
@@ -21,6 +22,8 @@ from kbisect.core import reading
 from kbisect.core.exceptions import UserError
 from kbisect.targets.base import Job, Kernel, Target
 from kbisect.targets.fake.target import FakeTarget
+from kbisect.targets.pool import config as pool_config
+from kbisect.targets.pool import target as pool_target
 from kbisect.targets.ssh.target import SshTarget
 from kbisect.targets.vng.target import VngTarget
 
@@ -57,9 +60,10 @@ def _file(name: str) -> Path | None:
 
 def _settings(name: str, path: Path) -> dict[str, Any]:
     data = reading.toml(path, UnknownTarget)
-    if not isinstance(data.get("kind"), str) or data["kind"] not in KINDS:
+    kinds = [*KINDS, pool_config.KIND]
+    if not isinstance(data.get("kind"), str) or data["kind"] not in kinds:
         raise UnknownTarget(
-            f"target {name} ({path}): kind must be one of {', '.join(KINDS)}, "
+            f"target {name} ({path}): kind must be one of {', '.join(kinds)}, "
             f"got {data.get('kind')!r}"
         )
     return data
@@ -72,9 +76,8 @@ def _arch(given: str | None, own: Any, name: str) -> arch_mod.Arch:
     return arch_mod.get(given or (str(own) if own else arch_mod.host_arch()))
 
 
-def get(name: str | None = None, arch: str | None = None) -> Target:
-    """The target called `name` (default vng), for `arch` (default: see above)."""
-    name = name or "vng"
+def _resolve(name: str) -> tuple[str, dict[str, Any], Path | None]:
+    """A --target value: its label, its settings, and its file (None for a built-in)."""
     path = None if name in BUILTIN else _file(name)
     if path is None and name not in BUILTIN:
         known = ", ".join(names())
@@ -83,6 +86,39 @@ def get(name: str | None = None, arch: str | None = None) -> Target:
             f"file in {config_dir()} or a path)"
         )
     settings = {"kind": name} if path is None else _settings(name, path)
-    label = Path(name).stem if path is not None else name
+    return (Path(name).stem if path is not None else name), settings, path
+
+
+def _make(label: str, settings: dict[str, Any], arch: str | None) -> Target:
     a = _arch(arch, settings.get("arch"), label)
     return KINDS[settings["kind"]].from_settings(label, a, settings)
+
+
+def _member(pool: str, spec: pool_config.MemberSpec, arch: str | None) -> Target:
+    """One member of a pool file: a target it names, or one it writes inline."""
+    if spec.target is not None:
+        label, settings, _ = _resolve(spec.target)
+    else:
+        label, settings = str(spec.name), dict(spec.settings or {})
+    if settings.get("kind") not in KINDS:
+        raise pool_config.BadPool(
+            f"pool {pool}: member {spec.name or label}: kind must be one of "
+            f"{', '.join(KINDS)} (a pool cannot be a member), got {settings.get('kind')!r}"
+        )
+    return _make(spec.name or label, settings, arch)
+
+
+def get(name: str | None = None, arch: str | None = None) -> Target:
+    """The target called `name` (default vng), for `arch` (default: see above)."""
+    label, settings, path = _resolve(name or "vng")
+    if settings["kind"] != pool_config.KIND:
+        return _make(label, settings, arch)
+    assert path is not None  # a pool is always a file
+    given = _arch(arch, settings.get("arch"), label).name if arch or settings.get("arch") else None
+    return pool_target.build(
+        label,
+        given,
+        settings,
+        path.parent,
+        lambda spec, a: _member(label, spec, a),
+    )

@@ -113,7 +113,9 @@ SCENARIO = kind(
     ["smoke", "{scenario}", "{space}/smoke.toml"],
     ["nosuch", "../../etc/passwd", "{bad_scenario}", *PATHS],
 )
-TARGET = kind(["{target}", "fake"], ["{machine}", "nosuch", "vng", "{bad_target}", *PATHS])
+TARGET = kind(
+    ["{target}", "fake"], ["{machine}", "nosuch", "vng", "{bad_target}", "{bad_pool}", *PATHS]
+)
 ARCH = kind(["x86_64"], ["arm64", "sparc", "", "X86_64", "all"], text=False)
 REV = kind(
     ["{sha1}", "{sha4}", "{sha7}", "HEAD", "v6.12-user"],
@@ -745,6 +747,10 @@ class Places(dict[str, str]):
         if key == "binary":
             (i / "blob.bin").write_bytes(b"\xff\xfe\x00\x80kbisect\xc3\x28")
             return str(i / "blob.bin")
+        if key == "bad_pool":  # a pool file naming one member twice (targets/pool/)
+            member = '[[member]]\nkind = "fake"\nname = "a"\n'
+            (i / "bad-pool.toml").write_text('kind = "pool"\n' + member + member)
+            return str(i / "bad-pool.toml")
         if key == "space":
             d = i / "with space é"
             d.mkdir(exist_ok=True)

@@ -915,6 +915,8 @@ def test_study_share_and_merge_reject_bad_input(tmp_path: Path) -> None:
     for bad in (
         {"KBISECT_STUDY": "x", "KBISECT_SHARE": "2"},
         {"KBISECT_STUDY": "-x", "KBISECT_SHARE": "1/2"},
+        {"KBISECT_STUDY": "x", "KBISECT_SHARE": "1/2", "KBISECT_TARGET": "--help"},
+        {"KBISECT_STUDY": "x", "KBISECT_SHARE": "1/2", "KBISECT_TARGET": "pool.toml"},
     ):
         assert script("study-share", {**base, **bad})[0] == 2
     (tmp_path / "empty").mkdir()

@@ -286,7 +286,7 @@ def main(argv: list[str]) -> int:
     if s["kill_at"] and index + 1 == s["kill_at"]:
         kill(s)
     mode = mode_of(s, index, call)
-    tps = drifted(noisy(base_tps(s, call), s, key, nth), s, index)
+    tps = drifted(noisy(base_tps(s, call) * float(s.get("scale", 1.0)), s, key, nth), s, index)
     steal = stolen(s, index)
     return play(mode, s, call, tps * (1 - hog(s, index, call.boot_dir)) * (1 - steal), steal)
 

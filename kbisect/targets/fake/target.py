@@ -33,6 +33,7 @@ NTH = ("calls", "stored")
 SETTINGS: dict[str, tuple[type, Any, str]] = {
     "tps": (float, 1000.0, "tps when neither append_tps nor the image's TPS line says"),
     "append_tps": (dict, {}, "--append item -> tps (first match wins)"),
+    "scale": (float, 1.0, "a machine effect: every boot's tps times this (a pool's machine)"),
     "cv": (float, 0.01, "noise: tps * (1 + cv * N(0,1)), seeded"),
     "seed": (int, 0, "noise seed"),
     "drift_per_call": (float, 0.0, "a drifting host: tps * (1 + drift_per_call * call number)"),
@@ -56,7 +57,7 @@ SETTINGS: dict[str, tuple[type, Any, str]] = {
 }
 # "asked": the last preempt= of the command line; "unknown": none read (guest.py)
 PREEMPT = ("none", "voluntary", "full", "lazy", "asked", "unknown")
-NON_NEGATIVE = ("tps", "cv", "delay_s", "host_busy", "kill_at", "busy_polls")
+NON_NEGATIVE = ("tps", "scale", "cv", "delay_s", "host_busy", "kill_at", "busy_polls")
 ABSOLUTE = ("state", "kill_pid_file")  # paths the fake writes or reads: never the cwd's
 HOST_FILE = "fake-host.json"  # guest.py writes the call's scripted share here
 

@@ -1,0 +1,89 @@
+"""A compare's samples by the machine that took them (a pool's, targets/pool/): the
+blocked interval when more than one machine took boots that count (stats/blocked.py),
+and each machine's own figures for the reports. A run on one machine has neither: its
+interval is the single-target one, unchanged."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from kbisect.measure import retake
+from kbisect.stats import blocked, means
+
+Interval = Callable[[Sequence[float], Sequence[float], float], means.RatioCI]
+
+
+def machine(s: Mapping[str, Any]) -> str:
+    """The machine a sample ran on: a pool's `machine`, else the target's name."""
+    t = s.get("target") or {}
+    return str(t.get("machine") or t.get("name") or "?")
+
+
+def counted(samples: Sequence[Mapping[str, Any]], side: str) -> tuple[list[float], list[str]]:
+    """A side's boots that count (retake.counts), in the order given, and their machines."""
+    kept = [s for s in samples if s.get("label") == side and retake.counts(s)]
+    return [float(s["tps"]) for s in kept], [machine(s) for s in kept]
+
+
+def interval(samples: Sequence[Mapping[str, Any]]) -> Interval | None:
+    """The blocked interval for these samples' boots that count, when they ran on more
+    than one machine; None (the single-target interval) otherwise. It must be given the
+    tps of `counted`, in that order."""
+    (_, ma), (_, mb) = counted(samples, "A"), counted(samples, "B")
+    if len(set(ma) | set(mb)) < 2:
+        return None
+
+    def within(a: Sequence[float], b: Sequence[float], confidence: float) -> means.RatioCI:
+        return blocked.ratio_ci(a, b, ma, mb, confidence)
+
+    return within
+
+
+@dataclass(frozen=True)
+class Row:
+    """One machine's figures: its boots that count per side and their means."""
+
+    machine: str
+    n_a: int
+    mean_a: float | None
+    n_b: int
+    mean_b: float | None
+
+    @property
+    def ratio(self) -> float | None:
+        """B/A on this machine alone (None when it measured one side only)."""
+        if self.mean_a and self.mean_b:
+            return self.mean_b / self.mean_a
+        return None
+
+
+def rows(samples: Sequence[Mapping[str, Any]]) -> list[Row]:
+    """Each machine's figures, machines in the order they first took a boot; empty when
+    one machine (or none) took every boot that counts."""
+    (a, ma), (b, mb) = counted(samples, "A"), counted(samples, "B")
+    names = list(dict.fromkeys([machine(s) for s in samples if retake.counts(s)]))
+    if len(names) < 2:
+        return []
+
+    def mean(xs: list[float]) -> float | None:
+        return sum(xs) / len(xs) if xs else None
+
+    out = []
+    for name in names:
+        xa = [x for x, m in zip(a, ma, strict=True) if m == name]
+        xb = [x for x, m in zip(b, mb, strict=True) if m == name]
+        out.append(Row(name, len(xa), mean(xa), len(xb), mean(xb)))
+    return out
+
+
+def lines(samples: Sequence[Mapping[str, Any]]) -> list[str]:
+    """One line per machine, for the text reports (none for a run on one machine)."""
+    out = []
+    for r in rows(samples):
+        a = f"{r.mean_a:.1f}" if r.mean_a is not None else "-"
+        b = f"{r.mean_b:.1f}" if r.mean_b is not None else "-"
+        ratio = f"{r.ratio:.3f}x" if r.ratio is not None else "-"
+        out.append(f"{r.machine}: A {a} tps ({r.n_a}), B {b} tps ({r.n_b}), B/A {ratio}")
+    return out
