@@ -4,8 +4,8 @@ The search (posterior/search.py) plans a round of k boots, the driver's bench
 (posterior/bench.py Store) builds the revisions and hands the boots here, each a callable
 that takes one sample on the target it is given. A plain target is a pool of one: the
 round's boots run one after the other on it, as a bisection always ran; a pool runs them
-at once, one on each free machine (the pool target's dispatch, wired here when it is
-there). A boot that fails does not stop the others: its BootError or BenchmarkError is its
+at once, one on each free machine (targets/pool/dispatch.py run_batch: a machine that
+fails is quarantined and its boot given to another). A boot that fails does not stop the others: its BootError or BenchmarkError is its
 result, and the search makes that revision untestable (a reference: a warning), as it does
 for a single boot.
 
@@ -21,6 +21,8 @@ from typing import TypeVar
 
 from kbisect.core.exceptions import BenchmarkError, BootError
 from kbisect.targets.base import Target
+from kbisect.targets.pool import dispatch
+from kbisect.targets.pool.target import Pool
 
 T = TypeVar("T")
 Boot = Callable[[Target], float]  # one sample on the machine given: its tps
@@ -29,13 +31,16 @@ Boot = Callable[[Target], float]  # one sample on the machine given: its tps
 def width(target: Target, batch: int | None = None) -> int:
     """The samples a round takes at once: `--batch` where given, else the target's
     machines (a plain target: one)."""
-    return batch if batch is not None else 1
+    return batch if batch is not None else len(dispatch.members(target))
 
 
 def take_round(
     target: Target, boots: Sequence[Callable[[Target], T]]
 ) -> list[T | BootError | BenchmarkError]:
     """Each boot on a machine of target, in order; its result, or the error that failed it."""
+    if isinstance(target, Pool):
+        done = dispatch.run_batch(target, [dispatch.Task(boot) for boot in boots])
+        return [_outcome(d) for d in done]
     out: list[T | BootError | BenchmarkError] = []
     for boot in boots:
         try:
@@ -43,3 +48,10 @@ def take_round(
         except (BootError, BenchmarkError) as exc:
             out.append(exc)
     return out
+
+
+def _outcome(done: dispatch.Done[T]) -> T | BootError | BenchmarkError:
+    """A pool's task outcome as a round's: the sample, or the kernel failure it raised."""
+    if isinstance(done.error, BootError | BenchmarkError):
+        return done.error
+    return done.get()  # any other error is raised, as a single boot's would be

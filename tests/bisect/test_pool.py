@@ -156,3 +156,38 @@ def test_resume_mid_round_counts_the_samples_written_and_takes_the_rest(env, tmp
     # the round's one written sample is evidence; only the killed boot was taken again
     assert len(fake_calls(env["log"])) == len(s["samples"]) + 1
     assert bisect_state.load(run).phase == "done"
+
+
+def test_a_round_on_a_pool_takes_its_boots_on_the_machines_at_once(tmp_path, monkeypatch):
+    import threading
+    import time
+
+    from kbisect.bisect import round as pool_round
+    from kbisect.core.exceptions import BootError
+    from kbisect.targets import registry
+    from tests.fakes import fake_pool
+
+    monkeypatch.setenv("KBISECT_CACHE", str(tmp_path / "cache"))
+    pool = registry.get(str(fake_pool(tmp_path, {"m1": {"seed": 1}, "m2": {"seed": 2}})))
+    assert pool_round.width(pool) == 2 and pool_round.width(pool, 5) == 5
+    lock, busy, most = threading.Lock(), [0], [0]
+
+    def boot(i):
+        def run(machine):
+            with lock:
+                busy[0] += 1
+                most[0] = max(most[0], busy[0])
+            time.sleep(0.05)
+            with lock:
+                busy[0] -= 1
+            if i == 2:
+                raise BootError("the kernel never reached the harness")
+            return (i, machine.name)
+
+        return run
+
+    got = pool_round.take_round(pool, [boot(i) for i in range(4)])
+    assert [g[0] for g in got if not isinstance(g, BaseException)] == [0, 1, 3]
+    assert isinstance(got[2], BootError)  # a kernel failure is that boot's result
+    assert {g[1] for g in got if not isinstance(g, BaseException)} == {"m1", "m2"}
+    assert most[0] == 2  # the two machines worked at once
