@@ -165,6 +165,7 @@ class Boot:
         )
         archive = template.find(self.template_dir, name)
         if archive is None:
+            say("phase template")  # the first boot of a data set: initdb and pgbench -i
             began = time.monotonic()
             self._build_template(name)
             self.timings["init_s"] = round(time.monotonic() - began, 3)

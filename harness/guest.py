@@ -2,7 +2,7 @@
 """kbisect guest harness: restore (or build) the database template, run pgbench, report.
 
 Runs inside the booted guest as root, standard library only. Protocol lines on stdout:
-  kbisect-guest: phase <init|fio|restore|start|warmup|run|profile|stop|done>
+  kbisect-guest: phase <init|fio|template|restore|start|warmup|run|profile|stop|done>
   kbisect-guest: tps <value>         (every second of every pgbench run)
   kbisect-guest: result <path>       (the last line)
 It writes <out>/guest-result.json atomically and exits 0 (status ok) or 3 (benchmark-failed).

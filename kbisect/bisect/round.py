@@ -5,9 +5,9 @@ The search (posterior/search.py) plans a round of k boots, the driver's bench
 that takes one sample on the target it is given. A plain target is a pool of one: the
 round's boots run one after the other on it, as a bisection always ran; a pool runs them
 at once, one on each free machine (targets/pool/dispatch.py run_batch: a machine that
-fails is quarantined and its boot given to another). A boot that fails does not stop the others: its BootError or BenchmarkError is its
-result, and the search makes that revision untestable (a reference: a warning), as it does
-for a single boot.
+fails is quarantined and its boot given to another). A boot that fails does not stop
+the others: its BootError or BenchmarkError is its result, and the search makes that
+revision untestable (a reference: a warning), as it does for a single boot.
 
 Every sample is written to the sample store as it is taken, and the search saves its state
 (the revisions of the round among the visited ones) before the round starts: a round cut

@@ -6,7 +6,19 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-ORDER = ("boot", "init", "fio", "restore", "start", "warmup", "run", "profile", "stop", "shutdown")
+ORDER = (
+    "boot",
+    "init",
+    "fio",
+    "template",
+    "restore",
+    "start",
+    "warmup",
+    "run",
+    "profile",
+    "stop",
+    "shutdown",
+)
 
 
 def means(samples: Sequence[Mapping[str, Any]]) -> tuple[dict[str, float], int]:
