@@ -40,7 +40,11 @@ def take_round(
     """Each boot on a machine of target, in order; its result, or the error that failed it."""
     if isinstance(target, Pool):
         done = dispatch.run_batch(target, [dispatch.Task(boot) for boot in boots])
-        return [_outcome(d) for d in done]
+        # a kernel failure is that boot's result; any other error is raised, as a single
+        # boot's would be
+        return [
+            d.error if isinstance(d.error, BootError | BenchmarkError) else d.get() for d in done
+        ]
     out: list[T | BootError | BenchmarkError] = []
     for boot in boots:
         try:
@@ -48,10 +52,3 @@ def take_round(
         except (BootError, BenchmarkError) as exc:
             out.append(exc)
     return out
-
-
-def _outcome(done: dispatch.Done[T]) -> T | BootError | BenchmarkError:
-    """A pool's task outcome as a round's: the sample, or the kernel failure it raised."""
-    if isinstance(done.error, BootError | BenchmarkError):
-        return done.error
-    return done.get()  # any other error is raised, as a single boot's would be

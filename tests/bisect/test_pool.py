@@ -10,6 +10,7 @@ import random
 import signal
 import subprocess
 import sys
+from typing import Any
 
 from kbisect.bisect import state as bisect_state
 from kbisect.bisect.posterior import choice, likelihood
@@ -158,7 +159,7 @@ def test_resume_mid_round_counts_the_samples_written_and_takes_the_rest(env, tmp
     assert bisect_state.load(run).phase == "done"
 
 
-def test_a_round_on_a_pool_takes_its_boots_on_the_machines_at_once(tmp_path, monkeypatch):
+def test_a_round_on_a_pool_takes_its_boots_on_the_machines_at_once(tmp_path, monkeypatch) -> None:
     import threading
     import time
 
@@ -172,8 +173,8 @@ def test_a_round_on_a_pool_takes_its_boots_on_the_machines_at_once(tmp_path, mon
     assert pool_round.width(pool) == 2 and pool_round.width(pool, 5) == 5
     lock, busy, most = threading.Lock(), [0], [0]
 
-    def boot(i):
-        def run(machine):
+    def boot(i: int) -> Any:
+        def run(machine: Any) -> tuple[int, str]:
             with lock:
                 busy[0] += 1
                 most[0] = max(most[0], busy[0])
