@@ -61,10 +61,10 @@ fmt:
     ruff format .
     ruff check --fix .
 
-# the main job: revert-check the demo history's synthetic regression (~30 min on 2 cores)
+# the main job: revert-check the demo history's synthetic regression (~23-46 min on 2 cores, kernels built)
 [group('demo')]
 demo:
-    @echo "kbisect demo: 2 kernel builds + interleaved boots of ~2.5-3.3 min under TCG until the ratio is settled (--boots auto: 3 to 10 a side; 10 fixed boots took ~25-35 min on 2 cores, ~40-50 min from cold)"
+    @echo "kbisect demo: 2 kernel builds + interleaved boots of ~2.2-2.6 min under TCG until the ratio is settled (--boots auto: 3 to 10 a side, ~23-46 min on 2 cores once the kernels are built; more than 48 min from cold on a slow 2-core host, measured)"
     kbisect compare --base "$(kbisect demo --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["head"])')" \
         --revert "$(kbisect demo --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["regression"])')" \
         --scenario simple-update-2vcpu --boots auto

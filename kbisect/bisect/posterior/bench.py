@@ -126,7 +126,8 @@ class Store:
                 continue  # disturbed, not counted (retake.py): no evidence
             ok = retake.counts(s)
             t, load = _when(s) - self.t0, monitor.load(s)
-            machine = str((s.get("target") or {}).get("name", "")) if self.width() > 1 else ""
+            took = s.get("target") or {}  # a pool's member records its "machine"
+            machine = str(took.get("machine") or took.get("name", "")) if self.width() > 1 else ""
             self.rows.append(
                 {
                     "commit": commit,
