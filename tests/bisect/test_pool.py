@@ -5,11 +5,7 @@ samples (choice.batch), each sample's machine in the likelihood, the search in r
 from __future__ import annotations
 
 import math
-import os
 import random
-import signal
-import subprocess
-import sys
 from typing import Any
 
 from kbisect.bisect import state as bisect_state
@@ -18,8 +14,8 @@ from kbisect.bisect.posterior.graph import Graph
 from kbisect.bisect.posterior.likelihood import Model
 from kbisect.bisect.posterior.posterior import Posterior
 from kbisect.simulate import histories
-from tests.bisect.test_bisect import ROOT, history, kbisect, run_dirs, summary
-from tests.bisect.test_posterior_method import args, env  # noqa: F401 (a fixture)
+from tests.bisect.test_bisect import history, kbisect, summary
+from tests.bisect.test_posterior_method import args, env, killed_at  # noqa: F401 (a fixture)
 from tests.bisect.test_search import search
 from tests.bisect.test_step import fake
 from tests.fakes import fake_calls
@@ -130,21 +126,8 @@ def test_a_pool_searches_in_rounds_and_names_the_culprit_despite_its_machines():
 def test_resume_mid_round_counts_the_samples_written_and_takes_the_rest(env, tmp_path):  # noqa: F811
     shas = history(env["repo"], 12, 8)
     argv = args(env, shas[1], shas[-1], "--references", "0", "--batch", "3")
-    pid_file = tmp_path / "driver.pid"
     # the endpoints take 4 to 8 boots, then rounds of 3: the 10th boot is inside a round
-    fake(tmp_path, cv=0.05, kill_at=10, kill_pid_file=str(pid_file))
-    driver = subprocess.Popen(
-        [sys.executable, "-m", "kbisect", "bisect", *argv],
-        cwd=ROOT,
-        env=os.environ.copy(),
-        start_new_session=True,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    pid_file.write_text(str(driver.pid))
-    assert driver.wait(timeout=120) == -signal.SIGKILL
-    (run,) = run_dirs(env["results"])
-    saved = bisect_state.load(run)
+    run, saved = killed_at(env, tmp_path, argv, 10)
     # the round was saved before its boots: its revisions are visited, without samples
     assert saved.phase == "bisecting" and saved.options.batch == 3
     assert saved.posterior is not None

@@ -207,12 +207,13 @@ def test_a_stricter_confidence_takes_more_boots(env):
     assert boots[0] < boots[1]
 
 
-def test_resume_after_a_kill_reaches_the_same_answer(env, monkeypatch, tmp_path):
-    shas = history(env["repo"], 12, 8)
-    argv = args(env, shas[1], shas[-1], "--references", "3")
+def killed_at(
+    env: dict[str, Path], tmp_path: Path, argv: list[str], boot: int
+) -> tuple[Path, bisect_state.Run]:
+    """`kbisect bisect argv` on the fake target, SIGKILLed when it starts boot number
+    `boot`; its run dir and the state it had saved."""
     pid_file = tmp_path / "driver.pid"
-    # the 12th boot (after the endpoints' 4, inside the search) kills the driver
-    fake(tmp_path, cv=0.05, kill_at=12, kill_pid_file=str(pid_file))
+    fake(tmp_path, cv=0.05, kill_at=boot, kill_pid_file=str(pid_file))
     driver = subprocess.Popen(
         [sys.executable, "-m", "kbisect", "bisect", *argv],
         cwd=ROOT,
@@ -224,7 +225,14 @@ def test_resume_after_a_kill_reaches_the_same_answer(env, monkeypatch, tmp_path)
     pid_file.write_text(str(driver.pid))
     assert driver.wait(timeout=120) == -signal.SIGKILL
     (run,) = run_dirs(env["results"])
-    saved = bisect_state.load(run)
+    return run, bisect_state.load(run)
+
+
+def test_resume_after_a_kill_reaches_the_same_answer(env, monkeypatch, tmp_path):
+    shas = history(env["repo"], 12, 8)
+    argv = args(env, shas[1], shas[-1], "--references", "3")
+    # the 12th boot (after the endpoints' 4, inside the search) kills the driver
+    run, saved = killed_at(env, tmp_path, argv, 12)
     assert saved.phase == "bisecting" and len(saved.visited) > 2
     before = len(saved.posterior["samples"])
 
