@@ -59,9 +59,13 @@ def relative(tps: Sequence[float]) -> list[float]:
 
 
 def _side_of(sample: dict[str, Any]) -> str:
+    """The side's name; over a pool, one side per machine (machines differ by a few
+    percent, which is not boot-to-boot noise)."""
     commit = str((sample.get("kernel") or {}).get("commit") or "")[:12]
     label = sample.get("label")
-    return f"side {label} ({commit})" if label else f"revision {commit}"
+    side = f"side {label} ({commit})" if label else f"revision {commit}"
+    target = sample.get("target") or {}
+    return f"{side} on {target.get('machine')}" if target.get("pool") else side
 
 
 def where(run_dir: Path, root: Path) -> str:
@@ -97,7 +101,7 @@ def collect(
             kept, copies = results.without_copies(run_dir)
             notes.extend(f"{here}: {c}" for c in copies)
             groups: dict[tuple[str, str], list[float]] = {}
-            repeated = 0
+            repeated = fake = 0
             for sample in kept:
                 key = json.dumps([sample.get("boot_dir"), sample.get("created"), sample["tps"]])
                 if key in seen:
@@ -106,10 +110,15 @@ def collect(
                 seen.add(key)
                 if sample.get("status") != "ok" or not sample.get("tps"):
                     continue
+                if (sample.get("target") or {}).get("kind") == "fake":
+                    fake += 1
+                    continue
                 name = str((sample.get("scenario") or {}).get("name") or "?")
                 groups.setdefault((name, _side_of(sample)), []).append(float(sample["tps"]))
             if repeated:
                 notes.append(f"{here}: {repeated} samples repeat an earlier root's, left out")
+            if fake:
+                notes.append(f"{here}: {fake} samples from the fake target, left out")
             for (scenario, side), tps in groups.items():
                 if len(tps) >= MIN_SAMPLES:
                     rel = tuple(round(r, 6) for r in relative(tps))

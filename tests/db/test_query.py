@@ -26,7 +26,10 @@ def test_filters(examples_db: Path) -> None:
     assert len(every) == len(example_sample_files()) > 100
     smoke = query.select(examples_db, scenario="smoke")
     assert smoke and {r.scenario_name for r in smoke} == {"smoke"}
-    assert query.select(examples_db, scenario_hash="939d9029") == smoke
+    # Two versions of smoke are stored (the host's PostgreSQL, then the image's).
+    old = [r for r in smoke if str(r.scenario_hash).startswith("939d9029")]
+    assert old and len(old) < len(smoke)
+    assert query.select(examples_db, scenario_hash="939d9029") == old
     assert {r.run_kind for r in query.select(examples_db, kind="study")} == {"study"}
     ok = query.select(examples_db, status="ok")
     failed = query.select(examples_db, status="failed")

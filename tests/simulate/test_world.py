@@ -197,6 +197,9 @@ def test_collect_reads_stored_runs_once_and_leaves_drift_out():
     ]
     assert any("10 samples repeat" in n for n in notes)
     assert any("drift-bisect: left out" in n for n in notes)
+    # A pool's sides are per machine, and the fake target's samples are not noise.
+    assert "docs/examples/pool-fake-vng: 4 samples from the fake target, left out" in notes
+    assert not [s for s in sides if "pool-fake-vng" in s.source and " on " not in s.source]
     committed = {s.source: s.residuals for s in residuals.load()}
     for s in sides:
         assert committed[s.source] == s.residuals
