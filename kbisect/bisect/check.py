@@ -14,6 +14,7 @@ import math
 from collections.abc import Callable
 from pathlib import Path
 
+from kbisect.bisect import round as pool_round
 from kbisect.bisect import samples
 from kbisect.bisect.git import step
 from kbisect.bisect.git.run import SLOT
@@ -54,7 +55,26 @@ def measure_endpoints(
     worktree."""
     progress.step(f"measuring the endpoints: good {good[:12]}, bad {bad[:12]}")
     revs = {c: revision(ctx, top, c, opts, samples.commit_dir(store, c)) for c in (good, bad)}
-    return endpoint_verdict(lambda c, n: samples.top_up(ctx, revs[c], n), good, bad, opts)
+    wide = pool_round.width(ctx.target, opts.batch) > 1
+
+    def top_up(commit: str, n: int) -> list[float]:
+        if wide:  # a look's first samples at once: runs-min a side, then a pair a look
+            fill(ctx, [revs[good], revs[bad]], max(n, opts.runs_min))
+        return samples.top_up(ctx, revs[commit], n)
+
+    return endpoint_verdict(top_up, good, bad, opts)
+
+
+def fill(ctx: samples.Context, revs: list[samples.Revision], n: int) -> None:
+    """Over a pool: the boots that bring each revision to n stored samples, taken at once
+    (bisect/round.py, one on each free machine), interleaved (good, bad, good, ...) so
+    that the machines and the time are shared alike. A boot that fails here is left to
+    samples.top_up, which retries or refuses it as it would have one boot at a time."""
+    owed = [max(n - len(samples.stored(r.out)[0]), 0) for r in revs]
+    turns = range(max(owed, default=0))
+    order = [r for k in turns for r, o in zip(revs, owed, strict=True) if k < o]
+    if order:
+        pool_round.take_round(ctx.target, [samples.drawer(ctx, r) for r in order])
 
 
 def endpoint_verdict(

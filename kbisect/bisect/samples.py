@@ -11,7 +11,8 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -136,6 +137,12 @@ def draw(ctx: Context, rev: Revision, attempts: int = 2) -> float:
                 raise
             progress.warn(f"{rev.commit[:12]}: boot failed, retrying once: {exc}")
     raise AssertionError("unreachable")
+
+
+def drawer(ctx: Context, rev: Revision, attempts: int = 2) -> Callable[[Target], float]:
+    """draw() as a boot of a round (bisect/round.py): one sample of rev on the machine
+    the round gives it."""
+    return lambda target: draw(replace(ctx, target=target), rev, attempts)
 
 
 def owed_retry(ctx: Context, rev: Revision, failure: str) -> float:

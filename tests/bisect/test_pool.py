@@ -175,3 +175,39 @@ def test_a_round_on_a_pool_takes_its_boots_on_the_machines_at_once(tmp_path, mon
     assert isinstance(got[2], BootError)  # a kernel failure is that boot's result
     assert {g[1] for g in got if not isinstance(g, BaseException)} == {"m1", "m2"}
     assert most[0] == 2  # the two machines worked at once
+
+
+def test_a_bisection_over_a_pool_takes_its_endpoints_on_both_machines_at_once(
+    env,  # noqa: F811
+    tmp_path,
+) -> None:
+    """The driver over a pool of two fake machines, one 10% slower: the endpoint check's
+    first look (runs-min a side) is taken at once on both machines, interleaved, and the
+    culprit is named despite the machines' offset."""
+    from kbisect.measure import results
+    from tests.fakes import fake_pool
+
+    shas = history(env["repo"], 12, 8)
+    pool = fake_pool(
+        tmp_path / "pool",
+        {
+            "m1": {"seed": 1, "cv": 0.03, "delay_s": 0.3},
+            "m2": {"seed": 2, "cv": 0.03, "delay_s": 0.3, "scale": 0.9},
+        },
+    )
+    argv = args(env, shas[1], shas[-1], "--references", "0")
+    argv[argv.index("--target") + 1] = str(pool)
+    assert kbisect(*argv) == 0
+    s = summary(env["results"])
+    assert s["first_bad"]["commit"] == shas[8]
+    taken = []
+    for commit in (shas[1], shas[-1]):
+        (where,) = env["results"].glob(f"bisect-store/*/{commit}")
+        for sample in results.load_samples(where):
+            taken.append((sample["created"], commit, sample["target"]["machine"]))
+    first = sorted(taken)[:4]  # runs-min (2) a side: one round of four boots
+    assert {c for _, c, _ in first} == {shas[1], shas[-1]}
+    assert {m for _, _, m in first} == {"m1", "m2"}
+    # both machines measured both endpoints
+    pairs = {(c, m) for c in (shas[1], shas[-1]) for m in ("m1", "m2")}
+    assert {(c, m) for _, c, m in taken} >= pairs

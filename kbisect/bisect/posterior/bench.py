@@ -7,7 +7,7 @@ implementation (kbisect/simulate/) builds and boots in a modelled world.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -194,7 +194,7 @@ class Store:
             out = self.out(commit, recheck_of)
             rev = samples.Revision(commit, self.revs[commit].kernel, out)
             owed = recheck_of is None and samples.retry_owed(out, *samples.stored(out))
-            boots.append(_drawer(self.ctx, rev, 1 if owed else 2))
+            boots.append(samples.drawer(self.ctx, rev, 1 if owed else 2))
         taken = pool_round.take_round(self.ctx.target, boots)
         found: list[list[Sample] | BaseException] = []
         for commit, got in zip(commits, taken, strict=True):
@@ -212,11 +212,6 @@ class Store:
 
     def say(self) -> bool:
         return True
-
-
-def _drawer(ctx: samples.Context, rev: samples.Revision, attempts: int) -> pool_round.Boot:
-    """One sample of rev on the machine a round gives it."""
-    return lambda target: samples.draw(replace(ctx, target=target), rev, attempts)
 
 
 def _when(sample: dict[str, Any]) -> float:
