@@ -24,6 +24,7 @@ from kbisect.core.exceptions import UserError
 from kbisect.source import worktree
 from kbisect.stats import looks, means, robust
 from kbisect.targets.base import Kernel
+from kbisect.targets.pool import dispatch
 
 ENDPOINT_ALPHA = 0.05  # two-sided, as `kbisect compare` uses it
 
@@ -67,14 +68,21 @@ def measure_endpoints(
 
 def fill(ctx: samples.Context, revs: list[samples.Revision], n: int) -> None:
     """Over a pool: the boots that bring each revision to n stored samples, taken at once
-    (bisect/round.py, one on each free machine), interleaved (good, bad, good, ...) so
-    that the machines and the time are shared alike. A boot that fails here is left to
-    samples.top_up, which retries or refuses it as it would have one boot at a time."""
-    owed = [max(n - len(samples.stored(r.out)[0]), 0) for r in revs]
-    turns = range(max(owed, default=0))
-    order = [r for k in turns for r, o in zip(revs, owed, strict=True) if k < o]
+    (bisect/round.py). Each machine measures every revision: turn t's boot of the j-th
+    revision is bound to machine (t + j) mod k, so that over k turns each machine takes
+    one of each (left to free machines, the first would take every good boot and the
+    second every bad one, and the machine's offset would pass for the step). A boot that
+    fails here is left to samples.top_up, which retries or refuses it as it would have
+    one boot at a time."""
+    live = [m.name for m in dispatch.members(ctx.target)]
+    have = [len(samples.stored(r.out)[0]) for r in revs]  # a resumed look keeps the turns
+    order = sorted(
+        (t, j, live[(t + j) % len(live)]) for j in range(len(revs)) for t in range(have[j], n)
+    )
     if order:
-        pool_round.take_round(ctx.target, [samples.drawer(ctx, r) for r in order])
+        pool_round.take_round(
+            ctx.target, [samples.drawer(ctx, revs[j]) for _, j, _ in order], [m for *_, m in order]
+        )
 
 
 def endpoint_verdict(

@@ -35,11 +35,17 @@ def width(target: Target, batch: int | None = None) -> int:
 
 
 def take_round(
-    target: Target, boots: Sequence[Callable[[Target], T]]
+    target: Target,
+    boots: Sequence[Callable[[Target], T]],
+    on: Sequence[str | None] | None = None,
 ) -> list[T | BootError | BenchmarkError]:
-    """Each boot on a machine of target, in order; its result, or the error that failed it."""
+    """Each boot on a machine of target, in order; its result, or the error that failed it.
+    `on`: the machine each boot must run on (None: any free one; a quarantined machine's
+    boots go to the others)."""
     if isinstance(target, Pool):
-        done = dispatch.run_batch(target, [dispatch.Task(boot) for boot in boots])
+        where = list(on) if on is not None else [None] * len(boots)
+        tasks = [dispatch.Task(boot, m) for boot, m in zip(boots, where, strict=True)]
+        done = dispatch.run_batch(target, tasks)
         # a kernel failure is that boot's result; any other error is raised, as a single
         # boot's would be
         return [
