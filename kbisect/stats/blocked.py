@@ -12,6 +12,11 @@ A machine that measured one side only adds nothing to delta (its level absorbs i
 no machine measured both sides, delta cannot be told from the machines': StatsError.
 False positives under a 5% machine effect are simulated in docs/benchmarks.md
 (scripts/simulate-pool).
+
+The same fit with more groups than two (`log_contrast`): a study's cells of one kernel,
+one level per machine and one effect per cell, and a contrast of the effects (a ratio
+of ratios, study/analysis.py's interactions) with its standard error on the same
+residual degrees of freedom. Two groups and the weights (-1, 1) are `log_effect`.
 """
 
 from __future__ import annotations
@@ -22,32 +27,48 @@ from collections.abc import Sequence
 import numpy as np
 
 from kbisect.stats import means
-from kbisect.stats.student import t_quantile
+from kbisect.stats.student import t_quantile, t_sf
 
 METHOD = "log-machine-blocked"
 
 
-def log_effect(
-    a: Sequence[float], b: Sequence[float], machines_a: Sequence[str], machines_b: Sequence[str]
+def log_contrast(
+    groups: Sequence[Sequence[float]],
+    machines: Sequence[Sequence[str]],
+    weights: Sequence[float],
+    apart: str = "the groups' effects cannot be told from the machines'",
 ) -> tuple[float, float, int]:
-    """(delta, its standard error, residual df) of the fixed-effects fit."""
-    if len(a) != len(machines_a) or len(b) != len(machines_b):
+    """(estimate, its standard error, residual df) of sum(weights[g] * effect of group g)
+    in the fixed-effects fit: log tps = machine + effect of the boot's group + noise, the
+    first group's effect 0. The weights sum to 0 (a contrast: the machines' levels take
+    the rest). `apart` is the StatsError raised when the machines that measured the
+    groups do not tie the contrast down (no machine measured the groups it compares)."""
+    if len(groups) != len(machines) or len(groups) != len(weights) or len(groups) < 2:
+        raise means.StatsError("each group needs its machines and its weight")
+    if any(len(g) != len(m) for g, m in zip(groups, machines, strict=True)):
         raise means.StatsError("each boot needs its machine")
-    if any(not (math.isfinite(x) and x > 0) for x in [*a, *b]):
+    if any(not (math.isfinite(x) and x > 0) for g in groups for x in g):
         raise means.StatsError("tps must be positive finite numbers")
-    both = set(machines_a) & set(machines_b)
-    if not both:
-        raise means.StatsError(
-            "no machine measured both sides: the kernel's effect cannot be told from the machines'"
-        )
-    names = sorted(set(machines_a) | set(machines_b))
+    if abs(math.fsum(weights)) > 1e-9:
+        raise means.StatsError("the weights of a contrast sum to 0")
+    names = sorted({m for ms in machines for m in ms})
     col = {m: i for i, m in enumerate(names)}
-    rows = [(x, m, 0.0) for x, m in zip(a, machines_a, strict=True)]
-    rows += [(x, m, 1.0) for x, m in zip(b, machines_b, strict=True)]
-    design = np.zeros((len(rows), len(names) + 1))
-    for r, (_, m, side) in enumerate(rows):
+    rows = [
+        (x, m, g)
+        for g, (xs, ms) in enumerate(zip(groups, machines, strict=True))
+        for x, m in zip(xs, ms, strict=True)
+    ]
+    design = np.zeros((len(rows), len(names) + len(groups) - 1))
+    for r, (_, m, g) in enumerate(rows):
         design[r, col[m]] = 1.0
-        design[r, -1] = side
+        if g:
+            design[r, len(names) + g - 1] = 1.0
+    contrast = np.zeros(design.shape[1])
+    contrast[len(names) :] = weights[1:]
+    gram = design.T @ design
+    cov = np.linalg.pinv(gram)
+    if not np.allclose(contrast @ cov @ gram, contrast, atol=1e-6):
+        raise means.StatsError(apart)
     y = np.log([x for x, _, _ in rows])
     coef, _, rank, _ = np.linalg.lstsq(design, y, rcond=None)
     df = len(rows) - int(rank)
@@ -57,8 +78,25 @@ def log_effect(
         )
     resid = y - design @ coef
     s2 = float(resid @ resid) / df
-    cov = np.linalg.pinv(design.T @ design)
-    return float(coef[-1]), math.sqrt(max(s2 * float(cov[-1, -1]), 0.0)), df
+    var = float(contrast @ cov @ contrast)
+    return float(contrast @ coef), math.sqrt(max(s2 * var, 0.0)), df
+
+
+def log_effect(
+    a: Sequence[float], b: Sequence[float], machines_a: Sequence[str], machines_b: Sequence[str]
+) -> tuple[float, float, int]:
+    """(delta, its standard error, residual df) of the fixed-effects fit."""
+    if len(a) != len(machines_a) or len(b) != len(machines_b):
+        raise means.StatsError("each boot needs its machine")
+    both = "no machine measured both sides: the kernel's effect cannot be told from the machines'"
+    return log_contrast([a, b], [machines_a, machines_b], [-1.0, 1.0], both)
+
+
+def p_value(delta: float, se: float, df: int) -> float:
+    """The two-sided p of "no effect" for a log effect and its standard error."""
+    if se == 0:
+        return 1.0 if delta == 0 else 0.0
+    return min(1.0, 2 * t_sf(abs(delta) / se, df))
 
 
 def ratio_ci(
@@ -71,7 +109,11 @@ def ratio_ci(
     """B/A within machines, with its interval at `confidence`."""
     if not 0.0 < confidence < 1.0:
         raise means.StatsError(f"confidence {confidence}: must be between 0 and 1")
-    delta, se, df = log_effect(a, b, machines_a, machines_b)
+    return interval(*log_effect(a, b, machines_a, machines_b), confidence)
+
+
+def interval(delta: float, se: float, df: int, confidence: float) -> means.RatioCI:
+    """exp(delta) and its interval exp(delta +- t * se) at `confidence`."""
     ratio = math.exp(delta)
     if se == 0:
         return means.RatioCI(ratio, ratio, ratio, METHOD, confidence, float(df))

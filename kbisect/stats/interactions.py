@@ -1,7 +1,12 @@
 """Interactions: does the effect of one axis depend on another? For two axes with two
 levels each (preempt none/full x huge pages off/on), per kernel and per level of the other
 axes, the ratio of ratios (x2/x1 at y2) / (x2/x1 at y1) with its interval: the four
-cells' log variances add (Welch-Satterthwaite df). An interval away from 1 says yes."""
+cells' log variances add (Welch-Satterthwaite df). An interval away from 1 says yes.
+
+Over a pool (the four cells' boots from more than one machine), the ratio of ratios is a
+contrast of the cells' effects in the fit with the machine as a fixed effect
+(stats/blocked.py), its interval on that fit's residual df: a machine's level never
+enters it. A square whose machines cannot be told from its cells is left out."""
 
 from __future__ import annotations
 
@@ -11,8 +16,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from kbisect.stats import means
-from kbisect.stats.inference import combine, log_terms
+from kbisect.stats import blocked, means
+from kbisect.stats.inference import CONFIDENCE, combine, log_terms
 
 Unit = tuple[int, int]
 
@@ -61,11 +66,35 @@ def squares(d: Mapping[str, Any]) -> list[tuple[int, int, dict[int, str], list[i
 def _interaction(
     d: Mapping[str, Any], k: int, square: Any, four: list[means.Summary]
 ) -> Interaction:
-    i, j, fixed, _ = square
-    axes = d["axes"]
     s11, s21, s12, s22 = four
     e1, e2 = s21.mean / s11.mean, s22.mean / s12.mean
     _, low, high = combine([log_terms(s) for s in four], math.log(e2 / e1))
+    return _made(d, k, square, (e1, e2, e2 / e1), (low, high))
+
+
+def _within(d: Mapping[str, Any], k: int, square: Any, four: list[Any]) -> Interaction | None:
+    """The interaction with the machine as a fixed effect; None when the machines that
+    measured the four cells cannot be told from them."""
+    tps = [p.tps for p in four]
+    on = [p.machines for p in four]
+    try:
+        e1 = blocked.log_contrast(tps, on, [-1.0, 1.0, 0.0, 0.0])[0]
+        e2 = blocked.log_contrast(tps, on, [0.0, 0.0, -1.0, 1.0])[0]
+        r = blocked.interval(*blocked.log_contrast(tps, on, [1.0, -1.0, -1.0, 1.0]), CONFIDENCE)
+    except means.StatsError:
+        return None
+    return _made(d, k, square, (math.exp(e1), math.exp(e2), r.ratio), (r.low, r.high))
+
+
+def _made(
+    d: Mapping[str, Any],
+    k: int,
+    square: Any,
+    effects: tuple[float, float, float],
+    bounds: tuple[float, float],
+) -> Interaction:
+    i, j, fixed, _ = square
+    axes = d["axes"]
     named = tuple((axes[o]["name"], v) for o, v in fixed.items())
     xs, ys = _labels(axes[i]), _labels(axes[j])
     return Interaction(
@@ -75,20 +104,25 @@ def _interaction(
         (xs[0], xs[1]),
         (ys[0], ys[1]),
         named,
-        e1,
-        e2,
-        e2 / e1,
-        low,
-        high,
+        *effects,
+        *bounds,
     )
 
 
 def interactions(d: Mapping[str, Any], pts: Mapping[Unit, Any]) -> list[Interaction]:
+    """Every square's interaction per kernel; `pts` are study/analysis.py's Points (their
+    summary, tps and machines)."""
     out = []
     for square in squares(d):
         for k in range(len(d["kernels"])):
-            four = [pts[(k, c)].summary for c in square[3]]
+            points = [pts[(k, c)] for c in square[3]]
+            four = [p.summary for p in points]
             good = [s for s in four if s is not None and s.n >= 2 and s.mean > 0]
-            if len(good) == 4:
+            if len(good) < 4:
+                continue
+            if len({m for p in points for m in p.machines}) > 1:
+                if (got := _within(d, k, square, points)) is not None:
+                    out.append(got)
+            else:
                 out.append(_interaction(d, k, square, good))
     return out

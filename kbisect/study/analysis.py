@@ -16,6 +16,14 @@
   (x2/x1 at y2) / (x2/x1 at y1) with its interval (the four cells' log variances add;
   Welch-Satterthwaite df): an interval away from 1 says the effect of one axis depends
   on the other.
+- Over a pool (samples from more than one machine: target.machine, targets/pool/): every
+  ratio between two kernels of a cell, and every ratio of ratios, is fitted on log tps
+  with the machine as a fixed effect (stats/blocked.py), so a machine a few percent
+  faster than the others, however many of one kernel's boots it took, moves its own
+  level and never a kernel's effect; p and the interval come from that fit's t (residual
+  df). A comparison whose machines cannot be told from its kernels (no machine measured
+  both) is left out with a warning. `per_machine` gives each machine's own ratios for
+  the reports. Samples from one machine: the Welch figures above, unchanged.
 """
 
 from __future__ import annotations
@@ -28,9 +36,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from kbisect.compare import machines
 from kbisect.measure import fingerprint, preempt, retake, timeline
 from kbisect.report import disturbed, servers
-from kbisect.stats import drift, means
+from kbisect.stats import blocked, drift, means
 from kbisect.stats.inference import CONFIDENCE, combine, holm, log_terms
 from kbisect.stats.interactions import Interaction, interactions
 from kbisect.study import store
@@ -46,6 +55,7 @@ class Point:
     tps: tuple[float, ...]
     failed: int
     fingerprints: tuple[Mapping[str, Any], ...]
+    machines: tuple[str, ...] = ()  # the machine of each of tps (compare/machines.py)
 
     @property
     def n(self) -> int:
@@ -86,6 +96,12 @@ class Analysis:
     timed: tuple[drift.Timed, ...] = ()  # ok samples against time, grouped by cell@machine
     disturbed: list[dict[str, Any]] | None = None  # report/disturbed.py's rows
     servers: tuple[str, ...] = ()  # report/servers.py's rows, per cell
+    machines: tuple[str, ...] = ()  # a pool's machines that took boots, first seen first
+
+    @property
+    def pooled(self) -> bool:
+        """Over more than one machine: the ratios are within machines."""
+        return len(self.machines) > 1
 
     @property
     def baseline(self) -> int:
@@ -149,6 +165,7 @@ def points(
             tuple(float(s["tps"]) for s in ok),
             sum(s.get("status") not in ("ok", retake.DISTURBED) for s in got),
             tuple(s.get("fingerprint") or {} for s in ok),
+            tuple(machines.machine(s) for s in ok),
         )
     return out
 
@@ -225,20 +242,45 @@ def _differences(pa: Point, pb: Point) -> tuple[str, ...]:
 
 
 def _ratio(pa: Point, pb: Point) -> tuple[means.RatioCI, float] | None:
-    """B/A with its interval and the p of "no change"; None without 2 samples a side."""
+    """B/A with its interval and the p of "no change"; None without 2 samples a side.
+    Over more than one machine, within machines: means.StatsError when no machine
+    measured both kernels."""
     sa, sb = pa.summary, pb.summary
     if sa is None or sb is None or sa.n < 2 or sb.n < 2:
         return None
+    if len({*pa.machines, *pb.machines}) > 1:
+        delta, se, df = blocked.log_effect(pa.tps, pb.tps, pa.machines, pb.machines)
+        return blocked.interval(delta, se, df, CONFIDENCE), blocked.p_value(delta, se, df)
     r = means.ratio_ci(pa.tps, pb.tps, CONFIDENCE)
     p, _, _ = combine([log_terms(sa), log_terms(sb)], math.log(r.ratio))
     return r, p
 
 
-def steps(d: Mapping[str, Any], pts: Mapping[Unit, Point]) -> tuple[list[Step], int]:
+def _tried(
+    d: Mapping[str, Any], pa: Point, pb: Point, notes: list[str]
+) -> tuple[means.RatioCI, float] | None:
+    """`_ratio`, or None with a warning in `notes` when the machines cannot be told
+    from the kernels."""
+    try:
+        return _ratio(pa, pb)
+    except means.StatsError as exc:
+        kernels = d["kernels"]
+        note = (
+            f"{kernels[pa.kernel]['label']} vs {kernels[pb.kernel]['label']} in "
+            f"{d['cells'][pa.cell]['label']}: {exc}; left out"
+        )
+        notes += [] if note in notes else [note]
+        return None
+
+
+def steps(
+    d: Mapping[str, Any], pts: Mapping[Unit, Point], notes: list[str] | None = None
+) -> tuple[list[Step], int]:
     raw = []
+    notes = [] if notes is None else notes
     for c in range(len(d["cells"])):
         for a in range(len(d["kernels"]) - 1):
-            if (got := _ratio(pts[(a, c)], pts[(a + 1, c)])) is not None:
+            if (got := _tried(d, pts[(a, c)], pts[(a + 1, c)], notes)) is not None:
                 raw.append((c, a, *got))
     adjusted = holm([p for *_, p in raw])
     effect = float(d.get("min_effect", 0.02))
@@ -294,11 +336,13 @@ def analyze(definition: Mapping[str, Any], samples: Sequence[Mapping[str, Any]])
     d = definition
     pts = points(d, samples)
     base = int(d.get("baseline") or 0)
-    vs = {}
+    vs: dict[Unit, means.RatioCI] = {}
+    notes: list[str] = []
     for (k, c), p in pts.items():
-        if k != base and (got := _ratio(pts[(base, c)], p)) is not None:
+        if k != base and (got := _tried(d, pts[(base, c)], p, notes)) is not None:
             vs[(k, c)] = got[0]
-    found, tests = steps(d, pts)
+    found, tests = steps(d, pts, notes)
+    took = [m for (_, _), p in sorted(pts.items()) for m in p.machines]
     timed, moved = drifted(samples)
     placed = sorted(
         ((u, s) for s in samples if (u := store.unit_of(s.get("label")))), key=lambda us: us[0]
@@ -312,10 +356,53 @@ def analyze(definition: Mapping[str, Any], samples: Sequence[Mapping[str, Any]])
         steps=found,
         tests=tests,
         interactions=interactions(d, pts),
-        warnings=[*_preempt(d, pts, samples), *_warnings(d, pts), *moved],
+        warnings=[*_preempt(d, pts, samples), *_warnings(d, pts), *notes, *moved],
         timed=tuple(timed),
         disturbed=disturbed.of_samples(samples),
+        machines=_machines(samples, took),
     )
+
+
+def _machines(samples: Sequence[Mapping[str, Any]], took: Sequence[str]) -> tuple[str, ...]:
+    """The machines that took boots that count, in the order they first took one; none
+    when one machine took them all."""
+    kept = set(took)
+    names = [machines.machine(s) for s in samples if retake.counts(s)]
+    found = tuple(m for m in dict.fromkeys(names) if m in kept)
+    return found if len(found) > 1 else ()
+
+
+@dataclass(frozen=True)
+class OnMachine:
+    """One machine's own figures: its boots that count, and per kernel and cell (not the
+    baseline) its ratio to the baseline on this machine alone with the boots of each."""
+
+    machine: str
+    boots: int
+    ratios: dict[Unit, tuple[float | None, int, int]]
+
+    def shown(self, unit: Unit, dash: str) -> str:
+        """`0.951 (3+3)`: the ratio on this machine and the boots; `dash` without one."""
+        r, n_base, n = self.ratios.get(unit) or (None, 0, 0)
+        return dash if r is None else f"{r:.3f} ({n_base}+{n})"
+
+
+def per_machine(a: Analysis) -> list[OnMachine]:
+    """Each machine's figures, for a study over a pool (none for one machine)."""
+    out = []
+    for m in a.machines:
+        mine = {
+            u: [x for x, on in zip(p.tps, p.machines, strict=True) if on == m]
+            for u, p in a.points.items()
+        }
+        ratios: dict[Unit, tuple[float | None, int, int]] = {}
+        for (k, c), xs in sorted(mine.items()):
+            if k != a.baseline:
+                base = mine[(a.baseline, c)]
+                r = (sum(xs) / len(xs)) / (sum(base) / len(base)) if xs and base else None
+                ratios[(k, c)] = (r, len(base), len(xs))
+        out.append(OnMachine(m, sum(map(len, mine.values())), ratios))
+    return out
 
 
 def drifted(samples: Sequence[Mapping[str, Any]]) -> tuple[list[drift.Timed], list[str]]:

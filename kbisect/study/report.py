@@ -14,6 +14,16 @@ from kbisect.study import analysis, figures, store, text
 from kbisect.study.analysis import Analysis
 
 REPORT = "report.md"
+POOLED = (
+    " Over this pool's machines each test, interval and ratio of ratios is Student's t "
+    "on a least-squares fit of log tps with the machine as a fixed effect (residual df) "
+    "instead: see Per machine."
+)
+WITHIN = (
+    "The ratios and steps above are within machines: each is fitted on log tps with the "
+    "machine as a fixed effect (stats/blocked.py), so a machine faster than the others "
+    "moves its own level, never a kernel's effect."
+)
 
 
 def _mean(a: Analysis, k: int, c: int) -> str:
@@ -95,6 +105,27 @@ def _steps_table(a: Analysis) -> list[str]:
     return out
 
 
+def _per_machine(a: Analysis) -> list[str]:
+    """A pool's machines: each one's ratio to the baseline per kernel and cell on that
+    machine alone (boots of the baseline + the kernel), and its boots (none for one)."""
+    found = analysis.per_machine(a)
+    if not found:
+        return []
+    out = [
+        "## Per machine",
+        "",
+        f"{WITHIN} Each machine alone (ratio to the baseline, boots of the baseline + the kernel):",
+        "",
+        "| cell | kernel | " + " | ".join(m.machine for m in found) + " | within machines |",
+        "|---|---|" + "---:|" * (len(found) + 1),
+    ]
+    for (k, c), r in sorted(a.vs_baseline.items(), key=lambda kr: (kr[0][1], kr[0][0])):
+        ratios = " | ".join(m.shown((k, c), "—") for m in found)
+        out.append(f"| {a.cell(c)} | {a.kernel(k)} | {ratios} | {r.ratio:.3f} |")
+    out.append("| boots | | " + " | ".join(str(m.boots) for m in found) + " | |")
+    return [*out, ""]
+
+
 def _kernels(a: Analysis) -> list[str]:
     """The kernels table; with a tree column when the revisions are in several trees."""
     d = dict(a.definition)
@@ -166,7 +197,8 @@ def markdown(a: Analysis, pictures: list[str]) -> str:
         f"ratio of means; the family is all {a.tests} such comparisons, corrected with "
         f"Holm's step-down method at {analysis.ALPHA:g}; a step is called when its Holm "
         f"p is below {analysis.ALPHA:g} and it changes tps by at least "
-        f"{float(d.get('min_effect', 0.02)) * 100:g}%. Intervals are per-comparison 95%.",
+        f"{float(d.get('min_effect', 0.02)) * 100:g}%. Intervals are per-comparison 95%."
+        + (POOLED if a.pooled else ""),
         "",
         "## Interactions",
         "",
@@ -179,6 +211,7 @@ def markdown(a: Analysis, pictures: list[str]) -> str:
         "",
         *_grid(a, _ratio),
         "",
+        *_per_machine(a),
         "## Figures",
         "",
         *pictures,
@@ -233,6 +266,17 @@ def summary(a: Analysis) -> dict[str, Any]:
         }
         for s in a.steps
     ]
+    on = [
+        {
+            "machine": m.machine,
+            "boots": m.boots,
+            "ratios": [
+                {"kernel": k, "cell": c, "ratio": r, "boots_baseline": nb, "boots": n}
+                for (k, c), (r, nb, n) in sorted(m.ratios.items())
+            ],
+        }
+        for m in analysis.per_machine(a)
+    ]
     return {
         "version": 1,
         "kind": "study",
@@ -241,7 +285,12 @@ def summary(a: Analysis) -> dict[str, Any]:
         "name": d["name"],
         "scenario": {"name": d["scenario"]["name"], "hash": d["scenario"]["hash"]},
         "sides": {},
-        "stats": {"points": pts, "steps": steps, "tests": a.tests},
+        "stats": {
+            "points": pts,
+            "steps": steps,
+            "tests": a.tests,
+            **({"machines": on} if on else {}),
+        },
         "verdict": {
             "kind": "steps" if n else means.NO_DIFFERENCE,
             "result": f"{n} significant step(s) in {a.tests} comparisons (Holm)",

@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from kbisect.report import text as tr
-from kbisect.study import store
+from kbisect.study import analysis, store
 from kbisect.study.analysis import Analysis
 
 TEXT = tr.TEXT
@@ -63,6 +63,27 @@ def _table(a: Analysis) -> list[str]:
     return out
 
 
+def _per_machine(a: Analysis) -> list[str]:
+    """A pool's machines: each one's boots, and per kernel and cell its ratio to the
+    baseline on that machine alone (boots of the baseline + the kernel)."""
+    found = analysis.per_machine(a)
+    if not found:
+        return []
+    boots = ", ".join(f"{m.machine} {m.boots}" for m in found)
+    out = [
+        "",
+        *tr.para(
+            "the ratios and steps are within machines (log tps with the machine as a "
+            f"fixed effect); boots per machine: {boots}; each machine alone (ratio to "
+            "the baseline, boots of the baseline + the kernel):",
+        ),
+    ]
+    for k, c in sorted(a.vs_baseline, key=lambda u: (u[1], u[0])):
+        each = "; ".join(f"{m.machine} {m.shown((k, c), '-')}" for m in found)
+        out += tr.para(f"{a.definition['cells'][c]['id']} {a.kernel(k)}: {each}", "  ", "    ")
+    return out
+
+
 def _trees(a: Analysis) -> list[str]:
     """Each kernel's tree and revision, when the study's kernels are in several trees."""
     if not store.several_trees(a.definition):
@@ -104,7 +125,7 @@ def render(a: Analysis) -> str:
     if a.interactions:
         lines += ["", "interactions (ratio of ratios, 95% CI):", *_interactions(a)]
     lines += ["", "tps per kernel and cell (mean [95% CI], good boots, ratio to", "the baseline):"]
-    lines += [*_table(a), *_trees(a)]
+    lines += [*_table(a), *_per_machine(a), *_trees(a)]
     lines += ["", "reproduce:", *tr.command(d.get("command") or "kbisect study"), ""]
     lines += ["machine:", *_machines(dict(d)), ""]
     if a.servers:

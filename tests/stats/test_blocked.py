@@ -79,3 +79,16 @@ def test_a_machine_with_one_side_adds_nothing_to_the_effect() -> None:
     with_it = blocked.ratio_ci(a, b, ma, mb)
     alone = blocked.ratio_ci(a[:2], b, ma[:2], mb)
     assert with_it.ratio == pytest.approx(alone.ratio)
+
+
+def test_a_contrast_of_two_groups_is_the_side_effect_and_an_untied_one_is_refused() -> None:
+    a, ma = [100.0, 102.0, 95.0, 96.0], ["m0", "m0", "m1", "m1"]
+    b, mb = [110.0, 111.0, 104.0], ["m0", "m1", "m1"]
+    assert blocked.log_contrast([a, b], [ma, mb], [-1.0, 1.0]) == blocked.log_effect(a, b, ma, mb)
+    # cells 0, 1 on m0 and cells 2, 3 on m1: (3 - 2) - (1 - 0) is tied down, 2 - 0 is not
+    groups = [[100.0, 101.0], [90.0, 91.0], [80.0, 81.0], [72.0, 73.0]]
+    on = [["m0", "m0"], ["m0", "m0"], ["m1", "m1"], ["m1", "m1"]]
+    delta, _, df = blocked.log_contrast(groups, on, [1.0, -1.0, -1.0, 1.0])
+    assert df == 4 and math.isfinite(delta)
+    with pytest.raises(means.StatsError, match="cannot be told"):
+        blocked.log_contrast(groups, on, [-1.0, 0.0, 1.0, 0.0])

@@ -42,6 +42,12 @@ def test_each_block_goes_whole_to_one_machine(tmp_path: Path) -> None:
     per = Counter((s["target"]["machine"], s["label"]) for s in stored)
     # 4 blocks over 2 machines: each machine booted every kernel in every cell twice
     assert per == {(m, label): 2 for m in ("m1", "m2") for label in {s.label for s in slots}}
+    # the machine is the block: each boots its blocks (k mod 2) in their shuffled orders
+    for j, m in enumerate(("m1", "m2")):
+        booted = [s["label"] for s in stored if s["target"]["machine"] == m]
+        assert booted == [s.label for s in slots if s.block % 2 == j]
+    orders = [[s.label for s in slots if s.block == b] for b in range(4)]
+    assert len({tuple(o) for o in orders}) > 1  # randomized within a machine, not one order
 
 
 def test_a_failing_machine_is_quarantined_and_its_later_slots_move(
