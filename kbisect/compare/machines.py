@@ -5,14 +5,14 @@ interval is the single-target one, unchanged."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from kbisect.measure import retake
 from kbisect.stats import blocked, means
 
-Interval = Callable[[Sequence[float], Sequence[float], float], means.RatioCI]
+Interval = means.Interval
 
 
 def machine(s: Mapping[str, Any]) -> str:
@@ -39,6 +39,37 @@ def interval(samples: Sequence[Mapping[str, Any]]) -> Interval | None:
         return blocked.ratio_ci(a, b, ma, mb, confidence)
 
     return within
+
+
+def blocks(samples: Sequence[Mapping[str, Any]]) -> tuple[list[str], list[str]] | None:
+    """Each side's machines of the boots that count (as `counted`), for the verdict's
+    warnings within machines; None when one machine took them all."""
+    (_, ma), (_, mb) = counted(samples, "A"), counted(samples, "B")
+    return (ma, mb) if len(set(ma) | set(mb)) > 1 else None
+
+
+@dataclass(frozen=True)
+class Part:
+    """A side's boots on one machine: the tps of those that count, and the failed ones."""
+
+    machine: str
+    tps: list[float]
+    failed: int
+
+
+def parts(samples: Sequence[Mapping[str, Any]], side: str) -> list[Part]:
+    """A side's boots per machine, machines in the order they first took a boot (of
+    either side); empty when one machine (or none) took every boot that counts."""
+    if blocks(samples) is None:
+        return []
+    mine = [s for s in samples if s.get("label") == side]
+    out = []
+    for name in dict.fromkeys(machine(s) for s in samples):
+        if not (here := [s for s in mine if machine(s) == name]):
+            continue
+        tps = [float(s["tps"]) for s in here if retake.counts(s)]
+        out.append(Part(name, tps, len(here) - len(tps)))
+    return out
 
 
 @dataclass(frozen=True)

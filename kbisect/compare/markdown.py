@@ -65,6 +65,8 @@ def side_patches(run: Run, side: str) -> list[dict[str, object]]:
 
 
 def _side_table(run: Run) -> list[str]:
+    if any(machines.parts(run.samples, x) for x in SIDES):
+        return _pool_side_table(run)
     out = [
         "| side | label | kernel | append | boots ok / failed | mean tps | median | stdev "
         "| CV | min | max |",
@@ -79,6 +81,37 @@ def _side_table(run: Run) -> list[str]:
             f"| {s.median:,.1f} | {s.stdev:,.1f} | {s.cv * 100:.1f}% | {s.min:,.1f} "
             f"| {s.max:,.1f} |"
         )
+    return out
+
+
+def _pool_side_table(run: Run) -> list[str]:
+    """Over a pool: each side's figures per machine (a machine's level is its own, so
+    figures mixing the machines would show their spread, not the noise)."""
+    out = [
+        "Per machine (B/A is within machines; figures mixing the machines would show "
+        "their spread, not the boots' noise):",
+        "",
+        "| side | label | kernel | append | machine | boots ok / failed | mean tps | median "
+        "| stdev | CV | min | max |",
+        "|---|---|---|---|---|---|---:|---:|---:|---:|---:|---:|",
+    ]
+    for side in SIDES:
+        info = run.summary["sides"][side]
+        head = (
+            f"| {side} | {_cell(run.name(side))} | {_cell(_kernel(info.get('kernel') or {}))} "
+            f"| `{_cell(info.get('append') or '')}`"
+        )
+        for part in machines.parts(run.samples, side):
+            figures = "| — | — | — | — | — | — |"
+            if part.tps:
+                s = means.summarize(part.tps)
+                figures = (
+                    f"| {s.mean:,.1f} | {s.median:,.1f} | {s.stdev:,.1f} | {s.cv * 100:.1f}% "
+                    f"| {s.min:,.1f} | {s.max:,.1f} |"
+                )
+            out.append(
+                f"{head} | {_cell(part.machine)} | {len(part.tps)} / {part.failed} {figures}"
+            )
     return out
 
 

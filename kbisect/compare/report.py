@@ -114,6 +114,7 @@ def load(run_dir: Path, summary: Mapping[str, Any], min_effect: float | None) ->
             planned=planned,
             most=most(summary),
             interval=machines.interval(samples),
+            blocks=machines.blocks(samples),
         )
     except means.StatsError as exc:
         raise BadCompareRun(f"{run_dir}: {exc}") from exc

@@ -64,13 +64,9 @@ def start(spec: Spec, policy: retake.Policy) -> int:
                 sides_mod.build_side(repo, side, target, spec.configs, spec.base_config)
         out = results.out_dir(spec.out, "compare", base_scen.name)  # written from here on
         machines = [m.name for m in dispatch.members(target)]
-        if len(machines) > 1 and rule is not None:
-            progress.step(
-                f"over a pool the sequential rule (--boots auto) is not used: a fixed "
-                f"{boots} boots a side, spread over {len(machines)} machines"
-            )
-            rule = None
         sides_order, where = schedule.pool_order(boots, machines, spec.order, spec.seed)
+        if len(machines) > 1 and rule is not None:
+            rule = sequential.over_pool(rule, where)  # a look per round of the machines
         plan = {
             "version": 1,
             "command": progress.reproduce_line(),
@@ -180,8 +176,7 @@ def _run(target: Target, sides: dict[str, Side], plan: dict[str, Any], out: Path
             f"{most} boots, interleaved ({plan['scheme']}){over}{until}; results in {out}"
         )
         if pooled:
-            stop, reached = None, len(plan["order"])
-            st = _measure_pool(target, sides, plan, out, st)
+            stop, reached, st = _measure_pool(target, sides, plan, out, st, rule)
         else:
             stop, reached = _measure(target, sides, plan, out, st, rule)
         if stop is not None and rule is not None:
@@ -202,6 +197,7 @@ def _run(target: Target, sides: dict[str, Side], plan: dict[str, Any], out: Path
         planned=min(order.count(x) for x in NAMES),
         most=rule.most if rule else None,
         interval=machines.interval(stored) if pooled else None,
+        blocks=machines.blocks(stored) if pooled else None,
     )
     duration = time.time() - float(plan["started"])
     taken = {**plan, "order": order}
@@ -256,28 +252,57 @@ def _measure_pool(
     plan: dict[str, Any],
     out: Path,
     st: schedule.Standing,
-) -> schedule.Standing:
+    rule: stopping.Rule | None,
+) -> tuple[stopping.Stop | None, int, schedule.Standing]:
     """Every slot still to take, on its machine, the machines at once (at most one boot
     each: targets/pool/dispatch.py); a quarantined machine's slots go to the others.
-    Where the run then stands, from the stored samples (the boots that count per side
-    in the order stored, as the report reads them)."""
-    order, where = plan["order"], plan["machines"]
-    known = {m.name for m in dispatch.members(target)}
+    With a sequential rule, round by round (sequential.play_rounds): the slots left
+    disturbed first (a resumed run's), then each round's, looking after each. How it
+    stopped (None without a rule), the slots the run got to, and where the run then
+    stands, from the stored samples (the boots that count per side in the order stored,
+    as the report reads them)."""
+    order, where, retries = plan["order"], plan["machines"], int(plan["retries"])
 
-    def task(i: int, first: int, used: int) -> dispatch.Task[bool | None]:
-        def run(machine: Target) -> bool | None:
-            return _slot(machine, sides[order[i]], plan, out, i, first, retake.Slot(used))
+    def batch(slots: list[int], now: schedule.Standing) -> None:
+        known = {m.name for m in dispatch.members(target)}
 
-        return dispatch.Task(run, where[i] if where[i] in known else None)
+        def task(i: int) -> dispatch.Task[bool | None]:
+            first, used = now.todo[i]
 
-    tasks = [task(i, first, used) for i, (first, used) in sorted(st.todo.items())]
-    dispatch.run_batch(target, tasks, strike=lambda took: took is not True)
+            def run(machine: Target) -> bool | None:
+                return _slot(machine, sides[order[i]], plan, out, i, first, retake.Slot(used))
+
+            return dispatch.Task(run, where[i] if where[i] in known else None)
+
+        if slots:
+            dispatch.run_batch(target, [task(i) for i in slots], strike=lambda t: t is not True)
+
+    def standing() -> schedule.Standing:
+        return schedule.by_slot(order, retries, results.load_samples(out))
+
+    stop, reached = None, len(order)
+    if rule is None:
+        batch(sorted(st.todo), st)
+    else:
+        batch(sorted(st.open), st)
+
+        def take(lo: int, hi: int) -> None:
+            now = standing()
+            batch([i for i in sorted(now.todo) if lo <= i < hi and i not in now.open], now)
+
+        def counted() -> sequential.Looked:
+            stored = results.load_samples(out)
+            a, b = (machines.counted(stored, x)[0] for x in NAMES)
+            return a, b, machines.interval(stored)
+
+        start = min((i for i in st.todo if i not in st.open), default=len(order))
+        stop, reached = sequential.play_rounds(rule, start, take, counted)
     stored = results.load_samples(out)
-    st = schedule.by_slot(order, int(plan["retries"]), stored)
+    st = schedule.by_slot(order, retries, stored)
     for x in NAMES:
         sides[x].tps = machines.counted(stored, x)[0]
         sides[x].failed = st.failed[x]
-    return st
+    return stop, reached, st
 
 
 def _slot(

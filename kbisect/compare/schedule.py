@@ -105,6 +105,15 @@ def _check(plan: dict[str, Any], path: Path) -> None:
         f.integer("least", low=2, high=most)
         if len(order) != 2 * most:
             f.fail("order", f"must hold 2 x max_boots ({most}) slots, got {len(order)}")
+        at = f.items("look_at", None)  # a pool's: the boots a side at each round's look
+        if at is not None and (
+            not at
+            or not all(type(n) is int for n in at)
+            or at != sorted(set(at))
+            or at[0] < plan["least"]
+            or at[-1] != most
+        ):
+            f.fail("look_at", f"must rise from least to max_boots ({most}), got {reading.got(at)}")
     sides = f.table("sides")
     for side in ("A", "B"):
         sides.table(side, required=True)

@@ -7,10 +7,20 @@ The plan holds the order of the most boots (`max_boots` a side, interleaved as a
 compare's); the run stops at the first look that settles the ratio. A resumed run looks
 at what it has before its next boot, so it stops where the rule says and boots no slot
 the rule would not have.
+
+Over a pool (`play_rounds`) the machines boot at once, so the rule looks once per round:
+a round is one more pair on every machine (the plan's pairs alternate AB and BA within
+a machine, schedule.pool_order, so every second round completes an ABBA block on each
+machine); each machine has then measured both sides equally often, which is what the
+machine fixed effect needs to stay out of the ratio. The look is the blocked interval
+(machines.interval) at the level looks.py gives K looks, K the rounds from the first
+with `least` boots a side (`over_pool`); the plan records them (`look_at`).
+scripts/simulate-pool plays the same loop with drawn samples.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -25,7 +35,12 @@ def plan_fields(rule: stopping.Rule | None) -> dict[str, Any]:
     """What plan.json records of the rule (nothing for a fixed count)."""
     if rule is None:
         return {}
-    return {"boots": AUTO, "max_boots": rule.most, "least": rule.least}
+    return {
+        "boots": AUTO,
+        "max_boots": rule.most,
+        "least": rule.least,
+        **({"look_at": list(rule.at)} if rule.at else {}),
+    }
 
 
 def rule_of(plan: Mapping[str, Any]) -> stopping.Rule | None:
@@ -33,8 +48,32 @@ def rule_of(plan: Mapping[str, Any]) -> stopping.Rule | None:
     if plan.get("boots") != AUTO:
         return None
     return stopping.Rule(
-        float(plan.get("min_effect", 0.02)), int(plan["least"]), int(plan["max_boots"])
+        float(plan.get("min_effect", 0.02)),
+        int(plan["least"]),
+        int(plan["max_boots"]),
+        at=tuple(int(n) for n in plan.get("look_at") or ()),
     )
+
+
+def rounds(where: Sequence[str]) -> list[int]:
+    """The boots a side a pool's plan has dealt after each of its rounds (a round: every
+    machine its next pair; `where` is each slot's machine, two slots a pair, the rounds
+    one after another as schedule.pool_order lays them out)."""
+    seen: dict[str, int] = {}
+    ends: dict[int, int] = {}
+    for i in range(0, len(where), 2):
+        k = seen[where[i]] = seen.get(where[i], 0) + 1
+        ends[k] = i // 2 + 1
+    return [ends[k] for k in sorted(ends)]
+
+
+def over_pool(rule: stopping.Rule, where: Sequence[str]) -> stopping.Rule:
+    """The rule over a pool's plan: a look after each round with `least` boots a side or
+    more (the last round's is the plan's end, `most`)."""
+    at = tuple(n for n in rounds(where) if n >= rule.least)
+    pooled = dataclasses.replace(rule, at=at)
+    pooled.check()
+    return pooled
 
 
 def play(
@@ -76,6 +115,41 @@ def play(
     return stop, i
 
 
+Looked = tuple[Sequence[float], Sequence[float], machines.Interval | None]
+
+
+def play_rounds(
+    rule: stopping.Rule,
+    start: int,
+    take: Callable[[int, int], object],
+    counted: Callable[[], Looked],
+) -> tuple[stopping.Stop, int]:
+    """A pool's sequential loop: boot the rounds of the plan (`take(lo, hi)` boots the
+    slots lo..hi-1 still to take, the machines at once) from slot `start` (the first not
+    settled), look after each round of `rule.at` (`counted()`: each side's tps that
+    count, in the stored order, and the blocked interval for them, or None on one
+    machine), and stop at the first final look; a run resumed at a look's round end
+    looks first. The last look and the slots the run got to."""
+    ends = [2 * n for n in rule.at]
+    total = ends[-1]
+
+    def look(end: int) -> stopping.Stop:
+        a, b, interval = counted()
+        k = ends.index(end) + 1
+        return stopping.decide(a, b, rule, last=end >= total, interval=interval, look=k)
+
+    stop = look(start) if start in ends else None
+    lo = start
+    for end in ends:
+        if end <= start or (stop is not None and stop.final):
+            continue
+        take(lo, end)
+        lo = end
+        stop = look(end)
+    assert stop is not None and stop.final  # the last round's look is final
+    return stop, lo
+
+
 def verdict(
     a: Sequence[float],
     b: Sequence[float],
@@ -85,14 +159,22 @@ def verdict(
     planned: int | None,
     most: int | None,
     interval: machines.Interval | None = None,
+    blocks: tuple[Sequence[str], Sequence[str]] | None = None,
 ) -> means.Verdict:
     """A compare's verdict at `confidence`: a fixed one's (`planned` boots a side), or a
     sequential one's (at most `most` boots a side: the few-boots warning is for a run
     that could not have had more, and the warnings point at --max-boots). `interval`:
-    a pool's, within machines (machines.py); None, the single-target one."""
+    a pool's, within machines (machines.py); None, the single-target one; `blocks`, a
+    pool's machines of each side's boots (machines.blocks), for warnings within them."""
     if most is None:
         return means.verdict(
-            a, b, min_effect=min_effect, confidence=confidence, planned=planned, interval=interval
+            a,
+            b,
+            min_effect=min_effect,
+            confidence=confidence,
+            planned=planned,
+            interval=interval,
+            blocks=blocks,
         )
     return means.verdict(
         a,
@@ -102,4 +184,5 @@ def verdict(
         planned=most,
         boots_flag=FLAG,
         interval=interval,
+        blocks=blocks,
     )

@@ -23,6 +23,7 @@ from kbisect.report.text import (
     para,
     warning_lines,
 )
+from kbisect.stats import means
 
 
 def _scenario(settings: Mapping[str, Any], name: str, digest: str) -> list[str]:
@@ -79,8 +80,15 @@ def figures(run: Run) -> list[str]:
         f"[{r.low:.3f}, {r.high:.3f}]",
         *(para(revert.cost_line(v), "  ", "  ") if rev else []),
         *(para(how, "  ", "  ") if (how := stopped(run.summary)) else []),
-        f"  A: {v.a.mean:.1f} tps, CV {v.a.cv * 100:.1f}%, {v.a.n} boots ({failed['A']} failed)",
-        f"  B: {v.b.mean:.1f} tps, CV {v.b.cv * 100:.1f}%, {v.b.n} boots ({failed['B']} failed)",
+        *(
+            per_side(run)
+            or [
+                f"  A: {v.a.mean:.1f} tps, CV {v.a.cv * 100:.1f}%, {v.a.n} boots "
+                f"({failed['A']} failed)",
+                f"  B: {v.b.mean:.1f} tps, CV {v.b.cv * 100:.1f}%, {v.b.n} boots "
+                f"({failed['B']} failed)",
+            ]
+        ),
         *para(
             f"changes under {run.min_effect * 100:g}% are not called; the interval is "
             f"{r.method} ({METHODS.get(r.method, r.method)}).",
@@ -88,6 +96,19 @@ def figures(run: Run) -> list[str]:
         ),
         *per_machine(run),
     ]
+
+
+def per_side(run: Run) -> list[str]:
+    """Over a pool, each side's mean and CV per machine (none on one machine)."""
+    lines = []
+    for side in SIDES:
+        for part in machines.parts(run.samples, side):
+            s = means.summarize(part.tps) if part.tps else None
+            figures = f"{s.mean:.1f} tps, CV {s.cv * 100:.1f}%, " if s else ""
+            lines.append(
+                f"  {side} on {part.machine}: {figures}{len(part.tps)} boots ({part.failed} failed)"
+            )
+    return lines
 
 
 def per_machine(run: Run) -> list[str]:

@@ -26,7 +26,10 @@ The split holds only if the rule looks exactly K times: once per sample count fr
 count on each side, or, with stored samples, each time the shorter side grows): the
 endpoint check tops both sides up before it looks, the re-check (bisect/recheck.py)
 draws the second sample of a pair without looking, the sequential compare
-(compare/sequential.py) looks after each pair when the shorter side has grown.
+(compare/sequential.py) looks after each pair when the shorter side has grown. Over a
+pool of machines the sequential compare looks once per round instead (every machine one
+more pair, compare/sequential.py `play_rounds`): K is then the number of rounds that
+look, `level(alpha, 1, K)`.
 """
 
 from __future__ import annotations

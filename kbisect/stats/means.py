@@ -114,6 +114,10 @@ class RatioCI:
         return asdict(self)
 
 
+# an interval other than ratio_ci's for the ratio B/A: interval(a, b, confidence)
+Interval = Callable[[Sequence[float], Sequence[float], float], RatioCI]
+
+
 def _checked(xs: Sequence[float], what: str) -> Summary:
     if len(xs) < 2:
         raise NotEnoughSamples(f"{what}: need at least 2 boots per side, have {len(xs)}")
@@ -186,18 +190,42 @@ def outliers(xs: Sequence[float]) -> list[int]:
     return [i for i, x in enumerate(xs) if abs(x - med) / spread > OUTLIER_Z]
 
 
-def _side_warnings(name: str, xs: Sequence[float], s: Summary, flag: str) -> list[str]:
+def _side_warnings(
+    name: str,
+    xs: Sequence[float],
+    s: Summary,
+    flag: str,
+    where: str = "",
+    index: Sequence[int] | None = None,
+) -> list[str]:
+    """A side's CV and outlier warnings; `where` (" on m1") and `index` (each x's place
+    among the side's boots) for the boots of one block of a side."""
     out = []
     if s.cv > HIGH_CV:
         n = boots_needed(s.cv, REFERENCE_EFFECT)
         out.append(
-            f"side {name}: CV {s.cv * 100:.1f}% is high: add boots "
+            f"side {name}{where}: CV {s.cv * 100:.1f}% is high: add boots "
             f"({flag} {n} detects a {REFERENCE_EFFECT:.0%} regression at 80% power)"
         )
     for i in outliers(xs):
+        j = i if index is None else index[i]
         out.append(
-            f"side {name} boot {i + 1} ({xs[i]:.1f} tps) is an outlier: check its fingerprint"
+            f"side {name} boot {j + 1} ({xs[i]:.1f} tps){where} is an outlier: "
+            "check its fingerprint"
         )
+    return out
+
+
+def _blocked_warnings(
+    name: str, xs: Sequence[float], blocks: Sequence[str], flag: str
+) -> list[str]:
+    """A side's warnings within each block (a pool's machine), blocks in order of first
+    boot: a spread between blocks is theirs (a machine effect), not noise."""
+    out = []
+    for block in dict.fromkeys(blocks):
+        index = [i for i, b in enumerate(blocks) if b == block]
+        mine = [xs[i] for i in index]
+        out += _side_warnings(name, mine, summarize(mine), flag, f" on {block}", index)
     return out
 
 
@@ -210,20 +238,27 @@ def verdict(
     higher_is_better: bool = True,
     boots_flag: str = "--boots",
     planned: int | None = None,
-    interval: Callable[[Sequence[float], Sequence[float], float], RatioCI] | None = None,
+    interval: Interval | None = None,
+    blocks: tuple[Sequence[str], Sequence[str]] | None = None,
 ) -> Verdict:
     """Regression, improvement, or no significant difference, for B against A.
     `boots_flag` is the option the warnings tell the user to raise for more boots;
     `planned`, the boots per side asked for (when samples were left out, fewer count,
     and asking for more would not help); `interval(a, b, confidence)`, the ratio's
-    interval when not ratio_ci's (the bisect gate's robust one, robust.py)."""
+    interval when not ratio_ci's (the bisect gate's robust one, robust.py); `blocks`,
+    each boot's block per side (a pool's machine: compare/machines.py), the CV and
+    outlier warnings then computed within each block."""
     sa, sb = _checked(a, "side A"), _checked(b, "side B")
     r = _ratio(sa, sb, confidence) if interval is None else interval(a, b, confidence)
     significant = r.low > 1.0 or r.high < 1.0
     kind = NO_DIFFERENCE
     if significant and abs(r.ratio - 1.0) >= min_effect:
         kind = "regression" if (r.ratio < 1.0) == higher_is_better else "improvement"
-    warnings = _side_warnings("A", a, sa, boots_flag) + _side_warnings("B", b, sb, boots_flag)
+    if blocks is None:
+        warnings = _side_warnings("A", a, sa, boots_flag) + _side_warnings("B", b, sb, boots_flag)
+    else:
+        warnings = _blocked_warnings("A", a, blocks[0], boots_flag)
+        warnings += _blocked_warnings("B", b, blocks[1], boots_flag)
     if (min(sa.n, sb.n) if planned is None else planned) < FEW_BOOTS:
         warnings.append(
             f"{sa.n} boots on side A and {sb.n} on side B: the interval is wide "

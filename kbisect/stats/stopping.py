@@ -21,6 +21,12 @@ not stop for (the interval clears 1 but not 1 ± m); that claim is covered by th
 A look is made once per n (the caller looks when the shorter side has grown); with m = 0
 "equivalent" never happens. Simulated error rates and boots: docs/statistics.md
 (scripts/simulate-sequential).
+
+Over a pool of machines (compare/sequential.py `play_rounds`) the rule looks once per
+round, not per pair: `at` lists the boots a side the plan has dealt after each round
+that looks (every machine one more pair), K = len(at), each look at 1 - α/K (looks.py),
+and the interval is the caller's (`interval`: the blocked one, stats/blocked.py, the
+machine a fixed effect). The three outcomes are the same.
 """
 
 from __future__ import annotations
@@ -30,7 +36,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kbisect.core.exceptions import UserError
-from kbisect.stats import looks, means
+from kbisect.stats import blocked, looks, means
 
 LEAST = 3  # boots a side before the first look: at 2 the interval is too wide to decide
 MOST = 10  # the default most boots a side
@@ -48,6 +54,9 @@ class Rule:
     least: int = LEAST
     most: int = MOST
     confidence: float = 0.95
+    # a pool's rule: the boots a side planned at each look (one look per round); empty,
+    # a look at every count from least to most
+    at: tuple[int, ...] = ()
 
     @classmethod
     def upto(cls, most: int, min_effect: float = 0.02, confidence: float = 0.95) -> Rule:
@@ -66,14 +75,22 @@ class Rule:
             raise BadStoppingRule(f"minimum effect {self.min_effect}: must be in [0, 1)")
         if not 0.0 < self.confidence < 1.0:
             raise BadStoppingRule(f"confidence {self.confidence}: must be between 0 and 1")
+        at = self.at
+        if at and (at[0] < self.least or at[-1] != self.most or list(at) != sorted(set(at))):
+            raise BadStoppingRule(
+                f"looks at {list(at)} boots a side: must rise from {self.least} or more "
+                f"to {self.most}"
+            )
 
     @property
     def looks(self) -> int:
-        return self.most - self.least + 1
+        return len(self.at) if self.at else self.most - self.least + 1
 
     @property
     def level(self) -> float:
         """The two-sided level of each look's interval: 1 - α/K (looks.py)."""
+        if self.at:  # K looks, one per round: looks 1..K
+            return looks.level(1.0 - self.confidence, 1, len(self.at), one_sided=False)
         return looks.level(1.0 - self.confidence, self.least, self.most, one_sided=False)
 
     def as_dict(self) -> dict[str, Any]:
@@ -84,6 +101,7 @@ class Rule:
             "confidence": self.confidence,
             "looks": self.looks,
             "level": self.level,
+            **({"look_at": list(self.at)} if self.at else {}),
         }
 
 
@@ -99,13 +117,28 @@ class Stop:
         return self.kind in FINAL
 
 
-def decide(a: Sequence[float], b: Sequence[float], rule: Rule, *, last: bool = False) -> Stop:
+def decide(
+    a: Sequence[float],
+    b: Sequence[float],
+    rule: Rule,
+    *,
+    last: bool = False,
+    interval: means.Interval | None = None,
+    look: int | None = None,
+) -> Stop:
     """significant | equivalent | more | undecided for the boots so far of sides A and B;
-    `last`: no boot follows (the plan is done), so "more" is "undecided"."""
+    `last`: no boot follows (the plan is done), so "more" is "undecided". A pool's look
+    gives its `interval(a, b, level)` (the blocked one) and which `look` it is; an
+    interval that cannot be computed (no machine measured both sides) decides nothing."""
     n = min(len(a), len(b))
     if n < rule.least:
-        return Stop(UNDECIDED if last else MORE, n, 0, None)
-    r = means.ratio_ci(a, b, rule.level)
+        return Stop(UNDECIDED if last else MORE, n, look or 0, None)
+    try:
+        r = (means.ratio_ci if interval is None else interval)(a, b, rule.level)
+    except means.StatsError:
+        if interval is None:
+            raise
+        return Stop(UNDECIDED if last or n >= rule.most else MORE, n, look or 0, None)
     m = rule.min_effect
     if r.high < 1.0 - m or r.low > 1.0 + m:
         kind = SIGNIFICANT
@@ -113,7 +146,7 @@ def decide(a: Sequence[float], b: Sequence[float], rule: Rule, *, last: bool = F
         kind = EQUIVALENT
     else:
         kind = UNDECIDED if last or n >= rule.most else MORE
-    return Stop(kind, n, n - rule.least + 1, r)
+    return Stop(kind, n, n - rule.least + 1 if look is None else look, r)
 
 
 def reason(stop: Stop, rule: Rule) -> str:
@@ -125,7 +158,8 @@ def reason(stop: Stop, rule: Rule) -> str:
     )
     if r is None:
         return f"stopped with {stop.n} boots a side, too few for a look: undecided {how}"
-    ci = f"the {rule.level * 100:.4g}% CI [{r.low:.3f}, {r.high:.3f}]"
+    within = " within machines" if r.method == blocked.METHOD else ""
+    ci = f"the {rule.level * 100:.4g}% CI{within} [{r.low:.3f}, {r.high:.3f}]"
     after = f"after {stop.n} boot{'s' * (stop.n > 1)} a side (look {stop.look})"
     if stop.kind == SIGNIFICANT:
         return f"stopped {after}: {ci} clears the {m} minimum effect {how}"

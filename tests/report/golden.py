@@ -39,6 +39,7 @@ RUNS = (
     "pg-clock-sweep-2x2",
     "profile-preempt",
     "pg-debian18-patch",
+    "pool-fake-vng",
 )
 
 MAILS = tuple(r for r in RUNS if r not in ("demo-study", "pg-clock-sweep-2x2"))  # no study
