@@ -59,6 +59,9 @@ class Rule:
     most: int = 10
     confidence: float = 0.95
     higher_is_better: bool = True
+    # pairs between two looks: 1 on one machine; over a pool of k machines the re-check
+    # draws k/2 pairs a round and looks once per round (bisect/posterior/search.py)
+    every: int = 1
 
     def check(self) -> None:
         if not 2 <= self.least <= self.most:
@@ -69,8 +72,10 @@ class Rule:
     @property
     def level(self) -> float:
         """The two-sided level of each look's interval: 1 - 2α/K (looks.py: "confirmed"
-        and "refuted" are one-sided claims)."""
-        return looks.level(1.0 - self.confidence, self.least, self.most, one_sided=True)
+        and "refuted" are one-sided claims). K: the looks from `least` pairs to `most`,
+        `every` pairs apart (the last at `most`); at most most - least + 1."""
+        looks_k = -(-(self.most - self.least) // max(self.every, 1)) + 1
+        return looks.level(1.0 - self.confidence, 1, looks_k, one_sided=True)
 
 
 @dataclass(frozen=True)

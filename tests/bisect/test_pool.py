@@ -8,6 +8,8 @@ import math
 import random
 from typing import Any
 
+import pytest
+
 from kbisect.bisect import state as bisect_state
 from kbisect.bisect.posterior import choice, likelihood
 from kbisect.bisect.posterior.graph import Graph
@@ -121,6 +123,14 @@ def test_a_pool_searches_in_rounds_and_names_the_culprit_despite_its_machines():
     # rounds, not boots: the search's boots took far fewer rounds
     assert len(bench.rounds) < len(bench.booted) / 2
     assert {x.machine for x in s.post.samples if x.t > 0} == {"m0", "m1", "m2", "m3"}
+    # the re-check drew two pairs a round and looked once per round: its error is split
+    # over those looks (every 2 pairs from 3 to most), not over a look per pair
+    (rc,) = [r for r in s.run.rechecks.values() if r.get("kind") != "running"]
+    most = s.opts.recheck_samples
+    assert most > 4
+    assert rc["level"] == pytest.approx(1 - 2 * 0.05 / (-(-(most - 3) // 2) + 1))
+    assert rc["level"] < 1 - 2 * 0.05 / (most - 3 + 1) or most == 3
+    assert rc["n"] % 2 == 0
 
 
 def test_resume_mid_round_counts_the_samples_written_and_takes_the_rest(env, tmp_path):  # noqa: F811
@@ -184,7 +194,6 @@ def test_a_bisection_over_a_pool_takes_its_endpoints_on_both_machines_at_once(
     """The driver over a pool of two fake machines, one 10% slower: the endpoint check's
     first look (runs-min a side) is taken at once on both machines, interleaved, and the
     culprit is named despite the machines' offset."""
-    from kbisect.measure import results
     from tests.fakes import fake_pool
 
     shas = history(env["repo"], 12, 8)
@@ -200,15 +209,15 @@ def test_a_bisection_over_a_pool_takes_its_endpoints_on_both_machines_at_once(
     assert kbisect(*argv) == 0
     s = summary(env["results"])
     assert s["first_bad"]["commit"] == shas[8]
-    taken = []
-    for commit in (shas[1], shas[-1]):
-        (where,) = env["results"].glob(f"bisect-store/*/{commit}")
-        for sample in results.load_samples(where):
-            taken.append((sample["created"], commit, sample["target"]["machine"]))
-    first = sorted(taken)[:4]  # runs-min (2) a side: one round of four boots
-    assert {c for _, c, _ in first} == {shas[1], shas[-1]}
-    assert {m for _, _, m in first} == {"m1", "m2"}
-    # each machine measured both endpoints in every turn (not good on one, bad on the
-    # other, where the machines' offset would pass for the step)
+    # each machine's boots in order (its own call log): the first round is runs-min (2)
+    # a side, two boots a machine, and each machine's two are one good and one bad (not
+    # good on one and bad on the other, where the machines' offset would pass for the step)
+    ends = {shas[1], shas[-1]}
+    first = []
+    for m in ("m1", "m2"):
+        calls = [c["commit"] for c in fake_calls(pool.parent / f"{m}.toml")]
+        assert set(calls) > ends  # the machine also took the search's boots
+        first += [(None, c, m) for c in calls[:2]]
+        assert set(calls[:2]) == ends
     pairs = {(c, m) for c in (shas[1], shas[-1]) for m in ("m1", "m2")}
     assert {(c, m) for _, c, m in first} == pairs

@@ -84,3 +84,20 @@ def test_each_claim_is_wrong_at_most_alpha(cv: float) -> None:
     assert kinds["half"].count("full") <= 10
     if cv == 0.05:  # precise enough to tell, most of the time
         assert kinds["single"].count("full") >= 140 and kinds["half"].count("partial") >= 140
+
+
+def test_a_rule_that_looks_every_few_pairs_splits_its_error_over_those_looks():
+    """One machine: a look per pair from least to most (K = most - least + 1). Over a pool
+    the re-check draws k/2 pairs a round and looks once per round: K is the count of those
+    looks (bounded from above), so each look is less strict than a look per pair."""
+    from kbisect.stats import looks
+
+    one = confirm.Rule(least=3, most=12, confidence=0.95)
+    assert one.level == pytest.approx(looks.level(0.05, 3, 12, one_sided=True))
+    assert one.level == pytest.approx(1 - 2 * 0.05 / 10)
+    assert confirm.Rule(least=3, most=12, every=1).level == one.level
+    # 4 pairs a round (8 machines): looks at 4, 8, 12 at most 4 of them
+    assert confirm.Rule(least=3, most=12, every=4).level == pytest.approx(1 - 2 * 0.05 / 4)
+    # 2 pairs a round: at most 6 looks
+    assert confirm.Rule(least=3, most=12, every=2).level == pytest.approx(1 - 2 * 0.05 / 6)
+    assert confirm.Rule(least=3, most=3, every=4).level == pytest.approx(1 - 2 * 0.05)

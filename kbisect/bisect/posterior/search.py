@@ -578,6 +578,8 @@ class Search:
             run.first_stop = {"commit": culprit, "p": answer.probability, "kind": answer.kind}
         rc = run.rechecks.setdefault(culprit, {"parent": parent, "kind": "running"})
         rule = recheck.adaptive(self.opts)
+        if self.k > 1:  # a round draws k/2 pairs and the rule looks once per round
+            rule = replace(rule, every=max(self.k // 2, 1))
         if improvement:
             rule = replace(rule, higher_is_better=not rule.higher_is_better)
             rc["improvement"] = True
