@@ -10,15 +10,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from kbisect.measure import retake
+from kbisect.measure.sample import machine
 from kbisect.stats import blocked, means
 
 Interval = means.Interval
-
-
-def machine(s: Mapping[str, Any]) -> str:
-    """The machine a sample ran on: a pool's `machine`, else the target's name."""
-    t = s.get("target") or {}
-    return str(t.get("machine") or t.get("name") or "?")
 
 
 def counted(samples: Sequence[Mapping[str, Any]], side: str) -> tuple[list[float], list[str]]:

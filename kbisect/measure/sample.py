@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import shlex
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -212,3 +213,10 @@ def record(
         **({"profile": guest["profile"]} if ok and guest.get("profile") else {}),
         "boot_dir": str(job.boot_dir),
     }
+
+
+def machine(s: Mapping[str, Any]) -> str:
+    """The machine a stored sample ran on: a pool's member records `machine`
+    (targets/pool/target.py), any other target its name."""
+    t = s.get("target") or {}
+    return str(t.get("machine") or t.get("name") or "?")

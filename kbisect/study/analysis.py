@@ -36,8 +36,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from kbisect.compare import machines
 from kbisect.measure import fingerprint, preempt, retake, timeline
+from kbisect.measure.sample import machine
 from kbisect.report import disturbed, servers
 from kbisect.stats import blocked, drift, means
 from kbisect.stats.inference import CONFIDENCE, combine, holm, log_terms
@@ -55,7 +55,7 @@ class Point:
     tps: tuple[float, ...]
     failed: int
     fingerprints: tuple[Mapping[str, Any], ...]
-    machines: tuple[str, ...] = ()  # the machine of each of tps (compare/machines.py)
+    machines: tuple[str, ...] = ()  # the machine of each of tps (measure/sample.py machine)
 
     @property
     def n(self) -> int:
@@ -165,7 +165,7 @@ def points(
             tuple(float(s["tps"]) for s in ok),
             sum(s.get("status") not in ("ok", retake.DISTURBED) for s in got),
             tuple(s.get("fingerprint") or {} for s in ok),
-            tuple(machines.machine(s) for s in ok),
+            tuple(machine(s) for s in ok),
         )
     return out
 
@@ -367,7 +367,7 @@ def _machines(samples: Sequence[Mapping[str, Any]], took: Sequence[str]) -> tupl
     """The machines that took boots that count, in the order they first took one; none
     when one machine took them all."""
     kept = set(took)
-    names = [machines.machine(s) for s in samples if retake.counts(s)]
+    names = [machine(s) for s in samples if retake.counts(s)]
     found = tuple(m for m in dict.fromkeys(names) if m in kept)
     return found if len(found) > 1 else ()
 

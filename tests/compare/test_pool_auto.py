@@ -13,10 +13,10 @@ from pathlib import Path
 import pytest
 
 from kbisect.commands import cli
-from kbisect.compare import machines, schedule, sequential
+from kbisect.compare import schedule, sequential
 from kbisect.core import reading
 from kbisect.core.exceptions import EXIT_NEGATIVE, EXIT_OK
-from kbisect.measure import results
+from kbisect.measure import results, sample
 from kbisect.stats import blocked, means, stopping
 from tests.fakes import ab_compare_argv, fake_calls, fake_image, fake_pool
 
@@ -223,7 +223,7 @@ def test_a_quarantined_machines_rounds_go_to_the_other(
     assert code == EXIT_NEGATIVE
     assert "machine m2 quarantined" in capsys.readouterr().err
     stored = results.load_samples(out)
-    assert {machines.machine(s) for s in stored if s["status"] == "ok"} == {"m1"}
+    assert {sample.machine(s) for s in stored if s["status"] == "ok"} == {"m1"}
     seq = results.load_summary(out)["sequential"]
     assert seq["stop"] == "significant" and seq["look_at"] == [4, 6, 8, 10]
 

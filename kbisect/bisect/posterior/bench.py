@@ -18,7 +18,7 @@ from kbisect.bisect.references import Schedule
 from kbisect.bisect.state import Run
 from kbisect.core import reading
 from kbisect.core.exceptions import InfraError
-from kbisect.measure import results, retake, timeline
+from kbisect.measure import results, retake, sample, timeline
 from kbisect.targets import monitor
 
 
@@ -121,13 +121,13 @@ class Store:
                 self.seen[str(path)] = _when(s)
                 new.append(s)
         ok_ones = []
+        pooled = self.width() > 1  # each sample's machine in the likelihood
         for s in sorted(new, key=_when):
             if s.get("status") == retake.DISTURBED or (s.get("tps") and not retake.counts(s)):
                 continue  # disturbed, not counted (retake.py): no evidence
             ok = retake.counts(s)
             t, load = _when(s) - self.t0, monitor.load(s)
-            took = s.get("target") or {}  # a pool's member records its "machine"
-            machine = str(took.get("machine") or took.get("name", "")) if self.width() > 1 else ""
+            machine = sample.machine(s) if pooled else ""
             self.rows.append(
                 {
                     "commit": commit,
@@ -166,15 +166,21 @@ class Store:
             self.ctx, self.top, commit, self.run.options, self.out(commit)
         )
 
-    def boot(self, commit: str, recheck_of: str | None = None) -> list[Sample]:
+    def _next(self, commit: str, recheck_of: str | None) -> tuple[samples.Revision, int, str]:
+        """A boot of commit: its revision (the store its sample goes to), the draw's
+        attempts (1: a stored failure is owed its one retry) and the sample's role."""
         out = self.out(commit, recheck_of)
         rev = samples.Revision(commit, self.revs[commit].kernel, out)
         owed = recheck_of is None and samples.retry_owed(out, *samples.stored(out))
         role = "recheck" if recheck_of is not None else self._role(commit)
+        return rev, 1 if owed else 2, role
+
+    def boot(self, commit: str, recheck_of: str | None = None) -> list[Sample]:
+        rev, attempts, role = self._next(commit, recheck_of)
         try:
-            samples.draw(self.ctx, rev, attempts=1 if owed else 2)
+            samples.draw(self.ctx, rev, attempts=attempts)
         finally:
-            found = self.feed(commit, out, role)
+            found = self.feed(commit, rev.out, role)
         return found
 
     def fresh(self, culprit: str, commit: str) -> list[float]:
@@ -189,17 +195,12 @@ class Store:
         """The round's boots through round.take_round, each drawn as boot() draws it, on
         the machine it is given; then each commit's new samples (a commit twice in the
         round: the first gets both)."""
-        boots = []
-        for commit in commits:
-            out = self.out(commit, recheck_of)
-            rev = samples.Revision(commit, self.revs[commit].kernel, out)
-            owed = recheck_of is None and samples.retry_owed(out, *samples.stored(out))
-            boots.append(samples.drawer(self.ctx, rev, 1 if owed else 2))
+        nexts = [self._next(commit, recheck_of) for commit in commits]
+        boots = [samples.drawer(self.ctx, rev, attempts) for rev, attempts, _ in nexts]
         taken = pool_round.take_round(self.ctx.target, boots)
         found: list[list[Sample] | BaseException] = []
-        for commit, got in zip(commits, taken, strict=True):
-            role = "recheck" if recheck_of is not None else self._role(commit)
-            new = self.feed(commit, self.out(commit, recheck_of), role)
+        for (rev, _, role), got in zip(nexts, taken, strict=True):
+            new = self.feed(rev.commit, rev.out, role)
             found.append(got if isinstance(got, BaseException) and not new else new)
         return found
 
