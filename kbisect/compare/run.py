@@ -203,7 +203,7 @@ def _run(target: Target, sides: dict[str, Side], plan: dict[str, Any], out: Path
     taken = {**plan, "order": order}
     seq = stopping.as_dict(stop, rule) if stop is not None and rule is not None else None
     results.write_summary(out, summaries.summary(sides, taken, verdict, duration, out, seq))
-    summaries.print_table(sides, verdict)
+    summaries.print_table(sides, verdict, stored)
     for line in machines.lines(stored):
         print(f"  {line}")
     for x in NAMES:

@@ -1,16 +1,18 @@
-"""A compare's summary.json, the table printed at its end, and the summary of a run that
-has not finished (for `kbisect report` of a partial run)."""
+"""A compare's summary.json, the table printed at its end (over a pool, a row per side
+and machine), and the summary of a run that has not finished (for `kbisect report` of a
+partial run)."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from kbisect.compare import schedule, sequential
+from kbisect.compare import machines, schedule, sequential
 from kbisect.compare.sides import NAMES, Side
 from kbisect.core import clock, progress, reading
 from kbisect.measure import results
-from kbisect.stats import means
+from kbisect.stats import blocked, means
 
 
 def sample_files(out: Path) -> dict[str, list[str]]:
@@ -88,21 +90,51 @@ def partial(out: Path) -> dict[str, Any]:
     }
 
 
-def print_table(sides: dict[str, Side], verdict: means.Verdict) -> None:
-    print(
-        f"{'side':<4} {'label':<44} {'n':>3} {'mean':>9} {'median':>9} {'CV':>6} "
-        f"{'min':>9} {'max':>9}"
-    )
-    for name, s in zip(NAMES, (verdict.a, verdict.b), strict=True):
-        label = sides[name].label
+def print_table(
+    sides: dict[str, Side], verdict: means.Verdict, samples: Sequence[Mapping[str, Any]] = ()
+) -> None:
+    """The table printed at a compare's end: each side's figures, B/A and the warnings.
+    Over a pool (`samples` from more than one machine), a row per side and machine: a
+    side's CV, min and max over all machines would show their spread, not the noise."""
+    split = {x: machines.parts(samples, x) for x in NAMES}
+    if any(split.values()):
+        _print_pool(sides, split)
+    else:
         print(
-            f"{name:<4} {label[:44]:<44} {s.n:>3} {s.mean:>9.1f} {s.median:>9.1f} "
-            f"{s.cv * 100:>5.1f}% {s.min:>9.1f} {s.max:>9.1f}"
+            f"{'side':<4} {'label':<44} {'n':>3} {'mean':>9} {'median':>9} {'CV':>6} "
+            f"{'min':>9} {'max':>9}"
         )
+        for name, s in zip(NAMES, (verdict.a, verdict.b), strict=True):
+            label = sides[name].label
+            print(
+                f"{name:<4} {label[:44]:<44} {s.n:>3} {s.mean:>9.1f} {s.median:>9.1f} "
+                f"{s.cv * 100:>5.1f}% {s.min:>9.1f} {s.max:>9.1f}"
+            )
     r = verdict.ratio
+    within = ", within machines" if r.method == blocked.METHOD else ""
     print(
-        f"B/A = {r.ratio:.3f}x [{r.low:.3f}, {r.high:.3f}] ({r.confidence * 100:.4g}% CI): "
-        f"{verdict.kind}"
+        f"B/A = {r.ratio:.3f}x [{r.low:.3f}, {r.high:.3f}] ({r.confidence * 100:.4g}% CI"
+        f"{within}): {verdict.kind}"
     )
     for w in verdict.warnings:
         progress.warn(w)
+
+
+def _print_pool(sides: dict[str, Side], split: Mapping[str, list[machines.Part]]) -> None:
+    """The side table over a pool: the label column shares its width with the machine."""
+    print(
+        f"{'side':<4} {'label':<29} {'machine':<14} {'n':>3} {'mean':>9} {'median':>9} "
+        f"{'CV':>6} {'min':>9} {'max':>9}"
+    )
+    for name in NAMES:
+        label = sides[name].label
+        for part in split[name]:
+            head = f"{name:<4} {label[:29]:<29} {part.machine[:14]:<14} {len(part.tps):>3}"
+            if not part.tps:
+                print(f"{head} {'-':>9} {'-':>9} {'-':>6} {'-':>9} {'-':>9}")
+                continue
+            s = means.summarize(part.tps)
+            print(
+                f"{head} {s.mean:>9.1f} {s.median:>9.1f} {s.cv * 100:>5.1f}% "
+                f"{s.min:>9.1f} {s.max:>9.1f}"
+            )

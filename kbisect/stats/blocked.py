@@ -16,7 +16,9 @@ False positives under a 5% machine effect are simulated in docs/benchmarks.md
 The same fit with more groups than two (`log_contrast`): a study's cells of one kernel,
 one level per machine and one effect per cell, and a contrast of the effects (a ratio
 of ratios, study/analysis.py's interactions) with its standard error on the same
-residual degrees of freedom. Two groups and the weights (-1, 1) are `log_effect`.
+residual degrees of freedom. Two groups and the weights (-1, 1) are `log_effect`;
+several contrasts of one fit (a square's two effects and its ratio of ratios) are
+`log_contrasts`.
 """
 
 from __future__ import annotations
@@ -43,13 +45,30 @@ def log_contrast(
     first group's effect 0. The weights sum to 0 (a contrast: the machines' levels take
     the rest). `apart` is the StatsError raised when the machines that measured the
     groups do not tie the contrast down (no machine measured the groups it compares)."""
-    if len(groups) != len(machines) or len(groups) != len(weights) or len(groups) < 2:
+    return log_contrasts(groups, machines, [weights], apart)[0]
+
+
+def log_contrasts(
+    groups: Sequence[Sequence[float]],
+    machines: Sequence[Sequence[str]],
+    contrasts: Sequence[Sequence[float]],
+    apart: str = "the groups' effects cannot be told from the machines'",
+) -> list[tuple[float, float, int]]:
+    """`log_contrast` for each of several weight vectors, all from one fit; StatsError
+    (`apart`) when any of them is not tied down."""
+    if not contrasts:
+        raise means.StatsError("no contrast to estimate")
+    if (
+        len(groups) != len(machines)
+        or len(groups) < 2
+        or any(len(w) != len(groups) for w in contrasts)
+    ):
         raise means.StatsError("each group needs its machines and its weight")
     if any(len(g) != len(m) for g, m in zip(groups, machines, strict=True)):
         raise means.StatsError("each boot needs its machine")
     if any(not (math.isfinite(x) and x > 0) for g in groups for x in g):
         raise means.StatsError("tps must be positive finite numbers")
-    if abs(math.fsum(weights)) > 1e-9:
+    if any(abs(math.fsum(w)) > 1e-9 for w in contrasts):
         raise means.StatsError("the weights of a contrast sum to 0")
     names = sorted({m for ms in machines for m in ms})
     col = {m: i for i, m in enumerate(names)}
@@ -63,11 +82,14 @@ def log_contrast(
         design[r, col[m]] = 1.0
         if g:
             design[r, len(names) + g - 1] = 1.0
-    contrast = np.zeros(design.shape[1])
-    contrast[len(names) :] = weights[1:]
+    vectors = []
+    for weights in contrasts:
+        contrast = np.zeros(design.shape[1])
+        contrast[len(names) :] = weights[1:]
+        vectors.append(contrast)
     gram = design.T @ design
     cov = np.linalg.pinv(gram)
-    if not np.allclose(contrast @ cov @ gram, contrast, atol=1e-6):
+    if any(not np.allclose(c @ cov @ gram, c, atol=1e-6) for c in vectors):
         raise means.StatsError(apart)
     y = np.log([x for x, _, _ in rows])
     coef, _, rank, _ = np.linalg.lstsq(design, y, rcond=None)
@@ -78,8 +100,11 @@ def log_contrast(
         )
     resid = y - design @ coef
     s2 = float(resid @ resid) / df
-    var = float(contrast @ cov @ contrast)
-    return float(contrast @ coef), math.sqrt(max(s2 * var, 0.0)), df
+    out = []
+    for c in vectors:
+        var = float(c @ cov @ c)
+        out.append((float(c @ coef), math.sqrt(max(s2 * var, 0.0)), df))
+    return out
 
 
 def log_effect(

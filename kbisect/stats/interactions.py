@@ -20,6 +20,9 @@ from kbisect.stats import blocked, means
 from kbisect.stats.inference import CONFIDENCE, combine, log_terms
 
 Unit = tuple[int, int]
+# A square's cells x1y1, x2y1, x1y2, x2y2: the effect of x at y1, at y2, and their ratio
+# (log scale), all three from one fit (stats/blocked.py log_contrasts).
+CONTRASTS = ((-1.0, 1.0, 0.0, 0.0), (0.0, 0.0, -1.0, 1.0), (1.0, -1.0, -1.0, 1.0))
 
 
 @dataclass(frozen=True)
@@ -78,9 +81,8 @@ def _within(d: Mapping[str, Any], k: int, square: Any, four: list[Any]) -> Inter
     tps = [p.tps for p in four]
     on = [p.machines for p in four]
     try:
-        e1 = blocked.log_contrast(tps, on, [-1.0, 1.0, 0.0, 0.0])[0]
-        e2 = blocked.log_contrast(tps, on, [0.0, 0.0, -1.0, 1.0])[0]
-        r = blocked.interval(*blocked.log_contrast(tps, on, [1.0, -1.0, -1.0, 1.0]), CONFIDENCE)
+        (e1, _, _), (e2, _, _), both = blocked.log_contrasts(tps, on, CONTRASTS)
+        r = blocked.interval(*both, CONFIDENCE)
     except means.StatsError:
         return None
     return _made(d, k, square, (math.exp(e1), math.exp(e2), r.ratio), (r.low, r.high))

@@ -69,6 +69,10 @@ class Point:
     def ci(self) -> tuple[float, float, float] | None:
         return means.mean_ci(self.tps, CONFIDENCE) if self.n >= 2 else None
 
+    def on(self, m: str) -> tuple[float, ...]:
+        """The tps of the boots machine `m` took."""
+        return tuple(x for x, at in zip(self.tps, self.machines, strict=True) if at == m)
+
 
 @dataclass(frozen=True)
 class Step:
@@ -391,10 +395,7 @@ def per_machine(a: Analysis) -> list[OnMachine]:
     """Each machine's figures, for a study over a pool (none for one machine)."""
     out = []
     for m in a.machines:
-        mine = {
-            u: [x for x, on in zip(p.tps, p.machines, strict=True) if on == m]
-            for u, p in a.points.items()
-        }
+        mine = {u: p.on(m) for u, p in a.points.items()}
         ratios: dict[Unit, tuple[float | None, int, int]] = {}
         for (k, c), xs in sorted(mine.items()):
             if k != a.baseline:

@@ -7,14 +7,18 @@ from __future__ import annotations
 import json
 from collections import Counter
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
 from kbisect.commands import cli
-from kbisect.compare import schedule
+from kbisect.compare import report, schedule
+from kbisect.compare import summary as summaries
 from kbisect.core.exceptions import EXIT_OK
 from kbisect.measure import results
 from tests.fakes import ab_compare_argv, fake_image, fake_pool
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "docs" / "examples"
 
 
 @pytest.fixture(autouse=True)
@@ -54,6 +58,9 @@ def test_a_compare_over_three_machines_one_faster(
     assert cli.main(argv(pool, fake_image(tmp_path / "k"), out, 6)) == EXIT_OK
     printed = capsys.readouterr().out
     assert "no significant difference" in printed
+    rows = [line.split() for line in printed.splitlines() if line[:2] in ("A ", "B ")]
+    assert sorted(r[0] + r[-7] for r in rows) == [x + m for x in "AB" for m in ("m1", "m2", "m3")]
+    assert "(95% CI, within machines): no significant difference" in printed
     plan = schedule.load(out)
     assert Counter(plan["machines"]) == {"m1": 4, "m2": 4, "m3": 4}
     stored = results.load_samples(out)
@@ -105,3 +112,35 @@ def test_a_pool_compare_resumes_by_slot(tmp_path: Path) -> None:
     stored = results.load_samples(out)
     assert sorted(s["slot"] for s in stored) == list(range(8))
     assert results.load_summary(out)["resumed"] == 1
+
+
+POOL_TABLE = """\
+side label                         machine          n      mean    median     CV       min       max
+A    head                          fake1            2    1000.8    1000.8   1.6%     989.7    1011.8
+A    head                          vng1             2     146.3     146.3   9.1%     136.9     155.8
+B    revert                        fake1            2     999.4     999.4   1.9%     985.9    1013.0
+B    revert                        vng1             2     288.9     288.9  29.7%     228.2     349.7
+B/A = 1.390x [0.878, 2.199] (95% CI, within machines): no significant difference
+"""
+ONE_TABLE = """\
+side label                                          n      mean    median     CV       min       max
+A    base v6.12-debian-16-g497e2bae621e             5     508.6     502.4   6.1%     471.8     547.5
+B    revert d59fc21905a7 (net/unix: [kbisect demo   5    1012.3    1017.8  13.5%     833.1    1158.4
+B/A = 1.991x [1.688, 2.347] (95% CI): improvement
+"""
+
+
+@pytest.mark.parametrize(("example", "table"), [("pool-fake-vng", POOL_TABLE), ("demo", ONE_TABLE)])
+def test_the_printed_table_has_a_row_per_side_and_machine_over_a_pool(
+    example: str, table: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The table `kbisect compare` prints at its end, for the stored examples: over the
+    pool a row per side and machine (vng1's side B: CV 29.7% within the machine, where
+    the two machines mixed would show 86%); on one machine the table as it always was."""
+    run_dir = EXAMPLES / example
+    run = report.load(run_dir, report.load_summary(run_dir), None)
+    sides = {x: SimpleNamespace(label=run.name(x)) for x in "AB"}
+    summaries.print_table(sides, run.verdict, run.samples)  # type: ignore[arg-type]
+    got = capsys.readouterr()
+    assert got.out == table
+    assert ("side B on vng1: CV 29.7%" in got.err) == (example == "pool-fake-vng")

@@ -19,7 +19,7 @@ from kbisect.commands import cli
 from kbisect.measure import results
 from kbisect.report.text import WIDTH
 from kbisect.stats import blocked, means
-from kbisect.study import analysis, store
+from kbisect.study import analysis, figures, store
 from tests.fakes import fake_image, fake_pool
 from tests.study.test_study import definition
 
@@ -177,3 +177,44 @@ def test_the_interaction_ignores_a_machine_and_finds_a_planted_one(
     assert i.ratio == pytest.approx(effect, rel=1e-6) and j.ratio == pytest.approx(effect)
     assert i.effect_y1 == pytest.approx(0.6, rel=1e-6)
     assert math.isfinite(i.low) and i.low <= i.ratio <= i.high
+
+
+# The figures: each machine its own line over a pool, as before on one machine.
+
+
+def test_a_pool_studys_figures_draw_each_machine_apart(tmp_path: Path) -> None:
+    """m2 10% slower: study-tps.png and study-clients.png have a line per cell (or
+    kernel) and machine, each machine in the legend by its marker; m2's line is m2's
+    own means. One machine: a line per cell and the cells' legend, as before."""
+    axis = {"name": "pgbench.clients", "levels": [{"label": "4"}, {"label": "16"}]}
+    d = definition(2, [{"pgbench.clients": "4"}, {"pgbench.clients": "16"}], [axis])
+    level = {"m1": 1.0, "m2": 0.9}
+    samples = [
+        sample(k, c, 1000.0 * (c + 1) * level[m] * (1 + 0.01 * j), m)
+        for k in range(2)
+        for c in range(2)
+        for m in ("m1", "m2")
+        for j in range(3)
+    ]
+    a = analysis.analyze(d, samples)
+    series = figures.kernel_series(a)
+    assert [(s.cell, s.machine) for s in series] == [(0, "m1"), (0, "m2"), (1, "m1"), (1, "m2")]
+    m2 = next(s for s in series if (s.cell, s.machine) == (1, "m2"))
+    assert m2.xs == (0, 1) and m2.ys == pytest.approx((1800.0 * 1.01,) * 2)
+    legend = [t.get_text() for t in figures.tps_figure(a).axes[0].get_legend().get_texts()]
+    assert legend == ["4", "16", "m1", "m2"]
+    lines = figures.clients_series(a)
+    assert set(lines) == {"m1", "m2"}
+    assert [c for c, _ in lines["m2"]["v6.0"]] == [4.0, 16.0]
+    assert [y for _, y in lines["m2"]["v6.0"]] == pytest.approx([900.0 * 1.01, 1800.0 * 1.01])
+    legend = [t.get_text() for t in figures.clients_figure(a).axes[0].get_legend().get_texts()]
+    assert legend == ["v6.0", "v6.1", "m1", "m2"]
+    drawn = figures.draw(a, tmp_path)
+    assert drawn[0] == "![tps per kernel, one line per cell and machine](study-tps.png)"
+    assert all((tmp_path / f).stat().st_size > 0 for f in (figures.TPS, figures.CLIENTS))
+
+    one = analysis.analyze(d, [s for s in samples if s["target"]["machine"] == "m1"])
+    assert [(s.cell, s.machine) for s in figures.kernel_series(one)] == [(0, None), (1, None)]
+    legend = [t.get_text() for t in figures.tps_figure(one).axes[0].get_legend().get_texts()]
+    assert legend == ["4", "16"]
+    assert list(figures.clients_series(one)) == [None]
