@@ -133,3 +133,16 @@ def test_a_plan_with_a_bad_prior_names_the_field(tmp_path: Path) -> None:
     (tmp_path / "plan.json").write_text(json.dumps({**plan, **bad, "noise_prior": {"var": -1}}))
     with pytest.raises(Exception, match="noise_prior must be auto, a prior or none"):
         schedule.load(tmp_path)
+
+
+def test_the_report_recomputes_with_the_recorded_prior_and_its_guard() -> None:
+    quiet = priors.Prior(0.0004, 8, 30, 40, 4, "test")  # CV 2%
+    summary = {"sequential": {"least": 2, "noise_prior": quiet.as_dict()}}
+    a, b = [1000.0, 1010.0, 995.0], [500.0, 505.0, 498.0]
+    got = sequential.recorded_interval(summary, a, b)
+    assert got is not None and got(a, b, 0.95) == priors.ratio_ci(a, b, 0.95, quiet)
+    noisy_a, noisy_b = [1000.0, 1200.0, 850.0], [500.0, 600.0, 420.0]
+    assert sequential.recorded_interval(summary, noisy_a, noisy_b) is None  # dropped
+    none = {"sequential": {"least": 3, "noise_prior": {"none": "turned off"}}}
+    assert sequential.recorded_interval(none, a, b) is None
+    assert sequential.recorded_interval({}, a, b) is None  # a fixed count
