@@ -49,6 +49,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
         type=options.count(2, 1000),
         help=f"with --boots auto (implied): the most boots per side (default {stopping.MOST})",
     )
+    options.add_noise_prior(m)
     m.add_argument("--order", choices=["abba", "random"], default="abba")
     m.add_argument(
         "--retries",

@@ -10,6 +10,7 @@
 --retakes N, --disturbed-share F, --count-disturbed   disturbed samples
 --resume [RUN_DIR]                 continue an interrupted compare, bisect or study
 --references N                     drift-aware reference boots (bisect, bisect-step)
+--noise-prior off|auto             the sequential compare's noise prior (stats/prior.py)
 
 and the argparse types every numeric or structured option goes through (count, seed,
 fraction, confidence, positive, hours, share): a bad value is one line, exit 2.
@@ -230,6 +231,28 @@ def _finite(text: str) -> float:
     if not math.isfinite(value):
         raise argparse.ArgumentTypeError(f"{text} is not a finite number")
     return value
+
+
+NOISE_PRIOR = ("auto", "off")
+
+
+def noise_prior(text: str) -> str:
+    """--noise-prior: auto (earlier runs' noise as a prior, when there are any) or off."""
+    if text not in NOISE_PRIOR:
+        raise argparse.ArgumentTypeError(f"{text!r} is not one of {', '.join(NOISE_PRIOR)}")
+    return text
+
+
+def add_noise_prior(p: argparse.ArgumentParser | argparse._ArgumentGroup) -> None:
+    """--noise-prior off|auto, for a sequential compare (docs/statistics.md)."""
+    p.add_argument(
+        "--noise-prior",
+        type=noise_prior,
+        default="auto",
+        help="with --boots auto: auto (default) takes the noise of earlier runs of the "
+        "scenario on this machine (the results database) as a prior, and looks first at "
+        "2 boots a side; off, the run's own noise only",
+    )
 
 
 # --- disturbed samples (retake.py) ------------------------------------------------------

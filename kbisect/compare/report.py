@@ -16,11 +16,13 @@ from kbisect.core.exceptions import UserError
 from kbisect.measure import results, retake, schema
 from kbisect.report import disturbed
 from kbisect.stats import blocked, means
+from kbisect.stats import prior as priors
 
 SIDES = ("A", "B")
 METHODS = {
     means.METHOD: "delta method on the log ratio, Welch df",
     blocked.METHOD: "log tps with a machine fixed effect: B/A within machines",
+    priors.METHOD: "delta method on the log ratio, variances pooled with a noise prior",
 }
 
 
@@ -113,7 +115,7 @@ def load(run_dir: Path, summary: Mapping[str, Any], min_effect: float | None) ->
             confidence=confidence,
             planned=planned,
             most=most(summary),
-            interval=machines.interval(samples),
+            interval=machines.interval(samples) or sequential.recorded_interval(summary, a, b),
             blocks=machines.blocks(samples),
         )
     except means.StatsError as exc:

@@ -23,6 +23,7 @@ from kbisect.compare import summary as summaries
 from kbisect.compare.sides import NAMES, Side, Spec
 from kbisect.core import clock, lock, paths, progress, room
 from kbisect.core.exceptions import EXIT_NEGATIVE, EXIT_OK, BenchmarkError, BootError, UserError
+from kbisect.db import noise, runs
 from kbisect.kernel import make
 from kbisect.measure import results, retake, sample, timeline
 from kbisect.scenario import scenario
@@ -80,6 +81,7 @@ def start(spec: Spec, policy: retake.Policy) -> int:
             else sides_order,
             **({"machines": where} if len(machines) > 1 else {}),
             **sequential.plan_fields(rule),
+            **(sequential.asked(spec.noise_prior) if rule and len(machines) < 2 else {}),
             "scheme": spec.order,
             "seed": spec.seed,
             "retries": spec.retries,
@@ -179,6 +181,7 @@ def _run(target: Target, sides: dict[str, Side], plan: dict[str, Any], out: Path
             stop, reached, st = _measure_pool(target, sides, plan, out, st, rule)
         else:
             stop, reached = _measure(target, sides, plan, out, st, rule)
+        rule = sequential.rule_of(plan)  # with the noise prior chosen on the way
         if stop is not None and rule is not None:
             progress.step(stopping.reason(stop, rule))
     a, b = sides["A"], sides["B"]
@@ -196,7 +199,7 @@ def _run(target: Target, sides: dict[str, Side], plan: dict[str, Any], out: Path
         confidence=rule.level if rule else 0.95,
         planned=min(order.count(x) for x in NAMES),
         most=rule.most if rule else None,
-        interval=machines.interval(stored) if pooled else None,
+        interval=machines.interval(stored) if pooled else _prior_interval(rule, a.tps, b.tps),
         blocks=machines.blocks(stored) if pooled else None,
     )
     duration = time.time() - float(plan["started"])
@@ -217,6 +220,12 @@ def _run(target: Target, sides: dict[str, Side], plan: dict[str, Any], out: Path
         progress.warn(moved)
     print(f"report: {markdown.render(out)[0]}")
     return EXIT_NEGATIVE if verdict.kind == "regression" else EXIT_OK
+
+
+def _prior_interval(
+    rule: stopping.Rule | None, a: list[float], b: list[float]
+) -> machines.Interval | None:
+    return rule.interval(a, b) if rule is not None else None
 
 
 def _measure(
@@ -243,7 +252,31 @@ def _measure(
         if _slot(target, sides[order[i]], plan, out, i, first, slot) is False:
             st.open[i] = 0
 
-    return sequential.play(order, st.slot, take, lambda: (sides["A"].tps, sides["B"].tps), rule)
+    start = st.slot
+    if plan.get("noise_prior") == sequential.AUTO:  # not chosen yet: after the first pair
+        for i in range(start, 2):
+            take(i)
+        start = max(start, 2)
+        rule = _choose_prior(plan, out)
+    return sequential.play(order, start, take, lambda: (sides["A"].tps, sides["B"].tps), rule)
+
+
+def _choose_prior(plan: dict[str, Any], out: Path) -> stopping.Rule | None:
+    """The noise prior, once, before the first look: from the results index, this
+    scenario on the machine the run's first boots ran on; recorded in the plan (with the
+    first look it allows), which a resumed run and the report then read."""
+    machine = next(filter(None, (noise.machine_of(s) for s in results.load_samples(out))), None)
+    if machine is None:
+        got, why = None, "the first boots recorded no machine"
+    else:
+        got, why = noise.prior(plan["scenario_id"]["hash"], machine, runs.run_id(out))
+    rule = sequential.rule_of(plan)
+    assert rule is not None
+    rule = stopping.Rule.upto(rule.most, rule.min_effect, prior=got, no_prior=why)
+    plan.update(sequential.plan_fields(rule))
+    schedule.save(out, plan)
+    progress.step(rule.prior_line())
+    return rule
 
 
 def _measure_pool(

@@ -13,6 +13,7 @@ from typing import Any
 from kbisect.core import atomic, reading
 from kbisect.core.exceptions import UserError
 from kbisect.measure import results, retake
+from kbisect.stats import prior as priors
 
 PLAN = "plan.json"
 PLAN_KIND = "compare-plan"
@@ -114,6 +115,9 @@ def _check(plan: dict[str, Any], path: Path) -> None:
             or at[-1] != most
         ):
             f.fail("look_at", f"must rise from least to max_boots ({most}), got {reading.got(at)}")
+        if not _prior_ok(plan.get("noise_prior")):
+            got = reading.got(plan["noise_prior"])
+            f.fail("noise_prior", f"must be auto, a prior or none, got {got}")
     sides = f.table("sides")
     for side in ("A", "B"):
         sides.table(side, required=True)
@@ -124,6 +128,21 @@ def _check(plan: dict[str, Any], path: Path) -> None:
         or not all(isinstance(m, str) and m for m in machines)
     ):
         f.fail("machines", f"must name a machine for each of the {len(order)} slots")
+
+
+def _prior_ok(recorded: Any) -> bool:
+    """A plan's "noise_prior": absent, auto (not chosen yet), {"none": why}, or a prior."""
+    if recorded is None or recorded == "auto":
+        return True
+    if not isinstance(recorded, dict):
+        return False
+    if "none" in recorded:
+        return isinstance(recorded["none"], str)
+    try:
+        got = priors.Prior.from_dict(recorded)
+    except (KeyError, TypeError, ValueError):
+        return False
+    return got.var > 0 and 0 <= got.df <= got.pooled_df and got.pooled_df > 0
 
 
 def newest_unfinished(root: Path) -> Path:

@@ -16,6 +16,11 @@ machine fixed effect needs to stay out of the ratio. The look is the blocked int
 (machines.interval) at the level looks.py gives K looks, K the rounds from the first
 with `least` boots a side (`over_pool`); the plan records them (`look_at`).
 scripts/simulate-pool plays the same loop with drawn samples.
+
+A single-target run's noise prior (stats/prior.py) is chosen once, after its first pair
+(run.py `_choose_prior`: the machine is known only from a boot), and recorded in the
+plan ("noise_prior", with the `least` it allows); `rule_of` reads it back, so a resumed
+run and the report (`recorded_interval`) use the same one. A pool's plan has none.
 """
 
 from __future__ import annotations
@@ -26,6 +31,7 @@ from typing import Any
 
 from kbisect.compare import machines
 from kbisect.stats import means, stopping
+from kbisect.stats import prior as priors
 
 AUTO = "auto"
 FLAG = "--max-boots"  # what a sequential run's warnings tell the user to raise
@@ -40,18 +46,53 @@ def plan_fields(rule: stopping.Rule | None) -> dict[str, Any]:
         "max_boots": rule.most,
         "least": rule.least,
         **({"look_at": list(rule.at)} if rule.at else {}),
+        **({"noise_prior": rule.prior_dict()} if rule.prior or rule.no_prior else {}),
     }
+
+
+OFF = "off"
+
+
+def asked(mode: str) -> dict[str, Any]:
+    """A new single-target plan's "noise_prior": auto, chosen after the first pair
+    (run.py), or none with --noise-prior off."""
+    return {"noise_prior": AUTO if mode == AUTO else {"none": "turned off (--noise-prior off)"}}
+
+
+def prior_of(recorded: Any) -> tuple[priors.Prior | None, str]:
+    """A plan's or summary's "noise_prior": the prior, or why none was used ("" when
+    the run did not ask: an older run, a pool)."""
+    if not isinstance(recorded, Mapping):
+        return None, ""
+    if "none" in recorded:
+        return None, str(recorded["none"])
+    return priors.Prior.from_dict(recorded), ""
+
+
+def recorded_interval(
+    summary: Mapping[str, Any], a: Sequence[float], b: Sequence[float]
+) -> means.Interval | None:
+    """The interval a finished run's verdict used when its summary records a noise prior
+    (None: ratio_ci's): the guard replayed on the same boots drops it where the run did."""
+    seq = summary.get("sequential")
+    if not isinstance(seq, Mapping):
+        return None
+    prior, _ = prior_of(seq.get("noise_prior"))
+    return None if prior is None else priors.interval(prior, a, b, int(seq["least"]))
 
 
 def rule_of(plan: Mapping[str, Any]) -> stopping.Rule | None:
     """The plan's rule, None for a fixed count."""
     if plan.get("boots") != AUTO:
         return None
+    prior, why = prior_of(plan.get("noise_prior"))
     return stopping.Rule(
         float(plan.get("min_effect", 0.02)),
         int(plan["least"]),
         int(plan["max_boots"]),
         at=tuple(int(n) for n in plan.get("look_at") or ()),
+        prior=prior,
+        no_prior=why,
     )
 
 

@@ -59,6 +59,7 @@ class Spec:
     label_b: str | None = None
     boots: int | str | None = None  # per side, or "auto"; None: the scenario's, else auto
     max_boots: int | None = None  # with auto: the most per side (stopping.MOST)
+    noise_prior: str = "auto"  # with auto: earlier runs' noise as a prior, or "off"
     order: str = "abba"
     retries: int = 1
     seed: int | None = None

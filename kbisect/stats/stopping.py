@@ -27,6 +27,11 @@ round, not per pair: `at` lists the boots a side the plan has dealt after each r
 that looks (every machine one more pair), K = len(at), each look at 1 - α/K (looks.py),
 and the interval is the caller's (`interval`: the blocked one, stats/blocked.py, the
 machine a fixed effect). The three outcomes are the same.
+
+With a noise prior (stats/prior.py: earlier runs of the scenario on the machine) the
+interval pools each side's variance with the prior's, the first look is at 2 boots a
+side (K counts it), and the guard drops the prior for a run noisier than its history
+(`Stop.dropped`); `reason` ends with the prior's line. Without one, nothing changes.
 """
 
 from __future__ import annotations
@@ -37,6 +42,7 @@ from typing import Any
 
 from kbisect.core.exceptions import UserError
 from kbisect.stats import blocked, looks, means
+from kbisect.stats import prior as priors
 
 LEAST = 3  # boots a side before the first look: at 2 the interval is too wide to decide
 MOST = 10  # the default most boots a side
@@ -57,12 +63,25 @@ class Rule:
     # a pool's rule: the boots a side planned at each look (one look per round); empty,
     # a look at every count from least to most
     at: tuple[int, ...] = ()
+    # a noise prior from earlier runs (stats/prior.py), or why none is used ("" when the
+    # question was not asked: a pool, an older plan)
+    prior: priors.Prior | None = None
+    no_prior: str = ""
 
     @classmethod
-    def upto(cls, most: int, min_effect: float = 0.02, confidence: float = 0.95) -> Rule:
-        """The rule for at most `most` boots a side: the first look at LEAST boots, or at
-        `most` when that is fewer."""
-        rule = cls(min_effect, min(LEAST, most), most, confidence)
+    def upto(
+        cls,
+        most: int,
+        min_effect: float = 0.02,
+        confidence: float = 0.95,
+        *,
+        prior: priors.Prior | None = None,
+        no_prior: str = "",
+    ) -> Rule:
+        """The rule for at most `most` boots a side: the first look at LEAST boots (with
+        a noise prior, priors.LEAST), or at `most` when that is fewer."""
+        least = LEAST if prior is None else priors.LEAST
+        rule = cls(min_effect, min(least, most), most, confidence, (), prior, no_prior)
         rule.check()
         return rule
 
@@ -102,7 +121,23 @@ class Rule:
             "looks": self.looks,
             "level": self.level,
             **({"look_at": list(self.at)} if self.at else {}),
+            **({"noise_prior": self.prior_dict()} if self.prior or self.no_prior else {}),
         }
+
+    def prior_dict(self) -> dict[str, Any]:
+        """The plan's and the summary's "noise_prior": the prior, or why there is none."""
+        return self.prior.as_dict() if self.prior else {"none": self.no_prior}
+
+    def prior_line(self) -> str:
+        """`noise prior: CV ...`, `noise prior: none (why)`, or "" (not asked)."""
+        if self.prior is not None:
+            return self.prior.line()
+        return f"noise prior: none ({self.no_prior})" if self.no_prior else ""
+
+    def interval(self, a: Sequence[float], b: Sequence[float]) -> means.Interval | None:
+        """The interval with the rule's noise prior for these boots; None (ratio_ci's)
+        without one or once the guard has dropped it."""
+        return None if self.prior is None else priors.interval(self.prior, a, b, self.least)
 
 
 @dataclass(frozen=True)
@@ -111,6 +146,7 @@ class Stop:
     n: int  # boots that count on the shorter side
     look: int  # which look this is, 1-based (n - least + 1); 0 before the first
     ratio: means.RatioCI | None  # None before the first look
+    dropped: int | None = None  # the boots a side at which the guard dropped the prior
 
     @property
     def final(self) -> bool:
@@ -133,12 +169,24 @@ def decide(
     n = min(len(a), len(b))
     if n < rule.least:
         return Stop(UNDECIDED if last else MORE, n, look or 0, None)
+    if interval is None and rule.prior is not None:
+        dropped = priors.dropped(a, b, rule.prior, rule.least)
+        if dropped is None:
+            r = priors.ratio_ci(a, b, rule.level, rule.prior)
+            return _settle(rule, n, look, r, last, None)
+        return _settle(rule, n, look, means.ratio_ci(a, b, rule.level), last, dropped)
     try:
         r = (means.ratio_ci if interval is None else interval)(a, b, rule.level)
     except means.StatsError:
         if interval is None:
             raise
         return Stop(UNDECIDED if last or n >= rule.most else MORE, n, look or 0, None)
+    return _settle(rule, n, look, r, last, None)
+
+
+def _settle(
+    rule: Rule, n: int, look: int | None, r: means.RatioCI, last: bool, dropped: int | None
+) -> Stop:
     m = rule.min_effect
     if r.high < 1.0 - m or r.low > 1.0 + m:
         kind = SIGNIFICANT
@@ -146,11 +194,24 @@ def decide(
         kind = EQUIVALENT
     else:
         kind = UNDECIDED if last or n >= rule.most else MORE
-    return Stop(kind, n, n - rule.least + 1 if look is None else look, r)
+    return Stop(kind, n, n - rule.least + 1 if look is None else look, r, dropped)
 
 
 def reason(stop: Stop, rule: Rule) -> str:
-    """How the run stopped, in one sentence with the numbers."""
+    """How the run stopped, in one sentence with the numbers, and the noise prior's line
+    when the rule was given one or asked for one."""
+    said = _reason(stop, rule)
+    if not (line := rule.prior_line()):
+        return said
+    if stop.dropped is not None:
+        line += (
+            f", dropped after {stop.dropped} boots a side: this run is noisier "
+            f"(F test at {priors.GUARD * 100:g}%)"
+        )
+    return f"{said}; {line}"
+
+
+def _reason(stop: Stop, rule: Rule) -> str:
     r, m = stop.ratio, f"{rule.min_effect * 100:g}%"
     how = (
         f"(sequential: {rule.confidence * 100:g}% over up to {rule.looks} "
@@ -178,4 +239,5 @@ def as_dict(stop: Stop, rule: Rule) -> dict[str, Any]:
         "n": stop.n,
         "look": stop.look,
         "reason": reason(stop, rule),
+        **({"prior_dropped": stop.dropped} if stop.dropped is not None else {}),
     }

@@ -91,3 +91,10 @@ def t_quantile(p: float, df: float) -> float:
             return t + step  # Halley converges cubically: the error is now ~1e-24
         t = t + step if lo < t + step < hi else (lo + hi) / 2
     return t
+
+
+def f_sf(f: float, d1: float, d2: float) -> float:
+    """P(F > f) for Snedecor's F with d1 and d2 degrees of freedom."""
+    if f <= 0.0:
+        return 1.0
+    return _reg_beta(d2 / 2.0, d1 / 2.0, d2 / (d2 + d1 * f), d1 * f / (d2 + d1 * f))

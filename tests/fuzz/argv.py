@@ -376,6 +376,7 @@ SPECS: dict[str, Spec] = {
             "--pg-patch-b": [PG_PATCH],
             "--boots": count("2", "3", "4", "auto"),
             "--max-boots": count("2", "3"),
+            "--noise-prior": choice(["auto", "off"], ["on", ""]),
             "--order": choice(["abba", "random"], ["x", ""]),
             "--retries": count("0", "1"),
             "--seed": count("1", "7", signed=True),
