@@ -270,6 +270,44 @@ def test_a_single_steps_doubts_every_tested_revision_not_only_the_probes():
     )
 
 
+def test_against_takes_the_odds_of_every_revision_judged():
+    """A revision is 'against' one step only at the family's odds (Bonferroni over the
+    revisions judged): each revision's level test, sampled until it is clear, stops at
+    the wrong level now and then, and a pool's batches judge more revisions. One step at
+    c5 (good 1000, bad 750, CV 5%): c12 (after the step) sampled once at 940 is against
+    it with two revisions judged; with eleven more judged at their levels, the same
+    sample (past the confidence's own odds: the old rule's 'against') only asks for
+    another (open), and samples at the bad level clear it. A revision far at the other
+    level is against it still."""
+    from kbisect.bisect.posterior import story
+
+    step = story.Change(("c5",), 0.99, 0.75, 0.7, 0.8, 1.0)
+    spread = [0.95, 1.05, 1.0, 0.97, 1.03, 1.0]
+
+    def ranged(others: list[str]) -> tuple[Search, Run]:
+        s, _, run = search(20, "c5")
+        _sampled(s, run, "good", [1000.0 * f for f in spread])
+        _sampled(s, run, s.graph.bad, [750.0 * f for f in spread])
+        for c in ["c5", *others]:
+            level = 1000.0 if int(c[1:]) < 5 else 750.0
+            _sampled(s, run, c, [level * f for f in spread[:2]])
+        _sampled(s, run, "c12", [940.0])
+        return s, run
+
+    few, _ = ranged([])
+    assert few._fits(12, 5)[0] <= -few._against_odds(2)  # c5 and c12 judged
+    assert few._doubts(step)[0] == ["c12"]
+    many = [f"c{i}" for i in (1, 2, 3, 4, 6, 7, 9, 10, 14, 16, 18)]
+    s, run = ranged(many)
+    fits, n = s._fits(12, 5)
+    assert n == 1 and -s._against_odds(13) < fits <= -s._odds()
+    assert s._doubts(step) == ([], ["c12"], [])
+    _sampled(s, run, "c12", [750.0 * f for f in spread[:3]])
+    assert s._doubts(step) == ([], [], [])
+    _sampled(s, run, "c8", [1000.0 * f for f in spread[:3]])  # far at the good level
+    assert s._doubts(step)[0] == ["c8"]
+
+
 def test_one_half_speed_boot_never_makes_a_revision_clearly_at_a_level():
     """The level test is the likelihood's mixture, not a clipped normal: a boot at half
     speed (far from both levels) tells almost nothing; a clean boot at a 25% step tells."""

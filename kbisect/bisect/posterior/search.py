@@ -320,22 +320,26 @@ class Search:
     def _doubts(self, change: story.Change) -> tuple[list[str], list[str], list[str]]:
         """The checked revisions (_checked) that one step at `change` does not explain yet,
         by story.level_test at the noise of the level the step says they are at: (against:
-        clearly at the other level; open: to sample next, at neither level clearly with
-        fewer than PROBE_BOOTS samples; unclear: still between the levels after
+        clearly at the other level, at the family's odds (_against_odds); open: to sample
+        next, at neither level clearly with fewer than PROBE_BOOTS samples, or at the other
+        level by less than the family's odds; unclear: still between the levels after
         PROBE_BOOTS). A revision between the levels after PROBE_BOOTS is excused when the
         revisions next to it are clearly at the level the step says (a noisy revision, not
         a window a fix opened); they are sampled (open) until they tell."""
         at = self.graph.index[change.commit]
         odds = self._odds()
-        against: list[str] = []
-        open_: list[str] = []
-        stuck: list[int] = []
+        judged = []
         for commit in self._checked():
             i = self.graph.index.get(commit)
             if i is None or commit in self.post.untestable:
                 continue
-            fits, n = self._fits(i, at)
-            if fits <= -odds:
+            judged.append((commit, i, *self._fits(i, at)))
+        strict = self._against_odds(sum(n > 0 for *_, n in judged))
+        against: list[str] = []
+        open_: list[str] = []
+        stuck: list[int] = []
+        for commit, i, fits, n in judged:
+            if fits <= -strict:
                 against.append(commit)
             elif fits < odds and n < story.PROBE_BOOTS:
                 open_.append(commit)
@@ -350,7 +354,7 @@ class Search:
             more = [
                 self.graph.commits[j]
                 for j, fits, n in told
-                if -odds < fits < odds and n < story.PROBE_BOOTS
+                if -strict < fits < odds and n < story.PROBE_BOOTS
             ]
             if more:
                 open_ += [c for c in more if c not in open_]
@@ -474,6 +478,15 @@ class Search:
     def _odds(self) -> float:
         """The log odds of the confidence: what a level test must reach to be clear."""
         return math.log(self.opts.confidence / (1 - self.opts.confidence))
+
+    def _against_odds(self, judged: int) -> float:
+        """The log odds a revision's level test must reach to be clearly at the other level
+        than one step says, with `judged` revisions judged: the confidence's odds times
+        `judged` (Bonferroni). Each revision is sampled until its test is clear, and a
+        test sampled so stops at the wrong side at most once in its odds (Wald), so at
+        the confidence's odds each revision judged adds its own chance of a false
+        "against"; a pool's batches judge more revisions (docs/statistics.md)."""
+        return self._odds() + math.log(max(judged, 1))
 
     def _testable(self, change: story.Change) -> list[str]:
         """The change's commits that can still be tested (one: it is located)."""
