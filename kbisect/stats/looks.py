@@ -11,15 +11,16 @@ claim:
   is a one-sided bound at α/K. The bisect step (sequential.py) claims "good" (the mean is
   wholly above the threshold) or "bad" (wholly below): two separate one-sided claims, each
   wrong at most α. The adaptive re-check (confirm.py) claims "confirmed" (the ratio is
-  wholly beyond the minimum effect) or "refuted" (wholly short of it): the same.
-  (A single look prints the 90% interval of two one-sided 95% bounds.)
+  wholly beyond the minimum effect) or "refuted" (wholly short of it): the same. The
+  endpoint check (bisect/check.py) passes on one claim, bad worse than good (the robust
+  verdict's "regression", robust.py): endpoints that do not differ pass with probability
+  at most α (until 2026-11-29 it was the two-sided claim below, 2.5% on the side that
+  passes). (A single look prints the 90% interval of two one-sided 95% bounds.)
 - a two-sided claim, the interval as a whole: level 1 - α/K, so each end spends α/(2K).
-  The endpoint check (bisect/check.py) asks the robust verdict (robust.py) whether bad
-  differs from good: its interval is the two-sided 95% one that `kbisect compare` reports
-  (α = 0.05), and Bonferroni keeps that level for the family of looks. The sequential
-  compare (stopping.py, `kbisect compare --boots auto`) does the same with compare's own
-  interval: "significant" (beyond the minimum effect either way) and "equivalent" (within
-  it) are claims about the interval as a whole.
+  The sequential compare (stopping.py, `kbisect compare --boots auto`) asks whether B
+  differs from A either way with compare's own interval: "significant" (beyond the
+  minimum effect either way) and "equivalent" (within it) are claims about the interval
+  as a whole, and Bonferroni keeps compare's two-sided 95% for the family of looks.
 
 The split holds only if the rule looks exactly K times: once per sample count from
 `least` to `most`. Both rules that sample two sides look at complete pairs only (the same

@@ -19,9 +19,9 @@ def test_a_two_sided_claim_spends_alpha_over_k_in_all() -> None:
 
 
 @pytest.mark.parametrize(("least", "most"), [(3, 10), (2, 4), (3, 3), (5, 20)])
-def test_every_user_gets_the_figures_it_always_had(least: int, most: int) -> None:
+def test_every_user_gets_its_split_of_alpha(least: int, most: int) -> None:
     k = most - least + 1
-    assert check.endpoint_confidence(least, most) == 1 - 0.05 / k
+    assert check.endpoint_confidence(least, most) == 1 - 2 * 0.05 / k  # one-sided
     for c in (0.9, 0.95, 0.975, 0.99):
         assert sequential.per_look_level(c, least, most) == 1.0 - 2.0 * (1.0 - c) / k
         rule = confirm.Rule(least=least, most=most, confidence=c)
