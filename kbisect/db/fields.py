@@ -74,14 +74,26 @@ def disturbed(sample: Mapping[str, Any]) -> bool:
     )
 
 
+def _target(sample: Mapping[str, Any]) -> Mapping[str, Any]:
+    """The sample's target; version 1 samples were vng only (results.upgrade)."""
+    target = _table(sample.get("target"))
+    if not target and sample.get("version") == 1:
+        manifest = _table(_table(sample.get("kernel")).get("manifest"))
+        target = {"kind": "vng", "name": "vng", "arch": manifest.get("arch")}
+    return target
+
+
+def sample_machine(sample: Mapping[str, Any]) -> str | None:
+    """The machine hash of one sample, as its row in the index has it (machine)."""
+    return machine(_table(sample.get("fingerprint")), _target(sample))
+
+
 def sample_row(path: Path, sample: Mapping[str, Any], run_id: str, run_dir: Path) -> dict[str, Any]:
     kernel = _table(sample.get("kernel"))
     manifest = _table(kernel.get("manifest"))
     fp = _table(sample.get("fingerprint"))
-    target = _table(sample.get("target"))
+    target = _target(sample)
     scenario = _table(sample.get("scenario"))
-    if not target and sample.get("version") == 1:  # version 1: vng only (results.upgrade)
-        target = {"kind": "vng", "name": "vng", "arch": manifest.get("arch")}
     mem = _int(fp.get("mem_total_kb"))
     boot = BOOT.match(path.name)
     patches = manifest.get("patches")
@@ -106,7 +118,7 @@ def sample_row(path: Path, sample: Mapping[str, Any], run_id: str, run_dir: Path
         "target_kind": _text(target.get("kind")),
         "target_name": _text(target.get("name")),
         "arch": _text(target.get("arch")) or _text(fp.get("machine")),
-        "machine": machine(fp, target),
+        "machine": sample_machine(sample),
         "cpu_model": _text(fp.get("cpu_model")),
         "cores": _int(fp.get("cpu_cores")) or _int(fp.get("nproc")),
         "memory_mb": mem // 1024 if mem is not None else None,

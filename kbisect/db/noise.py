@@ -28,11 +28,8 @@ _BOOTS = (
 
 
 def machine_of(sample: Mapping[str, Any]) -> str | None:
-    """The machine hash the index gives this sample (fields.machine), None if none."""
-    fp, target = sample.get("fingerprint"), sample.get("target")
-    return fields.machine(
-        fp if isinstance(fp, Mapping) else {}, target if isinstance(target, Mapping) else {}
-    )
+    """The machine hash the index gives this sample (fields.sample_machine), None if none."""
+    return fields.sample_machine(sample)
 
 
 def groups(
