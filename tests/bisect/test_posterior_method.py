@@ -74,9 +74,18 @@ def test_a_fix_inside_the_range_is_told_not_blamed(env, capsys):
     assert steps[0]["ratio"] < 1 < steps[1]["ratio"] and steps[2]["ratio"] < 1
     assert code == (0 if s["confirmed"] else 1)
     assert s["confirmed"] == all(step["recheck"] == "confirmed" for step in told["steps"])
-    report = (run_dirs(env["results"])[-1] / "report.md").read_text()
+    run = run_dirs(env["results"])[-1]
+    report = (run / "report.md").read_text()
     assert "## The whole range" in report and "not the whole story" in report
     assert "the whole range: several" in capsys.readouterr().out
+    # the replay log closes with git's caveat and every change, as comments git skips
+    log = (run / "git-bisect.log").read_text()
+    caveat = log[log.index("# caveat: the samples do not support one step") :]
+    assert all(line.startswith("#") for line in caveat.splitlines())
+    for step in told["steps"]:
+        assert f"[{step['commit']}]" in caveat
+    replayed = replay_names(env["repo"], run)
+    assert "error" not in replayed.lower() and "caveat" not in replayed
 
 
 def test_finds_the_culprit_and_git_replays_it(env, capsys):

@@ -61,7 +61,7 @@ def render(run_dir: Path, s: Mapping[str, Any]) -> Path:
     except ImportError as exc:
         progress.warn(f"no plot ({exc}): install matplotlib (scripts/setup)")
     if _posterior(s):
-        atomic.write_text(run_dir / posterior.LOG, s["bisect_log"])
+        atomic.write_text(run_dir / posterior.LOG, posterior.replay_file(s))
     atomic.write_text(run_dir / REPORT, markdown.page(s, method.sections(s)))
     return run_dir / REPORT
 

@@ -99,9 +99,10 @@ def _final_recheck(answer: Answer, post: Posterior, run: Run) -> dict[str, Any]:
     return {**rc, "culprit": culprit, "method": "delta method on the log, Welch df", "warnings": []}
 
 
-def _loaded(post: Posterior, rows: list[dict[str, Any]]) -> str | None:
+def _loaded(post: Posterior, rows: list[dict[str, Any]], listed: bool) -> str | None:
     """One line when samples taken under load count: how many, how loaded, and what the
-    posterior made of it (likelihood.py: the load as a regressor)."""
+    posterior made of it (likelihood.py: the load as a regressor). listed: the report's
+    Disturbed samples section lists samples; a load under --disturbed-share is not there."""
     fit = post.levels()
     if fit is None or "load" not in fit.regressors:
         return None
@@ -110,9 +111,14 @@ def _loaded(post: Posterior, rows: list[dict[str, Any]]) -> str | None:
     if not under:
         return None
     mean = math.fsum(under) / len(under)
+    where = (
+        "flagged under Disturbed samples"
+        if listed
+        else "under the share that marks a sample disturbed, so none is listed as such"
+    )
     return (
         f"load: {len(under)} samples ran while other work took {mean:.0%} of the CPUs "
-        f"on average (flagged under Disturbed samples); the posterior fitted their "
+        f"on average ({where}); the posterior fitted their "
         f"slowdown from the measured load (tps x{math.exp(beta * mean):.2f} at that "
         f"load) and kept them as evidence"
     )
@@ -163,6 +169,7 @@ def build(top: Path, run_dir: Path, run: Run) -> dict[str, Any]:
     out = summary.common(run, timed)
     names = [c for c, _ in answer.candidates[:3]]
     told = _story(top, run)
+    shaken = _disturbed(run_dir, run)
     confirmed = (
         story.confirmed(run.story, run.rechecks, conf) if told else bool(rc.get("confirmed"))
     )
@@ -174,7 +181,9 @@ def build(top: Path, run_dir: Path, run: Run) -> dict[str, Any]:
         "verdict": {
             "kind": _kind(answer, rc, told, confirmed),
             "result": _result(answer, candidates),
-            "warnings": [w for w in [out["drift"]["warning"], _loaded(post, rows)] if w],
+            "warnings": [
+                w for w in [out["drift"]["warning"], _loaded(post, rows, bool(shaken))] if w
+            ],
         },
         "answer": {**answer.as_dict(), "candidates": candidates},
         "first_bad": candidates[0] if answer.kind == "culprit" else None,
@@ -189,9 +198,36 @@ def build(top: Path, run_dir: Path, run: Run) -> dict[str, Any]:
         "trail_names": names,
         "boots": sum(1 for r in rows if r["role"] != "endpoint"),
         "bisect_log": run.git_bisect_log or "",
-        "disturbed": _disturbed(run_dir, run),
+        "disturbed": shaken,
         **extra,
     }
+
+
+def replay_file(s: Mapping[str, Any]) -> str:
+    """git-bisect.log as written beside the report: the replay log, closed by the caveat
+    when the story has more than one change (rendered from the summary, so that `kbisect
+    report` gives a run stored before the caveat existed its caveat too)."""
+    return s["bisect_log"] + _log_caveat(s.get("story"))
+
+
+def _log_caveat(told: Mapping[str, Any] | None) -> str:
+    """Comment lines closing the replay log when the range is not one step: git's single
+    first bad commit with its caveat, and every change the story names (git bisect
+    replay reads only the `git bisect` lines)."""
+    if not told or told["kind"] not in ("several", "contradicted"):
+        return ""
+    lines = [
+        f"# caveat: the samples do not support one step (P(one change) = "
+        f"{told['p_single']:.3f}); git's single first bad commit is not the whole story.",
+        "# the whole range (report.md):" if told["steps"] else "# no change is located yet",
+    ]
+    for step in told["steps"]:
+        what = "regression" if step["ratio"] < 1 else "improvement"
+        lines.append(
+            f"#   {what} [{step['commit']}] {step['subject']}: tps x{step['ratio']:.3f} "
+            f"({_p(step['p'])}), re-check: {step['recheck'] or 'not re-checked'}"
+        )
+    return "\n".join(lines) + "\n"
 
 
 def _story(top: Path, run: Run) -> dict[str, Any] | None:
@@ -291,8 +327,16 @@ def _answer(s: Mapping[str, Any]) -> list[str]:
     return [*head, "", *note]
 
 
-def _recheck(rc: Mapping[str, Any]) -> list[str]:
+def _recheck(rc: Mapping[str, Any], s: Mapping[str, Any]) -> list[str]:
     if "culprit" not in rc or "error" in rc:
+        told = s.get("story") or {}
+        if told.get("kind") == "several" and s.get("confirmed"):
+            return [
+                f"Re-check of git's single first bad commit: {rc.get('error')}. The whole "
+                "range below has more than one change, and each is re-checked on its own: "
+                "all confirmed.",
+                "",
+            ]
         return [f"Re-check: {rc.get('error')}. **The answer is not confirmed.**", ""]
     word = "confirmed" if rc["confirmed"] else f"{rc['kind']}, {markdown.SUSPECT}"
 
@@ -398,7 +442,7 @@ def sections(s: Mapping[str, Any]) -> markdown.Sections:
             f"at most {o['max_boots']} boots after the endpoints; {refs}; {better} is better",
             f"- boots after the endpoints: {s['boots']}",
         ],
-        answer=[*_answer(s), *_recheck(s["recheck"]), *story_lines(s)],
+        answer=[*_answer(s), *_recheck(s["recheck"], s), *story_lines(s)],
         before=["## The posterior after each sample", "", f"![posterior]({figures.TRAIL})", ""],
         order="the order first tested",
         p_bad=True,
