@@ -95,10 +95,10 @@ demo-bisect:
 
 # bisect the steps demo history (regression 1 at commit 10, fixed at 15, regression 2 at 19 of 24)
 [group('demo')]
-demo-bisect-steps:
-    @echo "kbisect demo-bisect-steps: the posterior method over 24 commits with two planted steps and a fix: ~25-40 boots of ~2.5 min under TCG plus incremental builds, ~1-1.7 h on 2 cores (an estimate, not yet measured)"
+demo-bisect-steps scenario="simple-update-2vcpu":
+    @echo "kbisect demo-bisect-steps: the posterior method over 24 commits with two planted steps and a fix, up to 100 boots plus incremental builds: with smoke (~37 s a boot) 84 min measured, the first build cold (docs/examples/demo-bisect-steps); with simple-update-2vcpu (~2.5 min a boot) several hours, estimated"
     kbisect demo --variant steps
-    kbisect bisect --method posterior --good v6.12-debian --bad kbisect-demo-steps --scenario simple-update-2vcpu
+    kbisect bisect --method posterior --good v6.12-debian --bad kbisect-demo-steps --scenario {{scenario}}
 
 # a study: 3 kernels of the demo history x clients 4 and 16, 3 boots each (~50 min on 2 cores)
 [group('demo')]
