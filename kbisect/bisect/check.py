@@ -44,17 +44,34 @@ def revision(
     return samples.Revision(commit, Kernel(built.image, built.manifest), out)
 
 
-def endpoint_confidence(runs_min: int, runs_max: int) -> float:
+def pairs_a_look(width: int) -> int:
+    """The pairs each look of the endpoint check adds: one on one machine; over a pool of
+    `width` machines width/2, so that a look's boots fill a round (every machine one boot:
+    a look a pair at a time would leave all but two of them idle)."""
+    return max(1, width // 2)
+
+
+def first_look(runs_min: int, runs_max: int, every: int = 1) -> int:
+    """The samples a side of the check's first look: runs-min, rounded up to whole looks of
+    `every` pairs over a pool (4 a side on 4 or 8 machines at runs-min 3: the first rounds
+    full), never past runs-max."""
+    return min(runs_max, -(-runs_min // every) * every)
+
+
+def endpoint_confidence(runs_min: int, runs_max: int, every: int = 1) -> float:
     """The level of the verdict's interval at each look of the endpoint check. The check
     passes on one claim only, bad worse than good (the user names which side is good;
     "bad is better" and "no difference" both refuse), so it is a one-sided test: each
     look's interval is the two-sided 1 - 2α/K one, its bad end a one-sided bound at α/K
     (looks.py, as the bisect step's "good" and "bad"), and endpoints that do not differ
-    pass with probability at most α = ENDPOINT_ALPHA over the K looks. (Until 2026-11-29
-    it was compare's two-sided 5%, 2.5% on the side that passes: it refused 16 of 300
-    t(3) endpoint pairs with a true 25% difference, 10 at the one-sided level;
-    docs/statistics.md "The endpoint check's level".)"""
-    return looks.level(ENDPOINT_ALPHA, runs_min, runs_max, one_sided=True)
+    pass with probability at most α = ENDPOINT_ALPHA over the K looks: from first_look()
+    a side, then every `every` pairs, to runs-max. (Until 2026-11-29 it was compare's
+    two-sided 5%, 2.5% on the side that passes: it refused 16 of 300 t(3) endpoint pairs
+    with a true 25% difference, 10 at the one-sided level; docs/statistics.md "The
+    endpoint check's level".)"""
+    first = first_look(runs_min, runs_max, every)
+    k = looks.count(first, runs_max, every)
+    return looks.level(ENDPOINT_ALPHA, 1, k, one_sided=True)
 
 
 def measure_endpoints(
@@ -64,14 +81,16 @@ def measure_endpoints(
     worktree."""
     progress.step(f"measuring the endpoints: good {good[:12]}, bad {bad[:12]}")
     revs = {c: revision(ctx, top, c, opts, samples.commit_dir(store, c)) for c in (good, bad)}
-    wide = pool_round.width(ctx.target, opts.batch) > 1
+    width = pool_round.width(ctx.target, opts.batch)
+    every = pairs_a_look(width)
+    first = first_look(opts.runs_min, opts.runs_max, every)
 
     def top_up(commit: str, n: int) -> list[float]:
-        if wide:  # a look's first samples at once: runs-min a side, then a pair a look
-            fill(ctx, [revs[good], revs[bad]], max(n, opts.runs_min))
+        if width > 1:  # a look's samples at once: the first look's, then k/2 pairs a look
+            fill(ctx, [revs[good], revs[bad]], max(n, first))
         return samples.top_up(ctx, revs[commit], n)
 
-    return endpoint_verdict(top_up, good, bad, opts)
+    return endpoint_verdict(top_up, good, bad, opts, every)
 
 
 def fill(ctx: samples.Context, revs: list[samples.Revision], n: int) -> None:
@@ -94,14 +113,19 @@ def fill(ctx: samples.Context, revs: list[samples.Revision], n: int) -> None:
 
 
 def endpoint_verdict(
-    top_up: Callable[[str, int], list[float]], good: str, bad: str, opts: Options
+    top_up: Callable[[str, int], list[float]],
+    good: str,
+    bad: str,
+    opts: Options,
+    every: int = 1,
 ) -> means.Verdict:
-    """runs-min samples of each, then one more of each until the difference is
-    significant (at a confidence adjusted for the repeated looks) or runs-max is reached.
-    top_up(commit, k): at least k samples of commit (stored ones count), taken good
-    first, then bad, so that drift hits both alike."""
-    n = opts.runs_min
-    confidence = endpoint_confidence(opts.runs_min, opts.runs_max)
+    """runs-min samples of each, then `every` more of each (one; over a pool, k/2:
+    pairs_a_look) until the difference is significant (at a confidence adjusted for the
+    repeated looks) or runs-max is reached. top_up(commit, k): at least k samples of
+    commit (stored ones count), taken good first, then bad, so that drift hits both
+    alike."""
+    n = first_look(opts.runs_min, opts.runs_max, every)
+    confidence = endpoint_confidence(opts.runs_min, opts.runs_max, every)
     while True:
         for k in range(1, n + 1):
             tg, tb = top_up(good, k), top_up(bad, k)
@@ -115,7 +139,7 @@ def endpoint_verdict(
         )
         if v.kind == "regression" or n >= opts.runs_max:
             return v
-        n += 1
+        n = min(n + every, opts.runs_max)
 
 
 def check_endpoints(v: means.Verdict) -> None:

@@ -165,15 +165,17 @@ class Sim:
         k, start = self.width(), self.world.rounds
         return [[self._one(c, recheck_of, (start + i) % k)] for i, c in enumerate(commits)]
 
-    def endpoint_rounds(self, runs_min: int) -> int:
-        """The endpoint check's rounds on the pool (modelled: the driver measures the
-        endpoints one boot at a time): the first runs_min boots a side at once, then a
-        pair a round; a boot a round on one machine."""
+    def endpoint_rounds(self, runs_min: int, runs_max: int) -> int:
+        """The endpoint check's rounds on the pool (modelled: the simulator takes the
+        endpoints one boot at a time): the first look's boots at once (check.first_look a
+        side), then a look's k/2 pairs a round (check.pairs_a_look); a boot a round on
+        one machine."""
         n, k = self.start, self.width()
         if k == 1:
             return n
-        first = min(n, 2 * runs_min)
-        return -(-first // k) + -(-(n - first) // 2)
+        every = check.pairs_a_look(k)
+        first = min(n, 2 * check.first_look(runs_min, runs_max, every))
+        return -(-first // k) + -(-(n - first) // (2 * every))
 
     def fresh(self, culprit: str, commit: str) -> list[float]:
         return list(self.rechecked.get((culprit, commit), []))
@@ -192,7 +194,7 @@ def endpoints(bench: Sim, s: Settings, opts: Options) -> means.Verdict | None:
     if not s.gate:
         v = check.endpoint_verdict(bench.top_up, GOOD, bad, replace(opts, runs_max=s.runs_min))
     else:
-        v = check.endpoint_verdict(bench.top_up, GOOD, bad, opts)
+        v = check.endpoint_verdict(bench.top_up, GOOD, bad, opts, check.pairs_a_look(bench.width()))
     bench.world.endpoints_done()
     return v if v.kind == "regression" or not s.gate else None
 
@@ -300,7 +302,7 @@ class Bayes:
     def run(self) -> Result:
         w, g = self.world, self.world.history.graph
         if endpoints(self.bench, self.s, self.opts) is None:
-            rounds = self.bench.endpoint_rounds(self.s.runs_min)
+            rounds = self.bench.endpoint_rounds(self.s.runs_min, self.s.runs_max)
             return Result([], "refused", boots=w.boots, rounds=rounds)
         self.bench.start = w.boots
         run = Run(self.opts, {}, Path(), GOOD, g.bad, Path())
@@ -338,7 +340,7 @@ class Bayes:
             after_first=self.bench.boots() - self.bench.recheck_boots - first_stop,
             story=story if isinstance(story, dict) else None,
             tested=dict(search.tested),
-            rounds=self.bench.endpoint_rounds(self.s.runs_min) + w.rounds,
+            rounds=self.bench.endpoint_rounds(self.s.runs_min, self.s.runs_max) + w.rounds,
         )
 
 

@@ -126,6 +126,18 @@ def collect(
     return sides, notes
 
 
+def carried(previous: Sequence[Side], read: Sequence[Side]) -> list[Side]:
+    """The sides of an earlier file whose runs are not here to read again (another
+    machine's results directory): kept, so that writing the file anew on another
+    checkout loses no real sample. A run that is here is read again instead."""
+    have = {s.source.split(":")[0] for s in read}
+    return [
+        s
+        for s in previous
+        if (run := s.source.split(":")[0]) not in have and not Path(run).exists()
+    ]
+
+
 def as_dict(sides: Sequence[Side], roots: Sequence[str], notes: Sequence[str]) -> dict[str, Any]:
     """The file's content."""
     return {

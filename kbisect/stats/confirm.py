@@ -74,7 +74,7 @@ class Rule:
         """The two-sided level of each look's interval: 1 - 2α/K (looks.py: "confirmed"
         and "refuted" are one-sided claims). K: the looks from `least` pairs to `most`,
         `every` pairs apart (the last at `most`); at most most - least + 1."""
-        looks_k = -(-(self.most - self.least) // max(self.every, 1)) + 1
+        looks_k = looks.count(self.least, self.most, self.every)
         return looks.level(1.0 - self.confidence, 1, looks_k, one_sided=True)
 
 

@@ -31,10 +31,17 @@ draws the second sample of a pair without looking, the sequential compare
 pool of machines the sequential compare looks once per round instead (every machine one
 more pair, compare/sequential.py `play_rounds`): K is then the number of rounds that
 look, `level(alpha, 1, K)`; so does a bisection's re-check over a pool (k/2 fresh pairs a
-round, confirm.py `Rule.every`).
+round, confirm.py `Rule.every`), and its endpoint check (k/2 pairs a side a round,
+bisect/check.py): K is then `count(least, most, every)`, the looks `every` samples apart.
 """
 
 from __future__ import annotations
+
+
+def count(least: int, most: int, every: int = 1) -> int:
+    """The looks of a rule that looks after `least` samples, then every `every` more, the
+    last at `most` (a shorter last step when `every` does not divide the span)."""
+    return -(-(most - least) // max(every, 1)) + 1
 
 
 def level(alpha: float, least: int, most: int, *, one_sided: bool) -> float:

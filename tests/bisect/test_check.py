@@ -76,3 +76,58 @@ def test_equal_endpoints_pass_at_most_alpha_over_all_looks() -> None:
         )
     assert split / draws <= check.ENDPOINT_ALPHA
     assert unsplit / draws > check.ENDPOINT_ALPHA
+
+
+# -- over a pool: k/2 pairs a look -------------------------------------------------------
+
+
+def test_over_a_pool_each_look_fills_a_round_and_the_level_counts_those_looks(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # 4 machines: 2 pairs a look, the first look at 4 a side (8 boots, two full rounds),
+    # then 6, 8, 10: 4 looks, each at the one-sided 1 - 2α/4; 8 machines: 4 pairs a look
+    assert [check.pairs_a_look(k) for k in (1, 2, 3, 4, 8)] == [1, 1, 1, 2, 4]
+    assert check.first_look(3, 10, 2) == 4 and check.first_look(3, 10, 4) == 4
+    assert check.first_look(3, 3, 4) == 3  # never past runs-max
+    assert check.first_look(3, 10, 1) == 3
+    assert check.endpoint_confidence(3, 10, 2) == pytest.approx(1 - 2 * 0.05 / 4)
+    assert check.endpoint_confidence(3, 10, 4) == pytest.approx(1 - 2 * 0.05 / 3)  # 4, 8, 10
+    assert check.endpoint_confidence(3, 10, 1) == check.endpoint_confidence(3, 10)
+    looked: list[tuple[int, int, float]] = []
+    verdict = means.verdict
+
+    def spy(a: list[float], b: list[float], **kw: object) -> means.Verdict:
+        looked.append((len(a), len(b), float(kw["confidence"])))  # type: ignore[arg-type]
+        return verdict(a, b, **kw)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(means, "verdict", spy)
+    same = [1000.0, 1010.0, 990.0, 1005.0, 995.0] * 2  # the endpoints never differ
+    v = check.endpoint_verdict(lists(same, same), "g", "b", OPTS, every=2)
+    assert v.kind != "regression" and v.a.n == v.b.n == OPTS.runs_max
+    assert [(a, b) for a, b, _ in looked] == [(4, 4), (6, 6), (8, 8), (10, 10)]
+    assert {c for *_, c in looked} == {check.endpoint_confidence(3, 10, 2)}
+    looked.clear()
+    check.endpoint_verdict(lists(same, same), "g", "b", OPTS)  # one machine: as before
+    assert [a for a, _, _ in looked] == list(range(3, 11))
+
+
+def test_over_a_pool_equal_endpoints_pass_at_most_alpha_over_its_looks() -> None:
+    """The false-pass rate of the pool's looks (4 machines: 4, 6, 8, 10 pairs), on the
+    seeded draws of the one-machine test: at most ENDPOINT_ALPHA; judged at each of those
+    looks at an unsplit one-sided 5% they pass more often."""
+    rng = random.Random(31)
+    split = unsplit = 0
+    draws = 200
+    for _ in range(draws):
+        cv_g, cv_b = rng.uniform(0.05, 0.15), rng.uniform(0.05, 0.15)
+        good = [1000.0 * (1 + cv_g * rng.gauss(0, 1)) for _ in range(OPTS.runs_max)]
+        bad = [1000.0 * (1 + cv_b * rng.gauss(0, 1)) for _ in range(OPTS.runs_max)]
+        v = check.endpoint_verdict(lists(good, bad), "g", "b", OPTS, every=2)
+        split += v.kind == "regression"
+        unsplit += any(
+            means.verdict(good[:n], bad[:n], confidence=0.90, interval=robust.ratio_ci).kind
+            == "regression"
+            for n in (4, 6, 8, 10)
+        )
+    assert split / draws <= check.ENDPOINT_ALPHA
+    assert unsplit > split

@@ -326,3 +326,15 @@ def test_exit_0_is_judged_on_the_story_it_claims_and_each_change_on_its_directio
     t.add(replace(told, story=stray), h)
     t.add(told, h)
     assert t.wrong_confirmed == 1 and t.story_bins == {1: [6, 5]}
+
+
+def test_writing_the_residuals_anew_keeps_the_sides_of_runs_not_here(tmp_path):
+    here = tmp_path / "runs" / "a"
+    here.mkdir(parents=True)
+    old = [
+        residuals.Side("s", f"{here}: side A (x)", (0.1, -0.1, 0.0)),  # read again below
+        residuals.Side("s", "results/elsewhere: side A (y)", (0.2, -0.2, 0.0)),  # not here
+    ]
+    read = [residuals.Side("s", f"{here}: side A (x)", (0.05, -0.05, 0.0))]
+    assert residuals.carried(old, read) == [old[1]]
+    assert residuals.carried(old, []) == [old[1]]  # a run that is here is never carried

@@ -26,3 +26,13 @@ def test_every_user_gets_its_split_of_alpha(least: int, most: int) -> None:
         assert sequential.per_look_level(c, least, most) == 1.0 - 2.0 * (1.0 - c) / k
         rule = confirm.Rule(least=least, most=most, confidence=c)
         assert rule.level == 1.0 - 2.0 * (1.0 - c) / k
+
+
+def test_looks_every_few_samples_are_counted_with_a_shorter_last_step() -> None:
+    assert looks.count(3, 10) == 8
+    assert looks.count(4, 10, 2) == 4  # 4, 6, 8, 10
+    assert looks.count(4, 10, 4) == 3  # 4, 8, 10
+    assert looks.count(3, 3, 5) == 1
+    for every in (1, 2, 3):  # the re-check over a pool counts its looks the same way
+        rule = confirm.Rule(least=3, most=12, every=every)
+        assert rule.level == looks.level(0.05, 1, looks.count(3, 12, every), one_sided=True)
