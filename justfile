@@ -61,12 +61,12 @@ fmt:
     ruff format .
     ruff check --fix .
 
-# the main job: revert-check the demo history's synthetic regression (~23-46 min on 2 cores, kernels built)
+# the main job: revert-check the heavy demo history's synthetic regression (README line 1)
 [group('demo')]
 demo:
-    @echo "kbisect demo: 2 kernel builds + interleaved boots of ~2.2-2.6 min under TCG until the ratio is settled (--boots auto: 3 to 10 a side, ~23-46 min on 2 cores once the kernels are built; more than 48 min from cold on a slow 2-core host, measured)"
-    kbisect compare --base "$(kbisect demo --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["head"])')" \
-        --revert "$(kbisect demo --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["regression"])')" \
+    @echo "kbisect demo: the heavy demo history (a 1000 us busy wait per unix-socket send), 2 kernel builds + interleaved boots of ~2.3 min under TCG until the ratio is settled (--boots auto: from 3 a side, 2 with a noise prior); measured on a slow 2-core host: 39.8 min from cold, 12.2 min warm (docs/examples/demo-heavy)"
+    kbisect compare --base "$(kbisect demo --variant heavy --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["head"])')" \
+        --revert "$(kbisect demo --variant heavy --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["changes"][0]["commit"])')" \
         --scenario simple-update-2vcpu --boots auto
 
 # preempt=none vs preempt=full on one 6.12 kernel, huge pages off (the mechanism behind 7dadeaa6e851)

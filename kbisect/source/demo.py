@@ -13,6 +13,14 @@ the Unix socket takes many times (one send per statement and reply).
   size, and the fix restores the base level in between. The second delay sits at
   the function's other end (before its successful return), so the two regressions are
   different hunks that their diffs tell apart.
+- `heavy` (branch `kbisect-demo-heavy`): the default's 16 commits with the regression's
+  delay at HEAVY_DELAY_US; the main job (`just demo`, README line 1) reverts it. The
+  delay is a fixed cost per send, so its weight is the ratio of the delay to a
+  transaction's own cost: 1.99x for the default's 150 us on the host of 2026-11-23
+  (about 1,050 tps), 1.24x and 1.28x on slower 2-core hosts (about 200 tps), where a
+  compare must run 5 to 10 boots a side to settle it; on a slow guest (1 vCPU under
+  TCG, or two guests sharing a small host, as a pool of vng slots does) it is lost in
+  the noise. This one is a large step on each of them, settled at the first look.
 
 Each history is created once in kbisect's own cached copy of the tree (never a user's
 tree), on its own branch, with a fixed identity and dates so that its commit ids are the
@@ -65,10 +73,10 @@ def _comment(path: str, n: int, name: str = "demo") -> Edit:
     )
 
 
-def _delay(label: str) -> str:
+def _delay(label: str, us: int = DELAY_US) -> str:
     return (
-        f"\t/* kbisect demo: SYNTHETIC {label}, {DELAY_US} us busy wait per send. */\n"
-        f"\tudelay({DELAY_US});\n"
+        f"\t/* kbisect demo: SYNTHETIC {label}, {us} us busy wait per send. */\n"
+        f"\tudelay({us});\n"
     )
 
 
@@ -157,6 +165,20 @@ def _harmless(n: int, name: str) -> Edit:
 
 STEPS_EDITS: list[Edit] = [_PLANTED.get(n) or _harmless(n, "demo-steps") for n in range(1, 25)]
 
+# -- the heavy variant: the default's history, its delay HEAVY_DELAY_US ------------------
+
+HEAVY_BRANCH = "kbisect-demo-heavy"
+HEAVY_DELAY_US = 1000
+HEAVY_REGRESSION = Edit(
+    "net/unix/af_unix.c",
+    _STREAM_SEND,
+    _STREAM_SEND.replace(
+        "\n\terr = scm_send", f"\n{_delay('REGRESSION', HEAVY_DELAY_US)}\n\terr = scm_send"
+    ),
+    f"net/unix: [kbisect demo] SYNTHETIC REGRESSION: {HEAVY_DELAY_US} us busy delay in sendmsg",
+)
+HEAVY_EDITS: list[Edit] = [HEAVY_REGRESSION if e is REGRESSION else e for e in EDITS]
+
 
 @dataclass(frozen=True)
 class Change:
@@ -198,7 +220,14 @@ STEPS = Variant(
     ),
     "01-03",
 )
-VARIANTS = {v.name: v for v in (DEFAULT, STEPS)}
+HEAVY = Variant(
+    "heavy",
+    HEAVY_BRANCH,
+    tuple(HEAVY_EDITS),
+    (Change(HEAVY_REGRESSION, "regression"),),
+    "01-04",
+)
+VARIANTS = {v.name: v for v in (DEFAULT, STEPS, HEAVY)}
 EDITS_ID = DEFAULT.edits_id
 
 

@@ -158,3 +158,28 @@ def test_unknown_variant_is_one_line_and_exit_2() -> None:
     assert (proc.returncode, proc.stdout) == (2, "")
     assert len(proc.stderr.splitlines()) == 1, proc.stderr
     assert "--variant" in proc.stderr and "steps" in proc.stderr
+
+
+# -- the heavy variant -------------------------------------------------------------------
+
+
+def test_heavy_is_the_default_history_with_a_longer_delay(tmp_path: Path) -> None:
+    heavy = demo.HEAVY
+    assert len(heavy.edits) == len(demo.EDITS) == 16
+    differs = [i for i, (a, b) in enumerate(zip(heavy.edits, demo.EDITS)) if a != b]
+    assert differs == [demo.EDITS.index(demo.REGRESSION)]  # only the regression differs
+    assert f"udelay({demo.HEAVY_DELAY_US})" in demo.HEAVY_REGRESSION.new
+    assert demo.HEAVY_DELAY_US > demo.DELAY_US
+    assert "SYNTHETIC REGRESSION" in demo.HEAVY_REGRESSION.subject
+    assert heavy.edits_id not in {demo.DEFAULT.edits_id, demo.STEPS.edits_id}
+    repo = steps_tree(tmp_path / "one")
+    default = demo.create(repo)
+    data = demo.create(repo, heavy)
+    assert (data["variant"], data["branch"]) == ("heavy", "kbisect-demo-heavy")
+    commits = git(repo, "rev-list", "--reverse", f"{data['base']}..{data['head']}").split()
+    [change] = data["changes"]
+    assert (change["kind"], change["position"], change["commit"]) == ("regression", 10, commits[9])
+    shown = git(repo, "show", f"{change['commit']}:net/unix/af_unix.c")
+    assert shown.count(f"udelay({demo.HEAVY_DELAY_US})") == 1
+    assert function_of(shown, "udelay(") == "unix_stream_sendmsg"
+    assert demo.create(repo) == default and data["head"] != default["head"]
