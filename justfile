@@ -100,6 +100,14 @@ demo-bisect-steps scenario="simple-update-2vcpu":
     kbisect demo --variant steps
     kbisect bisect --method posterior --good v6.12-debian --bad kbisect-demo-steps --scenario {{scenario}}
 
+# bisect the heavy demo history over a pool of two 1-vCPU vng slots on this host (docs/pool.md)
+[group('demo')]
+demo-pool-bisect:
+    @echo "kbisect demo-pool-bisect: the heavy demo history (a 1000 us delay), two vng guests of 1 vCPU at once, the smoke scenario: 35 min measured, the planted commit named and confirmed (docs/examples/pool-vng-bisect)"
+    kbisect demo --variant heavy
+    kbisect bisect --target docs/examples/pool-vng-bisect/pool.toml --good v6.12-debian --bad kbisect-demo-heavy \
+        --scenario smoke --set guest.vcpus=1 --set pgbench.duration_s=10
+
 # a study: 3 kernels of the demo history x clients 4 and 16, 3 boots each (~50 min on 2 cores)
 [group('demo')]
 demo-study:

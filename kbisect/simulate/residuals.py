@@ -25,7 +25,11 @@ from kbisect.measure import results
 RESIDUALS = Path(__file__).with_name("residuals.json")
 MIN_SAMPLES = 3
 # Run directories left out by default: their spread is not boot-to-boot noise.
-LEFT_OUT = {"drift-bisect": "a planted drifting host (scripts/drift-demo), not boot noise"}
+LEFT_OUT = {
+    "drift-bisect": "a planted drifting host (scripts/drift-demo), not boot noise",
+    "pool-vng-bisect": "two TCG guests sharing the host's two cores (each one's speed moves "
+    "with the other's phase), not one machine's boot noise",
+}
 
 
 class BadResiduals(UserError):
