@@ -207,7 +207,7 @@ def replay_file(s: Mapping[str, Any]) -> str:
     """git-bisect.log as written beside the report: the replay log, closed by the caveat
     when the story has more than one change (rendered from the summary, so that `kbisect
     report` gives a run stored before the caveat existed its caveat too)."""
-    return s["bisect_log"] + _log_caveat(s.get("story"))
+    return str(s["bisect_log"]) + _log_caveat(s.get("story"))
 
 
 def _log_caveat(told: Mapping[str, Any] | None) -> str:
