@@ -166,7 +166,7 @@ def test_unknown_variant_is_one_line_and_exit_2() -> None:
 def test_heavy_is_the_default_history_with_a_longer_delay(tmp_path: Path) -> None:
     heavy = demo.HEAVY
     assert len(heavy.edits) == len(demo.EDITS) == 16
-    differs = [i for i, (a, b) in enumerate(zip(heavy.edits, demo.EDITS)) if a != b]
+    differs = [i for i, (a, b) in enumerate(zip(heavy.edits, demo.EDITS, strict=True)) if a != b]
     assert differs == [demo.EDITS.index(demo.REGRESSION)]  # only the regression differs
     assert f"udelay({demo.HEAVY_DELAY_US})" in demo.HEAVY_REGRESSION.new
     assert demo.HEAVY_DELAY_US > demo.DELAY_US
