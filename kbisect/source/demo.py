@@ -75,8 +75,7 @@ def _comment(path: str, n: int, name: str = "demo") -> Edit:
 
 def _delay(label: str, us: int = DELAY_US) -> str:
     return (
-        f"\t/* kbisect demo: SYNTHETIC {label}, {us} us busy wait per send. */\n"
-        f"\tudelay({us});\n"
+        f"\t/* kbisect demo: SYNTHETIC {label}, {us} us busy wait per send. */\n\tudelay({us});\n"
     )
 
 
