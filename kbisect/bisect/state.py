@@ -236,6 +236,7 @@ def save(run_dir: Path, run: Run) -> None:
     atomic.write_json(run_dir / STATE_FILE, {**run.as_dict(), "kind": STATE_KIND})
 
 
+COPIED_STORE = "store"  # beside state.json: the run's samples, copied with it
 REQUIRED = ("version", "options", "scenario", "tree", "good", "bad", "store", "phase")
 
 
@@ -271,6 +272,15 @@ def load(run_dir: Path) -> Run:
         return Run.from_dict(data)
     except (TypeError, KeyError, ValueError) as exc:
         reading.fail(f, f"does not parse ({exc})", RECOVER)
+
+
+def samples_store(run_dir: Path) -> Path:
+    """Where a finished run's samples are read from (a report, a diff): a `store/` beside
+    state.json when the run was copied with its samples (an example), else the store it
+    recorded. That one is the machine's, shared by every bisection of the tree: it may
+    hold later samples of the same revisions, or be another machine's path."""
+    copied = run_dir / COPIED_STORE
+    return copied if copied.is_dir() else load(run_dir).store
 
 
 def newest_unfinished(root: Path) -> Path:

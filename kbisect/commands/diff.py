@@ -21,7 +21,7 @@ SPEC_HELP = "DIR (a run), DIR:A or DIR:B (a compare's side), DIR:COMMIT (a bisec
 
 def bisect_store(run: Path) -> Path | None:
     """Where the bisection in `run` keeps its samples per revision; None: no bisection."""
-    return state.load(run).store if (run / state.STATE_FILE).is_file() else None
+    return state.samples_store(run) if (run / state.STATE_FILE).is_file() else None
 
 
 def configure(parser: argparse.ArgumentParser) -> None:

@@ -227,3 +227,26 @@ def test_force_lists_the_scenario_fields_that_differ() -> None:
     assert "pgbench.clients: 16 -> 64" in differs
     assert "postgres.settings.shared_buffers: 64MB -> 16MB" in differs
     assert not any(d.startswith("description") for d in differs)
+
+
+def test_a_bisection_copied_with_its_store_is_read_from_its_copy(tmp_path: Path) -> None:
+    """The state's store is the machine's, shared by the tree's bisections: a later run's
+    samples of the same revision there must not change what a stored example says."""
+    run = tmp_path / "drift-bisect"
+    shutil.copytree(EXAMPLES / "drift-bisect", run)
+    rev = next((run / "store").glob("a1dfdbe6aceb*"))
+    shared = tmp_path / "shared"
+    shutil.copytree(rev, shared / rev.name)
+    extra = shared / rev.name / "samples"
+    for i, path in enumerate(sorted(extra.glob("*-sample.json"))):
+        later = json.loads(path.read_text())
+        later["boot_dir"] = f"{later.get('boot_dir')}-later"  # another boot, not a copy
+        (extra / f"{100 + i:03d}-sample.json").write_text(json.dumps(later))
+    st = json.loads((run / "state.json").read_text())
+    (run / "state.json").write_text(json.dumps({**st, "store": str(shared)}))
+    copied = diff.resolve(f"{run}:a1dfdbe6aceb", bisect_store)
+    assert copied.dir == rev
+    shutil.rmtree(run / "store")
+    live = diff.resolve(f"{run}:a1dfdbe6aceb", bisect_store)
+    assert live.dir == shared / rev.name
+    assert len(live.samples) > len(copied.samples)

@@ -16,13 +16,11 @@ from kbisect.report.text import change, command, fingerprint_lines, fit, machine
 
 
 def _bisect_samples(run_dir: Path, commit: str | None) -> list[dict[str, Any]]:
-    """A bisected revision's samples from the bisect store, when the run still has it: the
-    store it recorded, else a `store/` beside it (an example copied with its samples)."""
+    """A bisected revision's samples from the bisect store, when the run still has it (a
+    `store/` beside it when copied with its samples, state.load)."""
     if commit is None or not (run_dir / state.STATE_FILE).is_file():
         return []
-    store = state.load(run_dir).store
-    if not (store / commit).is_dir():  # moved, or another run's store at the same path
-        store = run_dir / "store"
+    store = state.samples_store(run_dir)
     try:
         return results.load_samples(store / commit) if (store / commit).is_dir() else []
     except schema.InvalidResult:
