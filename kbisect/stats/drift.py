@@ -97,14 +97,15 @@ def trend(samples: Sequence[Timed], confidence: float = 0.95) -> Trend | None:
 
 
 def robust(samples: Sequence[Timed]) -> list[Timed]:
-    """The samples without the boots stats.outliers flags within their own revision (a
-    half-speed boot of a reference would otherwise pass for drift)."""
+    """The samples without the boots means.far_from_median flags within their own
+    revision (a half-speed boot of a reference would otherwise pass for drift; a boot
+    dropped in error costs the fit little, so the trim is not the warning's test)."""
     by_rev: dict[str, list[Timed]] = {}
     for s in samples:
         by_rev.setdefault(s.revision, []).append(s)
     out = []
     for group in by_rev.values():
-        drop = set(means.outliers([s.tps for s in group]))
+        drop = set(means.far_from_median([s.tps for s in group]))
         out += [s for i, s in enumerate(group) if i not in drop]
     return out
 

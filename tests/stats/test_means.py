@@ -203,6 +203,28 @@ def test_outliers_need_three_points_and_spread() -> None:
     assert means.outliers([5.0, 5.0, 5.0, 5.2]) == []  # 4% off: within the floor
     assert means.outliers([500.0, 510.0, 212.0, 505.0, 498.0]) == [2]
     assert means.outliers([500.0, 510.0, 480.0, 505.0, 490.0]) == []
+    assert means.far_from_median([5.0, 5.0, 5.0, 9.0]) == [3]  # drift's trim, as before
+
+
+@pytest.mark.parametrize("n", [4, 6, 10])
+def test_a_side_of_plain_noise_is_rarely_called_an_outlier(n: int) -> None:
+    """At CV 10% the fixed robust z of 3.5 called 12-20% of such sides an outlier; the
+    warning's own level is 5% a side (2000 sides: 7% is 4 standard errors past 5%)."""
+    rng = random.Random(n)
+    sides = [[1000.0 * (1 + 0.10 * rng.gauss(0, 1)) for _ in range(n)] for _ in range(2000)]
+    flagged = sum(bool(means.outliers(xs)) for xs in sides) / len(sides)
+    old = sum(bool(means.far_from_median(xs)) for xs in sides) / len(sides)
+    assert flagged <= 0.07
+    assert old > 0.10  # the same draws: the test tells the two rules apart
+
+
+def test_two_bad_boots_do_not_hide_each_other() -> None:
+    """One boot set aside at a time: the second half-speed boot is judged without the first."""
+    rng = random.Random(1)
+    xs = [1000.0 * (1 + 0.02 * rng.gauss(0, 1)) for _ in range(6)] + [510.0, 495.0]
+    assert means.outliers(xs) == [6, 7]
+    assert means.outliers([*xs[:6], 510.0]) == [6]
+    assert means.outliers(xs[:6]) == []
 
 
 def test_verdict_as_dict_is_strict_json() -> None:
