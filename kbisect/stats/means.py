@@ -29,7 +29,7 @@ METHOD = "delta-log-welch"
 NO_DIFFERENCE = "no significant difference"
 HIGH_CV = 0.10  # above this, a side is called noisy
 FEW_BOOTS = 5  # below this, a side gets a hint to add boots
-OUTLIER_FLOOR = 0.02  # the least spread outliers() assumes: 2% of the median
+OUTLIER_FLOOR = 0.02  # the least spread an outlier rule assumes: 2% of the centre
 OUTLIER_ALPHA = 0.05  # a side of boots of normal noise is flagged at most this often
 TRIM_Z = 3.5  # far_from_median's modified z (Iglewicz & Hoaglin): stats/drift.py's trim
 REFERENCE_EFFECT = 0.10  # the change the "add boots" hint sizes --boots for
@@ -178,7 +178,7 @@ def far_from_median(xs: Sequence[float], z: float = TRIM_Z) -> list[int]:
     """0-based indices of samples more than z robust standard deviations from the median:
     |x - median| / s > z, with s = MAD / 0.6745 (the modified z-score) but never below
     OUTLIER_FLOOR of the median. A trim before a fit (stats/drift.py), not a warning: it
-    flags 12-27% of the sides of plain noise at n = 3-10 and CV 5-15% (a median absolute
+    flags 10-28% of the sides of plain noise at n = 3-12 and CV 5-15% (a median absolute
     deviation of a few boots is often small by chance; docs/benchmarks.md "The outlier
     warning's level")."""
     if len(xs) < 3:
@@ -212,15 +212,15 @@ def outliers(xs: Sequence[float], alpha: float = OUTLIER_ALPHA) -> list[int]:
     that passed, so two bad boots do not hide each other. The spread is never below
     OUTLIER_FLOOR of the mean: boot-to-boot noise of a few percent is normal, so a boot 4%
     off a side that agrees to 0.1% is not flagged. Three boots never flag one (one degree
-    of freedom): a fixed robust z of 3.5 flagged 12-27% of the sides of plain noise."""
+    of freedom): a fixed robust z of 3.5 flagged 10-28% of the sides of plain noise."""
     n = len(xs)
     steps = (n - 1) // 2
     left, order, found = list(range(n)), [], 0
     for step in range(1, steps + 1):
         m = len(left)
-        far = max(left, key=lambda i: _apart(xs, i, left))
+        far, z = max(((i, _apart(xs, i, left)) for i in left), key=lambda p: p[1])
         limit = t_quantile(1 - alpha / (2 * steps * m), m - 2) * math.sqrt(1 + 1 / (m - 1))
-        if _apart(xs, far, left) > limit:
+        if z > limit:
             found = step
         order.append(far)
         left.remove(far)

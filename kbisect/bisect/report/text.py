@@ -16,8 +16,8 @@ from kbisect.report.text import change, command, fingerprint_lines, fit, machine
 
 
 def _bisect_samples(run_dir: Path, commit: str | None) -> list[dict[str, Any]]:
-    """A bisected revision's samples from the bisect store, when the run still has it (a
-    `store/` beside it when copied with its samples, state.load)."""
+    """A bisected revision's samples from the bisect store, when the run still has it
+    (state.samples_store: a `store/` beside it when copied with its samples)."""
     if commit is None or not (run_dir / state.STATE_FILE).is_file():
         return []
     store = state.samples_store(run_dir)
