@@ -193,3 +193,19 @@ def _importance(d: story.Data, f: story.Fits, row: int, mix: story.Mixture) -> f
     logw = ll.sum(1) + prior - logq
     top = logw.max()
     return float(top + np.log(np.exp(logw - top).mean()))
+
+
+def test_a_hypothesis_fits_the_same_alone_as_in_its_batch():
+    """Each hypothesis is iterated until its own objective stops rising: the slow ones of
+    a batch (K = 3 over many classes) do not move the others' fits, so a hypothesis
+    fitted alone has the fit and evidence it has in the batch."""
+    changes = {6: 0.85, 17: 0.85}
+    tested = ["c3", "c5", "c6", "c8", "c12", "c16", "c17", "c20"]
+    m = _told(24, changes, tested, 3, 0.08, 4)
+    idx, _ = story.hypotheses([mask.bit_count() for mask, _ in m.classes], m.graph.n)[3]
+    batch = story.fit(m.d, idx, m.mix)
+    for row in range(0, len(idx), max(1, len(idx) // 12)):
+        alone = story.fit(m.d, idx[row : row + 1], m.mix)
+        assert np.allclose(alone.theta[0], batch.theta[row], rtol=0, atol=1e-12)
+        assert np.allclose(alone.s[0], batch.s[row], rtol=0, atol=1e-12)
+        assert math.isclose(alone.log_evidence[0], batch.log_evidence[row], abs_tol=1e-9)

@@ -281,7 +281,7 @@ def fit(d: Data, idx: NDArray[np.int64], mix: Mixture, iterations: int = 80) -> 
     last = np.full(h, -np.inf)
     k2 = mix.kappa**2
 
-    def at(theta: Array, s: Array) -> tuple[Array, Array, Array, Array]:
+    def at(hx: Array, gx: Array, theta: Array, s: Array) -> tuple[Array, Array, Array, Array]:
         """log sd, residuals, responsibilities, and the log likelihood plus log priors."""
         ls = _apply(gx, s)
         e = x - _apply(hx, theta)
@@ -289,24 +289,33 @@ def fit(d: Data, idx: NDArray[np.int64], mix: Mixture, iterations: int = 80) -> 
         obj = ll.sum(1) - 0.5 * np.einsum("hp,p,hp->h", theta, lam_m, theta)
         return ls, e, r, obj - 0.5 * np.einsum("hp,p,hp->h", s, lam_s, s)
 
+    # each hypothesis is iterated until its own objective stops moving, then left out: the
+    # few in a batch of thousands that never settle do not keep the rest iterating to the
+    # cap (a hypothesis's fit does not depend on the batch it is fitted in)
+    live = np.arange(h)
     for _ in range(iterations):
-        ls, e, r, obj = at(theta, s)
-        if np.all(obj - last < 1e-8):
+        hxl, gxl = hx[live], gx[live]
+        ls, e, r, obj = at(hxl, gxl, theta[live], s[live])
+        moving = np.abs(obj - last[live]) >= 1e-8  # a step that fell is not the end
+        if not moving.any():
             break
-        last = obj
+        live, hxl, gxl = live[moving], hxl[moving], gxl[moving]
+        ls, r = ls[moving], r[moving]
+        last[live] = obj[moving]
         wt = (r + (1 - r) / k2) * np.exp(-2 * ls)
-        a = _gram(hx, wt, hx) + np.diag(lam_m)
+        a = _gram(hxl, wt, hxl) + np.diag(lam_m)
         a[:, 0, 0] += 1e-12
-        theta = _solve(a, _cross(hx, wt * x))
-        e = x - _apply(hx, theta)
+        theta[live] = _solve(a, _cross(hxl, wt * x))
+        e = x - _apply(hxl, theta[live])
         c = (r + (1 - r) / k2) * e * e * np.exp(-2 * ls)
-        grad = _cross(gx, c - 1)[..., 0] - lam_s * s
-        hess = 2 * _gram(gx, c, gx) + np.diag(lam_s)
+        sl = s[live]
+        grad = _cross(gxl, c - 1)[..., 0] - lam_s * sl
+        hess = 2 * _gram(gxl, c, gxl) + np.diag(lam_s)
         hess[:, 0, 0] += 1e-9
         step = np.linalg.solve(hess, grad[..., None])[..., 0]
         size = np.linalg.norm(step, axis=1, keepdims=True)
-        s = s + step * np.minimum(1.0, 1.0 / np.maximum(size, 1e-12))
-    ls, e, r, obj = at(theta, s)
+        s[live] = sl + step * np.minimum(1.0, 1.0 / np.maximum(size, 1e-12))
+    ls, e, r, obj = at(hx, gx, theta, s)
     proper = lam_m[lam_m > 0].tolist() + lam_s[lam_s > 0].tolist()
     norm = math.fsum(0.5 * math.log(p) - 0.5 * LOG_2PI for p in proper)
     info = _information(hx, gx, e, ls, r, mix, lam_m, lam_s)
