@@ -196,7 +196,7 @@ def _importance(d: story.Data, f: story.Fits, row: int, mix: story.Mixture) -> f
 
 
 def test_a_hypothesis_fits_the_same_alone_as_in_its_batch():
-    """Each hypothesis is iterated until its own objective stops rising: the slow ones of
+    """Each hypothesis is iterated until its own objective stops moving: the slow ones of
     a batch (K = 3 over many classes) do not move the others' fits, so a hypothesis
     fitted alone has the fit and evidence it has in the batch."""
     changes = {6: 0.85, 17: 0.85}

@@ -292,9 +292,8 @@ def fit(d: Data, idx: NDArray[np.int64], mix: Mixture, iterations: int = 80) -> 
     # each hypothesis is iterated until its own objective stops moving, then left out: the
     # few in a batch of thousands that never settle do not keep the rest iterating to the
     # cap (a hypothesis's fit does not depend on the batch it is fitted in)
-    live = np.arange(h)
+    live, hxl, gxl = np.arange(h), hx, gx  # the designs of the live ones
     for _ in range(iterations):
-        hxl, gxl = hx[live], gx[live]
         ls, e, r, obj = at(hxl, gxl, theta[live], s[live])
         moving = np.abs(obj - last[live]) >= 1e-8  # a step that fell is not the end
         if not moving.any():
