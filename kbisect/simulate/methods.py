@@ -25,7 +25,7 @@ from typing import Any
 
 from kbisect.bisect import check, recheck, references
 from kbisect.bisect.git import judge
-from kbisect.bisect.posterior.bench import Sample
+from kbisect.bisect.posterior.bench import Recheck, Sample, each
 from kbisect.bisect.posterior.posterior import Posterior
 from kbisect.bisect.posterior.search import Search
 from kbisect.bisect.state import RECHECK_SAMPLES, Options, Run
@@ -157,13 +157,17 @@ class Sim:
         return len(self.world.offsets)
 
     def boot_round(
-        self, commits: list[str], recheck_of: str | None = None
+        self, commits: list[str], recheck_of: Recheck = None
     ) -> list[list[Sample] | BaseException]:
         """One round: the i-th boot on machine (round + i) mod k, so that a revision
         sampled in turn (a re-check's pairs) moves from machine to machine."""
         self.world.rounds += 1
         k, start = self.width(), self.world.rounds
-        return [[self._one(c, recheck_of, (start + i) % k)] for i, c in enumerate(commits)]
+        whose = each(recheck_of, len(commits))
+        return [
+            [self._one(c, r, (start + i) % k)]
+            for i, (c, r) in enumerate(zip(commits, whose, strict=True))
+        ]
 
     def endpoint_rounds(self, runs_min: int, runs_max: int) -> int:
         """The endpoint check's rounds on the pool (modelled: the simulator takes the

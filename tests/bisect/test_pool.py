@@ -16,7 +16,7 @@ from kbisect.bisect.posterior.graph import Graph
 from kbisect.bisect.posterior.likelihood import Model
 from kbisect.bisect.posterior.posterior import Posterior
 from kbisect.simulate import histories
-from tests.bisect.test_bisect import history, kbisect, summary
+from tests.bisect.test_bisect import history, kbisect, run_dirs, summary
 from tests.bisect.test_posterior_method import args, env, killed_at  # noqa: F401 (a fixture)
 from tests.bisect.test_search import search
 from tests.bisect.test_step import fake
@@ -221,3 +221,61 @@ def test_a_bisection_over_a_pool_takes_its_endpoints_on_both_machines_at_once(
         assert set(calls[:2]) == ends
     pairs = {(c, m) for c in (shas[1], shas[-1]) for m in ("m1", "m2")}
     assert {(c, m) for _, c, m in first} == pairs
+
+
+def test_the_idle_machines_of_a_round_of_checks_start_the_recheck():
+    for n, culprit in ((32, "c19"), (60, "c40"), (24, "c5")):
+        s, bench, _ = search(n, culprit, speeds=(1.05, 1.0, 0.96, 1.02))
+        answer = s.find()
+        assert answer.candidates[0][0] == culprit and s.confirmed()
+        parent = f"c{int(culprit[1:]) - 1}"
+        # a round that checks revisions and starts the re-check on its idle machines
+        mixed = [
+            (commits, whose)
+            for commits, whose in zip(bench.rounds, bench.whose, strict=True)
+            if any(whose) and not all(whose)
+        ]
+        assert mixed, bench.rounds
+        commits, whose = mixed[0]
+        early = [c for c, w in zip(commits, whose, strict=True) if w]
+        assert set(whose) - {None} == {culprit} and set(early) <= {parent, culprit}
+        # never past the rule's first look (3 pairs) before the checks are done
+        assert max(early.count(parent), early.count(culprit)) <= 3
+        # they are the re-check's fresh samples: it went on from them
+        boots = [c for c, w in bench.booted if w == culprit]
+        assert len(boots) == len(bench.fresh(culprit, parent)) + len(bench.fresh(culprit, culprit))
+        rc = s.run.rechecks[culprit]
+        assert rc["confirmed"] and rc["n"] >= 3
+        assert rc["n"] == min(len(bench.fresh(culprit, c)) for c in (parent, culprit))
+
+
+def test_the_driver_starts_the_recheck_in_a_round_of_checks_and_goes_on_from_it(
+    env,  # noqa: F811
+    tmp_path,
+    capsys,
+) -> None:
+    """The driver over a pool of three fake machines: a round that checks revisions
+    takes the re-check's first fresh samples on its idle machines, into the re-check's
+    own folder; the re-check goes on from them, and its pairs are the folder's samples."""
+    from tests.fakes import fake_pool
+
+    shas = history(env["repo"], 24, 15)
+    pool = fake_pool(
+        tmp_path / "pool",
+        {f"m{i}": {"seed": i, "cv": 0.03, "delay_s": 0.05} for i in range(3)},
+    )
+    argv = args(env, shas[1], shas[-1], "--references", "0")
+    argv[argv.index("--target") + 1] = str(pool)
+    assert kbisect(*argv) == 0
+    s = summary(env["results"])
+    assert s["first_bad"]["commit"] == shas[15] and s["confirmed"]
+    out = capsys.readouterr()
+    rounds = [line for line in (out.out + out.err).splitlines() if "round: " in line]
+    mixed = [r for r in rounds if "(recheck)" in r and ("(check)" in r or "(probe)" in r)]
+    assert mixed, rounds
+    (run,) = run_dirs(env["results"])
+    folder = run / "recheck" / shas[15]
+    taken = {p.name: len(list((p / "samples").glob("*.json"))) for p in folder.iterdir()}
+    rc = s["recheck"]
+    assert set(taken) == {shas[14], shas[15]}
+    assert rc["n"] == min(taken.values()) and rc["n"] >= 3

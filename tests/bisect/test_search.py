@@ -12,7 +12,7 @@ import pytest
 
 from kbisect.bisect import check, recheck, references
 from kbisect.bisect.git import judge
-from kbisect.bisect.posterior.bench import Sample
+from kbisect.bisect.posterior.bench import Recheck, Sample, each
 from kbisect.bisect.posterior.graph import Graph
 from kbisect.bisect.posterior.posterior import Posterior
 from kbisect.bisect.posterior.search import Search
@@ -38,6 +38,7 @@ class Bench:
         self.k = 1  # a pool of k machines: rounds of k boots, machine i at speed[i]
         self.speed: list[float] = [1.0]
         self.rounds: list[list[str]] = []
+        self.whose: list[list[str | None]] = []  # each round's boots' recheck_of
 
     def level(self, commit: str) -> float:
         return 750.0 if self.g.is_bad(commit, self.culprit) else 1000.0
@@ -68,13 +69,15 @@ class Bench:
         return self.k
 
     def boot_round(
-        self, commits: list[str], recheck_of: str | None = None
+        self, commits: list[str], recheck_of: Recheck = None
     ) -> list[list[Sample] | BaseException]:
         self.rounds.append(list(commits))
+        whose = each(recheck_of, len(commits))
+        self.whose.append(whose)
         out: list[list[Sample] | BaseException] = []
         for i, commit in enumerate(commits):
             try:
-                out.append(self.boot(commit, recheck_of, (len(self.rounds) + i) % self.k))
+                out.append(self.boot(commit, whose[i], (len(self.rounds) + i) % self.k))
             except BootError as exc:
                 out.append(exc)
         return out

@@ -7,6 +7,7 @@ implementation (kbisect/simulate/) builds and boots in a modelled world.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
@@ -32,6 +33,17 @@ class Sample:
     tps: float
     load: float = 0.0
     machine: str = ""  # the pool's machine it ran on ("": the one machine)
+
+
+Recheck = str | Sequence[str | None] | None  # a round's recheck_of: all its boots', or each's
+
+
+def each(recheck_of: Recheck, n: int) -> list[str | None]:
+    """The recheck_of of each of a round's n boots."""
+    if recheck_of is None or isinstance(recheck_of, str):
+        return [recheck_of] * n
+    assert len(recheck_of) == n
+    return list(recheck_of)
 
 
 class Bench(Protocol):
@@ -65,11 +77,12 @@ class Bench(Protocol):
         ...
 
     def boot_round(
-        self, commits: list[str], recheck_of: str | None = None
+        self, commits: list[str], recheck_of: Recheck = None
     ) -> list[list[Sample] | BaseException]:
         """One sample of each built commit (a commit twice: two samples), at once on the
         pool's machines; per commit its new evidence, or the BootError or BenchmarkError
-        that failed it (the others' samples count)."""
+        that failed it (the others' samples count). recheck_of: as boot()'s, for every
+        boot of the round or one for each (each())."""
         ...
 
     def save(self, run: Run, post: Posterior, schedule: Schedule | None) -> None:
@@ -190,12 +203,13 @@ class Store:
         return pool_round.width(self.ctx.target, self.run.options.batch)
 
     def boot_round(
-        self, commits: list[str], recheck_of: str | None = None
+        self, commits: list[str], recheck_of: Recheck = None
     ) -> list[list[Sample] | BaseException]:
         """The round's boots through round.take_round, each drawn as boot() draws it, on
         the machine it is given; then each commit's new samples (a commit twice in the
         round: the first gets both)."""
-        nexts = [self._next(commit, recheck_of) for commit in commits]
+        whose = each(recheck_of, len(commits))
+        nexts = [self._next(c, r) for c, r in zip(commits, whose, strict=True)]
         boots = [samples.drawer(self.ctx, rev, attempts) for rev, attempts, _ in nexts]
         taken = pool_round.take_round(self.ctx.target, boots)
         found: list[list[Sample] | BaseException] = []

@@ -7,7 +7,9 @@ endpoints (re-checks and references included):
 1. stop: when one commit, or a group no test can split (a range), holds `--confidence`,
    re-check it once (recheck.py: fresh pairs of it and its parent until the ratio's
    interval clears the minimum effect); the fresh samples feed the posterior, and the
-   search ends if the answer still holds, or goes on if it does not;
+   search ends if the answer still holds, or goes on if it does not (on a pool, the
+   machines a round of the single step's checks leaves idle start its fresh pairs:
+   _early_pairs);
 2. a reference boot when one is due (references.Schedule: after every `--references` test
    boots, the good, then the bad endpoint; the posterior then fits a time trend);
 3. else the revision with the most expected information per cost (choice.py): its stored
@@ -55,6 +57,7 @@ class Search:
         self.k = max(1, bench.width())  # machines: the samples one round takes at once
         self.post = Posterior(g, Model(trend=self.opts.references > 0, machines=self.k > 1))
         self.plan: list[tuple[str, str]] | None = None  # a pool's round being planned
+        self.early: str | None = None  # the culprit whose re-check pairs the round starts
         self.schedule = None
         if self.opts.references > 0:
             turn = run.schedule or {"tests": 0, "turn": 0}
@@ -115,7 +118,7 @@ class Search:
         test plans a whole batch for the free machines, posterior.batch), until the round
         is full or a decision needs the samples first (a re-check, or a revision already
         planned); then the round's boots at once (_take). False when done."""
-        self.plan = []
+        self.plan, self.early = [], None
         go = True
         try:
             while len(self.plan) < self._slots():
@@ -166,8 +169,35 @@ class Search:
     def _plan(self, commit: str, role: str) -> None:
         assert self.plan is not None
         self.plan.append((commit, role))
-        if self.schedule is not None:
+        if self.schedule is not None and role != "recheck":
             self.schedule.took(commit)
+
+    def _early_pairs(self, answer: Answer) -> None:
+        """A round of checks that leaves machines idle, with the single step's re-check
+        due once they are done: the idle machines start its fresh pairs (the shorter side
+        first, at most the rule's `least` pairs, from which it first looks). The samples
+        are taken after the answer held, as the re-check's are, so they are as fresh;
+        recheck() goes on from them when the checks leave the answer standing. The
+        re-check is entered in the state (running) so that a resumed run finds them."""
+        assert self.plan is not None
+        parent, culprit = recheck.pair(self.post, answer)
+        least = recheck.adaptive(self.opts).least
+        planned = [c for c, role in self.plan if role == "recheck"]
+        a = len(self.bench.fresh(culprit, parent)) + planned.count(parent)
+        b = len(self.bench.fresh(culprit, culprit)) + planned.count(culprit)
+        if len(self.plan) >= self._slots() or min(a, b) >= least:
+            return
+        if self.run.first_stop is None:
+            self.run.first_stop = {"commit": culprit, "p": answer.probability, "kind": answer.kind}
+        self.run.rechecks.setdefault(culprit, {"parent": parent, "kind": "running"})
+        self.early = culprit
+        while len(self.plan) < self._slots() and min(a, b) < least:
+            if a <= b:
+                self._plan(parent, "recheck")
+                a += 1
+            else:
+                self._plan(culprit, "recheck")
+                b += 1
 
     def _take(self, plan: list[tuple[str, str]]) -> None:
         """The round's boots: each revision built (once), then every sample at once on
@@ -188,10 +218,15 @@ class Search:
                 self.post.built(commit)
             jobs.append((commit, role))
         self._say(lambda: "round: " + ", ".join(f"{c[:12]} ({r})" for c, r in jobs))
-        results = self.bench.boot_round([c for c, _ in jobs])
+        whose = [self.early if role == "recheck" else None for _, role in jobs]
+        results = self.bench.boot_round([c for c, _ in jobs], whose)
         for (commit, role), got in zip(jobs, results, strict=True):
             if not isinstance(got, BaseException):
                 self.feed(got)
+            elif role == "recheck" and self.early is not None:
+                # as a re-check's failed boot: that re-check is over, not confirmed
+                rc = self.run.rechecks[self.early]
+                rc.update(kind="error", error=str(got), confirmed=False)
             elif role == "reference":
                 progress.warn(f"reference {commit[:12]} failed, no sample this time: {got}")
             elif commit not in self.post.untestable:
@@ -254,6 +289,7 @@ class Search:
                 return self._test(probe, "probe")
             if recheck.due(self.run, answer):
                 if self.plan:
+                    self._early_pairs(answer)  # the round's idle machines start it
                     raise _Full  # the round's samples first
                 self.recheck(answer)
                 return True

@@ -689,8 +689,12 @@ def stretch(
 
 def recheck_of(step: dict[str, Any], rechecks: dict[str, dict[str, Any]]) -> dict[str, Any] | None:
     """The re-check of a story's change (run.rechecks is keyed by the commit re-checked,
-    one of the change's members), or None."""
-    return next((rechecks[c] for c in step["members"] if c in rechecks), None)
+    one of the change's members), or None. A finished one first: a member's re-check
+    still "running" may have been started early for an answer that did not stand
+    (Search._early_pairs)."""
+    found = [rechecks[c] for c in step["members"] if c in rechecks]
+    done = [rc for rc in found if rc.get("kind") != "running"]
+    return (done or found)[0] if found else None
 
 
 def confirmed(
