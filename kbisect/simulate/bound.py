@@ -58,8 +58,9 @@ def _exchanged(bad: Array, picks: list[int]) -> tuple[list[int], float]:
         better = False
         for at in range(len(picks)):
             rest = picks[:at] + picks[at + 1 :]
-            c = max(range(bad.shape[0]), key=lambda c: entropy(bad, [*rest, c]))
-            bits = entropy(bad, [*rest, c])
+            scores = [entropy(bad, [*rest, c]) for c in range(bad.shape[0])]
+            c = int(np.argmax(scores))  # the first best, as max() would take
+            bits = scores[c]
             if bits > have + 1e-12:
                 picks, have, better = [*rest, c], bits, True
     return sorted(picks), have

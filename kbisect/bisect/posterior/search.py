@@ -32,6 +32,7 @@ import time
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 from kbisect.bisect import recheck, references, samples
 from kbisect.bisect.posterior import graph, likelihood, story
@@ -182,14 +183,11 @@ class Search:
         assert self.plan is not None
         parent, culprit = recheck.pair(self.post, answer)
         least = recheck.adaptive(self.opts).least
-        planned = [c for c, role in self.plan if role == "recheck"]
-        a = len(self.bench.fresh(culprit, parent)) + planned.count(parent)
-        b = len(self.bench.fresh(culprit, culprit)) + planned.count(culprit)
+        a = len(self.bench.fresh(culprit, parent))
+        b = len(self.bench.fresh(culprit, culprit))
         if len(self.plan) >= self._slots() or min(a, b) >= least:
             return
-        if self.run.first_stop is None:
-            self.run.first_stop = {"commit": culprit, "p": answer.probability, "kind": answer.kind}
-        self.run.rechecks.setdefault(culprit, {"parent": parent, "kind": "running"})
+        self._entered(answer)
         self.early = culprit
         while len(self.plan) < self._slots() and min(a, b) < least:
             if a <= b:
@@ -616,16 +614,21 @@ class Search:
         self._say(lambda: f"{commit[:12]}: {tps:.1f} tps; {self._standing()}")
         return True
 
+    def _entered(self, answer: Answer) -> tuple[str, str, dict[str, Any]]:
+        """The answer's re-check pair (parent, culprit) and its entry in the state's
+        rechecks, "running" until it decides; the search's first stop noted."""
+        parent, culprit = recheck.pair(self.post, answer)
+        if self.run.first_stop is None:
+            self.run.first_stop = {"commit": culprit, "p": answer.probability, "kind": answer.kind}
+        rc = self.run.rechecks.setdefault(culprit, {"parent": parent, "kind": "running"})
+        return parent, culprit, rc
+
     def recheck(self, answer: Answer, improvement: bool = False) -> None:
         """The answer against its parent, fresh pairs until the adaptive rule decides
         (recheck.py); the result in the state's rechecks, the samples in the posterior.
         improvement: the answer is a change for the better (a fix inside the range),
         confirmed in that direction."""
-        parent, culprit = recheck.pair(self.post, answer)
-        run = self.run
-        if run.first_stop is None:
-            run.first_stop = {"commit": culprit, "p": answer.probability, "kind": answer.kind}
-        rc = run.rechecks.setdefault(culprit, {"parent": parent, "kind": "running"})
+        parent, culprit, rc = self._entered(answer)
         rule = recheck.adaptive(self.opts)
         if self.k > 1:  # a round draws k/2 pairs and the rule looks once per round
             rule = replace(rule, every=max(self.k // 2, 1))
