@@ -1,10 +1,10 @@
-"""Debian root trees made once with mmdebstrap into the cache: the one command builder and
-the one build-once routine behind `kbisect image` (targets/vng/rootfs.py: a guest's root
-carrying its scenario's PostgreSQL), `kbisect emu image` (targets/emu/image.py: the
-emulated machine's disk) and the PostgreSQL build root (pgbuild/buildroot.py).
+"""Debian root trees made once with mmdebstrap into the cache: the one command builder
+behind `kbisect image` (targets/vng/rootfs.py: a guest's root carrying its scenario's
+PostgreSQL), `kbisect emu image` (targets/emu/image.py: the emulated machine's disk)
+and the PostgreSQL build root (pgbuild/buildroot.py).
 
 A build goes into `<final>.partial` beside its final directory and is renamed when
-finished; its manifest (JSON) is written last, so a tree without one is unfinished.
+finished; its manifest (JSON) is written last (core/once.py build_with_manifest).
 """
 
 from __future__ import annotations
@@ -12,11 +12,9 @@ from __future__ import annotations
 import os
 import re
 import shutil
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Any
 
-from kbisect.core import atomic
 from kbisect.core.exceptions import MissingTool, UserError
 
 SUITE = "bookworm"  # Debian 12: the emulated machine's
@@ -73,19 +71,3 @@ def require(command: str, tools: Iterable[str], why_root: str) -> None:
             raise MissingTool(f"{tool}: not installed (run scripts/setup)")
     if os.geteuid() != 0:
         raise UserError(f"{command}: run as root ({why_root})")
-
-
-def build_once(final: Path, manifest: Path, make: Callable[[Path], dict[str, Any]]) -> Path:
-    """`make(partial)` fills the scratch directory `<final>.partial` (it may create it)
-    and returns the manifest; the scratch then replaces `final`, and the manifest is
-    written to `manifest` last."""
-    partial = final.with_name(f"{final.name}.partial")
-    shutil.rmtree(partial, ignore_errors=True)
-    partial.parent.mkdir(parents=True, exist_ok=True)
-    data = make(partial)
-    manifest.unlink(missing_ok=True)
-    shutil.rmtree(final, ignore_errors=True)
-    partial.rename(final)
-    atomic.fsync_dir(final.parent)
-    atomic.write_json(manifest, data)
-    return final

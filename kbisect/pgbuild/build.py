@@ -15,14 +15,13 @@ import json
 import os
 import re
 import shlex
-import shutil
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from kbisect.core import arch as arch_mod
-from kbisect.core import atomic, clock, debroot, lock, paths, proc, progress
+from kbisect.core import clock, debroot, lock, once, paths, proc, progress
 from kbisect.core.exceptions import BuildError, InfraError
 from kbisect.pgbuild import buildroot, debsrc, store
 from kbisect.pgbuild.spec import Spec
@@ -155,10 +154,35 @@ def build(spec: Spec, patch_files: Sequence[str | Path] = ()) -> tuple[str, dict
 
 
 def _build(source: Source, root: Path, where: Path, runs_on: server.Pin, k: str) -> dict[str, Any]:
+    def make(out: Path) -> dict[str, Any]:
+        _run(source, root, where, out, k)
+        header = (where / "build/src/include/pg_config.h").read_text()
+        postgres = out / store.PREFIX.relative_to("/") / "bin/postgres"
+        return {
+            "key": k,
+            "source": source.described,
+            "commit": source.commit,
+            "base": source.base,
+            "patches": patches_mod.describe(
+                source.repo, source.base, source.patches, source.commit
+            ),
+            "version": _define(_VERSION, header),
+            "major": int(_define(_MAJOR, header) or 0) or None,
+            "configure": list(CONFIGURE),
+            "runs_on": {"suite": runs_on.suite, "major": runs_on.major},
+            "postgres_sha256": hashlib.sha256(postgres.read_bytes()).hexdigest(),
+            "created": clock.utc_now(),
+        }
+
+    data = once.build_with_manifest(where / "install", where / store.MANIFEST, make)
+    progress.step(f"PostgreSQL build {k}: {data['version']} in {store.install_dir(k)}")
+    return data
+
+
+def _run(source: Source, root: Path, where: Path, out: Path, k: str) -> None:
+    """configure, make and make install into `out` (PgBuildFailed)."""
     with worktree.locked(worktree.path_for(source.repo, "pgbuild")):
         src = worktree.checkout(source.repo, source.commit, slot="pgbuild")
-        out = where / "install.partial"
-        shutil.rmtree(out, ignore_errors=True)
         binds = {
             "src": src,
             "build": where / "build",
@@ -183,29 +207,6 @@ def _build(source: Source, root: Path, where: Path, runs_on: server.Pin, k: str)
         )
         if done.returncode != 0:
             raise PgBuildFailed(f"PostgreSQL build {k} failed (exit {done.returncode}; log: {log})")
-    header = (where / "build/src/include/pg_config.h").read_text()
-    final = where / "install"
-    shutil.rmtree(final, ignore_errors=True)
-    out.rename(final)
-    atomic.fsync_dir(where)
-    data = {
-        "key": k,
-        "source": source.described,
-        "commit": source.commit,
-        "base": source.base,
-        "patches": patches_mod.describe(source.repo, source.base, source.patches, source.commit),
-        "version": _define(_VERSION, header),
-        "major": int(_define(_MAJOR, header) or 0) or None,
-        "configure": list(CONFIGURE),
-        "runs_on": {"suite": runs_on.suite, "major": runs_on.major},
-        "postgres_sha256": hashlib.sha256(
-            store.install_dir(k).joinpath("bin/postgres").read_bytes()
-        ).hexdigest(),
-        "created": clock.utc_now(),
-    }
-    atomic.write_json(where / store.MANIFEST, data)
-    progress.step(f"PostgreSQL build {k}: {data['version']} in {store.install_dir(k)}")
-    return data
 
 
 def _define(pattern: re.Pattern[str], header: str) -> str | None:

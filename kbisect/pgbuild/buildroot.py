@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from kbisect.core import clock, debroot, lock, paths, proc, progress
+from kbisect.core import clock, debroot, lock, once, paths, proc, progress
 
 # What configure (CONFIGURE in build.py) needs beyond buildd's build-essential: a git tree
 # needs bison, flex and perl to generate what a release tarball ships.
@@ -75,7 +75,7 @@ def ensure(suite: str, arch: str) -> Path:
     ):
         if not manifest.exists():
             make = functools.partial(_make, suite, arch, root.parent / "mmdebstrap.log")
-            debroot.build_once(root, manifest, make)
+            once.build_with_manifest(root, manifest, make)
     return root
 
 

@@ -15,11 +15,9 @@ nor written. Once imported, the tree is used as it is, offline.
 from __future__ import annotations
 
 import re
-import shutil
-import tempfile
 from pathlib import Path
 
-from kbisect.core import atomic, lock, paths, proc, progress
+from kbisect.core import lock, once, paths, proc, progress
 from kbisect.core.exceptions import InfraError
 from kbisect.scenario import server
 from kbisect.source import git, release, tarball
@@ -90,8 +88,9 @@ def _import(major: int, suite: str, reg: release.Registry, dest: Path) -> None:
     log = dest.parent / f"{dest.name}.import.log"
     log.write_text(progress.log_header(["pg-build", spec]))
     release.read_index(apt_dir(major), sources_list(reg, suite), log, spec, suite, reg.mirror)
-    tmp = Path(tempfile.mkdtemp(prefix=".import-", dir=dest.parent))
-    try:
+
+    def make(src: Path) -> str:
+        tmp = src.parent  # the downloads, removed with it
         progress.step(f"{spec}: downloading the {name} source package (checked against the index)")
         fetched = proc.run(
             source_command(apt_dir(major), name), log=log, cwd=tmp, timeout=3600, check=False
@@ -104,18 +103,15 @@ def _import(major: int, suite: str, reg: release.Registry, dest: Path) -> None:
         version = release.field(dscs[0].read_text(errors="replace"), "Version")
         if version is None:
             raise InfraError(f"{spec}: {dscs[0].name} names no Version")
-        src = tmp / "src"
         progress.step(f"{spec}: unpacking {dscs[0].name} with Debian's patches")
         proc.run(unpack_command(dscs[0], src), log=log, timeout=1800)
         tag = release.tag_for(version)
         message = f"Import Debian {name} {version} (dpkg-source -x, patches applied)"
         for cmd in tarball.commit_commands(src, tag, message):
             proc.run(cmd, log=log, env=tarball.FIXED_IDENTITY)
-        shutil.rmtree(dest, ignore_errors=True)
-        src.rename(dest)
-        atomic.fsync_dir(dest.parent)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
+        return tag
+
+    tag = once.build(dest, make)
     progress.step(f"{spec}: ready: {dest} ({tag}, {git.rev_parse(dest, tag)[:12]})")
 
 

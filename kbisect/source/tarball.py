@@ -6,11 +6,9 @@ complete, so an interrupted import leaves nothing half-made behind."""
 
 from __future__ import annotations
 
-import shutil
-import tempfile
 from pathlib import Path
 
-from kbisect.core import atomic, proc
+from kbisect.core import once, proc
 
 FIXED_IDENTITY = {
     "GIT_AUTHOR_NAME": "kbisect",
@@ -46,13 +44,10 @@ def commit_commands(dest: Path, tag: str, message: str) -> list[list[str]]:
 
 def import_into(tarball: Path, dest: Path, tag: str, message: str, log: Path) -> None:
     """Import `tarball` as the repository `dest` (replacing a half-made one)."""
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=".import-", dir=dest.parent))
-    try:
-        for cmd in import_commands(tarball, tmp, tag, message):
+
+    def make(scratch: Path) -> None:
+        scratch.mkdir()
+        for cmd in import_commands(tarball, scratch, tag, message):
             proc.run(cmd, log=log, env=FIXED_IDENTITY)
-        shutil.rmtree(dest, ignore_errors=True)
-        tmp.rename(dest)
-        atomic.fsync_dir(dest.parent)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
+
+    once.build(dest, make)

@@ -12,12 +12,11 @@ kbisect had made in the user's repository, and nothing else there.
 from __future__ import annotations
 
 import shutil
-import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from kbisect.core import lock, paths, proc
+from kbisect.core import lock, once, paths, proc
 from kbisect.core.exceptions import CommandFailed, UserError
 from kbisect.source import git, scratch, tarball
 
@@ -62,16 +61,12 @@ def scratch_repo(repo: Path) -> Path:
 
 
 def _create(where: Path, objects: Path, object_format: str) -> None:
-    where.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{where.name}.", dir=where.parent))
-    try:
+    def make(tmp: Path) -> None:
         for cmd in scratch.init_commands(tmp, objects, object_format):
             proc.capture(cmd)
         (tmp / scratch.ALTERNATES).write_bytes(scratch.alternates_line(objects))
-        shutil.rmtree(where, ignore_errors=True)
-        tmp.rename(where)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
+
+    once.build(where, make)
 
 
 def _linked_to(where: Path) -> Path | None:

@@ -1,6 +1,6 @@
-"""core/debroot.py, the one root-fs builder: the mmdebstrap command, the build-once
-routine, and the files both `kbisect image` and `kbisect emu image` leave in the cache
-(mmdebstrap, mkfs.ext4 and ssh-keygen stood in for)."""
+"""core/debroot.py, the one root-fs builder: the mmdebstrap command and the files both
+`kbisect image` and `kbisect emu image` leave in the cache (mmdebstrap, mkfs.ext4 and
+ssh-keygen stood in for)."""
 
 from __future__ import annotations
 
@@ -43,29 +43,6 @@ def test_the_command_puts_hooks_before_the_suite_and_the_mirror_last() -> None:
         "/t",
         "http://m/debian",
     ]
-
-
-def test_build_once_replaces_the_tree_and_writes_the_manifest_last(tmp_path: Path) -> None:
-    final, manifest = tmp_path / "img" / "root", tmp_path / "img" / "image.json"
-
-    def make(partial: Path) -> dict[str, Any]:
-        assert partial == tmp_path / "img" / "root.partial" and partial.parent.is_dir()
-        partial.mkdir()
-        (partial / "new").write_text("")
-        return {"n": 1}
-
-    assert debroot.build_once(final, manifest, make) == final
-    assert [p.name for p in final.iterdir()] == ["new"]
-    assert json.loads(manifest.read_text()) == {"n": 1}
-    assert not final.with_name("root.partial").exists()
-
-    def fail(partial: Path) -> dict[str, Any]:
-        partial.mkdir()
-        raise RuntimeError("mmdebstrap failed")
-
-    with pytest.raises(RuntimeError):
-        debroot.build_once(final, manifest, fail)
-    assert (final / "new").exists() and manifest.exists()  # the finished one is kept
 
 
 def test_require_names_a_missing_program_then_root(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -107,7 +107,7 @@ def test_default_tree_imports_ignored_files_reproducibly(
         )
         assert git.git(dest, "ls-files", "-s", "scripts/kconfig/x").startswith("100755")
         ids.append(git.rev_parse(dest, tree.DEFAULT_TAG))
-        assert not list(dest.parent.glob(".import-*"))  # the temp dir is gone
+        assert not list(dest.parent.glob(f".{dest.name}.*"))  # the temp dir is gone
     assert ids[0] == ids[1]
     assert tree.default_tree(tarball) == dest  # already there: no re-import
 

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from kbisect.core import clock, debroot, proc, progress, reading
+from kbisect.core import clock, debroot, once, proc, progress, reading
 from kbisect.core.exceptions import UserError
 from kbisect.targets.emu import where
 
@@ -130,7 +130,7 @@ def build(mirror: str | None = None, force: bool = False) -> Path:
     debroot.require("kbisect emu image", tools, "mmdebstrap --mode=root")
     key = ensure_key()
     start = time.monotonic()
-    debroot.build_once(final, final / MANIFEST, functools.partial(_make, key, mirror))
+    once.build_with_manifest(final, final / MANIFEST, functools.partial(_make, key, mirror))
     progress.step(f"emulated machine image in {time.monotonic() - start:.0f}s: {final}")
     return final
 

@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from kbisect.core import arch as arch_mod
-from kbisect.core import clock, debroot, lock, paths, proc, progress, reading
+from kbisect.core import clock, debroot, lock, once, paths, proc, progress, reading
 from kbisect.core.exceptions import UserError
 from kbisect.pgbuild import store
 from kbisect.scenario import profile, server
@@ -272,7 +272,7 @@ def build(a: arch_mod.Arch, pin: Pin, mirror: str | None = None) -> Path:
     ):
         if manifest(a, pin) is None:
             unpack = functools.partial(_unpack, a, pin, mirror, root.parent)
-            debroot.build_once(root, root.parent / MANIFEST, unpack)
+            once.build_with_manifest(root, root.parent / MANIFEST, unpack)
     progress.step(f"root fs for {a.name} guests, PostgreSQL {pin.major} ({pin.suite}): {root}")
     return root
 
