@@ -8,15 +8,13 @@ hand and by `kbisect bisect`, which passes it to each step with --store.
 
 from __future__ import annotations
 
-import hashlib
-import json
 import os
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from kbisect.core import paths, progress
+from kbisect.core import digest, paths, progress
 from kbisect.core.exceptions import BenchmarkError, BootError
 from kbisect.measure import results, retake, sample
 from kbisect.scenario import scenario
@@ -67,7 +65,7 @@ def store_for(
         parts.append(base)
     if ctx.patches:  # nor samples of kernels built with patches
         parts.append([p.sha256 for p in ctx.patches])
-    key = hashlib.sha256(json.dumps(parts).encode()).hexdigest()[:12]
+    key = digest.key(parts, 12)  # no tables among the parts: sorting keys changes nothing
     name = Path(common).parent.name if common.endswith("/.git") else Path(common).name
     return paths.results_dir() / "bisect-store" / f"{name}-{key}"
 

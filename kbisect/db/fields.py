@@ -3,12 +3,13 @@ older file lacks (or holds with another type) becomes NULL, never an error."""
 
 from __future__ import annotations
 
-import hashlib
 import json
 import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
+
+from kbisect.core import digest
 
 # What names a machine: the same figures on every boot of it, whatever kernel runs there
 # (memory in whole GiB: each kernel reserves a little of it for itself).
@@ -47,7 +48,7 @@ def machine(fp: Mapping[str, Any], target: Mapping[str, Any]) -> str | None:
     host = _table(target.get("vm_host"))  # a vng guest's real machine (targets/vng/host.py)
     if host:  # older samples lack it: one hash for every host they ran on, as before
         facts["host"] = [host.get("cpu_model"), host.get("cpus"), host.get("qemu")]
-    return hashlib.sha256(json.dumps(facts, sort_keys=True).encode()).hexdigest()[:16]
+    return digest.key(facts, 16)
 
 
 def label(path: Path, sample: Mapping[str, Any], run_dir: Path) -> str | None:

@@ -9,12 +9,12 @@ pgbench.clients, or `append`). Failed and disturbed samples are left out and cou
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from kbisect.core import digest
 from kbisect.core.exceptions import UserError
 from kbisect.history.source import Obs
 from kbisect.source import rc
@@ -132,7 +132,7 @@ def _settings_hash(o: Obs, key: str) -> str:
         d = d.get(part) if isinstance(d, dict) else None
     if isinstance(d, dict):
         d.pop(last, None)
-    return hashlib.sha256(json.dumps(settings, sort_keys=True).encode()).hexdigest()
+    return digest.key(settings)
 
 
 def _one(values: set[str], what: str, option: str) -> str:

@@ -11,7 +11,6 @@ every build sees the same paths and ccache hits across revisions and patches.
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import re
 import shlex
@@ -21,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from kbisect.core import arch as arch_mod
-from kbisect.core import clock, debroot, lock, once, paths, proc, progress
+from kbisect.core import clock, debroot, digest, lock, once, paths, proc, progress
 from kbisect.core.exceptions import BuildError, InfraError
 from kbisect.pgbuild import buildroot, debsrc, store
 from kbisect.pgbuild.spec import Spec
@@ -92,8 +91,7 @@ def resolve(spec: Spec, patch_files: Sequence[str | Path]) -> Source:
 
 def key(source: Source, major: int, root_key: str) -> str:
     inputs = {"commit": source.commit, "configure": CONFIGURE, "root": root_key, "recipe": RECIPE}
-    digest = hashlib.sha256(json.dumps(inputs, sort_keys=True).encode()).hexdigest()[:12]
-    return f"pg{major}-{digest}"
+    return f"pg{major}-{digest.key(inputs, 12)}"
 
 
 def major_of(repo: Path, commit: str) -> int:

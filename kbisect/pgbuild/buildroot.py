@@ -6,13 +6,11 @@ core/debroot.py, shared with the guest roots and the emulated machine)."""
 from __future__ import annotations
 
 import functools
-import hashlib
-import json
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from kbisect.core import clock, debroot, lock, once, paths, proc, progress
+from kbisect.core import clock, debroot, digest, lock, once, paths, proc, progress
 
 # What configure (CONFIGURE in build.py) needs beyond buildd's build-essential: a git tree
 # needs bison, flex and perl to generate what a release tarball ships.
@@ -36,8 +34,7 @@ MADE_S = 60  # roughly: the making of one, for progress lines
 
 
 def key(suite: str, arch: str) -> str:
-    digest = hashlib.sha256(json.dumps([suite, arch, PACKAGES]).encode()).hexdigest()[:10]
-    return f"{arch}-{suite}-{digest}"
+    return f"{arch}-{suite}-{digest.key([suite, arch, PACKAGES], 10)}"
 
 
 def root_for(suite: str, arch: str) -> Path:

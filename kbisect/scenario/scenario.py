@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from kbisect.core import paths, reading
+from kbisect.core import digest, paths, reading
 from kbisect.scenario import profile, storage
 from kbisect.scenario.check import validate
 from kbisect.scenario.fields import REQUIRED, ScenarioError, got, lookup
@@ -39,10 +39,9 @@ def scenario_hash(data: dict[str, Any]) -> str:
             view.pop(section)
     script = view["pgbench"].get("script")
     if script is not None:
-        digest = hashlib.sha256(Path(script).read_bytes()).hexdigest()
-        view["pgbench"]["script"] = f"sha256:{digest}"
-    canonical = json.dumps(view, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    return hashlib.sha256(canonical.encode()).hexdigest()
+        script_sha = hashlib.sha256(Path(script).read_bytes()).hexdigest()
+        view["pgbench"]["script"] = f"sha256:{script_sha}"
+    return digest.key(view, compact=True, ascii=False)
 
 
 @dataclass(frozen=True)

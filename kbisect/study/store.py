@@ -9,14 +9,12 @@ summary.json, report.md, report.txt, *.png   written at the end, re-rendered by
 
 from __future__ import annotations
 
-import hashlib
-import json
 import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from kbisect.core import atomic, paths, reading
+from kbisect.core import atomic, digest, paths, reading
 from kbisect.core.exceptions import UserError
 from kbisect.measure import results, retake
 from kbisect.study import definition as checks
@@ -58,8 +56,7 @@ def identity(definition: Mapping[str, Any]) -> str:
     view = {k: definition.get(k) for k in IDENTITY_KEYS}
     kernels = view["kernels"] or []
     view["kernels"] = [{"label": k["label"], "commit": k.get("commit")} for k in kernels]
-    text = json.dumps(view, sort_keys=True, separators=(",", ":"))
-    return hashlib.sha256(text.encode()).hexdigest()[:16]
+    return digest.key(view, 16, compact=True)
 
 
 def kernel_tree(definition: Mapping[str, Any], k: int) -> str | None:

@@ -22,7 +22,6 @@ from __future__ import annotations
 import dataclasses
 import functools
 import hashlib
-import json
 import os
 import shlex
 import stat
@@ -31,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from kbisect.core import arch as arch_mod
-from kbisect.core import clock, debroot, lock, once, paths, proc, progress, reading
+from kbisect.core import clock, debroot, digest, lock, once, paths, proc, progress, reading
 from kbisect.core.exceptions import UserError
 from kbisect.pgbuild import store
 from kbisect.scenario import profile, server
@@ -99,9 +98,8 @@ def key(a: arch_mod.Arch, pin: Pin) -> str:
     """The cache directory's name: readable, plus a hash of every input."""
     inputs = {"recipe": RECIPE, "arch": a.debian_arch, "suite": pin.suite}
     inputs["packages"] = packages(pin)  # type: ignore[assignment]
-    digest = hashlib.sha256(json.dumps(inputs, sort_keys=True).encode()).hexdigest()
     exact = f"-{pin.version.replace(':', '_')}" if pin.version else ""
-    return f"{a.name}-{pin.suite}-pg{pin.major}{exact}-{digest[:10]}"
+    return f"{a.name}-{pin.suite}-pg{pin.major}{exact}-{digest.key(inputs, 10)}"
 
 
 def needs_root(a: arch_mod.Arch, data: dict[str, Any]) -> bool:
