@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import re
 import shlex
 from pathlib import Path
 
@@ -295,3 +296,23 @@ def test_the_booted_step_needs_a_recorded_known_good_kernel(monkeypatch, emu):
     booted = ktest.BootedTarget(emu.name, emu.arch, emu.m)
     with pytest.raises(UserError, match="no known-good kernel of emu is recorded"):
         booted.preflight()
+
+
+def test_the_booted_step_names_its_run_dir_like_every_run(monkeypatch, tmp_path, emu):
+    """Its samples go to a run dir measure/results.py made (`<UTC time>-ktest-<machine>`,
+    with samples/), as every other run's do."""
+    image = tmp_path / "bzImage"
+    image.write_bytes(b"")
+    outs = []
+
+    def take(target, boot):
+        outs.append(boot.out_dir)
+        return {"tps": 10.0}
+
+    monkeypatch.setattr("kbisect.bisect.git.ktest.sample.take", take)
+    monkeypatch.setattr("kbisect.bisect.git.ktest.registry.get", lambda name: emu)
+    args = booted_step_args("emu")
+    assert ktest.booted_step(bisect_step.spec(args), image) == step.EXIT_FOR["good"]
+    [out] = set(outs)
+    assert out.parent == paths.results_dir() and (out / "samples").is_dir()
+    assert re.fullmatch(r"\d{8}T\d{6}Z-ktest-emu", out.name)

@@ -21,7 +21,7 @@ from kbisect.bisect.git import judge, step
 from kbisect.core import atomic, paths, progress
 from kbisect.core.exceptions import BenchmarkError, BootError, UserError
 from kbisect.kernel.build import OBJ_PREFIX
-from kbisect.measure import sample
+from kbisect.measure import results, sample
 from kbisect.scenario import scenario
 from kbisect.source import git, scratch, tree, worktree
 from kbisect.targets import registry
@@ -297,7 +297,7 @@ def booted_step(spec: step.Step, image: Path | None) -> int:
     booted = BootedTarget(t.name, t.arch, t.m)
     kernel = Kernel.find(str(image))
     scen = scenario.load(spec.scenario)
-    out = paths.results_dir() / f"{time.strftime('%Y%m%dT%H%M%S')}-ktest-{t.name}"
+    out = results.new_run_dir("ktest", t.name)
 
     def draw() -> float:
         taken = sample.take(booted, sample.Boot(kernel, scen, out, label="ktest"))
