@@ -11,6 +11,13 @@ from kbisect.pgbuild.request import Request
 from kbisect.scenario import scenario, server
 
 
+def asked(spec: Spec) -> bool:
+    """Does a side ask for a PostgreSQL build (a --pg-build or --pg-patch option)? A
+    compare without one does no PostgreSQL build work at all (run.py)."""
+    options = (spec.pg_build, spec.pg_build_a, spec.pg_build_b)
+    return any(options) or any((spec.pg_patch, spec.pg_patch_a, spec.pg_patch_b))
+
+
 def wanted(spec: Spec, name: str, scen: scenario.Scenario) -> Request | None:
     """A side's server (source and patches: the shared ones first), None for the
     scenario's own. `--pg-patch*` without a `--pg-build` patches the scenario's own

@@ -43,10 +43,12 @@ def start(spec: Spec, policy: retake.Policy) -> int:
     code of the verdict (1 for a regression)."""
     sides_mod.check_conflicts(spec)
     base_scen = scenario.load(spec.scenario)
-    pgsides.check(spec, base_scen)
+    if pgsides.asked(spec):
+        pgsides.check(spec, base_scen)
     a, b = sides_mod.from_spec(spec, base_scen)
     repo = sides_mod.resolve_revisions(spec, a, b)
-    pgsides.apply(spec, (a, b))
+    if pgsides.asked(spec):
+        pgsides.apply(spec, (a, b))
     sides_mod.validate(a, b)
     boots, rule = _boots(spec, base_scen)
     target = registry.get(spec.target, spec.arch)

@@ -69,7 +69,16 @@ def test_a_patch_on_side_b_is_built_measured_and_named(
     assert f'with patches: fast-again.diff ("Apply fast-again.diff", sha256 {digest})' in txt
 
 
-def test_patch_goes_on_both_sides_before_each_sides_own(tmp_path: Path, state: Path) -> None:
+def test_patch_goes_on_both_sides_before_each_sides_own(
+    tmp_path: Path, state: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """... and a compare without --pg-build or --pg-patch does no PostgreSQL build work."""
+
+    def no_pgbuild(*args: object) -> None:
+        raise AssertionError("PostgreSQL build work in a compare that asks for none")
+
+    for name in ("check", "apply", "wanted"):
+        monkeypatch.setattr(f"kbisect.compare.pgsides.{name}", no_pgbuild)
     repo, shas = history(tmp_path)
     both = tps_diff(tmp_path, "both.diff", 500, 700)
     own = tps_diff(tmp_path, "own.diff", 700, 900)

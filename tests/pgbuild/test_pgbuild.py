@@ -207,6 +207,8 @@ def test_a_pg_patch_without_a_source_patches_the_scenarios_own_server() -> None:
     with pytest.raises(sides.ConflictingOptions, match="--pg-patch needs a PostgreSQL source"):
         pgsides.check(only_b, host)
     assert pgsides.wanted(sides.Spec(scenario="smoke", kernel="k"), "B", host) is None
+    assert not pgsides.asked(sides.Spec(scenario="smoke", kernel="k"))
+    assert pgsides.asked(only_b) and pgsides.asked(given)
     with pytest.raises(sides.ConflictingOptions, match="both say which PostgreSQL"):
         sides.check_conflicts(
             sides.Spec(scenario="smoke", kernel="k", pg_build="a", pg_build_b="b")
