@@ -9,6 +9,8 @@ world.py      the noise: normal, t(3) or resampled real residuals, per-side CV, 
 residuals.py  the real residuals (residuals.json, written by scripts/residuals)
 gitmodel.py   `git bisect`'s choice of revision and its answer, on the commit graph
 methods.py    sequential (today), posterior, each with or without drift-aware references
-matrix.py     the settings (quick, full, story, pool), the tallies, the tables and the
-              reliability table
+matrix.py     the settings (quick, full, story, pool), each run with every method, and
+              the tallies saved and merged back
+tally.py      what is counted of each setting and method, and when an answer is right
+tables.py     the tables of the tallies and the reliability table
 """

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from kbisect.bisect.posterior.graph import Graph
-from kbisect.simulate import histories, matrix, methods, residuals
+from kbisect.simulate import histories, matrix, methods, residuals, tables, tally
 from kbisect.simulate.world import Noise, World
 from tests import scripts
 
@@ -235,7 +235,7 @@ def fixed_history() -> histories.History:
 
 def test_tally_counts_wrong_confirmed_no_answer_and_the_changes_named():
     h = fixed_history()
-    t = matrix.Tally()
+    t = tally.Tally()
     story = {"kind": "several", "steps": [{"commit": "c19"}, {"commit": "c10"}, {"commit": "c15"}]}
     t.add(methods.Result(["c10"], "culprit", 0.9998, 9, 30, 5, "confirmed", confirmed=True), h)
     t.add(methods.Result(["c10"], "culprit", 0.99, 9, 30, 5, "not confirmed"), h)
@@ -248,7 +248,7 @@ def test_tally_counts_wrong_confirmed_no_answer_and_the_changes_named():
     assert t.boots_all == 30 + 30 + 40 + 50 + 12 and t.boots_recheck == 4
     assert t.reported == {"culprit": [4, 2], "fix": [4, 1], "fixed": [4, 4]}
     assert t.bins == {1: [2, 1], 2: [1, 0]}
-    row = matrix.story_table({matrix.Cell("fix inside"): {"posterior": t}}).splitlines()[-1]
+    row = tables.story_table({matrix.Cell("fix inside"): {"posterior": t}}).splitlines()[-1]
     assert "| 2/5 (40.0%) | 1/5 (20.0%) | 3/5 (60.0%) (1, 1) |" in row
     assert "culprit 2/4, fix 1/4, fixed 4/4" in row
     # boots: search, of which story, probes, after the first stop; re-check, all
@@ -315,14 +315,14 @@ def test_exit_0_is_judged_on_the_story_it_claims_and_each_change_on_its_directio
 
     whole = {"kind": "several", "steps": [step("c10", 0.85), step("c15", 1.18), step("c19", 0.85)]}
     told = methods.Result(["c10"], "culprit", 0.99, 12, 40, 5, confirmed=True, story=whole)
-    assert matrix.claim_right(told, h)
+    assert tally.claim_right(told, h)
     backwards = {**whole, "steps": [step("c10", 0.85), step("c15", 0.85), step("c19", 0.85)]}
-    assert not matrix.claim_right(replace(told, story=backwards), h)
+    assert not tally.claim_right(replace(told, story=backwards), h)
     stray = {**whole, "steps": [step("c10", 0.85), step("c3", 1.18), step("c19", 0.85)]}
-    assert not matrix.claim_right(replace(told, story=stray), h)
+    assert not tally.claim_right(replace(told, story=stray), h)
     single = {"kind": "single", "steps": [step("c10", 0.85)]}
-    assert not matrix.claim_right(replace(told, story=single), h)
-    t = matrix.Tally()
+    assert not tally.claim_right(replace(told, story=single), h)
+    t = tally.Tally()
     t.add(replace(told, story=stray), h)
     t.add(told, h)
     assert t.wrong_confirmed == 1 and t.story_bins == {1: [6, 5]}
