@@ -9,6 +9,7 @@ block), nothing re-exports a name (`import X as X`), and no engine knows the com
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import pytest
@@ -87,6 +88,9 @@ def test_every_package_is_a_stage() -> None:
         p.name for p in ROOT.glob("*.py") if p.name not in ("__init__.py", "__main__.py")
     )
     assert loose == [], f"modules outside the stage packages: {loose}"
+    text = (ROOT.parent / "docs" / "architecture.md").read_text()
+    listed = re.search(r"\n    (core < .*?< commands)\n", text, re.S)
+    assert listed is not None and tuple(listed[1].split()[::2]) == STAGES  # the docs' list
 
 
 def test_imports_point_down_the_stages() -> None:
