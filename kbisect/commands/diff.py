@@ -14,9 +14,7 @@ from kbisect.compare import diff
 from kbisect.core.exceptions import EXIT_NEGATIVE, EXIT_OK
 from kbisect.report.formats import Renderer
 
-FORMATS: Renderer[diff.Diff] = Renderer(
-    {"text": diff.text, "json": diff.as_json, "markdown": diff.markdown}
-)
+FORMATS: Renderer[diff.Diff] = {"text": diff.text, "json": diff.as_json, "markdown": diff.markdown}
 
 
 SPEC_HELP = "DIR (a run), DIR:A or DIR:B (a compare's side), DIR:COMMIT (a bisection's revision)"
@@ -32,7 +30,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("run_b", metavar="RUN_B", help="side B, named the same ways")
     parser.add_argument(
         "--format",
-        choices=tuple(FORMATS.formats),
+        choices=tuple(FORMATS),
         default="text",
         help="text (72 columns, as the compare text report's head), json or markdown",
     )
@@ -53,5 +51,5 @@ def main(args: argparse.Namespace) -> int:
     a, b = (diff.resolve(spec, bisect_store) for spec in (args.run_a, args.run_b))
     differs = diff.check_scenarios(a, b, force=args.force)
     run = diff.as_run(a, b, args.min_effect)
-    print(FORMATS.render(args.format, diff.Diff(run, (a, b), differs)), end="")
+    print(FORMATS[args.format](diff.Diff(run, (a, b), differs)), end="")
     return EXIT_NEGATIVE if run.verdict.kind == "regression" else EXIT_OK

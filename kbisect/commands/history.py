@@ -11,9 +11,11 @@ from kbisect.history import output, series, source
 from kbisect.history.series import History
 from kbisect.report.formats import Renderer
 
-FORMATS: Renderer[History] = Renderer(
-    {"text": output.text, "markdown": output.markdown, "json": output.as_json}
-)
+FORMATS: Renderer[History] = {
+    "text": output.text,
+    "markdown": output.markdown,
+    "json": output.as_json,
+}
 EXIT_REGRESSION = 1
 
 
@@ -35,7 +37,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "--rc-history", type=Path, metavar="DIR",
         help="the tags of `kbisect rc record`'s history.json in DIR, instead of DIRs",
     )  # fmt: skip
-    parser.add_argument("--format", choices=sorted(FORMATS.formats), default="text")
+    parser.add_argument("--format", choices=sorted(FORMATS), default="text")
     parser.add_argument("--out", type=Path, help="write history.png, history.html, history.json")
 
 
@@ -63,7 +65,7 @@ def main(args: argparse.Namespace) -> int:
         kernel=args.kernel,
     )
     series.analyse(history, args.baseline)
-    sys.stdout.write(FORMATS.render(args.format, history))
+    sys.stdout.write(FORMATS[args.format](history))
     if args.out is not None:
         for path in output.write(history, args.out):
             print(f"wrote {path}", file=sys.stderr)

@@ -32,6 +32,7 @@ from kbisect.report.formats import Renderer, Stored
 from kbisect.report.text import TEXT
 from kbisect.study import report as study_report
 from kbisect.study import store as study_store
+from kbisect.study import text as study_text
 
 BISECT = ("bisect", "bisect-summary")
 
@@ -66,32 +67,26 @@ def _run(st: Stored) -> compare_report.Run:
     return compare_report.load(st.dir, st.summary, st.min_effect)
 
 
-_BISECT: Renderer[Stored] = Renderer(
-    {
-        "markdown": lambda st: f"{bisect_files.rerender(st.dir)}\n",
-        "text": lambda st: bisect_text.render(st.dir, st.summary),
-        "mbox": lambda st: st.message(bisect_mail.render(st.dir, st.summary)),
-    }
-)
+_BISECT: Renderer[Stored] = {
+    "markdown": lambda st: f"{bisect_files.rerender(st.dir)}\n",
+    "text": lambda st: bisect_text.render(st.dir, st.summary),
+    "mbox": lambda st: st.message(bisect_mail.render(st.dir, st.summary)),
+}
 # Each kind's report in each format: markdown writes report.md and the plots and gives the
 # lines to print (its path; a compare's verdict line), text and mbox give the text.
 KINDS: dict[str, Renderer[Stored]] = {
-    "compare": Renderer(
-        {
-            "markdown": lambda st: "".join(
-                f"{x}\n" for x in markdown.render(st.dir, st.summary, st.min_effect)
-            ),
-            "text": lambda st: compare_text.render(_run(st)),
-            "mbox": lambda st: st.message(compare_mail.render(_run(st))),
-        }
-    ),
+    "compare": {
+        "markdown": lambda st: "".join(
+            f"{x}\n" for x in markdown.render(st.dir, st.summary, st.min_effect)
+        ),
+        "text": lambda st: compare_text.render(_run(st)),
+        "mbox": lambda st: st.message(compare_mail.render(_run(st))),
+    },
     **dict.fromkeys(BISECT, _BISECT),
-    "study": Renderer(
-        {
-            "markdown": lambda st: f"{study_report.write(st.dir)}\n",
-            "text": lambda st: study_report.text_of(st.dir),
-        }
-    ),
+    "study": {
+        "markdown": lambda st: f"{study_report.write(st.dir)}\n",
+        "text": lambda st: study_text.render(study_report.load(st.dir)),
+    },
 }
 MISSING = {"markdown": "report", "text": "text report", "mbox": "mail (compare, bisect)"}
 SAVED = {"text": TEXT, "mbox": mbox.MBOX}  # where a format is kept beside the run
@@ -134,9 +129,9 @@ def main(args: argparse.Namespace) -> int:
     summary = load(args.results_dir)
     run = Stored(args.results_dir, summary, args.min_effect, args.sender, args.to, args.cc)
     kind = KINDS.get(summary["kind"])
-    if kind is None or args.format not in kind.formats:
+    if kind is None or args.format not in kind:
         raise NotAReport(f"{run.dir}: kind '{summary['kind']}' has no {MISSING[args.format]}")
-    out = kind.render(args.format, run)
+    out = kind[args.format](run)
     if args.format in SAVED:
         atomic.write_text(run.dir / SAVED[args.format], out)
     print(out, end="")

@@ -6,24 +6,17 @@ every kind (kbisect/commands/: report.py, diff.py, history.py, export.py): impor
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Generic, TypeVar
+from typing import Any, TypeVar
 
 from kbisect.report import mbox
 
 S = TypeVar("S")
 
 
-@dataclass(frozen=True)
-class Renderer(Generic[S]):
-    """A kind's report in each of its formats."""
-
-    formats: Mapping[str, Callable[[S], str]]
-
-    def render(self, fmt: str, subject: S) -> str:
-        return self.formats[fmt](subject)
+Renderer = Mapping[str, Callable[[S], str]]  # a kind's report: each format's function
 
 
 @dataclass(frozen=True)
@@ -41,3 +34,13 @@ class Stored:
     def message(self, mail: mbox.Mail) -> str:
         """The mail as an mbox of one message, to this run's addresses."""
         return mbox.message(mail, sender=self.sender, to=self.to, cc=self.cc)
+
+
+def section(title: str, lines: Iterable[str]) -> list[str]:
+    """A Markdown section: `## title`, a blank line, its lines, a blank line."""
+    return [f"## {title}", "", *lines, ""]
+
+
+def reproduce(command: str) -> list[str]:
+    """A Markdown report's command to run it again."""
+    return ["Reproduce:", "", "```sh", command, "```", ""]

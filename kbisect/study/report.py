@@ -9,6 +9,7 @@ from typing import Any
 from kbisect.core import atomic, clock, progress
 from kbisect.measure import results
 from kbisect.report import disturbed, patches
+from kbisect.report.formats import reproduce, section
 from kbisect.stats import means
 from kbisect.study import analysis, figures, store, text
 from kbisect.study.analysis import Analysis
@@ -182,12 +183,7 @@ def markdown(a: Analysis, pictures: list[str]) -> str:
     lines = [
         f"# Study {d['name']}: {n or 'no'} significant step{'s' if n != 1 else ''}",
         "",
-        "Reproduce:",
-        "",
-        "```sh",
-        d.get("command") or "",
-        "```",
-        "",
+        *reproduce(d.get("command") or ""),
         d.get("description") or "",
         "",
         "## Steps between consecutive kernels",
@@ -203,40 +199,16 @@ def markdown(a: Analysis, pictures: list[str]) -> str:
         "## Interactions",
         "",
         *_interactions(a),
-        "## tps per kernel and cell (mean, 95% CI, good boots)",
-        "",
-        *_grid(a, _mean),
-        "",
-        f"## Ratio to the baseline ({a.kernel(a.baseline)})",
-        "",
-        *_grid(a, _ratio),
-        "",
+        *section("tps per kernel and cell (mean, 95% CI, good boots)", _grid(a, _mean)),
+        *section(f"Ratio to the baseline ({a.kernel(a.baseline)})", _grid(a, _ratio)),
         *_per_machine(a),
-        "## Figures",
-        "",
-        *pictures,
-        "",
-        "## Every step",
-        "",
-        *_steps_table(a),
-        "",
+        *section("Figures", pictures),
+        *section("Every step", _steps_table(a)),
         *disturbed.markdown(a.disturbed),
-        "## Warnings",
-        "",
-        *([f"- {w}" for w in a.warnings] or ["None."]),
-        "",
-        "## Kernels",
-        "",
-        *_kernels(a),
-        "",
-        "## Cells",
-        "",
-        *_cells(a),
-        "",
-        "## Machines",
-        "",
-        *_machines(dict(d)),
-        "",
+        *section("Warnings", [f"- {w}" for w in a.warnings] or ["None."]),
+        *section("Kernels", _kernels(a)),
+        *section("Cells", _cells(a)),
+        *section("Machines", _machines(dict(d))),
         *(["## PostgreSQL each cell ran", "", *a.servers, ""] if a.servers else []),
         f"Scenario `{d['scenario']['name']}` (hash `{d['scenario']['hash']}`), {d['boots']} "
         f"boots per kernel and cell in randomized complete blocks (seed {d.get('seed')}).",
@@ -315,10 +287,6 @@ def write(run_dir: Path) -> Path:
     atomic.write_text(run_dir / text.TEXT, text.render(a))
     atomic.write_text(run_dir / REPORT, markdown(a, pictures))
     return run_dir / REPORT
-
-
-def text_of(run_dir: Path) -> str:
-    return text.render(load(run_dir))
 
 
 def print_findings(a: Analysis) -> None:

@@ -13,6 +13,7 @@ from kbisect.bisect.report import figures, markdown
 from kbisect.bisect.report.posterior import LOG, chance
 from kbisect.core import progress
 from kbisect.report import disturbed
+from kbisect.report.formats import section
 
 
 def _answer(s: Mapping[str, Any]) -> list[str]:
@@ -185,10 +186,7 @@ def sections(s: Mapping[str, Any]) -> markdown.Sections:
         plot="tps per revision",
         after=[
             *disturbed.markdown(s.get("disturbed")),
-            "## Every sample, in time order",
-            "",
-            *_samples(s),
-            "",
+            *section("Every sample, in time order", _samples(s)),
         ],
         log_note=[
             f"`git bisect replay {LOG}` in a clone with these commits names the same answer "
