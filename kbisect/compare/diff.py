@@ -205,20 +205,7 @@ def markdown(d: Diff) -> str:
 
 
 def as_json(d: Diff) -> str:
-    a, b = d.sets
-    return (
-        json.dumps(
-            {
-                "kind": "diff",
-                "a": {"spec": a.spec, "dir": str(a.dir), "samples": len(a.samples)},
-                "b": {"spec": b.spec, "dir": str(b.dir), "samples": len(b.samples)},
-                "scenario": d.run.summary["scenario"],
-                "scenario_differences": d.differs,
-                "verdict": d.run.verdict.as_dict(),
-                "min_effect": d.run.min_effect,
-            },
-            indent=2,
-            sort_keys=True,
-        )
-        + "\n"
-    )
+    a, b = ({"spec": x.spec, "dir": str(x.dir), "samples": len(x.samples)} for x in d.sets)
+    out = {"kind": "diff", "a": a, "b": b, "scenario": d.run.summary["scenario"]}
+    out |= {"scenario_differences": d.differs, "verdict": d.run.verdict.as_dict()}
+    return json.dumps({**out, "min_effect": d.run.min_effect}, indent=2, sort_keys=True) + "\n"
