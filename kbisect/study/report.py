@@ -10,6 +10,7 @@ from kbisect.core import atomic, clock, progress
 from kbisect.measure import results
 from kbisect.report import disturbed, patches
 from kbisect.report.formats import reproduce, section
+from kbisect.report.text import TEXT
 from kbisect.stats import means
 from kbisect.study import analysis, figures, store, text
 from kbisect.study.analysis import Analysis
@@ -284,7 +285,7 @@ def write(run_dir: Path) -> Path:
         progress.warn(f"no figures ({exc}): install matplotlib (scripts/setup)")
         pictures = [f"No figures: {exc}."]
     results.write_summary(run_dir, summary(a))
-    atomic.write_text(run_dir / text.TEXT, text.render(a))
+    atomic.write_text(run_dir / TEXT, text.render(a))
     atomic.write_text(run_dir / REPORT, markdown(a, pictures))
     return run_dir / REPORT
 
