@@ -31,6 +31,7 @@ from kbisect.bisect.git import log
 from kbisect.bisect.git import run as gitrun
 from kbisect.bisect.git.log import Outcome
 from kbisect.bisect.posterior import search
+from kbisect.bisect.report import answer as answer_report
 from kbisect.bisect.report import files
 from kbisect.bisect.report import posterior as posterior_report
 from kbisect.bisect.state import METHODS, Options, Run
@@ -190,7 +191,7 @@ def _posterior(ctx: samples.Context, top: Path, run_dir: Path, run: Run) -> int:
     run.exit = EXIT_OK if summary["confirmed"] else EXIT_NEGATIVE
     state.save(run_dir, run)
     written = files.write(run_dir, {**summary, "exit": run.exit})
-    posterior_report.print_answer(summary, written)
+    answer_report.print_answer(summary, written)
     return run.exit
 
 

@@ -11,6 +11,9 @@ from kbisect.commands import db as db_command
 from kbisect.core import atomic
 from kbisect.core.exceptions import EXIT_OK, UserError
 from kbisect.db import export, query
+from kbisect.report.formats import Renderer
+
+FORMATS: Renderer[list[query.Row]] = {"csv": export.as_csv, "json": export.as_json}
 
 
 class BadExport(UserError):
@@ -26,7 +29,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="export the results database's samples matching the filters instead",
     )
-    parser.add_argument("--format", choices=tuple(export.FORMATS), default="csv")
+    parser.add_argument("--format", choices=tuple(FORMATS), default="csv")
     parser.add_argument("-o", "--output", type=Path, help="write here instead of stdout")
     db_command.add_filters(parser.add_argument_group("filters (with --query)"))
 
@@ -46,7 +49,7 @@ def rows(args: argparse.Namespace) -> list[query.Row]:
 
 
 def main(args: argparse.Namespace) -> int:
-    text = export.FORMATS[args.format](rows(args))
+    text = FORMATS[args.format](rows(args))
     if args.output is None:
         sys.stdout.write(text)
     else:

@@ -8,8 +8,14 @@ import sys
 from pathlib import Path
 
 from kbisect.history import output, series, source
+from kbisect.history.series import History
+from kbisect.report.formats import Renderer
 
-FORMATS = {"text": output.text, "markdown": output.markdown, "json": output.as_json}
+FORMATS: Renderer[History] = {
+    "text": output.text,
+    "markdown": output.markdown,
+    "json": output.as_json,
+}
 EXIT_REGRESSION = 1
 
 

@@ -3,10 +3,10 @@ as a mail (mbox, docs/mailing-list.md).
 
 This module only tells the runs apart: it reads the run's summary.json (or sees an
 interrupted compare by its plan, a study in progress by its definition) and hands the run
-to the renderer of its kind: kbisect/compare/ (markdown.py, text.py), kbisect/bisect/report/
-(files.py, text.py, mail.py), kbisect/study/report.py; a mail's message is made by
-kbisect/report/mbox.py. A compare report is recomputed from the
-stored samples every time, so it never disagrees with them.
+to its kind's renderer (`KINDS`, kbisect/report/formats.py): kbisect/compare/ (markdown.py,
+text.py, mail.py), kbisect/bisect/report/ (files.py, text.py, mail.py),
+kbisect/study/report.py; a mail's message is made by kbisect/report/mbox.py. A compare
+report is recomputed from the stored samples every time, so it never disagrees with them.
 """
 
 from __future__ import annotations
@@ -28,9 +28,11 @@ from kbisect.core import atomic
 from kbisect.core.exceptions import EXIT_OK, UserError
 from kbisect.measure import results
 from kbisect.report import mbox
+from kbisect.report.formats import Renderer, Stored
 from kbisect.report.text import TEXT
 from kbisect.study import report as study_report
 from kbisect.study import store as study_store
+from kbisect.study import text as study_text
 
 BISECT = ("bisect", "bisect-summary")
 
@@ -61,36 +63,33 @@ def load(run_dir: Path) -> dict[str, Any]:
     return summary
 
 
-def _markdown(run_dir: Path, summary: dict[str, Any], min_effect: float | None) -> list[str]:
-    """Write the run's report.md and plots; the lines to print: its path (a compare: and
-    the verdict line)."""
-    if summary["kind"] == "compare":
-        return [str(x) for x in markdown.render(run_dir, summary, min_effect)]
-    if summary["kind"] in BISECT:
-        return [str(bisect_files.rerender(run_dir))]
-    if summary["kind"] == "study":
-        return [str(study_report.write(run_dir))]
-    raise NotAReport(f"{run_dir}: kind '{summary['kind']}' has no report")
+def _run(st: Stored) -> compare_report.Run:
+    return compare_report.load(st.dir, st.summary, st.min_effect)
 
 
-def _text(run_dir: Path, summary: dict[str, Any], min_effect: float | None) -> str:
-    if summary["kind"] == "compare":
-        return compare_text.render(compare_report.load(run_dir, summary, min_effect))
-    if summary["kind"] in BISECT:
-        return bisect_text.render(run_dir, summary)
-    if summary["kind"] == "study":
-        return study_report.text_of(run_dir)
-    raise NotAReport(f"{run_dir}: kind '{summary['kind']}' has no text report")
-
-
-def _mbox(run_dir: Path, summary: dict[str, Any], args: argparse.Namespace) -> str:
-    if summary["kind"] == "compare":
-        mail = compare_mail.render(compare_report.load(run_dir, summary, args.min_effect))
-    elif summary["kind"] in BISECT:
-        mail = bisect_mail.render(run_dir, summary)
-    else:
-        raise NotAReport(f"{run_dir}: kind '{summary['kind']}' has no mail (compare, bisect)")
-    return mbox.message(mail, sender=args.sender, to=args.to, cc=args.cc)
+_BISECT: Renderer[Stored] = {
+    "markdown": lambda st: f"{bisect_files.rerender(st.dir)}\n",
+    "text": lambda st: bisect_text.render(st.dir, st.summary),
+    "mbox": lambda st: st.message(bisect_mail.render(st.dir, st.summary)),
+}
+# Each kind's report in each format: markdown writes report.md and the plots and gives the
+# lines to print (its path; a compare's verdict line), text and mbox give the text.
+KINDS: dict[str, Renderer[Stored]] = {
+    "compare": {
+        "markdown": lambda st: "".join(
+            f"{x}\n" for x in markdown.render(st.dir, st.summary, st.min_effect)
+        ),
+        "text": lambda st: compare_text.render(_run(st)),
+        "mbox": lambda st: st.message(compare_mail.render(_run(st))),
+    },
+    **dict.fromkeys(BISECT, _BISECT),
+    "study": {
+        "markdown": lambda st: f"{study_report.write(st.dir)}\n",
+        "text": lambda st: study_text.render(study_report.load(st.dir)),
+    },
+}
+MISSING = {"markdown": "report", "text": "text report", "mbox": "mail (compare, bisect)"}
+SAVED = {"text": TEXT, "mbox": mbox.MBOX}  # where a format is kept beside the run
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -102,7 +101,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--format",
-        choices=("markdown", "text", "mbox"),
+        choices=tuple(MISSING),
         default="markdown",
         help="markdown (report.md and plots); text: a plain-text report "
         "of at most 72 columns for a mailing list (report.txt, also printed); mbox: "
@@ -128,14 +127,12 @@ def main(args: argparse.Namespace) -> int:
     if args.format != "mbox" and (args.to or args.cc or args.sender):
         raise UserError("--to, --cc and --from go with --format mbox")
     summary = load(args.results_dir)
-    if args.format == "mbox":
-        mail = _mbox(args.results_dir, summary, args)
-        atomic.write_text(args.results_dir / mbox.MBOX, mail)
-        print(mail, end="")
-    elif args.format == "text":
-        text = _text(args.results_dir, summary, args.min_effect)
-        atomic.write_text(args.results_dir / TEXT, text)
-        print(text, end="")
-    else:
-        print("\n".join(_markdown(args.results_dir, summary, args.min_effect)))
+    run = Stored(args.results_dir, summary, args.min_effect, args.sender, args.to, args.cc)
+    kind = KINDS.get(summary["kind"])
+    if kind is None or args.format not in kind:
+        raise NotAReport(f"{run.dir}: kind '{summary['kind']}' has no {MISSING[args.format]}")
+    out = kind[args.format](run)
+    if args.format in SAVED:
+        atomic.write_text(run.dir / SAVED[args.format], out)
+    print(out, end="")
     return EXIT_OK

@@ -1,5 +1,6 @@
 """`kbisect diff RUN_A RUN_B`: two stored sets of samples of one scenario, compared with
-compare's own statistics (means.verdict on the boots that count, compare/report.ok_tps).
+compare's own statistics (means.verdict on the boots that count, compare/report.ok_tps),
+rendered as text, markdown or JSON (`Diff`).
 
 A set is named `DIR` (a `kbisect run`, or any folder with samples/), `DIR:A` or `DIR:B`
 (one side of a compare) or `DIR:<commit>` (one revision of a bisection's store, a
@@ -12,16 +13,19 @@ above this one): the command passes it in as `StoreOf`.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+import json
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from kbisect.compare import report as compare_report
-from kbisect.compare.report import SIDES
+from kbisect.compare import text as compare_text
+from kbisect.compare.report import METHODS, SIDES
 from kbisect.core.exceptions import UserError
-from kbisect.measure import fingerprint, results
+from kbisect.measure import results
 from kbisect.report import disturbed
+from kbisect.report.text import fingerprint_lines, fit, para, warning_lines
 from kbisect.stats import means
 
 StoreOf = Callable[[Path], Path | None]  # a bisection's run dir -> its store; None: no bisection
@@ -156,17 +160,52 @@ def as_run(a: Set, b: Set, min_effect: float) -> compare_report.Run:
     return compare_report.Run(b.dir, summary, samples, v, min_effect, v.ratio.confidence)
 
 
-def fingerprints(run: compare_report.Run) -> list[fingerprint.Row]:
-    return fingerprint.diff({x: [s.get("fingerprint") or {} for s in run.side(x)] for x in SIDES})
+@dataclass(frozen=True)
+class Diff:
+    """Two sets compared, as its formats render it."""
+
+    run: compare_report.Run
+    sets: tuple[Set, Set]
+    differs: list[str]  # the scenario settings that differ (with force)
 
 
-def as_json(run: compare_report.Run, sets: Sequence[Set], differs: list[str]) -> dict[str, Any]:
-    return {
-        "kind": "diff",
-        "a": {"spec": sets[0].spec, "dir": str(sets[0].dir), "samples": len(sets[0].samples)},
-        "b": {"spec": sets[1].spec, "dir": str(sets[1].dir), "samples": len(sets[1].samples)},
-        "scenario": run.summary["scenario"],
-        "scenario_differences": differs,
-        "verdict": run.verdict.as_dict(),
-        "min_effect": run.min_effect,
-    }
+def text(d: Diff) -> str:
+    """72 columns, as the compare text report's head."""
+    run = d.run
+    lines = [*para(f"kbisect diff: {compare_text.head(run).removeprefix('kbisect ')}"), ""]
+    lines += [*compare_text.figures(run), ""]
+    if d.differs:
+        lines += ["scenario settings that differ (A -> B), compared anyway (--force):"]
+        lines += [line for x in d.differs for line in para(x, "  ", "  ")] + [""]
+    fps = {x: [s.get("fingerprint") or {} for s in run.side(x)] for x in SIDES}
+    lines += ["fingerprint differences (A, B):", *fingerprint_lines(fps, ("A", "B"))]
+    return fit([*lines, *warning_lines(run.verdict.warnings)])
+
+
+def markdown(d: Diff) -> str:
+    run, v, r = d.run, d.run.verdict, d.run.verdict.ratio
+    out = [
+        f"# kbisect diff: {run.name('A')} vs {run.name('B')}",
+        "",
+        f"**{v.kind}**: B/A = {r.ratio:.3f}x [{r.low:.3f}, {r.high:.3f}] "
+        f"({r.confidence * 100:g}% CI, {METHODS.get(r.method, r.method)}), "
+        f"scenario `{run.summary['scenario']['name']}`",
+        "",
+        "| side | run | n | mean tps | CV |",
+        "|---|---|---:|---:|---:|",
+    ]
+    for side, s in zip(SIDES, (v.a, v.b), strict=True):
+        out.append(f"| {side} | `{run.name(side)}` | {s.n} | {s.mean:.1f} | {s.cv * 100:.1f}% |")
+    if d.differs:
+        out += ["", "Scenario settings that differ (compared anyway, `--force`):", ""]
+        out += [f"- `{x}`" for x in d.differs]
+    if v.warnings:
+        out += ["", "Warnings:", "", *(f"- {w}" for w in v.warnings)]
+    return "\n".join(out) + "\n"
+
+
+def as_json(d: Diff) -> str:
+    a, b = ({"spec": x.spec, "dir": str(x.dir), "samples": len(x.samples)} for x in d.sets)
+    out = {"kind": "diff", "a": a, "b": b, "scenario": d.run.summary["scenario"]}
+    out |= {"scenario_differences": d.differs, "verdict": d.run.verdict.as_dict()}
+    return json.dumps({**out, "min_effect": d.run.min_effect}, indent=2, sort_keys=True) + "\n"

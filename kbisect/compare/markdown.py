@@ -21,6 +21,7 @@ from kbisect.compare.report import (
 from kbisect.core import atomic, progress
 from kbisect.measure import fingerprint, fiodiff, timeline
 from kbisect.report import disturbed, patches, plots, profile
+from kbisect.report.formats import reproduce, section
 from kbisect.report.text import host_line
 from kbisect.stats import means
 
@@ -174,11 +175,15 @@ def _plots(run: Run) -> list[str]:
     ]
 
 
+BOOTS_NOTE = "Failed boots are listed here and kept out of every statistic above."
+
+
 def markdown(run: Run, *, override: bool = False) -> str:
     """The whole report; `override`: the min effect is not the run's own."""
     v, scen, s = run.verdict, run.summary["scenario"], run.summary
     rows = fingerprint.diff({x: [b.get("fingerprint") or {} for b in run.side(x)] for x in SIDES})
     accels = sorted(run.accels("A") | run.accels("B"))
+    names = {x: run.name(x) for x in SIDES}
     note = (
         [
             f"(--min-effect {run.min_effect:g} given to `kbisect report`; the run used "
@@ -197,48 +202,21 @@ def markdown(run: Run, *, override: bool = False) -> str:
         f"# {scen['name']}: {'PARTIAL, ' if partial else ''}{v.kind} (B/A = {v.ratio.ratio:.3f}x)",
         "",
         *partial,
-        "Reproduce:",
-        "",
-        "```sh",
-        s.get("command") or "(not recorded)",
-        "```",
-        "",
+        *reproduce(s.get("command") or "(not recorded)"),
         _sentence(run),
         "",
         *([f"Sequential (`--boots auto`): {how}.", ""] if (how := stopped(s)) else []),
         *note,
-        "## Sides",
-        "",
-        *_side_table(run),
-        "",
+        *section("Sides", _side_table(run)),
         *_machine_table(run),
         *patches.markdown({x: side_patches(run, x) for x in SIDES}),
-        "## Warnings",
-        "",
-        *([f"- {w}" for w in warnings.warnings(run)] or ["None."]),
-        "",
-        "## Fingerprints",
-        "",
-        *fingerprint.markdown(rows, {x: run.name(x) for x in SIDES}),
-        "",
-        "## Storage",
-        "",
-        *fiodiff.markdown(warnings.storage(run), {x: run.name(x) for x in SIDES}),
-        "",
+        *section("Warnings", [f"- {w}" for w in warnings.warnings(run)] or ["None."]),
+        *section("Fingerprints", fingerprint.markdown(rows, names)),
+        *section("Storage", fiodiff.markdown(warnings.storage(run), names)),
         *disturbed.markdown(disturbed.rows(run.dir)),
-        *profile.markdown(
-            run.dir, {x: run.side(x) for x in SIDES}, {x: run.name(x) for x in SIDES}
-        ),
-        "## Boots, in run order",
-        "",
-        "Failed boots are listed here and kept out of every statistic above.",
-        "",
-        *_boot_table(run.samples),
-        "",
-        "## Plots",
-        "",
-        *_plots(run),
-        "",
+        *profile.markdown(run.dir, {x: run.side(x) for x in SIDES}, names),
+        *section("Boots, in run order", [BOOTS_NOTE, "", *_boot_table(run.samples)]),
+        *section("Plots", _plots(run)),
         "## Scenario",
         "",
         f"`{scen['name']}`, hash `{scen.get('hash')}`; ran on: {', '.join(accels)}.",

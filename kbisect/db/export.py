@@ -10,7 +10,6 @@ import dataclasses
 import io
 import json
 import sqlite3
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -36,9 +35,6 @@ def as_csv(rows: list[query.Row]) -> str:
 
 def as_json(rows: list[query.Row]) -> str:
     return json.dumps([dataclasses.asdict(r) for r in rows], indent=1) + "\n"
-
-
-FORMATS: dict[str, Callable[[list[query.Row]], str]] = {"csv": as_csv, "json": as_json}
 
 
 def run_rows(run_dir: Path) -> list[query.Row]:

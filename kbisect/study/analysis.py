@@ -7,10 +7,7 @@
   correction keeps its familywise error at ALPHA. A step is called when its Holm-adjusted
   p is below ALPHA and the change is at least the study's min effect. Intervals shown are
   per-comparison 95% intervals. Each step comes with the `kbisect bisect` line that
-  looks for its commit with that cell's settings. A step between kernels in different
-  trees (releases imported from tarballs: no shared history) has no such line; it comes
-  with the line to run in a git tree that has both releases instead, between the
-  release tags their Makefiles name (Debian's 6.1.158 -> v6.1, mainline's tag).
+  looks for its commit (bisectline.py).
 - Interactions: for two axes with two levels each (preempt none/full x huge pages
   off/on), per kernel and per level of the other axes, the ratio of ratios
   (x2/x1 at y2) / (x2/x1 at y1) with its interval (the four cells' log variances add;
@@ -30,8 +27,6 @@ from __future__ import annotations
 
 import itertools
 import math
-import re
-import shlex
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -42,7 +37,7 @@ from kbisect.report import disturbed, servers
 from kbisect.stats import blocked, drift, means
 from kbisect.stats.inference import CONFIDENCE, combine, holm, log_terms
 from kbisect.stats.interactions import Interaction, interactions
-from kbisect.study import store
+from kbisect.study import bisectline, store
 
 ALPHA = 0.05
 Unit = tuple[int, int]  # (kernel, cell)
@@ -174,68 +169,6 @@ def points(
     return out
 
 
-GIT_TREE = "/path/to/linux.git"  # where a step between two trees' kernels can be bisected
-VERSION = re.compile(r"(\d+)\.(\d+)(?:\.\d+)?(-rc\d+)?")
-
-
-def release_tag(kernel: Mapping[str, Any]) -> str:
-    """The mainline tag a kernel's Makefile version is based on ("6.1.158" -> v6.1,
-    "7.3.0-rc7" -> v7.3-rc7); its revision when the version is not known."""
-    m = VERSION.match(kernel.get("version") or "")
-    return f"v{m[1]}.{m[2]}{m[3] or ''}" if m else str(kernel["rev"])
-
-
-def bisect_line(d: Mapping[str, Any], cell: int, a: int, b: int, improvement: bool) -> str | None:
-    """`kbisect bisect --good A --bad B --scenario S --set ... --append ...` for one step,
-    if both kernels are revisions in the same tree."""
-    ka, kb = d["kernels"][a], d["kernels"][b]
-    tree = store.kernel_tree(d, a)
-    if not (ka.get("rev") and kb.get("rev")) or store.kernel_tree(d, b) != tree:
-        return None
-    return _bisect_words(d, cell, (ka["rev"], kb["rev"]), tree, improvement)
-
-
-def elsewhere_line(
-    d: Mapping[str, Any], cell: int, a: int, b: int, improvement: bool
-) -> str | None:
-    """For two revisions in different trees (no shared history): the bisect line to run
-    in a git tree that has both releases, between their release tags."""
-    ka, kb = d["kernels"][a], d["kernels"][b]
-    if not (ka.get("rev") and kb.get("rev")) or bisect_line(d, cell, a, b, False):
-        return None
-    return _bisect_words(d, cell, (release_tag(ka), release_tag(kb)), GIT_TREE, improvement)
-
-
-def _bisect_words(
-    d: Mapping[str, Any],
-    cell: int,
-    revs: tuple[str, str],
-    tree: str | None,
-    improvement: bool,
-) -> str:
-    c = d["cells"][cell]
-    words = [
-        "kbisect",
-        "bisect",
-        "--good",
-        revs[0],
-        "--bad",
-        revs[1],
-        "--scenario",
-        d["scenario"]["source"],
-    ]
-    if tree:
-        words += ["--tree", tree]
-    for item in [*d["sets"], *c["set"]]:
-        words += ["--set", item]
-    if append := " ".join(filter(None, [d["append"], c["append"]])):
-        words += ["--append", append]
-    for name in d["configs"]:
-        words += ["--config", name]
-    words += ["--arch", d["arch"], *(["--lower-is-better"] if improvement else [])]
-    return shlex.join(words)
-
-
 def _differences(pa: Point, pb: Point) -> tuple[str, ...]:
     rows = fingerprint.diff({"a": list(pa.fingerprints), "b": list(pb.fingerprints)})
     return tuple(
@@ -303,9 +236,9 @@ def steps(
                 p,
                 p_adj,
                 kind,
-                bisect_line(d, c, a, a + 1, better),
+                bisectline.here(d, c, a, a + 1, better),
                 _differences(pts[(a, c)], pts[(a + 1, c)]),
-                elsewhere_line(d, c, a, a + 1, better),
+                bisectline.elsewhere(d, c, a, a + 1, better),
             )
         )
     return out, len(raw)

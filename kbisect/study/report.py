@@ -9,6 +9,8 @@ from typing import Any
 from kbisect.core import atomic, clock, progress
 from kbisect.measure import results
 from kbisect.report import disturbed, patches
+from kbisect.report.formats import reproduce, section
+from kbisect.report.text import TEXT
 from kbisect.stats import means
 from kbisect.study import analysis, figures, store, text
 from kbisect.study.analysis import Analysis
@@ -182,12 +184,7 @@ def markdown(a: Analysis, pictures: list[str]) -> str:
     lines = [
         f"# Study {d['name']}: {n or 'no'} significant step{'s' if n != 1 else ''}",
         "",
-        "Reproduce:",
-        "",
-        "```sh",
-        d.get("command") or "",
-        "```",
-        "",
+        *reproduce(d.get("command") or ""),
         d.get("description") or "",
         "",
         "## Steps between consecutive kernels",
@@ -203,40 +200,16 @@ def markdown(a: Analysis, pictures: list[str]) -> str:
         "## Interactions",
         "",
         *_interactions(a),
-        "## tps per kernel and cell (mean, 95% CI, good boots)",
-        "",
-        *_grid(a, _mean),
-        "",
-        f"## Ratio to the baseline ({a.kernel(a.baseline)})",
-        "",
-        *_grid(a, _ratio),
-        "",
+        *section("tps per kernel and cell (mean, 95% CI, good boots)", _grid(a, _mean)),
+        *section(f"Ratio to the baseline ({a.kernel(a.baseline)})", _grid(a, _ratio)),
         *_per_machine(a),
-        "## Figures",
-        "",
-        *pictures,
-        "",
-        "## Every step",
-        "",
-        *_steps_table(a),
-        "",
+        *section("Figures", pictures),
+        *section("Every step", _steps_table(a)),
         *disturbed.markdown(a.disturbed),
-        "## Warnings",
-        "",
-        *([f"- {w}" for w in a.warnings] or ["None."]),
-        "",
-        "## Kernels",
-        "",
-        *_kernels(a),
-        "",
-        "## Cells",
-        "",
-        *_cells(a),
-        "",
-        "## Machines",
-        "",
-        *_machines(dict(d)),
-        "",
+        *section("Warnings", [f"- {w}" for w in a.warnings] or ["None."]),
+        *section("Kernels", _kernels(a)),
+        *section("Cells", _cells(a)),
+        *section("Machines", _machines(dict(d))),
         *(["## PostgreSQL each cell ran", "", *a.servers, ""] if a.servers else []),
         f"Scenario `{d['scenario']['name']}` (hash `{d['scenario']['hash']}`), {d['boots']} "
         f"boots per kernel and cell in randomized complete blocks (seed {d.get('seed')}).",
@@ -312,13 +285,9 @@ def write(run_dir: Path) -> Path:
         progress.warn(f"no figures ({exc}): install matplotlib (scripts/setup)")
         pictures = [f"No figures: {exc}."]
     results.write_summary(run_dir, summary(a))
-    atomic.write_text(run_dir / text.TEXT, text.render(a))
+    atomic.write_text(run_dir / TEXT, text.render(a))
     atomic.write_text(run_dir / REPORT, markdown(a, pictures))
     return run_dir / REPORT
-
-
-def text_of(run_dir: Path) -> str:
-    return text.render(load(run_dir))
 
 
 def print_findings(a: Analysis) -> None:

@@ -10,8 +10,6 @@ from kbisect.report import text as tr
 from kbisect.study import analysis, store
 from kbisect.study.analysis import Analysis
 
-TEXT = tr.TEXT
-
 
 def _steps(a: Analysis) -> list[str]:
     out: list[str] = []

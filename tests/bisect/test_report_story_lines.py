@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from kbisect.bisect.report import posterior
+from kbisect.bisect.report import answer, posterior
 
 UNDECIDED = {"confirmed": False, "error": "no answer held the confidence: nothing re-checked"}
 
@@ -26,14 +26,14 @@ def told(kind: str, *steps: dict[str, Any]) -> dict[str, Any]:
 
 def test_several_changes_all_confirmed_is_not_called_unconfirmed() -> None:
     story = told("several", step("a" * 40, 0.7, "confirmed"), step("b" * 40, 1.3, "confirmed"))
-    [line, _] = posterior._recheck(UNDECIDED, {"story": story, "confirmed": True})
+    [line, _] = answer._recheck(UNDECIDED, {"story": story, "confirmed": True})
     assert "not confirmed" not in line and "each is re-checked on its own" in line
     # the same first-bad answer without a confirmed story keeps the warning
     for s in ({"story": story, "confirmed": False}, {"story": None, "confirmed": True}):
-        [line, _] = posterior._recheck(UNDECIDED, s)
+        [line, _] = answer._recheck(UNDECIDED, s)
         assert "**The answer is not confirmed.**" in line
     single = told("single", step("a" * 40, 0.7, "confirmed"))
-    [line, _] = posterior._recheck(UNDECIDED, {"story": single, "confirmed": True})
+    [line, _] = answer._recheck(UNDECIDED, {"story": single, "confirmed": True})
     assert "**The answer is not confirmed.**" in line
 
 

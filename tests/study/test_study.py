@@ -16,7 +16,7 @@ from scipy import stats as scipy_stats
 from kbisect.scenario import scenario
 from kbisect.stats import inference
 from kbisect.stats import means as stats
-from kbisect.study import analysis, axes, budget, fanout, kernels, schedule, spec, store
+from kbisect.study import analysis, axes, bisectline, budget, fanout, kernels, schedule, spec, store
 
 SHIPPED = ("mechanism-7dadeaa6e851", "hugepages-sweep", "kernel-series")
 
@@ -125,7 +125,7 @@ def test_tree_names_and_makefile_versions() -> None:
     assert kernels.makefile_version("VERSION = 6\nPATCHLEVEL = 1\nSUBLEVEL = 158\n") == "6.1.158"
     assert kernels.makefile_version("all:\n\ttrue\n") is None
     tags = [{"rev": "r", "version": v} for v in ("6.1.158", "7.3.0-rc7", "6.12.0", None)]
-    assert [analysis.release_tag(k) for k in tags] == ["v6.1", "v7.3-rc7", "v6.12", "r"]
+    assert [bisectline.release_tag(k) for k in tags] == ["v6.1", "v7.3-rc7", "v6.12", "r"]
 
 
 @pytest.mark.parametrize("name", SHIPPED)

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from kbisect.bisect import samples, state
-from kbisect.bisect.report import git, markdown, posterior
+from kbisect.bisect.report import answer, git, markdown, posterior
 from kbisect.core import atomic, progress
 from kbisect.measure import preempt, results, schema
 
@@ -55,7 +55,7 @@ def preempt_warnings(store: Path, commits: list[str]) -> list[str]:
 def render(run_dir: Path, s: Mapping[str, Any]) -> Path:
     """report.md, the plots and (posterior) git-bisect.log from the summary; the report's
     path."""
-    method = posterior if _posterior(s) else git
+    method = answer if _posterior(s) else git
     try:
         method.plots(s, run_dir)
     except ImportError as exc:

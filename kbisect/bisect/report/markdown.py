@@ -15,6 +15,7 @@ from typing import Any
 
 from kbisect.bisect.report import figures, table
 from kbisect.report import patches
+from kbisect.report.formats import section
 from kbisect.stats import drift
 
 
@@ -123,10 +124,9 @@ def page(s: Mapping[str, Any], m: Sections) -> str:
             *preempt_lines(s),
             *drift_lines(s),
             *m.before,
-            f"## Revisions tested, in {m.order}",
-            "",
-            *table.markdown(s["revisions"], p_bad=m.p_bad),
-            "",
+            *section(
+                f"Revisions tested, in {m.order}", table.markdown(s["revisions"], p_bad=m.p_bad)
+            ),
             f"![{m.plot}]({figures.PATH})",
             "",
             *m.after,
