@@ -11,11 +11,12 @@ and the report come from the stored samples (summary.py, markdown.py).
 
 from __future__ import annotations
 
+import dataclasses
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
+from functools import partial
 from pathlib import Path
-from typing import Any
 
 from kbisect.compare import machines, markdown, pgsides, schedule, sequential
 from kbisect.compare import sides as sides_mod
@@ -33,8 +34,9 @@ from kbisect.targets.base import Target
 from kbisect.targets.pool import dispatch
 
 
-def _scenario_spec(spec: str) -> str:
-    """A scenario file is saved as an absolute path: --resume may run from elsewhere."""
+def _absolute(spec: str) -> str:
+    """A scenario or target file is saved as an absolute path: --resume may run from
+    elsewhere."""
     return str(Path(spec).resolve()) if "/" in spec or spec.endswith(".toml") else spec
 
 
@@ -67,36 +69,33 @@ def start(spec: Spec, policy: retake.Policy) -> int:
                 sides_mod.build_side(repo, side, target, spec.configs, spec.base_config)
         out = results.out_dir(spec.out, "compare", base_scen.name)  # written from here on
         machines = [m.name for m in dispatch.members(target)]
-        sides_order, where = schedule.pool_order(boots, machines, spec.order, spec.seed)
+        sides_order, where = schedule.order(boots, spec.order, spec.seed, machines)
         if len(machines) > 1 and rule is not None:
             rule = sequential.over_pool(rule, where)  # a look per round of the machines
-        plan = {
-            "version": 1,
-            "command": progress.reproduce_line(),
-            "created": clock.utc_now(),
-            "started": time.time(),
-            "scenario": _scenario_spec(spec.scenario),
-            "scenario_id": {"name": base_scen.name, "hash": a.scen.hash},
-            "sides": {"A": a.to_plan(), "B": b.to_plan()},
-            "order": schedule.order(boots, spec.order, spec.seed)
-            if len(machines) < 2
-            else sides_order,
-            **({"machines": where} if len(machines) > 1 else {}),
-            **sequential.plan_fields(rule),
-            **(sequential.asked(spec.noise_prior) if rule and len(machines) < 2 else {}),
-            "scheme": spec.order,
-            "seed": spec.seed,
-            "retries": spec.retries,
-            **policy.as_dict(),
-            "min_effect": spec.min_effect,
-            "target": spec.target,
-            "arch": target.arch.name,
-            "target_described": target.describe(),
-            "resumed": 0,
-        }
-        if "/" in plan["target"] or plan["target"].endswith(".toml"):
-            plan["target"] = str(Path(plan["target"]).resolve())
-        schedule.save(out, plan)
+        choose = False
+        if rule is not None and len(machines) < 2:
+            rule, choose = sequential.asked(rule, spec.noise_prior)
+        plan = schedule.Plan(
+            progress.reproduce_line(),
+            _absolute(spec.scenario),
+            {"A": a.to_plan(), "B": b.to_plan()},
+            sides_order,
+            spec.retries,
+            _absolute(spec.target),
+            target.arch.name,
+            policy,
+            spec.min_effect,
+            time.time(),
+            version=1,
+            created=clock.utc_now(),
+            scenario_id={"name": base_scen.name, "hash": a.scen.hash},
+            target_described=target.describe(),
+            scheme=spec.order,
+            seed=spec.seed,
+            machines=where if len(machines) > 1 else None,
+            rule=rule,
+            choose_prior=choose,
+        )
         return _run(target, {"A": a, "B": b}, plan, out)
 
 
@@ -121,10 +120,10 @@ def resume(given: Path | None) -> int:
         if not _left_disturbed(out):
             raise UserError(f"{out}: this compare has finished (see its report.md)")
     plan = schedule.load(out)
-    sides = {x: Side.from_plan(x, plan["sides"][x], plan["scenario"]) for x in NAMES}
-    plan["resumed"] = int(plan.get("resumed", 0)) + 1
+    sides = {x: Side.from_plan(x, plan.sides[x], plan.scenario) for x in NAMES}
+    plan.resumed += 1
     progress.step(f"resuming {out}; its saved options apply")
-    with registry.get(plan["target"], plan["arch"]) as target:
+    with registry.get(plan.target, plan.arch) as target:
         for side in sides.values():
             target.preflight(side.scen)
         return _run(target, sides, plan, out)
@@ -136,8 +135,7 @@ def _left_disturbed(out: Path) -> bool:
         return False
     plan = schedule.load(out)
     stored = results.load_samples(out)
-    stand = schedule.by_slot if "machines" in plan else schedule.standing
-    return bool(stand(plan["order"], int(plan["retries"]), stored).open)
+    return bool(schedule.standing(plan.order, plan.retries, stored).open)
 
 
 def _finish(out: Path) -> int:
@@ -160,30 +158,25 @@ def _exclusive(out: Path) -> Iterator[None]:
         yield
 
 
-def _run(target: Target, sides: dict[str, Side], plan: dict[str, Any], out: Path) -> int:
+def _run(target: Target, sides: dict[str, Side], plan: schedule.Plan, out: Path) -> int:
     with _exclusive(out):
         schedule.save(out, plan)
         progress.set_resume(["kbisect", "compare", "--resume", str(out.resolve())])
-        pooled = "machines" in plan
-        stand = schedule.by_slot if pooled else schedule.standing
-        st = stand(plan["order"], plan["retries"], results.load_samples(out))
+        st = schedule.standing(plan.order, plan.retries, results.load_samples(out))
         for x in NAMES:
             sides[x].tps, sides[x].failed = st.tps[x], st.failed[x]
         target.warn_if_busy()
-        rule = sequential.rule_of(plan)
-        if st.slot or st.attempts or st.retakes:
-            progress.step(f"{st.slot} of {len(plan['order'])} boots already done")
-        most = f"up to {len(plan['order'])}" if rule else f"{len(plan['order'])}"
+        rule = plan.rule
+        if len(st.todo) < len(plan.order) or any(st.todo.values()):
+            progress.step(
+                f"{len(plan.order) - len(st.todo)} of {len(plan.order)} boots already done"
+            )
+        most = f"up to {len(plan.order)}" if rule else f"{len(plan.order)}"
         until = ", until the ratio is settled (--boots auto)" if rule else ""
-        over = f" over {len(set(plan['machines']))} machines" if pooled else ""
-        progress.step(
-            f"{most} boots, interleaved ({plan['scheme']}){over}{until}; results in {out}"
-        )
-        if pooled:
-            stop, reached, st = _measure_pool(target, sides, plan, out, st, rule)
-        else:
-            stop, reached = _measure(target, sides, plan, out, st, rule)
-        rule = sequential.rule_of(plan)  # with the noise prior chosen on the way
+        over = f" over {len(set(plan.machines))} machines" if plan.machines else ""
+        progress.step(f"{most} boots, interleaved ({plan.scheme}){over}{until}; results in {out}")
+        stop, reached, st = _measure(target, sides, plan, out, st, rule)
+        rule = plan.rule  # with the noise prior chosen on the way
         if stop is not None and rule is not None:
             progress.step(stopping.reason(stop, rule))
     a, b = sides["A"], sides["B"]
@@ -192,20 +185,20 @@ def _run(target: Target, sides: dict[str, Side], plan: dict[str, Any], out: Path
             f"too few boots count (A: {len(a.tps)}, B: {len(b.tps)}; failed A: {a.failed}, "
             f"B: {b.failed}; slots left disturbed: {len(st.open)}); see {out}"
         )
-    order = plan["order"][:reached]
+    order = plan.order[:reached]
     stored = results.load_samples(out)
     verdict = sequential.verdict(
         a.tps,
         b.tps,
-        min_effect=plan["min_effect"],
+        min_effect=plan.min_effect,
         confidence=rule.level if rule else 0.95,
         planned=min(order.count(x) for x in NAMES),
         most=rule.most if rule else None,
-        interval=machines.interval(stored) if pooled else _prior_interval(rule, a.tps, b.tps),
-        blocks=machines.blocks(stored) if pooled else None,
+        interval=machines.interval(stored) or _prior_interval(rule, a.tps, b.tps),
+        blocks=machines.blocks(stored),
     )
-    duration = time.time() - float(plan["started"])
-    taken = {**plan, "order": order}
+    duration = time.time() - plan.started
+    taken = dataclasses.replace(plan, order=order)
     seq = stopping.as_dict(stop, rule) if stop is not None and rule is not None else None
     results.write_summary(out, summaries.summary(sides, taken, verdict, duration, out, seq))
     summaries.print_table(sides, verdict, stored)
@@ -233,37 +226,60 @@ def _prior_interval(
 def _measure(
     target: Target,
     sides: dict[str, Side],
-    plan: dict[str, Any],
+    plan: schedule.Plan,
     out: Path,
     st: schedule.Standing,
     rule: stopping.Rule | None,
-) -> tuple[stopping.Stop | None, int]:
-    """Boot in plan order from where the run stands, the slots left disturbed first (a
-    resumed run's); a slot whose retakes run out is left disturbed (`st.open`). With a
-    sequential rule, stop where it says (sequential.play). How it stopped, and the
-    slots the run got to."""
-    order = plan["order"]
-    for i, used in list(st.open.items()):
+) -> tuple[stopping.Stop | None, int, schedule.Standing]:
+    """Every slot still to take, round by round (one target: a round is a pair; a pool:
+    a pair on every machine, the machines at once, at most one boot each:
+    targets/pool/dispatch.py; a quarantined machine's slots go to the others): the slots
+    left disturbed first (a resumed run's), then each round's; a slot whose retakes run
+    out is left disturbed. With a sequential rule, look after the rounds it says
+    (sequential.play) and stop at the first final look. How it stopped (None without a
+    rule), the slots the run got to, and where the run then stands, from the stored
+    samples (the boots that count per side in the order stored)."""
+    order, retries = plan.order, plan.retries
+    where: list[str | None] = [*plan.machines] if plan.machines else [None] * len(order)
+
+    def batch(slots: Iterable[int], again: bool = False) -> None:
+        """Of `slots`, those still to take (`again`: those left disturbed), at once."""
+        now = schedule.standing(order, retries, results.load_samples(out))
+        boots: list[tuple[Boot, str | None]] = []
+        for i in (i for i in slots if i in now.todo and (i in now.open) == again):
+            first, used = now.todo[i]
+            side, slot = sides[order[i]], retake.Slot(used)
+            run = partial(_slot, side=side, plan=plan, out=out, i=i, first=first, slot=slot)
+            boots.append((run, where[i]))
+        _boot_all(target, boots)
+
+    def take(lo: int, hi: int) -> None:
+        batch(range(lo, hi))
+
+    def counted() -> sequential.Looked:
+        stored = results.load_samples(out)
+        a, b = (machines.counted(stored, x)[0] for x in NAMES)
+        return a, b, machines.interval(stored)
+
+    for i in sorted(st.open):
         progress.step(f"boot {i + 1}/{len(order)} was left disturbed: taking it again")
-        if _slot(target, sides[order[i]], plan, out, i, 0, retake.Slot(used)):
-            del st.open[i]
-
-    def take(i: int) -> None:
-        first = st.attempts if i == st.slot else 0
-        slot = retake.Slot(st.retakes if i == st.slot else 0)
-        if _slot(target, sides[order[i]], plan, out, i, first, slot) is False:
-            st.open[i] = 0
-
+    batch(sorted(st.open), again=True)
     start = st.slot
-    if plan.get("noise_prior") == sequential.AUTO:  # not chosen yet: after the first pair
-        for i in range(start, 2):
-            take(i)
+    if plan.choose_prior:  # not chosen yet: after the first pair
+        take(start, 2)
         start = max(start, 2)
         rule = _choose_prior(plan, out)
-    return sequential.play(order, start, take, lambda: (sides["A"].tps, sides["B"].tps), rule)
+    ends = [2 * n for n in sequential.rounds(plan.machines or [""] * len(order))]
+    stop, reached = sequential.play(rule, ends, start, take, counted)
+    stored = results.load_samples(out)
+    st = schedule.standing(order, retries, stored)
+    for x in NAMES:
+        sides[x].tps = machines.counted(stored, x)[0]
+        sides[x].failed = st.failed[x]
+    return stop, reached, st
 
 
-def _choose_prior(plan: dict[str, Any], out: Path) -> stopping.Rule | None:
+def _choose_prior(plan: schedule.Plan, out: Path) -> stopping.Rule | None:
     """The noise prior, once, before the first look: from the results index, this
     scenario on the machine the run's first boots ran on; recorded in the plan (with the
     first look it allows), which a resumed run and the report then read."""
@@ -271,79 +287,34 @@ def _choose_prior(plan: dict[str, Any], out: Path) -> stopping.Rule | None:
     if machine is None:
         got, why = None, "the first boots recorded no machine"
     else:
-        got, why = noise.prior(plan["scenario_id"]["hash"], machine, runs.run_id(out))
-    rule = sequential.rule_of(plan)
+        assert plan.scenario_id is not None
+        got, why = noise.prior(plan.scenario_id["hash"], machine, runs.run_id(out))
+    rule = plan.rule
     assert rule is not None
     rule = stopping.Rule.upto(rule.most, rule.min_effect, prior=got, no_prior=why)
-    plan.update(sequential.plan_fields(rule))
+    plan.rule, plan.choose_prior = rule, False
     schedule.save(out, plan)
     progress.step(rule.prior_line())
     return rule
 
 
-def _measure_pool(
-    target: Target,
-    sides: dict[str, Side],
-    plan: dict[str, Any],
-    out: Path,
-    st: schedule.Standing,
-    rule: stopping.Rule | None,
-) -> tuple[stopping.Stop | None, int, schedule.Standing]:
-    """Every slot still to take, on its machine, the machines at once (at most one boot
-    each: targets/pool/dispatch.py); a quarantined machine's slots go to the others.
-    With a sequential rule, round by round (sequential.play_rounds): the slots left
-    disturbed first (a resumed run's), then each round's, looking after each. How it
-    stopped (None without a rule), the slots the run got to, and where the run then
-    stands, from the stored samples (the boots that count per side in the order stored,
-    as the report reads them)."""
-    order, where, retries = plan["order"], plan["machines"], int(plan["retries"])
+Boot = Callable[[Target], bool | None]  # a slot's boot on the machine given
 
-    def batch(slots: list[int], now: schedule.Standing) -> None:
-        known = {m.name for m in dispatch.members(target)}
 
-        def task(i: int) -> dispatch.Task[bool | None]:
-            first, used = now.todo[i]
-
-            def run(machine: Target) -> bool | None:
-                return _slot(machine, sides[order[i]], plan, out, i, first, retake.Slot(used))
-
-            return dispatch.Task(run, where[i] if where[i] in known else None)
-
-        if slots:
-            dispatch.run_batch(target, [task(i) for i in slots], strike=lambda t: t is not True)
-
-    def standing() -> schedule.Standing:
-        return schedule.by_slot(order, retries, results.load_samples(out))
-
-    stop, reached = None, len(order)
-    if rule is None:
-        batch(sorted(st.todo), st)
-    else:
-        batch(sorted(st.open), st)
-
-        def take(lo: int, hi: int) -> None:
-            now = standing()
-            batch([i for i in sorted(now.todo) if lo <= i < hi and i not in now.open], now)
-
-        def counted() -> sequential.Looked:
-            stored = results.load_samples(out)
-            a, b = (machines.counted(stored, x)[0] for x in NAMES)
-            return a, b, machines.interval(stored)
-
-        start = min((i for i in st.todo if i not in st.open), default=len(order))
-        stop, reached = sequential.play_rounds(rule, start, take, counted)
-    stored = results.load_samples(out)
-    st = schedule.by_slot(order, retries, stored)
-    for x in NAMES:
-        sides[x].tps = machines.counted(stored, x)[0]
-        sides[x].failed = st.failed[x]
-    return stop, reached, st
+def _boot_all(target: Target, boots: Sequence[tuple[Boot, str | None]]) -> None:
+    """The boots of some slots, each on its machine where it is still live, the machines
+    at once (one target: one after the other); a machine whose boot gave no figure is
+    struck, and quarantined after a few (targets/pool/dispatch.py)."""
+    known = {m.name for m in dispatch.members(target)}
+    tasks = [dispatch.Task(run, m if m in known else None) for run, m in boots]
+    dispatch.run_each(target, tasks, strike=lambda t: t is not True)
 
 
 def _slot(
     target: Target,
+    *,
     side: Side,
-    plan: dict[str, Any],
+    plan: schedule.Plan,
     out: Path,
     i: int,
     first: int,
@@ -354,8 +325,7 @@ def _slot(
     a disturbed sample is kept and retaken in place (retake.py). True when a figure
     counts, False when the slot was left disturbed, None when every try failed."""
     assert side.kernel is not None
-    order, retries = plan["order"], int(plan["retries"])
-    policy = retake.Policy.from_dict(plan)
+    order, retries, policy = plan.order, plan.retries, plan.policy
     for attempt in range(first, retries + 1):
         again = f", retry {attempt}" if attempt else ""
         progress.step(f"boot {i + 1}/{len(order)}: side {side.name} ({side.label}){again}")

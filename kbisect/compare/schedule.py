@@ -6,14 +6,17 @@ comes next, so `kbisect compare --resume` loses and duplicates no sample.
 from __future__ import annotations
 
 import random
-from dataclasses import dataclass, field
+from collections.abc import Sequence
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+from kbisect.compare import sequential
 from kbisect.core import atomic, reading
 from kbisect.core.exceptions import UserError
 from kbisect.measure import results, retake
 from kbisect.stats import prior as priors
+from kbisect.stats import stopping
 
 PLAN = "plan.json"
 PLAN_KIND = "compare-plan"
@@ -29,24 +32,16 @@ class NotResumable(UserError):
     """The run directory holds no compare that can be continued."""
 
 
-def order(boots: int, scheme: str = "abba", seed: int | None = None) -> list[str]:
-    """Boot order for `boots` per side: ABBA blocks, or pairs in random order."""
-    if scheme == "random":
-        rng = random.Random(seed)
-        return [x for _ in range(boots) for x in rng.sample(["A", "B"], 2)]
-    pairs = [["A", "B"] if i % 2 == 0 else ["B", "A"] for i in range(boots)]
-    return [x for pair in pairs for x in pair]
-
-
-def pool_order(
-    boots: int, machines: list[str], scheme: str = "abba", seed: int | None = None
+def order(
+    boots: int, scheme: str = "abba", seed: int | None = None, machines: Sequence[str] = ("",)
 ) -> tuple[list[str], list[str]]:
-    """Boot order over a pool: randomized blocks with the machine as the block. The
-    `boots` pairs a side are dealt to the machines in turn (each machine measures both
-    sides); within a machine, ABBA (its first pair AB or BA by turns over the machines:
-    which side goes first is balanced across them too), or with `random` each pair in a
-    seeded random order. The slots go machine after machine, pair by pair, so all
-    machines work at once. (sides, the machine of each slot)."""
+    """Boot order for `boots` per side over the machines (one target: one machine):
+    randomized blocks with the machine as the block. The pairs are dealt to the machines
+    in turn (each machine measures both sides); within a machine, ABBA (its first pair
+    AB or BA by turns over the machines: which side goes first is balanced across them
+    too), or with `random` each pair in a seeded random order. The slots go machine after
+    machine, pair by pair, so all machines work at once. (sides, the machine of each
+    slot)."""
     rng = random.Random(seed)
     count = [boots // len(machines) + (j < boots % len(machines)) for j in range(len(machines))]
     sides: list[str] = []
@@ -64,11 +59,64 @@ def pool_order(
     return sides, where
 
 
-def save(out: Path, plan: dict[str, Any]) -> None:
-    atomic.write_json(out / PLAN, {**plan, "kind": PLAN_KIND})
+@dataclass
+class Plan:
+    """A compare's plan, as plan.json holds it (save and load are its only way to and
+    from the file; the keys are the file's): the sides (Side.to_plan), the boot order
+    and each slot's machine (a pool's), the sequential rule (sequential.plan_fields;
+    `choose_prior`: its noise prior is still to be chosen, "noise_prior": "auto"), the
+    retake policy and the options a resumed run keeps. The fields an older plan may lack
+    are None (and stay out of the file)."""
+
+    command: str
+    scenario: str  # the scenario spec as given (a file: its absolute path)
+    sides: dict[str, dict[str, Any]]
+    order: list[str]
+    retries: int
+    target: str
+    arch: str
+    policy: retake.Policy
+    min_effect: float = 0.02
+    started: float = 0.0
+    resumed: int = 0
+    version: int | None = None
+    created: str | None = None
+    scenario_id: dict[str, Any] | None = None  # {"name", "hash"} of the scenario
+    target_described: Any = None
+    scheme: str | None = None
+    seed: int | None = None
+    machines: list[str] | None = None  # each slot's machine, over a pool
+    rule: stopping.Rule | None = None
+    choose_prior: bool = False
+
+    def as_dict(self) -> dict[str, Any]:
+        own = {f.name: getattr(self, f.name) for f in fields(self) if f.name not in _DERIVED}
+        return {
+            **{k: v for k, v in own.items() if v is not None or k == "seed"},
+            **self.policy.as_dict(),
+            **sequential.plan_fields(self.rule),
+            **({"noise_prior": sequential.AUTO} if self.choose_prior else {}),
+        }
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> Plan:
+        own = {f.name: d[f.name] for f in fields(cls) if f.name in d and f.name not in _DERIVED}
+        return cls(
+            **own,
+            policy=retake.Policy.from_dict(d),
+            rule=sequential.rule_of(d),
+            choose_prior=d.get("noise_prior") == sequential.AUTO,
+        )
 
 
-def load(out: Path) -> dict[str, Any]:
+_DERIVED = ("policy", "rule", "choose_prior")  # Plan's fields read from the file's others
+
+
+def save(out: Path, plan: Plan) -> None:
+    atomic.write_json(out / PLAN, {**plan.as_dict(), "kind": PLAN_KIND})
+
+
+def load(out: Path) -> Plan:
     """The saved plan, or one line saying why this directory cannot be resumed."""
     path = out / PLAN
     if not path.exists():
@@ -80,7 +128,7 @@ def load(out: Path) -> dict[str, Any]:
     if plan.get("kind") != PLAN_KIND:
         raise NotResumable(f"{path}: not a compare plan (kind {plan.get('kind')!r})")
     _check(plan, path)
-    return plan
+    return Plan.from_dict(plan)
 
 
 def _check(plan: dict[str, Any], path: Path) -> None:
@@ -157,91 +205,45 @@ def newest_unfinished(root: Path) -> Path:
 
 @dataclass
 class Standing:
-    """How far a run got: the next boot of the plan, the retries and retakes (of disturbed
-    samples, retake.py) it has used, every stored sample counted per side, and the slots
-    left without an undisturbed sample (`open`: slot -> retakes used since), which a
-    resumed run takes again first."""
+    """How far a run got: every stored sample counted per side, the slots left without an
+    undisturbed sample (`open`: slot -> retakes used since), which a resumed run takes
+    again first, each slot still to take (`todo`: slot -> its failed tries and retakes
+    so far; the open ones among them), and the next slot in the plan's order not left
+    disturbed (`slot`)."""
 
     slot: int = 0
-    attempts: int = 0
-    retakes: int = 0
     tps: dict[str, list[float]] = field(default_factory=lambda: {"A": [], "B": []})
     failed: dict[str, int] = field(default_factory=lambda: {"A": 0, "B": 0})
     open: dict[int, int] = field(default_factory=dict)
-    # a pool's run (by_slot): slot -> (failed tries, retakes) of each slot still to take
     todo: dict[int, tuple[int, int]] = field(default_factory=dict)
 
 
 def standing(plan: list[str], retries: int, stored: list[dict[str, Any]]) -> Standing:
-    """Replay the stored samples (in the order taken) against the plan. A sample that
-    names its slot (a later kbisect's) and is not the next one retakes a slot left
-    disturbed; one without follows the plan in order. A slot is left disturbed by its
-    last try (retake.py), or by a disturbed sample an earlier kbisect kept and counted."""
-    st = Standing()
-    for s in stored:
-        label, slot = s.get("label"), s.get("slot")
-        if isinstance(slot, int) and slot != st.slot:
-            _retaken(st, plan, slot, s)
-            continue
-        if st.slot >= len(plan) or label != plan[st.slot]:
-            where = (
-                f"boot {st.slot + 1} of the plan is side {plan[st.slot]}"
-                if st.slot < len(plan)
-                else "the plan is done"
-            )
-            raise NotResumable(
-                f"a stored sample of side {label} does not follow the plan ({where})"
-            )
-        if retake.counts(s):
-            st.tps[str(label)].append(float(s["tps"]))
-            st.slot, st.attempts, st.retakes = st.slot + 1, 0, 0
-        elif s.get("status") in ("ok", retake.DISTURBED):
-            st.retakes += 1
-            if retake.left_out(s):
-                st.open[st.slot] = 0
-                st.slot, st.attempts, st.retakes = st.slot + 1, 0, 0
-        else:
-            st.failed[str(label)] += 1
-            st.attempts += 1
-            if st.attempts > retries:
-                st.slot, st.attempts, st.retakes = st.slot + 1, 0, 0
-    return st
-
-
-def _retaken(st: Standing, plan: list[str], slot: int, s: dict[str, Any]) -> None:
-    """A sample of a slot left disturbed, taken again by a resumed run."""
-    label = s.get("label")
-    if slot not in st.open or slot >= len(plan) or plan[slot] != label:
-        raise NotResumable(
-            f"a stored sample of side {label} names boot {slot + 1} of the plan, "
-            "which is neither the next one nor one left disturbed"
-        )
-    if retake.counts(s):
-        st.tps[str(label)].append(float(s["tps"]))
-        del st.open[slot]
-    elif s.get("status") in ("ok", retake.DISTURBED):
-        st.open[slot] = 0 if retake.left_out(s) else st.open[slot] + 1
-    else:
-        st.failed[str(label)] += 1
-
-
-def by_slot(plan: list[str], retries: int, stored: list[dict[str, Any]]) -> Standing:
-    """Where a run over a pool stands: its machines take slots at once, so samples are
-    stored out of the plan's order, each naming its slot. Each slot's samples are
-    replayed as `standing` replays the plan's: done when one counts; left disturbed
-    (`open`, taken again first) by its last try; given up after `retries` failed tries,
-    unless a later try (its machine quarantined, another took it) follows. `slot` is the
-    number of slots settled; `todo` the others, with the tries and retakes they used."""
-    st = Standing()
+    """Replay the stored samples (in the order taken) against the plan, slot by slot. A
+    sample names its slot (over a pool the machines take slots at once, out of the
+    plan's order); one without (an earlier kbisect's) follows the plan in order. Each
+    slot's samples are replayed in turn: done when one counts; left disturbed (`open`)
+    by its last try (retake.py), or by a disturbed sample an earlier kbisect kept and
+    counted; given up after `retries` failed tries, unless a later try (its machine
+    quarantined, another took it) follows."""
     mine: dict[int, list[dict[str, Any]]] = {}
+    nxt, tries = 0, 0  # the plan's next slot in order, and its failed tries
     for s in stored:
         slot = s.get("slot")
-        if not isinstance(slot, int) or not 0 <= slot < len(plan) or s.get("label") != plan[slot]:
+        slot = slot if isinstance(slot, int) else nxt
+        if not 0 <= slot < len(plan) or s.get("label") != plan[slot]:
+            where = f"boot {slot + 1} of the plan is side {plan[slot]}" if slot < len(plan) else ""
             raise NotResumable(
-                f"a stored sample of side {s.get('label')} names no slot of this pool's plan "
-                f"(slot {slot!r})"
+                f"a stored sample of side {s.get('label')} does not follow the plan "
+                f"({where or 'the plan is done'})"
             )
         mine.setdefault(slot, []).append(s)
+        if slot == nxt:
+            failed = s.get("status") not in ("ok", retake.DISTURBED) and not retake.counts(s)
+            tries = tries + 1 if failed else tries
+            if retake.counts(s) or retake.left_out(s) or tries > retries:
+                nxt, tries = nxt + 1, 0
+    st = Standing()
     for i in range(len(plan)):
         done, attempts, retakes = False, 0, 0
         for s in mine.get(i, []):
@@ -252,16 +254,16 @@ def by_slot(plan: list[str], retries: int, stored: list[dict[str, Any]]) -> Stan
                 done = True
             elif s.get("status") in ("ok", retake.DISTURBED):
                 retakes = 0 if retake.left_out(s) else retakes + 1
-                if retake.left_out(s):
-                    st.open[i] = 0
+                if retake.left_out(s) or i in st.open:
+                    st.open[i] = retakes
             else:
                 st.failed[plan[i]] += 1
                 attempts += 1
         if done:
             st.open.pop(i, None)
         elif i in st.open:
-            st.todo[i] = (0, 0)
+            st.todo[i] = (0, st.open[i])
         elif attempts <= retries:
             st.todo[i] = (attempts, retakes)
-    st.slot = len(plan) - len(st.todo)
+    st.slot = min((i for i in st.todo if i not in st.open), default=len(plan))
     return st

@@ -1,21 +1,22 @@
 """`kbisect compare --boots auto`: the rule a plan records, the loop that boots its slots
-and looks after each complete pair (the stopping rule itself is stats/stopping.py), and
-the verdict at the rule's level. run.py boots through `play`; scripts/simulate-sequential
-plays the same loop with drawn samples.
+round by round and looks after each (the stopping rule itself is stats/stopping.py), and
+the verdict at the rule's level. run.py boots through `play`, one target (a round is a
+pair) and a pool alike; scripts/simulate-sequential and scripts/simulate-pool play the
+same loop with drawn samples.
 
 The plan holds the order of the most boots (`max_boots` a side, interleaved as a fixed
 compare's); the run stops at the first look that settles the ratio. A resumed run looks
 at what it has before its next boot, so it stops where the rule says and boots no slot
 the rule would not have.
 
-Over a pool (`play_rounds`) the machines boot at once, so the rule looks once per round:
+One target looks after each pair whenever the shorter side has grown. Over a pool the
+machines boot at once, so the rule looks once per round (`rule.at`):
 a round is one more pair on every machine (the plan's pairs alternate AB and BA within
-a machine, schedule.pool_order, so every second round completes an ABBA block on each
+a machine, schedule.order, so every second round completes an ABBA block on each
 machine); each machine has then measured both sides equally often, which is what the
 machine fixed effect needs to stay out of the ratio. The look is the blocked interval
 (machines.interval) at the level looks.py gives K looks, K the rounds from the first
 with `least` boots a side (`over_pool`); the plan records them (`look_at`).
-scripts/simulate-pool plays the same loop with drawn samples.
 
 A single-target run's noise prior (stats/prior.py) is chosen once, after its first pair
 (run.py `_choose_prior`: the machine is known only from a boot), and recorded in the
@@ -53,10 +54,12 @@ def plan_fields(rule: stopping.Rule | None) -> dict[str, Any]:
 OFF = "off"
 
 
-def asked(mode: str) -> dict[str, Any]:
-    """A new single-target plan's "noise_prior": auto, chosen after the first pair
-    (run.py), or none with --noise-prior off."""
-    return {"noise_prior": AUTO if mode == AUTO else {"none": "turned off (--noise-prior off)"}}
+def asked(rule: stopping.Rule, mode: str) -> tuple[stopping.Rule, bool]:
+    """A new single-target plan's rule, and whether its noise prior is still to be
+    chosen (auto: after the first pair, run.py); with --noise-prior off, none."""
+    if mode == AUTO:
+        return rule, True
+    return dataclasses.replace(rule, no_prior="turned off (--noise-prior off)"), False
 
 
 def prior_of(recorded: Any) -> tuple[priors.Prior | None, str]:
@@ -99,7 +102,7 @@ def rule_of(plan: Mapping[str, Any]) -> stopping.Rule | None:
 def rounds(where: Sequence[str]) -> list[int]:
     """The boots a side a pool's plan has dealt after each of its rounds (a round: every
     machine its next pair; `where` is each slot's machine, two slots a pair, the rounds
-    one after another as schedule.pool_order lays them out)."""
+    one after another as schedule.order lays them out)."""
     seen: dict[str, int] = {}
     ends: dict[int, int] = {}
     for i in range(0, len(where), 2):
@@ -117,77 +120,51 @@ def over_pool(rule: stopping.Rule, where: Sequence[str]) -> stopping.Rule:
     return pooled
 
 
-def play(
-    order: Sequence[str],
-    start: int,
-    take: Callable[[int], object],
-    counted: Callable[[], tuple[Sequence[float], Sequence[float]]],
-    rule: stopping.Rule | None,
-) -> tuple[stopping.Stop | None, int]:
-    """Boot slots start.. of `order` (`take(i)` boots slot i; `counted()` is the tps of
-    each side's boots that count so far). With a rule, look after each complete pair
-    whenever the shorter side has grown, and at the plan's end, and stop at the first
-    final look; a run resumed at a pair's end looks first. The last look (None without
-    a rule) and the slots the run got to."""
-    if rule is None:
-        for i in range(start, len(order)):
-            take(i)
-        return None, len(order)
-    looked = -1
-
-    def look(i: int) -> stopping.Stop | None:
-        nonlocal looked
-        a, b = counted()
-        last = i >= len(order)
-        if min(len(a), len(b)) == looked and not last:
-            return None
-        looked = min(len(a), len(b))
-        return stopping.decide(a, b, rule, last=last)
-
-    stop = look(start) if start > 0 and start % 2 == 0 else None
-    i = start
-    while i < len(order) and not (stop and stop.final):
-        take(i)
-        i += 1
-        if i % 2 == 0 or i == len(order):
-            stop = look(i) or stop
-    if stop is None or not stop.final:  # a plan done before this run (nothing to take)
-        stop = stopping.decide(*counted(), rule, last=True)
-    return stop, i
-
-
 Looked = tuple[Sequence[float], Sequence[float], machines.Interval | None]
 
 
-def play_rounds(
-    rule: stopping.Rule,
+def play(
+    rule: stopping.Rule | None,
+    ends: Sequence[int],
     start: int,
     take: Callable[[int, int], object],
     counted: Callable[[], Looked],
-) -> tuple[stopping.Stop, int]:
-    """A pool's sequential loop: boot the rounds of the plan (`take(lo, hi)` boots the
-    slots lo..hi-1 still to take, the machines at once) from slot `start` (the first not
-    settled), look after each round of `rule.at` (`counted()`: each side's tps that
-    count, in the stored order, and the blocked interval for them, or None on one
-    machine), and stop at the first final look; a run resumed at a look's round end
-    looks first. The last look and the slots the run got to."""
-    ends = [2 * n for n in rule.at]
-    total = ends[-1]
+) -> tuple[stopping.Stop | None, int]:
+    """Boot the plan's rounds (`ends`: the slot each round ends at; `take(lo, hi)` boots
+    the slots lo..hi-1 still to take) from slot `start` (the first not settled). With a
+    rule, look after each round (`counted()`: each side's tps that count, in the stored
+    order, and the blocked interval for them, or None on one machine), whenever the
+    shorter side has grown, and at the plan's end; a pool's rule looks after the rounds
+    of `rule.at` only, each the look of its index. Stop at the first final look; a run
+    resumed at a look's round end looks first. The last look (None without a rule) and
+    the slots the run got to."""
+    if rule is None:
+        take(start, ends[-1])
+        return None, ends[-1]
+    marks = [2 * n for n in rule.at] or list(ends)
+    looked = -1
 
-    def look(end: int) -> stopping.Stop:
+    def look(end: int) -> stopping.Stop | None:
+        nonlocal looked
         a, b, interval = counted()
-        k = ends.index(end) + 1
-        return stopping.decide(a, b, rule, last=end >= total, interval=interval, look=k)
+        last = end >= marks[-1]
+        if min(len(a), len(b)) == looked and not last and not rule.at:
+            return None
+        looked = min(len(a), len(b))
+        k = marks.index(end) + 1 if rule.at else None
+        return stopping.decide(a, b, rule, last=last, interval=interval, look=k)
 
-    stop = look(start) if start in ends else None
+    stop = look(start) if start in marks else None
     lo = start
-    for end in ends:
+    for end in marks:
         if end <= start or (stop is not None and stop.final):
             continue
         take(lo, end)
         lo = end
-        stop = look(end)
-    assert stop is not None and stop.final  # the last round's look is final
+        stop = look(end) or stop
+    if stop is None or not stop.final:  # a plan done before this run (nothing to take)
+        a, b, interval = counted()
+        stop = stopping.decide(a, b, rule, last=True, interval=interval)
     return stop, lo
 
 

@@ -8,7 +8,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from kbisect.compare import machines, schedule, sequential
+from kbisect.compare import machines, schedule
 from kbisect.compare.sides import NAMES, Side
 from kbisect.core import clock, progress, reading
 from kbisect.measure import results
@@ -26,7 +26,7 @@ def sample_files(out: Path) -> dict[str, list[str]]:
 
 def summary(
     sides: dict[str, Side],
-    plan: dict[str, Any],
+    plan: schedule.Plan,
     verdict: means.Verdict,
     duration: float,
     out: Path,
@@ -39,19 +39,19 @@ def summary(
     return {
         "version": 1,
         "kind": "compare",
-        "command": plan["command"],
+        "command": plan.command,
         "created": clock.utc_now(),
         "scenario": {"name": a.scen.name, "hash": a.scen.hash},
         "sides": {x: {**sides[x].describe(), "samples": files.get(x, [])} for x in NAMES},
-        "order": plan["order"],
+        "order": plan.order,
         "failed": {x: sides[x].failed for x in NAMES},
         "stats": {"A": verdict.a.as_dict(), "B": verdict.b.as_dict()},
         "verdict": verdict.as_dict(),
-        "min_effect": plan["min_effect"],
+        "min_effect": plan.min_effect,
         "confidence": verdict.ratio.confidence,
         "duration_s": round(duration, 1),
-        "target": plan["target_described"],
-        "resumed": plan.get("resumed", 0),
+        "target": plan.target_described,
+        "resumed": plan.resumed,
         **({"sequential": stopped} if stopped is not None else {}),
     }
 
@@ -60,11 +60,11 @@ def partial(out: Path) -> dict[str, Any]:
     """What `kbisect report` shows of a compare that has not finished: its plan's sides,
     every stored sample, marked partial (the verdict is recomputed from the samples)."""
     plan = schedule.load(out)
-    rule = sequential.rule_of(plan)
+    rule = plan.rule
     files = sample_files(out)
     sides = {
         x: {
-            **{k: v for k, v in plan["sides"][x].items() if k not in ("sets", "image", "manifest")},
+            **{k: v for k, v in plan.sides[x].items() if k not in ("sets", "image", "manifest")},
             "samples": files.get(x, []),
         }
         for x in NAMES
@@ -73,15 +73,15 @@ def partial(out: Path) -> dict[str, Any]:
         "version": 1,
         "kind": "compare",
         "partial": True,
-        "command": plan["command"],
-        "created": plan["created"],
-        "scenario": plan["scenario_id"],
+        "command": plan.command,
+        "created": plan.created,
+        "scenario": plan.scenario_id,
         "sides": sides,
-        "order": plan["order"],
+        "order": plan.order,
         "stats": {},
-        "min_effect": plan["min_effect"],
+        "min_effect": plan.min_effect,
         "confidence": rule.level if rule else 0.95,
-        "target": plan["target_described"],
+        "target": plan.target_described,
         "verdict": {
             "kind": "partial",
             "result": "interrupted: not every boot was taken",

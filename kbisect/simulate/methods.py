@@ -351,18 +351,25 @@ class Bayes:
 class Counted(Search):
     """The driver's posterior search, its test boots counted by why the search chose the
     revision: "" its own next test, "story" a test of the whole range's story, "probe" a
-    long stretch no test has split (the reasons Search._test is given)."""
+    long stretch no test has split (the roles a round's boots are planned with)."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         self.tested: dict[str, int] = {}
         super().__init__(*args, **kwargs)
 
-    def _test(self, *args: Any, **kwargs: Any) -> bool:
-        why = str(kwargs.get("why", args[1] if len(args) > 1 else ""))
-        before = self.bench.boots()
-        done = super()._test(*args, **kwargs)
-        self.tested[why] = self.tested.get(why, 0) + self.bench.boots() - before
-        return done
+    def _take(self, plan: list[tuple[str, str]]) -> None:
+        for _, role in plan:
+            self._count(role, 1)
+        super()._take(plan)
+
+    def _failed(self, commit: str, role: str, why: str) -> None:
+        super()._failed(commit, role, why)
+        self._count(role, -1)
+
+    def _count(self, role: str, n: int) -> None:
+        if role not in ("reference", "recheck"):
+            why = "" if role == "test" else role
+            self.tested[why] = self.tested.get(why, 0) + n
 
 
 def _confirmed(search: Search, rc: str | None) -> bool:

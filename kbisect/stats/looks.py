@@ -29,7 +29,7 @@ endpoint check tops both sides up before it looks, the re-check (bisect/recheck.
 draws the second sample of a pair without looking, the sequential compare
 (compare/sequential.py) looks after each pair when the shorter side has grown. Over a
 pool of machines the sequential compare looks once per round instead (every machine one
-more pair, compare/sequential.py `play_rounds`): K is then the number of rounds that
+more pair, compare/sequential.py `play`, `over_pool`): K is then the number of rounds that
 look, `level(alpha, 1, K)`; so does a bisection's re-check over a pool (k/2 fresh pairs a
 round, confirm.py `Rule.every`), and its endpoint check (k/2 pairs a side a round,
 bisect/check.py): K is then `count(least, most, every)`, the looks `every` samples apart.

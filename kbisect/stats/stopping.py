@@ -22,7 +22,7 @@ A look is made once per n (the caller looks when the shorter side has grown); wi
 "equivalent" never happens. Simulated error rates and boots: docs/statistics.md
 (scripts/simulate-sequential).
 
-Over a pool of machines (compare/sequential.py `play_rounds`) the rule looks once per
+Over a pool of machines (compare/sequential.py `play`, `over_pool`) the rule looks once per
 round, not per pair: `at` lists the boots a side the plan has dealt after each round
 that looks (every machine one more pair), K = len(at), each look at 1 - α/K (looks.py),
 and the interval is the caller's (`interval`: the blocked one, stats/blocked.py, the

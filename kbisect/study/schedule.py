@@ -122,31 +122,17 @@ def take(b: Boots, slot: Slot, out: Path, retries: int, used: int = 0) -> bool:
 
 
 def run(b: Boots, slots: Sequence[Slot], out: Path, retries: int) -> list[Slot]:
-    """Take every pending slot in plan order; return those still missing. Over a pool,
-    the machines take them at once (`fan_out`)."""
+    """Take every pending slot in plan order over the target's machines (a plain target:
+    a pool of one, one slot after the other; targets/pool/dispatch.py), the machine as a
+    block: block k goes whole to machine k mod N, so each machine boots every kernel in
+    every cell, and a kernel-to-kernel comparison within a block stays on one machine.
+    A quarantined machine's slots go to the others. The slots still missing."""
     todo = pending(slots, store.ok_counts(out))
     if len(todo) < len(slots):
         progress.step(f"resuming: {len(slots) - len(todo)} of {len(slots)} samples already taken")
     used = store.retakes_used(out)  # the slot in progress per unit, on resume
-    if len(dispatch.members(b.target)) > 1:
-        return fan_out(b, todo, out, retries, used)
-    missing = []
-    for i, slot in enumerate(todo, 1):
-        progress.step(f"sample {i}/{len(todo)}")
-        if not take(b, slot, out, retries, used.pop(slot.unit, 0)):
-            missing.append(slot)
-    return missing
-
-
-def fan_out(
-    b: Boots, todo: Sequence[Slot], out: Path, retries: int, used: dict[tuple[int, int], int]
-) -> list[Slot]:
-    """The slots over a pool's machines (targets/pool/dispatch.py), the machine as a
-    block: block k goes whole to machine k mod N, so each machine boots every kernel in
-    every cell, and a kernel-to-kernel comparison within a block stays on one machine.
-    A quarantined machine's slots go to the others. The slots still missing."""
     names = [m.name for m in dispatch.members(b.target)]
-    progress.step(f"{len(todo)} samples over {len(names)} machines ({', '.join(names)})")
+    progress.step(f"{len(todo)} samples on {len(names)} machine(s) ({', '.join(names)})")
 
     def task(slot: Slot, retakes: int) -> dispatch.Task[bool]:
         def run_on(machine: Target) -> bool:
@@ -155,5 +141,5 @@ def fan_out(
         return dispatch.Task(run_on, names[slot.block % len(names)])
 
     tasks = [task(slot, used.pop(slot.unit, 0)) for slot in todo]
-    done = dispatch.run_batch(b.target, tasks, strike=lambda took: took is not True)
-    return [slot for slot, d in zip(todo, done, strict=True) if d.value is not True]
+    took = dispatch.run_each(b.target, tasks, strike=lambda took: took is not True)
+    return [slot for slot, t in zip(todo, took, strict=True) if t is not True]

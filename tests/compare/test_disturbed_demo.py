@@ -69,6 +69,6 @@ def test_the_run_re_renders_from_its_undisturbed_samples(tmp_path: Path) -> None
 
 def test_a_resume_would_take_the_left_slot_first() -> None:
     plan = schedule.load(DEMO)
-    st = schedule.standing(plan["order"], plan["retries"], results.load_samples(DEMO))
-    assert st.slot == len(plan["order"]) and st.open == {0: 0}
+    st = schedule.standing(plan.order, plan.retries, results.load_samples(DEMO))
+    assert st.slot == len(plan.order) and st.open == {0: 0}
     assert [len(st.tps[x]) for x in "AB"] == [4, 5]

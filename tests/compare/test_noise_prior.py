@@ -123,13 +123,13 @@ def test_a_resume_reads_the_plans_prior_not_the_index(tmp_path: Path, cache: Non
     assert seq["noise_prior"] == chosen["noise_prior"] and seq["n"] == 2
     assert len(fake_calls(target)) - calls == 5  # 4 slots, the killed one taken again
     plan = schedule.load(out)
-    assert sequential.rule_of(plan) == sequential.rule_of(chosen)
+    assert plan.rule == sequential.rule_of(chosen)
 
 
 def test_a_plan_with_a_bad_prior_names_the_field(tmp_path: Path) -> None:
     root = Path(__file__).resolve().parents[2]
     plan = json.loads((root / "docs" / "examples" / "demo" / "plan.json").read_text())
-    bad = {"boots": "auto", "max_boots": 5, "least": 2, "order": schedule.order(5)}
+    bad = {"boots": "auto", "max_boots": 5, "least": 2, "order": schedule.order(5)[0]}
     (tmp_path / "plan.json").write_text(json.dumps({**plan, **bad, "noise_prior": {"var": -1}}))
     with pytest.raises(Exception, match="noise_prior must be auto, a prior or none"):
         schedule.load(tmp_path)

@@ -2,7 +2,7 @@
 machines (every machine one more pair) with the blocked interval at the level looks.py
 gives, the single-target rule's three outcomes, a resumed run looking first, a
 quarantined machine's slots moved; the rule's pieces (sequential.rounds, over_pool,
-play_rounds); the report's per-machine sides and CV warnings within machines."""
+play); the report's per-machine sides and CV warnings within machines."""
 
 from __future__ import annotations
 
@@ -67,7 +67,7 @@ def test_a_round_is_a_pair_on_every_machine_and_looks_start_at_least(
     boots: int, n: int, ends: list[int], at: tuple[int, ...]
 ) -> None:
     names = [f"m{j}" for j in range(n)]
-    sides, where = schedule.pool_order(boots, names)
+    sides, where = schedule.order(boots, machines=names)
     assert sequential.rounds(where) == ends
     # after each round every machine has measured both sides equally often
     for end in ends:
@@ -89,17 +89,22 @@ def halves(n: int) -> tuple[list[float], list[float], None]:
     return [1000.0 + k for k in range(n)], [500.0 + k for k in range(n)], None
 
 
-def test_play_rounds_takes_a_round_then_looks_and_stops_when_final() -> None:
+def test_play_takes_a_round_then_looks_and_stops_when_final() -> None:
     rule = stopping.Rule(at=(4, 6, 8, 10))
     taken: list[tuple[int, int]] = []
-    stop, reached = sequential.play_rounds(
-        rule, 0, lambda lo, hi: taken.append((lo, hi)), lambda: halves(taken[-1][1] // 2)
+    stop, reached = sequential.play(
+        rule, [20], 0, lambda lo, hi: taken.append((lo, hi)), lambda: halves(taken[-1][1] // 2)
     )
     assert taken == [(0, 8)]  # the rounds before the first look in one go
-    assert (stop.kind, stop.look, stop.n, reached) == (stopping.SIGNIFICANT, 1, 4, 8)
+    assert stop is not None and (stop.kind, stop.look, stop.n, reached) == (
+        stopping.SIGNIFICANT,
+        1,
+        4,
+        8,
+    )
 
 
-def test_play_rounds_runs_every_round_when_nothing_settles() -> None:
+def test_play_runs_every_round_when_nothing_settles() -> None:
     rule = stopping.Rule(at=(4, 6, 8, 10))
     taken: list[tuple[int, int]] = []
 
@@ -107,23 +112,27 @@ def test_play_rounds_runs_every_round_when_nothing_settles() -> None:
         n = taken[-1][1] // 2
         return [1000.0, 800.0] * (n // 2), [900.0, 1100.0] * (n // 2), None
 
-    stop, reached = sequential.play_rounds(rule, 0, lambda lo, hi: taken.append((lo, hi)), wide)
+    stop, reached = sequential.play(rule, [20], 0, lambda lo, hi: taken.append((lo, hi)), wide)
     assert taken == [(0, 8), (8, 12), (12, 16), (16, 20)]
-    assert (stop.kind, stop.look, reached) == (stopping.UNDECIDED, 4, 20)
+    assert stop is not None and (stop.kind, stop.look, reached) == (stopping.UNDECIDED, 4, 20)
 
 
 def test_a_resumed_pool_run_looks_before_booting_at_a_looks_end() -> None:
     rule = stopping.Rule(at=(4, 6, 8, 10))
     taken: list[tuple[int, int]] = []
-    stop, reached = sequential.play_rounds(
-        rule, 8, lambda lo, hi: taken.append((lo, hi)), lambda: halves(4)
+    stop, reached = sequential.play(
+        rule, [20], 8, lambda lo, hi: taken.append((lo, hi)), lambda: halves(4)
     )
-    assert taken == [] and (stop.kind, stop.look, reached) == (stopping.SIGNIFICANT, 1, 8)
+    assert (
+        stop is not None
+        and taken == []
+        and (stop.kind, stop.look, reached) == (stopping.SIGNIFICANT, 1, 8)
+    )
     # resumed inside a round: the rest of that round, then its look
-    stop, reached = sequential.play_rounds(
-        rule, 10, lambda lo, hi: taken.append((lo, hi)), lambda: halves(6)
+    stop, reached = sequential.play(
+        rule, [20], 10, lambda lo, hi: taken.append((lo, hi)), lambda: halves(6)
     )
-    assert taken == [(10, 12)] and (stop.look, reached) == (2, 12)
+    assert stop is not None and taken == [(10, 12)] and (stop.look, reached) == (2, 12)
 
 
 def test_a_look_uses_the_given_interval_at_the_rules_level() -> None:
@@ -142,7 +151,7 @@ def test_a_look_uses_the_given_interval_at_the_rules_level() -> None:
         raise means.StatsError("no machine measured both sides")
 
     stop = stopping.decide([1.0] * 4, [1.0] * 4, rule, interval=no_machine_both, look=1)
-    assert (stop.kind, stop.ratio) == (stopping.MORE, None)
+    assert stop is not None and (stop.kind, stop.ratio) == (stopping.MORE, None)
 
 
 # --- the CLI over a pool -----------------------------------------------------------------
@@ -242,7 +251,7 @@ def test_one_machine_in_a_pool_keeps_the_single_target_rule(tmp_path: Path) -> N
 @pytest.mark.parametrize("look_at", [[], [2, 10], [4, 6, 8], [6, 4, 10], ["4", 10]])
 def test_a_plan_with_wrong_looks_names_the_field(tmp_path: Path, look_at: object) -> None:
     plan = json.loads((ROOT / "docs" / "examples" / "demo" / "plan.json").read_text())
-    order = schedule.order(10)
+    order = schedule.order(10)[0]
     rule = {"boots": "auto", "max_boots": 10, "least": 3, "look_at": look_at, "order": order}
     (tmp_path / "plan.json").write_text(json.dumps({**plan, **rule}))
     with pytest.raises(reading.CorruptFile, match="look_at"):

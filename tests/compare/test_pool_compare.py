@@ -31,13 +31,13 @@ def argv(pool: Path, image: Path, out: Path, boots: int, *extra: str) -> list[st
     return ab_compare_argv(image, pool, "--boots", str(boots), "--out", str(out), *extra)
 
 
-def test_pool_order_deals_abba_blocks_to_every_machine() -> None:
-    sides, where = schedule.pool_order(6, ["m1", "m2", "m3"])
+def test_the_order_deals_abba_blocks_to_every_machine() -> None:
+    sides, where = schedule.order(6, machines=["m1", "m2", "m3"])
     for m in ("m1", "m2", "m3"):
         mine = [s for s, w in zip(sides, where, strict=True) if w == m]
         assert mine in (["A", "B", "B", "A"], ["B", "A", "A", "B"])
     assert where[:6] == ["m1", "m1", "m2", "m2", "m3", "m3"]  # all machines at once
-    sides, where = schedule.pool_order(5, ["m1", "m2"], "random", seed=3)
+    sides, where = schedule.order(5, "random", 3, ["m1", "m2"])
     assert Counter(sides) == {"A": 5, "B": 5} and Counter(where) == {"m1": 6, "m2": 4}
 
 
@@ -62,7 +62,7 @@ def test_a_compare_over_three_machines_one_faster(
     assert sorted(r[0] + r[-7] for r in rows) == [x + m for x in "AB" for m in ("m1", "m2", "m3")]
     assert "(95% CI, within machines): no significant difference" in printed
     plan = schedule.load(out)
-    assert Counter(plan["machines"]) == {"m1": 4, "m2": 4, "m3": 4}
+    assert Counter(plan.machines or []) == {"m1": 4, "m2": 4, "m3": 4}
     stored = results.load_samples(out)
     took = Counter((s["target"]["machine"], s["label"]) for s in stored)
     assert took == {(m, x): 2 for m in ("m1", "m2", "m3") for x in "AB"}
@@ -106,8 +106,8 @@ def test_a_pool_compare_resumes_by_slot(tmp_path: Path) -> None:
     dropped = {json.loads(p.read_text())["slot"] for p in before[-2:]}
     for p in [*before[-2:], out / "summary.json", out / "report.md"]:
         p.unlink()
-    st = schedule.by_slot(schedule.load(out)["order"], 2, results.load_samples(out))
-    assert set(st.todo) == dropped and st.slot == 6
+    st = schedule.standing(schedule.load(out).order, 2, results.load_samples(out))
+    assert set(st.todo) == dropped and st.slot == min(dropped)
     assert cli.main(["compare", "--resume", str(out)]) == EXIT_OK
     stored = results.load_samples(out)
     assert sorted(s["slot"] for s in stored) == list(range(8))

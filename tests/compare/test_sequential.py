@@ -38,7 +38,7 @@ def test_a_halving_stops_after_three_boots_a_side(tmp_path: Path, cache: None) -
     code, out, target = auto(tmp_path, 500, 0.02)
     assert code == EXIT_NEGATIVE and len(fake_calls(target)) == 6
     summary = results.load_summary(out)  # validated against the schema
-    assert summary["order"] == schedule.order(3)  # the slots taken, not the 20 planned
+    assert summary["order"] == schedule.order(3)[0]  # the slots taken, not the 20 planned
     assert summary["confidence"] == pytest.approx(LEVEL)
     assert summary["verdict"]["kind"] == "regression"
     assert summary["verdict"]["ratio"]["confidence"] == pytest.approx(LEVEL)
@@ -53,7 +53,7 @@ def test_a_halving_stops_after_three_boots_a_side(tmp_path: Path, cache: None) -
     assert seq["reason"].startswith("stopped after 3 boots a side (look 1): the 99.38% CI [")
     plan = json.loads((out / "plan.json").read_text())
     assert (plan["boots"], plan["max_boots"], plan["least"]) == ("auto", 10, 3)
-    assert plan["order"] == schedule.order(10)
+    assert plan["order"] == schedule.order(10)[0]
     report = (out / "report.md").read_text()
     assert "Sequential (`--boots auto`): stopped after 3 boots a side" in report
     assert "99.375% CI" in report
@@ -76,7 +76,7 @@ def test_no_effect_runs_to_max_boots_undecided(tmp_path: Path, cache: None) -> N
     code, out, target = auto(tmp_path, 1000, 0.05, "--max-boots", "4")
     assert code == EXIT_OK and len(fake_calls(target)) == 8
     summary = results.load_summary(out)
-    assert summary["order"] == schedule.order(4)
+    assert summary["order"] == schedule.order(4)[0]
     assert summary["verdict"]["kind"] == means.NO_DIFFERENCE
     seq = summary["sequential"]
     assert (seq["stop"], seq["n"], seq["looks"]) == ("undecided", 4, 2)
@@ -117,7 +117,7 @@ def test_auto_is_the_default_only_without_a_count(tmp_path: Path, cache: None) -
     out = tmp_path / "fixed"  # --boots N is fixed even where auto would be the default
     argv = [*base, "--scenario", str(scen), "--boots", "4", "--out", str(out)]
     assert cli.main(argv) == EXIT_NEGATIVE
-    assert results.load_summary(out)["order"] == schedule.order(4)
+    assert results.load_summary(out)["order"] == schedule.order(4)[0]
     out = tmp_path / "most"  # --max-boots alone means auto, over the scenario's count
     argv = [*base, "--scenario", "smoke", "--max-boots", "5", "--out", str(out)]
     assert cli.main(argv) == EXIT_NEGATIVE
@@ -162,7 +162,7 @@ def test_a_killed_auto_compare_resumes_by_the_same_rule(
     assert cli.main(["compare", "--resume", str(out)]) == EXIT_NEGATIVE
     summary = results.load_summary(out)
     assert summary["resumed"] == 1 and summary["sequential"]["n"] == 3
-    assert [s["label"] for s in results.load_samples(out)] == schedule.order(3)
+    assert [s["label"] for s in results.load_samples(out)] == schedule.order(3)[0]
     assert len(fake_calls(target)) == 7  # 6 slots, the killed one taken again
     # interrupted after its last sample, before its summary: the resume looks first
     (out / "summary.json").unlink()

@@ -83,7 +83,7 @@ def test_the_second_sample_disturbed_is_retaken_and_the_verdict_is_the_quiet_one
     assert "retake 1 of 2" in capsys.readouterr().err
     samples = results.load_samples(out)
     assert statuses(out) == ["ok", "disturbed", *["ok"] * 5]  # exactly the 2nd, kept
-    assert [s["label"] for s in samples if s["status"] == "ok"] == schedule.order(3)
+    assert [s["label"] for s in samples if s["status"] == "ok"] == schedule.order(3)[0]
     kept = samples[1]
     assert kept["disturbance"]["disturbed"] and kept["disturbance"]["others_peak"] == HOG
     assert kept["tps"] == pytest.approx(samples[2]["tps"] * (1 - HOG), rel=0.1)  # slowed
@@ -209,7 +209,7 @@ def test_a_hog_mid_compare_then_a_resume_on_a_quiet_host_retakes_the_slot_first(
     argv = resume_argv(image, target, out, "1")
     assert start_driver(argv, pid_file).wait(timeout=120) == -signal.SIGKILL
     assert statuses(out) == ["ok", "disturbed", "disturbed", "ok"]  # slot 1 left, slot 2 done
-    st = schedule.standing(schedule.order(3), 1, results.load_samples(out))
+    st = schedule.standing(schedule.order(3)[0], 1, results.load_samples(out))
     assert (st.slot, st.open) == (3, {1: 0})
     hog_target(tmp_path, "hog", [])  # a quiet host
     assert cli.main(["compare", "--resume", str(out)]) == 1

@@ -6,6 +6,7 @@ from __future__ import annotations
 import random
 import re
 from collections.abc import Sequence
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
@@ -117,7 +118,12 @@ class Feed:
         self.left = {"A": list(a), "B": list(b)}
         self.tps: dict[str, list[float]] = {"A": [], "B": []}
         self.taken: list[int] = []
-        self.order = schedule.order(len(a))
+        self.order = schedule.order(len(a))[0]
+        self.ends = list(range(2, len(self.order) + 1, 2))  # a round a pair: one target
+
+    def rounds(self, lo: int, hi: int) -> None:
+        for i in range(lo, hi):
+            self.take(i)
 
     def take(self, i: int) -> None:
         self.taken.append(i)
@@ -125,27 +131,27 @@ class Feed:
         if x is not None:
             self.tps[self.order[i]].append(x)
 
-    def counted(self) -> tuple[list[float], list[float]]:
-        return self.tps["A"], self.tps["B"]
+    def counted(self) -> tuple[list[float], list[float], None]:
+        return self.tps["A"], self.tps["B"], None
 
 
 def test_play_stops_at_the_first_settling_pair() -> None:
     feed = Feed(side(1000, 0.05, 10, 7), side(500, 0.05, 10, 8))
-    stop, reached = sequential.play(feed.order, 0, feed.take, feed.counted, RULE)
+    stop, reached = sequential.play(RULE, feed.ends, 0, feed.rounds, feed.counted)
     assert stop is not None and (stop.kind, stop.n, reached) == (stopping.SIGNIFICANT, 3, 6)
     assert feed.taken == [0, 1, 2, 3, 4, 5]
 
 
 def test_play_without_a_rule_takes_every_slot() -> None:
     feed = Feed([1000.0] * 3, [500.0, 501.0, 502.0])
-    assert sequential.play(feed.order, 0, feed.take, feed.counted, None) == (None, 6)
+    assert sequential.play(None, feed.ends, 0, feed.rounds, feed.counted) == (None, 6)
     assert feed.taken == [0, 1, 2, 3, 4, 5]
 
 
 def test_play_runs_to_the_most_when_nothing_settles() -> None:
     rule = stopping.Rule.upto(4)
     feed = Feed(side(1000, 0.1, 4, 9), side(1000, 0.1, 4, 10))
-    stop, reached = sequential.play(feed.order, 0, feed.take, feed.counted, rule)
+    stop, reached = sequential.play(rule, feed.ends, 0, feed.rounds, feed.counted)
     assert stop is not None and (stop.kind, stop.n, reached) == (stopping.UNDECIDED, 4, 8)
 
 
@@ -154,7 +160,7 @@ def test_a_resumed_play_looks_before_its_next_boot() -> None:
     for i in range(6):  # taken before the interruption, never looked at
         feed.take(i)
     feed.taken.clear()
-    stop, reached = sequential.play(feed.order, 6, feed.take, feed.counted, RULE)
+    stop, reached = sequential.play(RULE, feed.ends, 6, feed.rounds, feed.counted)
     assert stop is not None and (stop.kind, reached, feed.taken) == ("significant", 6, [])
 
 
@@ -165,15 +171,15 @@ def test_a_pair_that_did_not_grow_the_shorter_side_is_no_new_look(
     real = stopping.decide
 
     def counting(
-        a: list[float], b: list[float], rule: stopping.Rule, *, last: bool = False
+        a: list[float], b: list[float], rule: stopping.Rule, *, last: bool = False, **kw: Any
     ) -> stopping.Stop:
         looked.append(min(len(a), len(b)))
-        return real(a, b, rule, last=last)
+        return real(a, b, rule, last=last, **kw)
 
     monkeypatch.setattr(stopping, "decide", counting)
     a: list[float | None] = [1000.0, 1010.0, 990.0, None, 1000.0]  # A's 4th slot failed
     feed = Feed(a, [1000.0, 1020.0, 980.0, 1000.0, 990.0])
-    stop, reached = sequential.play(feed.order, 0, feed.take, feed.counted, stopping.Rule(most=5))
+    stop, reached = sequential.play(stopping.Rule(most=5), feed.ends, 0, feed.rounds, feed.counted)
     assert reached == 10 and stop is not None and stop.kind == stopping.UNDECIDED
     assert looked == [1, 2, 3, 4]  # n=3 once (pair 4 left it at 3), 4 at the plan's end
 
@@ -184,7 +190,7 @@ def test_the_level_keeps_the_false_stops_under_alpha() -> None:
     significant, missed, trials = 0, 0, 300
     for t in range(trials):
         feed = Feed(side(1000, 0.02, 10, 2 * t), side(980, 0.02, 10, 2 * t + 1))
-        stop, _ = sequential.play(feed.order, 0, feed.take, feed.counted, RULE)
+        stop, _ = sequential.play(RULE, feed.ends, 0, feed.rounds, feed.counted)
         assert stop is not None and stop.ratio is not None
         significant += stop.kind == stopping.SIGNIFICANT
         missed += not stop.ratio.low <= 0.98 <= stop.ratio.high

@@ -1,4 +1,4 @@
-"""A study's boots over a pool of fake machines (study/schedule.py `fan_out`): each block
+"""A study's boots over a pool of fake machines (study/schedule.py `run`): each block
 whole on one machine, every sample naming its machine, a failing machine's slots moved."""
 
 from __future__ import annotations

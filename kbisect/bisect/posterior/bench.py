@@ -63,26 +63,22 @@ class Bench(Protocol):
         """Build commit (cached per commit)."""
         ...
 
-    def boot(self, commit: str, recheck_of: str | None = None) -> list[Sample]:
-        """One more sample of the built commit (a failed boot is retried once); the new
-        evidence. recheck_of: a fresh sample for the re-check of that culprit."""
-        ...
-
     def fresh(self, culprit: str, commit: str) -> list[float]:
         """The tps of commit's fresh samples for the re-check of culprit."""
         ...
 
     def width(self) -> int:
-        """The machines a round samples on at once (1: one target, today's loop)."""
+        """The machines a round samples on at once (1: one target)."""
         ...
 
     def boot_round(
         self, commits: list[str], recheck_of: Recheck = None
     ) -> list[list[Sample] | BaseException]:
-        """One sample of each built commit (a commit twice: two samples), at once on the
-        pool's machines; per commit its new evidence, or the BootError or BenchmarkError
-        that failed it (the others' samples count). recheck_of: as boot()'s, for every
-        boot of the round or one for each (each())."""
+        """One sample of each built commit (a commit twice: two samples; a failed boot is
+        retried once), at once on the pool's machines (a plain target: one after the
+        other); per commit its new evidence, or the BootError or BenchmarkError that
+        failed it (the others' samples count). recheck_of: a fresh sample for the
+        re-check of that culprit, for every boot of the round or one for each (each())."""
         ...
 
     def save(self, run: Run, post: Posterior, schedule: Schedule | None) -> None:
@@ -188,14 +184,6 @@ class Store:
         role = "recheck" if recheck_of is not None else self._role(commit)
         return rev, 1 if owed else 2, role
 
-    def boot(self, commit: str, recheck_of: str | None = None) -> list[Sample]:
-        rev, attempts, role = self._next(commit, recheck_of)
-        try:
-            samples.draw(self.ctx, rev, attempts=attempts)
-        finally:
-            found = self.feed(commit, rev.out, role)
-        return found
-
     def fresh(self, culprit: str, commit: str) -> list[float]:
         return samples.stored(self.out(commit, culprit))[0]
 
@@ -205,8 +193,8 @@ class Store:
     def boot_round(
         self, commits: list[str], recheck_of: Recheck = None
     ) -> list[list[Sample] | BaseException]:
-        """The round's boots through round.take_round, each drawn as boot() draws it, on
-        the machine it is given; then each commit's new samples (a commit twice in the
+        """The round's boots through round.take_round, each drawn by samples.draw on the
+        machine it is given; then each commit's new samples (a commit twice in the
         round: the first gets both)."""
         whose = each(recheck_of, len(commits))
         nexts = [self._next(c, r) for c, r in zip(commits, whose, strict=True)]

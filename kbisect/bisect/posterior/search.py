@@ -57,7 +57,7 @@ class Search:
         self.opts = run.options
         self.k = max(1, bench.width())  # machines: the samples one round takes at once
         self.post = Posterior(g, Model(trend=self.opts.references > 0, machines=self.k > 1))
-        self.plan: list[tuple[str, str]] | None = None  # a pool's round being planned
+        self.plan: list[tuple[str, str]] = []  # the round being planned
         self.early: str | None = None  # the culprit whose re-check pairs the round starts
         self.schedule = None
         if self.opts.references > 0:
@@ -104,21 +104,22 @@ class Search:
         rest, or the budget is spent; the final answer (git's single first bad commit;
         the whole story is in run.story)."""
         while self.bench.boots() < self.opts.max_boots:
-            if not (self._round() if self.k == 1 else self._pooled()):
+            if not self._next_round():
                 break
             self.save()
         self.tell()
         self.save()
         return self.post.answer(self.opts.confidence)
 
-    # --- a pool's round: k samples at once -----------------------------------------------
+    # --- a round: k samples at once (k = 1: one target) -----------------------------------
 
-    def _pooled(self) -> bool:
-        """One round on a pool of k machines: the decisions of _round() taken one after the
-        other as today, each planning its boot instead of taking it (the one-step search's
-        test plans a whole batch for the free machines, posterior.batch), until the round
-        is full or a decision needs the samples first (a re-check, or a revision already
-        planned); then the round's boots at once (_take). False when done."""
+    def _next_round(self) -> bool:
+        """One round on the k machines (a plain target: k = 1): the decisions of _round()
+        taken one after the other, each planning its boot (the one-step search's test plans
+        a whole batch for the free machines, posterior.batch), until the round is full or a
+        decision needs the samples first (a re-check, which takes its own rounds, or a
+        revision already planned); then the round's boots at once (_take). False when
+        done."""
         self.plan, self.early = [], None
         go = True
         try:
@@ -128,7 +129,7 @@ class Search:
                     break
         except _Full:
             pass
-        plan, self.plan = self.plan, None
+        plan, self.plan = self.plan, []
         if plan:
             self._take(plan)
         return go or bool(plan)
@@ -138,7 +139,7 @@ class Search:
         return max(1, min(self.k, self.opts.max_boots - self.bench.boots()))
 
     def _planned(self) -> set[str]:
-        return {c for c, _ in self.plan or []}
+        return {c for c, _ in self.plan}
 
     def _free(self, commits: list[str]) -> list[str]:
         """commits not planned in this round already."""
@@ -149,26 +150,15 @@ class Search:
         """The one-step search's tests for the round's free machines: the batch with the
         most joint information (posterior.batch); stored samples and stored failures are
         used as _test uses them. False when no test can split the rest."""
-        assert self.plan is not None
         picks = self.post.batch(self._slots() - len(self.plan), Cost(build=BUILD_COST))
         if not picks:
             return False
         for commit in picks:
-            if commit in self.post.untestable:
-                continue
-            found, failure = self.bench.stored(commit)
-            if failure is not None:
-                self.fail(commit, f"stored failure, not retried: {failure}")
-                continue
-            if commit not in self.run.visited:
-                self.run.visited.append(commit)
-            if self.feed(found):
-                continue
-            self._plan(commit, "test")
+            if commit not in self.post.untestable:
+                self._planned_test(commit, "")
         return True
 
     def _plan(self, commit: str, role: str) -> None:
-        assert self.plan is not None
         self.plan.append((commit, role))
         if self.schedule is not None and role != "recheck":
             self.schedule.took(commit)
@@ -180,7 +170,6 @@ class Search:
         are taken after the answer held, as the re-check's are, so they are as fresh;
         recheck() goes on from them when the checks leave the answer standing. The
         re-check is entered in the state (running) so that a resumed run finds them."""
-        assert self.plan is not None
         parent, culprit = recheck.pair(self.post, answer)
         least = recheck.adaptive(self.opts).least
         a = len(self.bench.fresh(culprit, parent))
@@ -199,8 +188,10 @@ class Search:
 
     def _take(self, plan: list[tuple[str, str]]) -> None:
         """The round's boots: each revision built (once), then every sample at once on
-        the pool's machines (bench.boot_round). The state is saved first: a round cut
-        short is resumed from the samples it wrote, the rest chosen again."""
+        the k machines (bench.boot_round). The state is saved first: a round cut short is
+        resumed from the samples it wrote, the rest chosen again. A test whose build or
+        boot fails gives its place in the reference schedule back: only a test boot
+        that gave a sample counts."""
         self.save()
         jobs = []
         for commit, role in plan:
@@ -209,8 +200,7 @@ class Search:
             except BuildError as exc:
                 if role == "reference":
                     raise
-                if commit not in self.post.untestable:
-                    self.fail(commit, f"build failed: {exc}")
+                self._failed(commit, role, f"build failed: {exc}")
                 continue
             if role != "reference":
                 self.post.built(commit)
@@ -218,24 +208,34 @@ class Search:
         self._say(lambda: "round: " + ", ".join(f"{c[:12]} ({r})" for c, r in jobs))
         whose = [self.early if role == "recheck" else None for _, role in jobs]
         results = self.bench.boot_round([c for c, _ in jobs], whose)
+        said = []
         for (commit, role), got in zip(jobs, results, strict=True):
             if not isinstance(got, BaseException):
                 self.feed(got)
+                tps = got[-1].tps if got else 0.0
+                said.append(f"{commit[:12]}: {tps:.1f} tps")
             elif role == "recheck" and self.early is not None:
                 # as a re-check's failed boot: that re-check is over, not confirmed
                 rc = self.run.rechecks[self.early]
                 rc.update(kind="error", error=str(got), confirmed=False)
             elif role == "reference":
                 progress.warn(f"reference {commit[:12]} failed, no sample this time: {got}")
-            elif commit not in self.post.untestable:
+            else:
                 kind = "boot" if isinstance(got, BootError) else "benchmark"
-                self.fail(commit, f"{kind} failed: {got}")
-        self._say(self._standing)
+                self._failed(commit, role, f"{kind} failed: {got}")
+        self._say(lambda: "; ".join([*said, self._standing()]))
+
+    def _failed(self, commit: str, role: str, why: str) -> None:
+        """A planned test's build or boot failed: untestable, and no test boot."""
+        if commit not in self.post.untestable:
+            self.fail(commit, why)
+        if self.schedule is not None and role != "recheck" and self.schedule.tests > 0:
+            self.schedule.tests -= 1
 
     def _draw_pairs(self, parent: str, culprit: str, most: int) -> None:
-        """A re-check's round on a pool: fresh samples of parent and culprit in turn on
-        the free machines (the shorter side first), never past `most` pairs; each pair's
-        two boots on two machines, the sides swapping machines from round to round
+        """A re-check's round: fresh samples of parent and culprit in turn on the k
+        machines (the shorter side first), never past `most` pairs; over a pool, each
+        pair's two boots on two machines, the sides swapping machines from round to round
         (the bench's rotation), so a machine effect is not read as the step."""
         a = len(self.bench.fresh(culprit, parent))
         b = len(self.bench.fresh(culprit, culprit))
@@ -290,7 +290,7 @@ class Search:
                     self._early_pairs(answer)  # the round's idle machines start it
                     raise _Full  # the round's samples first
                 self.recheck(answer)
-                return True
+                raise _Full  # the re-check took its own rounds
             partial = self.run.rechecks[recheck.pair(self.post, answer)[1]].get("partial")
             if told.p_single >= story.ALONE and not partial:
                 self.wide = False
@@ -299,10 +299,9 @@ class Search:
             for change in told.changes:
                 step = self._as_answer(change)
                 if recheck.due(self.run, step):
-                    if self.plan:
-                        raise _Full  # the round's samples first
-                    self.recheck(step, improvement=change.ratio > 1)
-                    return True
+                    if not self.plan:
+                        self.recheck(step, improvement=change.ratio > 1)
+                    raise _Full  # the round's samples first, or the re-check took its rounds
             return False
         self.wide = True
         return self._reference() or self._test(self._wide_next(), "story")
@@ -561,58 +560,36 @@ class Search:
         if ref is None or self.schedule is None:
             return False
         self._say(lambda: f"reference: {'good' if ref == self.run.good else 'bad'} {ref[:12]}")
-        if self.plan is not None:
-            self._plan(ref, "reference")
-            return True
-        try:
-            self.bench.build(ref)
-            self.feed(self.bench.boot(ref))
-        except (BootError, BenchmarkError) as exc:
-            progress.warn(f"reference {ref[:12]} failed, no sample this time: {exc}")
-        self.schedule.took(ref)
+        self._plan(ref, "reference")
         return True
 
     def _test(self, chosen: str | None = None, why: str = "") -> bool:
         """One more sample of the best revision (or of `chosen`, with why: a probe of a
         single step, or a test of the story); False when no test can split the rest."""
-        if self.plan is not None and not why:
+        if not why:
             return self._plan_batch()
-        commit = chosen if why else self.post.next(Cost(build=BUILD_COST))
-        if commit is None:
+        if chosen is None:
             return False
-        if commit in self._planned():
+        if chosen in self._planned():
             raise _Full  # its next sample waits for the round's
+        self._planned_test(chosen, why)
+        return True
+
+    def _planned_test(self, commit: str, why: str) -> None:
+        """commit's stored samples as evidence, or else its next boot planned (a stored
+        failure makes it untestable)."""
         said = f"{why}: " if why else ""
         self._say(lambda: f"{said}testing {commit[:12]} (P(bad) = {self._p_bad(commit):.2f})")
         found, failure = self.bench.stored(commit)
         if failure is not None:
             self.fail(commit, f"stored failure, not retried: {failure}")
-            return True
+            return
         if commit not in self.run.visited:
             self.run.visited.append(commit)
         if self.feed(found):
             self._say(lambda: f"reusing stored sample(s) of {commit[:12]}")
-            return True
-        if self.plan is not None:
-            self._plan(commit, why or "test")
-            return True
-        try:
-            self.bench.build(commit)
-            self.post.built(commit)
-            found = self.bench.boot(commit)
-        except BuildError as exc:
-            self.fail(commit, f"build failed: {exc}")
-            return True
-        except (BootError, BenchmarkError) as exc:
-            kind = "boot" if isinstance(exc, BootError) else "benchmark"
-            self.fail(commit, f"{kind} failed: {exc}")
-            return True
-        self.feed(found)
-        if self.schedule is not None:
-            self.schedule.took(commit)
-        tps = found[-1].tps if found else 0.0
-        self._say(lambda: f"{commit[:12]}: {tps:.1f} tps; {self._standing()}")
-        return True
+            return
+        self._plan(commit, why or "test")
 
     def _entered(self, answer: Answer) -> tuple[str, str, dict[str, Any]]:
         """The answer's re-check pair (parent, culprit) and its entry in the state's
@@ -629,9 +606,8 @@ class Search:
         improvement: the answer is a change for the better (a fix inside the range),
         confirmed in that direction."""
         parent, culprit, rc = self._entered(answer)
-        rule = recheck.adaptive(self.opts)
-        if self.k > 1:  # a round draws k/2 pairs and the rule looks once per round
-            rule = replace(rule, every=max(self.k // 2, 1))
+        # a round draws k/2 pairs and the rule looks once per round
+        rule = replace(recheck.adaptive(self.opts), every=max(self.k // 2, 1))
         if improvement:
             rule = replace(rule, higher_is_better=not rule.higher_is_better)
             rc["improvement"] = True
@@ -649,16 +625,13 @@ class Search:
             rc.update(kind="error", error=str(exc), confirmed=False)
             return
 
-        def draw(commit: str) -> None:
-            if self.k > 1:
-                self._draw_pairs(parent, culprit, rule.most)
-                return
-            self.feed(self.bench.boot(commit, culprit))
-            self.save()
-
         try:
             step, a, b = recheck.sample(
-                parent, culprit, rule, lambda c: self.bench.fresh(culprit, c), draw
+                parent,
+                culprit,
+                rule,
+                lambda c: self.bench.fresh(culprit, c),
+                lambda _: self._draw_pairs(parent, culprit, rule.most),
             )
         except (BootError, BenchmarkError) as exc:
             rc.update(kind="error", error=str(exc), confirmed=False)

@@ -67,6 +67,17 @@ def members(target: Target) -> list[Target]:
     return list(target.live()) if isinstance(target, Pool) else [target]
 
 
+def run_each(
+    target: Target, tasks: Sequence[Task[T]], *, strike: Callable[[Any], bool] | None = None
+) -> list[T | None]:
+    """Every task's value, in the tasks' order: over a pool its machines at once
+    (run_batch; None where a kernel failure ended the task); a plain target, a pool of
+    one, runs them one after the other on itself (an error raised as it comes)."""
+    if not isinstance(target, Pool):
+        return [task.run(target) for task in tasks]
+    return [d.value for d in run_batch(target, tasks, strike=strike)] if tasks else []
+
+
 def machine_fault(exc: BaseException) -> bool:
     """An error of the machine, not of the kernel it ran."""
     return (
