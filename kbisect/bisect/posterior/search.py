@@ -205,7 +205,8 @@ class Search:
             if role != "reference":
                 self.post.built(commit)
             jobs.append((commit, role))
-        self._say(lambda: "round: " + ", ".join(f"{c[:12]} ({r})" for c, r in jobs))
+        if self.k > 1:  # one target: the boot lines below say it all
+            self._say(lambda: "round: " + ", ".join(f"{c[:12]} ({r})" for c, r in jobs))
         whose = [self.early if role == "recheck" else None for _, role in jobs]
         results = self.bench.boot_round([c for c, _ in jobs], whose)
         said = []
