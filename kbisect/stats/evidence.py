@@ -227,8 +227,7 @@ def _sampled(data: Split, st: State, info: Array) -> float:
         ls = ls + rows[:, data.i_delta, None] * data.z[None, :]
     e = data.x - data.h @ theta[:p]
     scaled = e * e * np.exp(-2 * ls)
-    core = math.log1p(-w) - 0.5 * scaled
-    wide = math.log(w) - data.log_k - 0.5 * scaled / data.k2
+    core, wide = mixture.log_parts(scaled, w, data.log_k, data.k2)
     r = np.exp(core - np.logaddexp(core, wide))
     lam = (r + (1 - r) / data.k2) * np.exp(-2 * ls)
     rows[:, :p], log_det = _conditional(data, lam, zb * cb[:, None])

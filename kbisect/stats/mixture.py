@@ -119,6 +119,15 @@ def log_density(d: float, sd: float, w: float, kappa: float) -> float:
     return max(core, wide) + math.log1p(math.exp(-abs(core - wide)))
 
 
+def log_parts(q: Array, w: float, log_k: float, k2: float) -> tuple[Array, Array]:
+    """log of each part's weight × density at q, the squared standardized residual, the
+    wide part log_k wider (k2 = k²), without the terms common to both (-log s - ½·log 2π):
+    the core part's responsibility is exp(core - logaddexp(core, wide))."""
+    core = math.log1p(-w) - 0.5 * q
+    wide = (math.log(w) if w > 0 else -math.inf) - log_k - 0.5 * q / k2
+    return core, wide
+
+
 # --- one group: its core level and spread (robust.py) ---------------------------------
 
 

@@ -50,7 +50,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from kbisect.stats.mixture import LOG_2PI, OUTLIERS, Array, Prior
+from kbisect.stats.mixture import LOG_2PI, OUTLIERS, Array, Prior, log_parts
 
 
 @dataclass(frozen=True)
@@ -173,8 +173,7 @@ class Split:
             prec = float(self.precision[k])
             prior += 0.5 * math.log(prec) - 0.5 * LOG_2PI - 0.5 * prec * float(theta[k]) ** 2
         q = e * e * np.exp(-2 * ls)
-        core = math.log1p(-w) - 0.5 * q
-        wide = (math.log(w) if w > 0 else -math.inf) - self.log_k - 0.5 * q / self.k2
+        core, wide = log_parts(q, w, self.log_k, self.k2)
         both = np.logaddexp(core, wide)
         value = float(np.sum(both - ls)) - 0.5 * self.n * LOG_2PI + prior
         return State(theta, e, ls, w, np.exp(core - both), q, value)
