@@ -29,12 +29,10 @@ a boot is far off is a property of the host, not a constant; so
 A fixed `outlier` weight (Noise.outlier) is the model of runs stored before those two were
 fitted (one sigma, fixed w): their reports re-render to the same figures.
 
-The levels, the noise scales, w and the regressors' coefficients are not plugged in: the
-evidence of a split is the likelihood *integrated* over them (evidence.py), with flat
-priors on the levels and on log sigma_good (the scale-invariant prior). The maximum is
-found by EM (here), then polished by Newton's method on all parameters at once (w as the
-logit u of its place in its range, so every parameter is unbounded), with the gradient and
-the Hessian of Split.hessian (per sample, the mixture's Hessian in Louis' form).
+The evidence of a split integrates the parameters out (evidence.py). Its maximum is found
+by EM (here), then polished by Newton's method on all parameters at once (w as the logit u
+of its place in its range, so every parameter is unbounded), with the gradient and the
+Hessian of Split.hessian (per sample, the mixture's Hessian in Louis' form).
 
 The maximum is reached from fixed starts (each side's median, and least squares where the
 first counts a boot as an outlier), never from the fits before it: a stored run re-renders

@@ -2,13 +2,9 @@
 bisection's side of it. The model, its EM and its evidence are statistics
 (stats/split.py, stats/evidence.py, the two-part noise mixture of stats/mixture.py); here
 is what a bisection puts in: Model, its settings (stored with a run), and the regressors
-its samples bring.
-
-The noise is per side (delta, the log of sigma_bad / sigma_good, with a N(0, SIDE_SD²)
-prior) and the outlier weight w is fitted (a Beta(1, 19) prior truncated to [0.005, 0.3]),
-both integrated out per split. A model given a fixed `outlier` weight is the model of runs
-stored before those two were fitted (one sigma, fixed w): their reports re-render to the
-same figures.
+its samples bring. A model given a fixed `outlier` weight is the model of runs stored
+before the noise per side and the outlier weight were fitted: their reports re-render to
+the same figures.
 
 With `trend` the samples' time t_j is a regressor, with a normal prior on the slope (sd: a
 change of `drift_sd` over the samples' time span).
