@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from kbisect.bisect.posterior.graph import Graph
-from kbisect.bisect.posterior.likelihood import Array
+from kbisect.stats.mixture import Array
 
 
 def cuts(g: Graph) -> Array:

@@ -13,7 +13,8 @@ penalized likelihood beats the all-core one by MARGIN: the outlier fit always wi
 little on clean samples (dropping the farthest of five normal boots shrinks the spread),
 and such a win costs coverage. So on clean samples the estimate is exactly Welch's on the
 logs, and a half-speed boot among five is set apart. Each boot set apart also costs a
-degree of freedom (DF_COST): it was fitted, not observed.
+degree of freedom (DF_COST): it was fitted, not observed. The mixture, its prior (here
+Prior(lo=0): no lower bound) and one group's EM are mixture.py's.
 
 The two groups are fitted together (fit_two): the pair of fits kept is the one with the
 best sum of the two penalized likelihoods and a prior that ties the two core spreads,
@@ -45,13 +46,12 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from kbisect.stats import means
+from kbisect.stats import means, mixture
 from kbisect.stats.student import t_quantile
 
 METHOD = "robust-mixture-log"
-WIDE = 8.0  # the outlier part's spread, in core spreads
-PRIOR_B = 19.0  # Beta(1, PRIOR_B) on the outlier weight: 5% expected, 0 the most likely
-W_MAX = 0.3  # the outlier weight's bound: the core holds most boots
+PRIOR = mixture.Prior(lo=0.0)  # Beta(1, 19) on the outlier weight, at most 0.3; WIDE 8
+W_MAX = PRIOR.hi  # the outlier weight's bound: the core holds most boots
 LEAST = 3  # below this many boots a group is all core (no outlier can be told apart)
 ROUNDS = 200  # EM rounds at most
 MARGIN = 1.0  # the log likelihood the outlier fit must gain over the all-core one
@@ -119,36 +119,6 @@ def _logs(xs: Sequence[float], what: str) -> np.ndarray:
     return logs
 
 
-def _density(d: np.ndarray, s: float) -> np.ndarray:
-    return np.exp(-0.5 * (d / s) ** 2) / (s * math.sqrt(2.0 * math.pi))
-
-
-def _objective(x: np.ndarray, mu: float, s: float, w: float) -> float:
-    """The penalized log likelihood: the mixture's, plus the Beta(1, PRIOR_B) prior."""
-    d = x - mu
-    mix = (1.0 - w) * _density(d, s) + w * _density(d, WIDE * s)
-    return float(np.sum(np.log(np.maximum(mix, 1e-300))) + (PRIOR_B - 1.0) * math.log1p(-w))
-
-
-def _em(x: np.ndarray, mu: float, s: float, w: float) -> tuple[float, float, float, np.ndarray]:
-    """EM from (mu, s, w) to a local maximum: (mu, s, w, each boot's core probability)."""
-    n, last = len(x), -math.inf
-    r = np.ones(n)
-    for _ in range(ROUNDS):
-        d = x - mu
-        core, wide = (1.0 - w) * _density(d, s), w * _density(d, WIDE * s)
-        r = core / np.maximum(core + wide, 1e-300)
-        u = r + (1.0 - r) / WIDE**2  # each boot's weight on mu and s
-        mu = float(np.sum(u * x) / np.sum(u))
-        s = max(math.sqrt(float(np.sum(u * (x - mu) ** 2)) / n), 1e-12)
-        w = min(float(np.sum(1.0 - r)) / (n + PRIOR_B - 1.0), W_MAX)
-        now = _objective(x, mu, s, w)
-        if now - last < TOLERANCE:
-            break
-        last = now
-    return mu, s, w, r
-
-
 def _all_core(x: np.ndarray) -> Fit:
     n = len(x)
     if np.ptp(x) == 0:  # all equal: a point (a mean of equal floats may round off it)
@@ -175,8 +145,8 @@ def _candidates(x: np.ndarray) -> list[tuple[Candidate, float]]:
         kept = near[: len(x) - k]
         if np.ptp(kept) > 0:
             starts.append((float(np.mean(kept)), float(np.std(kept)), k / len(x)))
-    fits = [_em(x, *start) for start in starts]
-    return [(f, _objective(x, f[0], f[1], f[2])) for f in fits]
+    fits = [mixture.fit(x, *start, PRIOR, ROUNDS, TOLERANCE) for start in starts]
+    return [(f, mixture.objective(x, f[0], f[1], f[2], PRIOR)) for f in fits]
 
 
 def _chosen(cands: list[tuple[Candidate, float]]) -> int:
@@ -205,9 +175,9 @@ def _summarized(x: np.ndarray, mu: float, s: float, w: float, r: np.ndarray) -> 
         return replace(plain, s=s, w=w)
     d = x - mu
     s_u2 = float(np.sum(r * d**2)) / max(n_eff - 1.0, 1e-9)
-    u = r + (1.0 - r) / WIDE**2
+    u = r + (1.0 - r) / PRIOR.wide**2
     info = float(np.sum(u)) / s**2  # the complete data's information on mu
-    score = d / s**2 - d / (WIDE * s) ** 2  # a boot's core score less its wide score
+    score = d / s**2 - d / (PRIOR.wide * s) ** 2  # a boot's core score less its wide score
     lost = float(np.sum(r * (1.0 - r) * score**2))
     se2 = s_u2 / n_eff * info / max(info - lost, 1e-3 * info)
     core = tuple(float(v) for v in r)

@@ -16,6 +16,7 @@ import pytest
 
 from kbisect.bisect.posterior import likelihood
 from kbisect.bisect.posterior.likelihood import Model, fit
+from kbisect.stats import mixture
 
 ROBUST = Model()  # the outlier weight fitted, the noise per side
 
@@ -29,8 +30,8 @@ def exact_log_evidence(x: list[float], z: list[bool], model: Model) -> float:
     xs = np.asarray(x)
     zs = np.asarray(z)
     n, k, tau = len(xs), model.outlier_scale, model.side
-    a, b = likelihood.OUTLIER_PRIOR
-    lo, hi = likelihood.OUTLIER_RANGE
+    a, b = mixture.OUTLIERS.a, mixture.OUTLIERS.b
+    lo, hi = mixture.OUTLIERS.lo, mixture.OUTLIERS.hi
     wg = np.linspace(lo, hi, 40001)
     prior = wg ** (a - 1) * (1 - wg) ** (b - 1)
     prior /= np.trapezoid(prior, wg)
@@ -129,7 +130,7 @@ def test_the_outlier_weight_follows_the_boots():
     for i in range(0, 40, 6):  # 7 boots of 40 at half speed
         x[i] += math.log(0.5)
     far = fit(x, z, ROBUST)
-    assert clean.outlier < 0.05 < 0.1 < far.outlier <= likelihood.OUTLIER_RANGE[1]
+    assert clean.outlier < 0.05 < 0.1 < far.outlier <= mixture.OUTLIERS.hi
     assert far.sigma(False) == pytest.approx(0.05, rel=0.3)  # the far boots are not noise
 
 

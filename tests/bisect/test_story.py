@@ -14,6 +14,7 @@ from kbisect.bisect.posterior.graph import Graph
 from kbisect.bisect.posterior.likelihood import Model
 from kbisect.bisect.posterior.posterior import Posterior
 from kbisect.simulate import histories
+from kbisect.stats import changes, hypotheses, mixture
 
 
 def _graph(n: int) -> Graph:
@@ -93,7 +94,7 @@ def test_a_boot_far_off_does_not_make_a_second_change():
     samples = [(s.commit, s.tps, s.t, s.load) for s in post.samples]
     told = story.RangeModel.build(g, post.partition(), samples, post.model).story()
     assert told.kind == "single" and told.changes[0].commit == "c8"
-    assert told.outlier > story.W_RANGE[0]
+    assert told.outlier > mixture.OUTLIERS.lo
 
 
 def test_stretch_probes_the_long_untested_stretch_after_the_step():
@@ -129,7 +130,7 @@ def test_confirmed_needs_every_change_rechecked_and_not_partial():
 @settings(max_examples=40, deadline=None)
 @given(st.lists(st.integers(1, 6), min_size=1, max_size=7))
 def test_the_prior_over_hypotheses_sums_to_one(sizes):
-    hyps = story.hypotheses(sizes, sum(sizes))
+    hyps = hypotheses.hypotheses(sizes, sum(sizes))
     total = [float(v) for _, prior in hyps.values() for v in np.exp(prior)]
     assert math.isclose(math.fsum(total), 1.0, rel_tol=1e-9)
 
@@ -147,9 +148,9 @@ def test_laplace_evidence_against_importance_sampling_at_small_n():
     samples = [(s.commit, s.tps, s.t, s.load) for s in post.samples]
     parts = post.partition()
     d = story.data(g, parts, samples, Model())
-    mix = story.Mixture()
+    mix = changes.Mixture()
     idx = np.array([[c] for c in range(len(parts))], dtype=np.int64)
-    f = story.fit(d, idx, mix)
+    f = changes.fit(d, idx, mix)
     exact = [_importance(d, f, row, mix) for row in range(len(parts))]
     laplace = f.log_evidence
     for a in range(len(parts)):
@@ -158,7 +159,7 @@ def test_laplace_evidence_against_importance_sampling_at_small_n():
             assert abs(gap) < 0.35, (a, b, gap)
 
 
-def _importance(d: story.Data, f: story.Fits, row: int, mix: story.Mixture) -> float:
+def _importance(d: story.Data, f: changes.Fits, row: int, mix: changes.Mixture) -> float:
     """log ∫ likelihood × proper priors over (mu, d, s0, s1), by importance sampling."""
     gen = np.random.default_rng(7)
     mode = np.concatenate([f.theta[row], f.s[row]])
@@ -182,8 +183,8 @@ def _importance(d: story.Data, f: story.Fits, row: int, mix: story.Mixture) -> f
     mean = theta[:, :1] + theta[:, 1:2] * zc[:, 0]
     ls = theta[:, 2:3] + theta[:, 3:4] * zc[:, 0]
     e = d.x[None, :] - mean
-    _, ll = story._parts(e, ls, mix)
-    lam_d, lam_s = 1 / story.TAU**2, 1 / story.NOISE_SD**2
+    _, ll = changes._parts(e, ls, mix)
+    lam_d, lam_s = 1 / changes.TAU**2, 1 / changes.NOISE_SD**2
     prior = (
         0.5 * math.log(lam_d / (2 * math.pi))
         - 0.5 * lam_d * theta[:, 1] ** 2
@@ -199,13 +200,13 @@ def test_a_hypothesis_fits_the_same_alone_as_in_its_batch():
     """Each hypothesis is iterated until its own objective stops moving: the slow ones of
     a batch (K = 3 over many classes) do not move the others' fits, so a hypothesis
     fitted alone has the fit and evidence it has in the batch."""
-    changes = {6: 0.85, 17: 0.85}
+    steps = {6: 0.85, 17: 0.85}
     tested = ["c3", "c5", "c6", "c8", "c12", "c16", "c17", "c20"]
-    m = _told(24, changes, tested, 3, 0.08, 4)
-    idx, _ = story.hypotheses([mask.bit_count() for mask, _ in m.classes], m.graph.n)[3]
-    batch = story.fit(m.d, idx, m.mix)
+    m = _told(24, steps, tested, 3, 0.08, 4)
+    idx, _ = hypotheses.hypotheses([mask.bit_count() for mask, _ in m.classes], m.graph.n)[3]
+    batch = changes.fit(m.d, idx, m.mix)
     for row in range(0, len(idx), max(1, len(idx) // 12)):
-        alone = story.fit(m.d, idx[row : row + 1], m.mix)
+        alone = changes.fit(m.d, idx[row : row + 1], m.mix)
         assert np.allclose(alone.theta[0], batch.theta[row], rtol=0, atol=1e-12)
         assert np.allclose(alone.s[0], batch.s[row], rtol=0, atol=1e-12)
         assert math.isclose(alone.log_evidence[0], batch.log_evidence[row], abs_tol=1e-9)

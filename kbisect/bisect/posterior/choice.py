@@ -29,7 +29,8 @@ from functools import cache
 import numpy as np
 
 from kbisect.bisect.posterior.graph import Graph
-from kbisect.bisect.posterior.likelihood import Array, Fit
+from kbisect.stats.mixture import Array
+from kbisect.stats.split import Fit
 
 ROOT_2PI = math.sqrt(2 * math.pi)
 _NODES = (0.484935707515, 1.465989094391, 2.484325841639, 3.581823483552, 4.859462828332)

@@ -28,8 +28,9 @@ from typing import Any
 from kbisect.bisect.posterior import choice, likelihood
 from kbisect.bisect.posterior.choice import Cost
 from kbisect.bisect.posterior.graph import Graph
-from kbisect.bisect.posterior.likelihood import Fit, Model
+from kbisect.bisect.posterior.likelihood import Model
 from kbisect.core.exceptions import UserError
+from kbisect.stats.split import Fit
 
 NEGLIGIBLE = 1e-12  # classes lighter than this are left out of the choice of revision
 

@@ -43,6 +43,7 @@ from kbisect.bisect.posterior.posterior import Answer, Posterior
 from kbisect.bisect.state import Run
 from kbisect.core import progress
 from kbisect.core.exceptions import BenchmarkError, BootError, BuildError
+from kbisect.stats.split import Fit
 
 EXPLAINS_CONFIDENCE = 0.995  # the explanation's claims, each wrong at most 0.5%
 BUILD_COST = 0.15  # a build, in boots: an incremental build ~20 s against a ~2.5 min boot
@@ -76,7 +77,7 @@ class Search:
         self.wide = run.story is not None and run.story["kind"] not in ("single",)
         self.range_model: story.RangeModel | None = None
         self.told: story.Story | None = None  # the last story told
-        self._held: dict[tuple[str, int], likelihood.Fit | None] = {}  # _held_out's
+        self._held: dict[tuple[str, int], Fit | None] = {}  # _held_out's
         self._held_n = -1  # the number of samples they were fitted to
 
     def feed(self, found: list[Sample]) -> int:
@@ -415,7 +416,7 @@ class Search:
         llr = story.level_test(points, fit.sigma(after), fit.outlier, self.post.model.outlier_scale)
         return (llr if after else -llr), len(mine)
 
-    def _held_out(self, commit: str, at: int) -> likelihood.Fit | None:
+    def _held_out(self, commit: str, at: int) -> Fit | None:
         """One step at index `at` fitted to every sample but the revision's own: with them
         in, a revision half-way between the levels pulls its side's level and noise
         towards itself and looks clear. None where the rest has no sample on a side."""
