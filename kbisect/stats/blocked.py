@@ -27,9 +27,9 @@ import math
 from collections.abc import Sequence
 
 import numpy as np
+import scipy.stats
 
 from kbisect.stats import means
-from kbisect.stats.student import t_quantile, t_sf
 
 METHOD = "log-machine-blocked"
 
@@ -121,7 +121,7 @@ def p_value(delta: float, se: float, df: int) -> float:
     """The two-sided p of "no effect" for a log effect and its standard error."""
     if se == 0:
         return 1.0 if delta == 0 else 0.0
-    return min(1.0, 2 * t_sf(abs(delta) / se, df))
+    return min(1.0, 2 * float(scipy.stats.t.sf(abs(delta) / se, df)))
 
 
 def ratio_ci(
@@ -142,7 +142,7 @@ def interval(delta: float, se: float, df: int, confidence: float) -> means.Ratio
     ratio = math.exp(delta)
     if se == 0:
         return means.RatioCI(ratio, ratio, ratio, METHOD, confidence, float(df))
-    half = t_quantile(0.5 + confidence / 2, df) * se
+    half = float(scipy.stats.t.ppf(0.5 + confidence / 2, df)) * se
     return means.RatioCI(
         ratio, math.exp(delta - half), math.exp(delta + half), METHOD, confidence, float(df)
     )

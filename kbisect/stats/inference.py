@@ -7,7 +7,9 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-from kbisect.stats import means, student
+import scipy.stats
+
+from kbisect.stats import means
 
 CONFIDENCE = 0.95
 
@@ -25,8 +27,8 @@ def combine(terms: Sequence[tuple[float, int]], log_ratio: float) -> tuple[float
         return p, math.exp(log_ratio), math.exp(log_ratio)
     df = var**2 / sum(v**2 / (n - 1) for v, n in terms if v > 0)
     se = math.sqrt(var)
-    p = min(1.0, 2 * student.t_sf(abs(log_ratio) / se, df))
-    half = student.t_quantile(0.5 + CONFIDENCE / 2, df) * se
+    p = min(1.0, 2 * float(scipy.stats.t.sf(abs(log_ratio) / se, df)))
+    half = float(scipy.stats.t.ppf(0.5 + CONFIDENCE / 2, df)) * se
     return p, math.exp(log_ratio - half), math.exp(log_ratio + half)
 
 

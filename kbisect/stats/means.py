@@ -1,7 +1,7 @@
 """Summaries, Student t, the ratio of two means with its interval, and the A/B verdict.
 
 Samples are tps figures, one per boot; boots are independent and the two sides may have
-different spreads. Standard library only.
+different spreads.
 
 Ratio interval (`ratio_ci`): the delta method on log(mean_B / mean_A). The standard error
 of the log ratio is sqrt(cv_A²/n_A + cv_B²/n_B) (the relative standard errors of the two
@@ -11,7 +11,7 @@ even with 2 boots per side (Fieller's interval can be unbounded there), and A/B 
 the reciprocal of B/A. Coverage, false positives and power are simulated in
 docs/statistics.md (scripts/simulate-stats).
 
-Student t quantiles: stats/student.py.
+Student t quantiles: scipy.stats.t.
 """
 
 from __future__ import annotations
@@ -22,8 +22,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+import scipy.stats
+
 from kbisect.core.exceptions import UserError
-from kbisect.stats.student import t_quantile
 
 METHOD = "delta-log-welch"
 NO_DIFFERENCE = "no significant difference"
@@ -81,7 +82,7 @@ def mean_ci(xs: Sequence[float], confidence: float = 0.95) -> tuple[float, float
     """(mean, low, high): the t interval of the mean."""
     p = _two_sided(confidence)
     s = _checked(xs, "samples")
-    half = t_quantile(p, s.n - 1) * s.stdev / math.sqrt(s.n)
+    half = float(scipy.stats.t.ppf(p, s.n - 1)) * s.stdev / math.sqrt(s.n)
     return s.mean, s.mean - half, s.mean + half
 
 
@@ -95,7 +96,7 @@ def welch_ci(
     diff = sb.mean - sa.mean
     if va + vb == 0:
         return diff, diff, diff
-    half = t_quantile(p, welch_df(va, sa.n, vb, sb.n)) * math.sqrt(va + vb)
+    half = float(scipy.stats.t.ppf(p, welch_df(va, sa.n, vb, sb.n))) * math.sqrt(va + vb)
     return diff, diff - half, diff + half
 
 
@@ -141,7 +142,7 @@ def _ratio(sa: Summary, sb: Summary, confidence: float) -> RatioCI:
     if va + vb == 0:
         return RatioCI(ratio, ratio, ratio, METHOD, confidence, None)
     df = welch_df(va, sa.n, vb, sb.n)
-    half = t_quantile(p, df) * math.sqrt(va + vb)
+    half = float(scipy.stats.t.ppf(p, df)) * math.sqrt(va + vb)
     return RatioCI(ratio, ratio * math.exp(-half), ratio * math.exp(half), METHOD, confidence, df)
 
 
@@ -156,7 +157,8 @@ def boots_needed(cv: float, effect: float, confidence: float = 0.95, power: floa
     p, log_effect = _two_sided(confidence), -math.log1p(-effect)
     for n in range(2, 1000):
         df = n - 1
-        if (t_quantile(p, df) + t_quantile(power, df)) * cv * math.sqrt(2 / n) <= log_effect:
+        t = float(scipy.stats.t.ppf(p, df) + scipy.stats.t.ppf(power, df))
+        if t * cv * math.sqrt(2 / n) <= log_effect:
             return n
     return 1000
 
@@ -219,7 +221,8 @@ def outliers(xs: Sequence[float], alpha: float = OUTLIER_ALPHA) -> list[int]:
     for step in range(1, steps + 1):
         m = len(left)
         far, z = max(((i, _apart(xs, i, left)) for i in left), key=lambda p: p[1])
-        limit = t_quantile(1 - alpha / (2 * steps * m), m - 2) * math.sqrt(1 + 1 / (m - 1))
+        t = float(scipy.stats.t.ppf(1 - alpha / (2 * steps * m), m - 2))
+        limit = t * math.sqrt(1 + 1 / (m - 1))
         if z > limit:
             found = step
         order.append(far)

@@ -24,7 +24,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from kbisect.stats import means, student
+import scipy.stats
+
+from kbisect.stats import means
 
 CAP = 8  # the most df the prior weighs: ν0/(ν0 + n - 1) of a side's variance, 89% at
 # 2 boots a side, under half at 10 (docs/statistics.md "A noise prior from earlier runs")
@@ -114,7 +116,7 @@ def ratio_ci(
     v, df = parts(means.summarize(a), means.summarize(b), prior.df, prior.var)
     if v == 0:
         return welch
-    half = student.t_quantile(1.0 - (1.0 - confidence) / 2.0, df) * math.sqrt(v)
+    half = float(scipy.stats.t.ppf(1.0 - (1.0 - confidence) / 2.0, df)) * math.sqrt(v)
     r = welch.ratio
     return means.RatioCI(r, r * math.exp(-half), r * math.exp(half), METHOD, confidence, df)
 
@@ -130,7 +132,7 @@ def noisier(
     if d1 < 1:
         return False
     own = ((sa.n - 1) * sa.cv**2 + (sb.n - 1) * sb.cv**2) / d1
-    return student.f_sf(own / prior.var, d1, prior.pooled_df) < level
+    return float(scipy.stats.f.sf(own / prior.var, d1, prior.pooled_df)) < level
 
 
 def dropped(a: Sequence[float], b: Sequence[float], prior: Prior, least: int) -> int | None:

@@ -44,9 +44,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 import numpy as np
+import scipy.stats
 
 from kbisect.stats import means
-from kbisect.stats.student import t_quantile
 
 METHOD = "robust-mixture-log"
 WIDE = 8.0  # the outlier part's spread, in core spreads
@@ -101,7 +101,7 @@ class Estimate:
         r = self.ratio
         if self.df is None:
             return means.RatioCI(r, r, r, METHOD, confidence, None)
-        half = t_quantile(0.5 + confidence / 2.0, self.df) * self.se
+        half = float(scipy.stats.t.ppf(0.5 + confidence / 2.0, self.df)) * self.se
         return means.RatioCI(
             r, r * math.exp(-half), r * math.exp(half), METHOD, confidence, self.df
         )

@@ -10,7 +10,7 @@ import pytest
 from scipy import stats as sp
 
 from kbisect.core.exceptions import UserError
-from kbisect.stats import means, student
+from kbisect.stats import means
 
 # Student's sleep data (Cushny & Peebles), as in R's `t.test(extra ~ group, data = sleep)`.
 SLEEP_1 = [0.7, -1.6, -0.2, -1.2, -0.1, 3.4, 3.7, 0.8, 0.0, 2.0]
@@ -19,42 +19,6 @@ SLEEP_2 = [1.9, 0.8, 1.1, 0.1, -0.1, 4.4, 5.5, 1.6, 4.6, 3.4]
 
 def side(r: random.Random, mu: float, cv: float, n: int) -> list[float]:
     return [r.gauss(mu, mu * cv) for _ in range(n)]
-
-
-# --- Student t -------------------------------------------------------------------------
-
-
-@pytest.mark.parametrize("df", [0.5, 1, 1.5, 2, 3, 4.3, 5, 8, 17.776, 30, 120, 5000, 2e5])
-@pytest.mark.parametrize("p", [0.001, 0.025, 0.1, 0.4, 0.6, 0.9, 0.975, 0.99375, 0.9999])
-def test_t_quantile_matches_scipy(p: float, df: float) -> None:
-    assert student.t_quantile(p, df) == pytest.approx(sp.t.ppf(p, df), rel=1e-9, abs=1e-12)
-
-
-@pytest.mark.parametrize(
-    ("p", "df", "table"),
-    [
-        (0.975, 1, 12.706),
-        (0.975, 10, 2.228),
-        (0.95, 5, 2.015),
-        (0.995, 20, 2.845),
-        (0.975, 1e6, 1.960),
-    ],
-)
-def test_t_quantile_matches_printed_tables(p: float, df: float, table: float) -> None:
-    assert round(student.t_quantile(p, df), 3) == table
-
-
-@pytest.mark.parametrize("t", [-40.0, -2.5, -0.3, 0.0, 0.7, 2.0, 9.0, 300.0])
-@pytest.mark.parametrize("df", [1, 2.5, 7, 60])
-def test_t_sf_matches_scipy(t: float, df: float) -> None:
-    assert student.t_sf(t, df) == pytest.approx(sp.t.sf(t, df), rel=1e-10, abs=1e-300)
-
-
-def test_t_quantile_rejects_bad_arguments() -> None:
-    for p, df in [(0.0, 3), (1.0, 3), (0.5, 0)]:
-        with pytest.raises(ValueError):
-            student.t_quantile(p, df)
-    assert student.t_quantile(0.5, 3) == 0.0
 
 
 # --- summaries and intervals -----------------------------------------------------------

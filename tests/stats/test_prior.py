@@ -9,9 +9,8 @@ import random
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from scipy import stats as sps
 
-from kbisect.stats import means, stopping, student
+from kbisect.stats import means, stopping
 from kbisect.stats import prior as priors
 
 TPS = st.floats(min_value=100.0, max_value=5000.0, allow_nan=False)
@@ -89,12 +88,6 @@ def test_a_prior_at_the_true_noise_keeps_the_intervals_coverage() -> None:
         ci = priors.ratio_ci(a, b, 0.95, make(var, 8))
         covered += ci.low <= 0.8 <= ci.high
     assert covered / trials >= 0.94
-
-
-def test_f_sf_is_scipys() -> None:
-    for f, d1, d2 in ((1.0, 4, 8), (3.84, 4, 8), (0.3, 2, 30), (10.0, 1, 1)):
-        assert student.f_sf(f, d1, d2) == pytest.approx(sps.f.sf(f, d1, d2), rel=1e-9)
-    assert student.f_sf(0.0, 3, 3) == 1.0
 
 
 def test_the_guard_drops_a_prior_the_run_is_much_noisier_than() -> None:
