@@ -12,7 +12,7 @@ from kbisect.commands import cli
 from kbisect.compare import markdown
 from kbisect.compare import report as compare_report
 from kbisect.core.exceptions import EXIT_INFRA
-from kbisect.measure import schema
+from kbisect.measure import results
 from kbisect.report import plots
 from kbisect.stats import means
 
@@ -124,7 +124,7 @@ def make_run(root: Path, *, accel: str = "kvm", accel_b: str = "", vary: bool = 
         if vary and label == "A":
             fp["hugepages_free"] = i
         s = sample(label, tps, status, accel_b if label == "B" and accel_b else accel, rng, fp)
-        schema.validate(s, "sample")
+        results.validate(s, "sample")
         (run / "samples").mkdir(parents=True, exist_ok=True)
         (run / "samples" / f"{i:03d}-{label}.json").write_text(json.dumps(s))
     a, b = ok_tps("A"), ok_tps("B")
@@ -164,7 +164,7 @@ def make_run(root: Path, *, accel: str = "kvm", accel_b: str = "", vary: bool = 
         "confidence": 0.95,
         "duration_s": 600.0,
     }
-    schema.validate(summary, "summary")
+    results.validate(summary, "summary")
     (run / "summary.json").write_text(json.dumps(summary))
     return run
 
