@@ -15,12 +15,12 @@ from kbisect.core import progress
 from kbisect.core.exceptions import UserError
 from kbisect.measure import results, retake
 from kbisect.report import disturbed
-from kbisect.stats import blocked, means
+from kbisect.stats import blocked, means, ratio
 from kbisect.stats import prior as priors
 
 SIDES = ("A", "B")
 METHODS = {
-    means.METHOD: "delta method on the log ratio, Welch df",
+    ratio.METHOD: "delta method on the log ratio, Welch df",
     blocked.METHOD: "log tps with a machine fixed effect: B/A within machines",
     priors.METHOD: "delta method on the log ratio, variances pooled with a noise prior",
 }

@@ -42,7 +42,7 @@ from typing import Any
 import numpy as np
 import scipy.stats
 
-from kbisect.stats import means
+from kbisect.stats import means, ratio
 
 CONFIDENCE = 0.97  # a change point's level: the threshold is this quantile of the null max
 NULL_DRAWS = 2000
@@ -242,7 +242,7 @@ def drift(
     last: means.RatioCI | None = None
     first, newest = span[0], span[-1]
     if len(first) >= 2 and len(newest) >= 2:
-        last = means.ratio_ci(first, newest)
+        last = ratio.ratio_ci(first, newest)
         if (last.low > 1.0 or last.high < 1.0) and abs(last.ratio - 1.0) >= MIN_DRIFT:
             reasons.append(
                 f"newest/baseline {last.ratio:.3f}x [{last.low:.3f}, {last.high:.3f}] excludes 1"

@@ -48,7 +48,7 @@ from typing import Any
 import scipy.stats
 
 from kbisect.core.exceptions import UserError
-from kbisect.stats import looks, robust
+from kbisect.stats import looks, ratio, robust
 
 REST = 0.5  # the share of the endpoints' difference a "full" step may leave unexplained
 
@@ -96,7 +96,7 @@ def decide(parent: Sequence[float], culprit: Sequence[float], rule: Rule) -> Ste
     n = min(len(parent), len(culprit))
     if n < rule.least:
         return Step("more", None, None, None, n)
-    r = robust.ratio_ci(parent, culprit, rule.level)
+    r = ratio.ratio_ci(parent, culprit, rule.level, robust=True)
     # higher is better: a regression is a ratio below 1; lower is better: above 1
     edge = 1.0 - rule.min_effect if rule.higher_is_better else 1.0 / (1.0 - rule.min_effect)
     beyond = r.high < edge if rule.higher_is_better else r.low > edge

@@ -14,7 +14,7 @@ from kbisect.compare import report as compare_report
 from kbisect.core.exceptions import EXIT_INFRA
 from kbisect.measure import results
 from kbisect.report import plots
-from kbisect.stats import means
+from kbisect.stats import means, ratio
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 COMMAND = "kbisect compare --kernel /k/bzImage --append-a preempt=none --append-b preempt=full --scenario smoke --boots 4"  # noqa: E501
@@ -128,7 +128,7 @@ def make_run(root: Path, *, accel: str = "kvm", accel_b: str = "", vary: bool = 
         (run / "samples").mkdir(parents=True, exist_ok=True)
         (run / "samples" / f"{i:03d}-{label}.json").write_text(json.dumps(s))
     a, b = ok_tps("A"), ok_tps("B")
-    v = means.verdict(a, b, min_effect=0.02)
+    v = ratio.verdict(a, b, min_effect=0.02)
     side: dict[str, Any] = {
         "kernel": {
             "commit": "ab" * 20,
@@ -199,7 +199,7 @@ def run(tmp_path: Path) -> Path:
 
 
 def test_reproduce_command_and_verdict_line(rendered: str) -> None:
-    v = means.verdict(ok_tps("A"), ok_tps("B"), min_effect=0.02)
+    v = ratio.verdict(ok_tps("A"), ok_tps("B"), min_effect=0.02)
     assert v.kind == "regression"
     assert f"Reproduce:\n\n```sh\n{COMMAND}\n```" in rendered
     assert compare_report.verdict_line(v) in rendered
