@@ -16,7 +16,7 @@ confidence), and:
 interval is two-sided too): whatever the true ratio and whenever the run stops, the
 chance that a look's interval misses it is at most α/K, so at most α over every look;
 a "significant" B/A that is not (or an "equivalent" one that is not) is at most that.
-The final verdict (means.verdict at the same level) can call a difference the rule did
+The final verdict (ratio.verdict at the same level) can call a difference the rule did
 not stop for (the interval clears 1 but not 1 ± m); that claim is covered by the same α.
 A look is made once per n (the caller looks when the shorter side has grown); with m = 0
 "equivalent" never happens. Simulated error rates and boots: docs/statistics.md
