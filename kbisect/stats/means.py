@@ -8,6 +8,7 @@ different spreads. Student t quantiles: scipy.stats.t.
 
 from __future__ import annotations
 
+import functools
 import math
 import statistics
 from collections.abc import Callable, Sequence
@@ -132,12 +133,19 @@ def boots_needed(cv: float, effect: float, confidence: float = 0.95, power: floa
     if not 0.0 < effect < 1.0:
         raise StatsError(f"effect {effect}: must be between 0 and 1")
     p, log_effect = _two_sided(confidence), -math.log1p(-effect)
-    for n in range(2, 1000):
-        df = n - 1
-        t = float(scipy.stats.t.ppf(p, df) + scipy.stats.t.ppf(power, df))
+    for n, t in enumerate(_t_sums(p, power), start=2):
         if t * cv * math.sqrt(2 / n) <= log_effect:
             return n
     return 1000
+
+
+@functools.cache
+def _t_sums(p: float, power: float) -> list[float]:
+    """t(p, n - 1) + t(power, n - 1) for n = 2 .. 999: boots_needed's, computed once
+    (a verdict's warnings ask for them for every noisy side)."""
+    df = range(1, 999)
+    sums: list[float] = (scipy.stats.t.ppf(p, df) + scipy.stats.t.ppf(power, df)).tolist()
+    return sums
 
 
 @dataclass(frozen=True)
