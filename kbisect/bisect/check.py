@@ -24,7 +24,7 @@ from kbisect.bisect.state import Options
 from kbisect.core import progress
 from kbisect.core.exceptions import UserError
 from kbisect.source import worktree
-from kbisect.stats import looks, means, robust
+from kbisect.stats import looks, means, ratio
 from kbisect.targets.base import Kernel
 from kbisect.targets.pool import dispatch
 
@@ -129,13 +129,13 @@ def endpoint_verdict(
     while True:
         for k in range(1, n + 1):
             tg, tb = top_up(good, k), top_up(bad, k)
-        v = means.verdict(
+        v = ratio.verdict(
             tg,
             tb,
             higher_is_better=opts.higher_is_better,
             confidence=confidence,
             boots_flag="--runs-max",
-            interval=robust.ratio_ci,
+            interval=ratio.ROBUST,
         )
         if v.kind == "regression" or n >= opts.runs_max:
             return v

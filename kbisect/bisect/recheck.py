@@ -28,7 +28,7 @@ from kbisect.bisect.state import Options, Run
 from kbisect.core import progress
 from kbisect.core.exceptions import BenchmarkError, BootError
 from kbisect.source import git
-from kbisect.stats import confirm, means, robust
+from kbisect.stats import confirm, ratio, robust
 
 
 def folder(run_dir: Path, culprit: str, commit: str) -> Path:
@@ -116,12 +116,12 @@ def judged(
 ) -> dict[str, Any]:
     """The git method's record of its re-check: stats.verdict on the fresh samples, judged
     on the robust ratio (robust.py) as the endpoint check is."""
-    v = means.verdict(
+    v = ratio.verdict(
         tp,
         tc,
         higher_is_better=opts.higher_is_better,
         boots_flag="--recheck-samples",
-        interval=robust.ratio_ci,
+        interval=ratio.ROBUST,
     )
     r = v.ratio
     return {

@@ -1,5 +1,5 @@
 """`kbisect diff RUN_A RUN_B`: two stored sets of samples of one scenario, compared with
-compare's own statistics (means.verdict on the boots that count, compare/report.ok_tps),
+compare's own statistics (ratio.verdict on the boots that count, compare/report.ok_tps),
 rendered as text, markdown or JSON (`Diff`).
 
 A set is named `DIR` (a `kbisect run`, or any folder with samples/), `DIR:A` or `DIR:B`
@@ -26,7 +26,7 @@ from kbisect.core.exceptions import UserError
 from kbisect.measure import results
 from kbisect.report import disturbed
 from kbisect.report.text import fingerprint_lines, fit, para, warning_lines
-from kbisect.stats import means
+from kbisect.stats import means, ratio
 
 StoreOf = Callable[[Path], Path | None]  # a bisection's run dir -> its store; None: no bisection
 
@@ -149,7 +149,7 @@ def as_run(a: Set, b: Set, min_effect: float) -> compare_report.Run:
     ]
     tps = [compare_report.ok_tps([s for s in samples if s["label"] == x]) for x in SIDES]
     try:
-        v = means.verdict(*tps, min_effect=min_effect)
+        v = ratio.verdict(*tps, min_effect=min_effect)
     except means.StatsError as exc:
         raise BadSet(f"{a.spec} vs {b.spec}: {exc}") from exc
     summary = {

@@ -5,13 +5,14 @@ interval is the single-target one, unchanged."""
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from kbisect.measure import retake
 from kbisect.measure.sample import machine
-from kbisect.stats import blocked, means
+from kbisect.stats import means, ratio
 
 Interval = means.Interval
 
@@ -30,10 +31,7 @@ def interval(samples: Sequence[Mapping[str, Any]]) -> Interval | None:
     if len(set(ma) | set(mb)) < 2:
         return None
 
-    def within(a: Sequence[float], b: Sequence[float], confidence: float) -> means.RatioCI:
-        return blocked.ratio_ci(a, b, ma, mb, confidence)
-
-    return within
+    return functools.partial(ratio.ratio_ci, machines=(ma, mb))
 
 
 def blocks(samples: Sequence[Mapping[str, Any]]) -> tuple[list[str], list[str]] | None:

@@ -13,14 +13,14 @@ from typing import Any
 from kbisect.compare import machines, sequential
 from kbisect.core import progress
 from kbisect.core.exceptions import UserError
-from kbisect.measure import results, retake, schema
+from kbisect.measure import results, retake
 from kbisect.report import disturbed
-from kbisect.stats import blocked, means
+from kbisect.stats import blocked, means, ratio
 from kbisect.stats import prior as priors
 
 SIDES = ("A", "B")
 METHODS = {
-    means.METHOD: "delta method on the log ratio, Welch df",
+    ratio.METHOD: "delta method on the log ratio, Welch df",
     blocked.METHOD: "log tps with a machine fixed effect: B/A within machines",
     priors.METHOD: "delta method on the log ratio, variances pooled with a noise prior",
 }
@@ -64,9 +64,9 @@ def check(summary: Mapping[str, Any], path: Path) -> None:
     """A finished compare's summary.json (at `path`) against schema/summary.json, with
     both sides; BadCompareRun, one line, if not."""
     try:
-        schema.validate(summary, "summary", where=str(path))
-    except schema.InvalidResult as exc:
-        raise schema.InvalidResult(f"{exc}; {results.SUMMARY_RECOVER}") from None
+        results.validate(summary, "summary", where=str(path))
+    except results.InvalidResult as exc:
+        raise results.InvalidResult(f"{exc}; {results.SUMMARY_RECOVER}") from None
     if missing := [x for x in SIDES if x not in summary["sides"]]:
         raise BadCompareRun(f"{path}: a compare without side {', '.join(missing)}")
 

@@ -31,7 +31,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from kbisect.compare import machines
-from kbisect.stats import means, stopping
+from kbisect.stats import means, ratio, stopping
 from kbisect.stats import prior as priors
 
 AUTO = "auto"
@@ -81,7 +81,7 @@ def recorded_interval(
     if not isinstance(seq, Mapping):
         return None
     prior, _ = prior_of(seq.get("noise_prior"))
-    return None if prior is None else priors.interval(prior, a, b, int(seq["least"]))
+    return None if prior is None else stopping.with_prior(prior, a, b, int(seq["least"]))
 
 
 def rule_of(plan: Mapping[str, Any]) -> stopping.Rule | None:
@@ -185,7 +185,7 @@ def verdict(
     a pool's, within machines (machines.py); None, the single-target one; `blocks`, a
     pool's machines of each side's boots (machines.blocks), for warnings within them."""
     if most is None:
-        return means.verdict(
+        return ratio.verdict(
             a,
             b,
             min_effect=min_effect,
@@ -194,7 +194,7 @@ def verdict(
             interval=interval,
             blocks=blocks,
         )
-    return means.verdict(
+    return ratio.verdict(
         a,
         b,
         min_effect=min_effect,

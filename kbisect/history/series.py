@@ -18,7 +18,7 @@ from kbisect.core import digest
 from kbisect.core.exceptions import UserError
 from kbisect.history.source import Obs
 from kbisect.source import rc
-from kbisect.stats import changepoint, means
+from kbisect.stats import changepoint, means, ratio
 
 
 class SeriesError(UserError):
@@ -246,7 +246,7 @@ def analyse(history: History, baseline: str | None = None) -> History:
         if p.n >= 2:
             _, p.low, p.high = means.mean_ci(p.tps)
         if p.n >= 2 and base.n >= 2:
-            p.ratio = means.ratio_ci(base.tps, p.tps)
+            p.ratio = ratio.ratio_ci(base.tps, p.tps)
         else:
             r = p.mean / (sum(base.tps) / base.n)
             p.ratio = means.RatioCI(r, r, r, "means only (one sample or one mean)")

@@ -4,23 +4,29 @@
     results/<UTC time>-<kind>-<name>/summary.json
 
 Both formats are JSON Schema (draft 2020-12) files in measure/schemas/, checked by
-measure/schema.py. Each file, once written, is indexed in the results database
-(kbisect/db/, docs/results-db.md).
+jsonschema (`validate`; NaN and Infinity, which Python's json reads but JSON has no words
+for, are no numbers there, so a damaged figure is named where a schema types it). Each
+file, once written, is indexed in the results database (kbisect/db/, docs/results-db.md).
 """
 
 from __future__ import annotations
 
+import functools
 import json
+import math
 import os
 import re
 import tempfile
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
+import jsonschema
+
 from kbisect.core import atomic, clock, paths, reading, room
 from kbisect.core.exceptions import InfraError, UserError
+from kbisect.core.reading import CorruptFile
 from kbisect.db import index
-from kbisect.measure.schema import InvalidResult, validate
 
 SAMPLES = "samples"
 BOOTS = "boots"  # each boot's console log and guest files (measure/sample.py)
@@ -33,6 +39,88 @@ SUMMARY_RECOVER = (
     "from the run's samples"
 )
 RESUMABLE = ("compare", "study", "bisect")
+
+
+class InvalidResult(CorruptFile):
+    """A sample or summary cannot be read back, or does not match its schema."""
+
+
+@functools.cache
+def schema(name: str) -> dict[str, Any]:
+    """measure/schemas/<name>.json."""
+    text = resources.files("kbisect.measure").joinpath("schemas", f"{name}.json").read_text("utf-8")
+    loaded: dict[str, Any] = json.loads(text)
+    return loaded
+
+
+def _finite(checker: Any, value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _integer(checker: Any, value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+_Validator = jsonschema.validators.extend(
+    jsonschema.Draft202012Validator,
+    type_checker=jsonschema.Draft202012Validator.TYPE_CHECKER.redefine_many(
+        {"number": _finite, "integer": _integer}
+    ),
+)
+
+
+@functools.cache
+def _validator(name: str) -> Any:
+    return _Validator(schema(name))
+
+
+def _got(value: Any) -> str:
+    return json.dumps(value, default=str)[:80]
+
+
+def _says(e: jsonschema.ValidationError) -> str:
+    """What the value `e` names must be, as one line."""
+    v, x = e.validator_value, e.instance
+    if e.validator == "type":
+        names = [v] if isinstance(v, str) else list(v)
+        if isinstance(x, float) and not math.isfinite(x) and {"number", "integer"} & set(names):
+            return f"must be a finite number, got {x}"
+        return f"must be {' or '.join(names)}, got {_got(x)}"
+    match e.validator:
+        case "const":
+            return f"must be {_got(v)}, got {_got(x)}"
+        case "enum":
+            return f"must be one of {', '.join(map(_got, v))}, got {_got(x)}"
+        case "minimum":
+            return f"must be >= {v}, got {x}"
+        case "maximum":
+            return f"must be <= {v}, got {x}"
+        case "exclusiveMinimum":
+            return f"must be > {v}, got {x}"
+        case "minLength":
+            return f"must have at least {v} characters, got {_got(x)}"
+        case "pattern":
+            return f"must match {v}, got {_got(x)}"
+        case "minItems":
+            return f"must have at least {v} items"
+    return str(e.message)[:200]
+
+
+def validate(obj: Any, schema_name: str, where: str | None = None) -> None:
+    """InvalidResult, one line naming the first field that does not match
+    measure/schemas/<schema_name>.json."""
+    e = next(_validator(schema_name).iter_errors(obj), None)
+    if e is None:
+        return
+    at = e.json_path
+    if e.validator in ("required", "additionalProperties") and isinstance(e.instance, dict):
+        missing = e.validator == "required"
+        names, known = e.validator_value if missing else e.instance, e.schema.get("properties", {})
+        key = next(k for k in names if (k not in e.instance if missing else k not in known))
+        problem = f"{at}.{key}: {'is missing' if missing else 'is not allowed here'}"
+    else:
+        problem = f"{at}: {_says(e)}"
+    raise InvalidResult(f"{where or schema_name}: not a valid {schema_name}: {problem}")
 
 
 class BadOutDir(UserError):

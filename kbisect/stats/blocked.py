@@ -5,8 +5,8 @@ Model, on the log of each boot's tps: log tps = machine + delta * [side B] + noi
 least squares with one level per machine (numpy). exp(delta) is B/A within a machine,
 the same on every machine; a machine that is a few percent faster moves its own level,
 never delta, however the boots fell on the machines (a quarantined machine's missing
-boots included). The interval is exp(delta +- t * se) with the residual degrees of
-freedom (boots - machines - 1) and the pooled within-machine spread.
+boots included). The interval (ratio.ratio_ci) is exp(delta +- t * se) with the residual
+degrees of freedom (boots - machines - 1) and the pooled within-machine spread.
 
 A machine that measured one side only adds nothing to delta (its level absorbs it); when
 no machine measured both sides, delta cannot be told from the machines': StatsError.
@@ -29,7 +29,6 @@ from collections.abc import Sequence
 import numpy as np
 
 from kbisect.stats import means
-from kbisect.stats.student import t_quantile, t_sf
 
 METHOD = "log-machine-blocked"
 
@@ -115,34 +114,3 @@ def log_effect(
         raise means.StatsError("each boot needs its machine")
     both = "no machine measured both sides: the kernel's effect cannot be told from the machines'"
     return log_contrast([a, b], [machines_a, machines_b], [-1.0, 1.0], both)
-
-
-def p_value(delta: float, se: float, df: int) -> float:
-    """The two-sided p of "no effect" for a log effect and its standard error."""
-    if se == 0:
-        return 1.0 if delta == 0 else 0.0
-    return min(1.0, 2 * t_sf(abs(delta) / se, df))
-
-
-def ratio_ci(
-    a: Sequence[float],
-    b: Sequence[float],
-    machines_a: Sequence[str],
-    machines_b: Sequence[str],
-    confidence: float = 0.95,
-) -> means.RatioCI:
-    """B/A within machines, with its interval at `confidence`."""
-    if not 0.0 < confidence < 1.0:
-        raise means.StatsError(f"confidence {confidence}: must be between 0 and 1")
-    return interval(*log_effect(a, b, machines_a, machines_b), confidence)
-
-
-def interval(delta: float, se: float, df: int, confidence: float) -> means.RatioCI:
-    """exp(delta) and its interval exp(delta +- t * se) at `confidence`."""
-    ratio = math.exp(delta)
-    if se == 0:
-        return means.RatioCI(ratio, ratio, ratio, METHOD, confidence, float(df))
-    half = t_quantile(0.5 + confidence / 2, df) * se
-    return means.RatioCI(
-        ratio, math.exp(delta - half), math.exp(delta + half), METHOD, confidence, float(df)
-    )

@@ -40,8 +40,9 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import numpy as np
+import scipy.stats
 
-from kbisect.stats import means, student
+from kbisect.stats import means, ratio
 
 CONFIDENCE = 0.97  # a change point's level: the threshold is this quantile of the null max
 NULL_DRAWS = 2000
@@ -167,7 +168,7 @@ def _search(m: np.ndarray, se2: np.ndarray, start: int, df: int) -> list[Step]:
     left_w, right_w = float(w[:k].sum()), float(w[k:].sum())
     diff = float((w[k:] * m[k:]).sum() / right_w - (w[:k] * m[:k]).sum() / left_w)
     se = math.sqrt(1.0 / left_w + 1.0 / right_w)
-    t = student.t_quantile(0.975, df) if df > 0 else 1.96
+    t = float(scipy.stats.t.ppf(0.975, df)) if df > 0 else 1.96
     step = Step(
         start + k,
         math.exp(diff),
@@ -233,7 +234,7 @@ def drift(
     slope = float((w * (x - xm) * m).sum() / sxx)
     se = math.sqrt(1.0 / sxx)
     df = model.df if model.df > 0 else m.size - 2
-    p = 2 * student.t_sf(abs(slope) / se, df) if se > 0 else (0.0 if slope else 1.0)
+    p = 2 * float(scipy.stats.t.sf(abs(slope) / se, df)) if se > 0 else (0.0 if slope else 1.0)
     moved = math.expm1(slope * (m.size - 1))
     reasons = []
     if p < SLOPE_ALPHA and abs(moved) >= MIN_DRIFT:
@@ -241,7 +242,7 @@ def drift(
     last: means.RatioCI | None = None
     first, newest = span[0], span[-1]
     if len(first) >= 2 and len(newest) >= 2:
-        last = means.ratio_ci(first, newest)
+        last = ratio.ratio_ci(first, newest)
         if (last.low > 1.0 or last.high < 1.0) and abs(last.ratio - 1.0) >= MIN_DRIFT:
             reasons.append(
                 f"newest/baseline {last.ratio:.3f}x [{last.low:.3f}, {last.high:.3f}] excludes 1"

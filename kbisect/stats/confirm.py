@@ -45,9 +45,10 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
+import scipy.stats
+
 from kbisect.core.exceptions import UserError
-from kbisect.stats import looks, robust
-from kbisect.stats.student import t_quantile
+from kbisect.stats import looks, ratio, robust
 
 REST = 0.5  # the share of the endpoints' difference a "full" step may leave unexplained
 
@@ -95,7 +96,7 @@ def decide(parent: Sequence[float], culprit: Sequence[float], rule: Rule) -> Ste
     n = min(len(parent), len(culprit))
     if n < rule.least:
         return Step("more", None, None, None, n)
-    r = robust.ratio_ci(parent, culprit, rule.level)
+    r = ratio.ratio_ci(parent, culprit, rule.level, robust=True)
     # higher is better: a regression is a ratio below 1; lower is better: above 1
     edge = 1.0 - rule.min_effect if rule.higher_is_better else 1.0 / (1.0 - rule.min_effect)
     beyond = r.high < edge if rule.higher_is_better else r.low > edge
@@ -133,7 +134,7 @@ def explains(step: robust.Estimate, ends: robust.Estimate, rule: Rule) -> Explan
     d = size_s - size_e
     if vs + ve > 0:
         df = (vs + ve) ** 2 / (vs**2 / (step.df or math.inf) + ve**2 / (ends.df or math.inf))
-        q = t_quantile(0.5 + level / 2.0, df)
+        q = float(scipy.stats.t.ppf(0.5 + level / 2.0, df))
     else:
         q = 0.0
     low, high = d - q * math.sqrt(vs + ve), d + q * math.sqrt(vs + ve)

@@ -29,7 +29,9 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from kbisect.stats import means, student
+import scipy.stats
+
+from kbisect.stats import means
 
 ALPHA = 0.01  # the trend test's level for a warning
 NOTICEABLE = 0.03  # and the least change over the run worth one
@@ -91,8 +93,8 @@ def trend(samples: Sequence[Timed], confidence: float = 0.95) -> Trend | None:
     start, end = min(s.t for s in samples), max(s.t for s in samples)
     if se == 0:
         return Trend(slope, slope, slope, 0.0 if slope else 1.0, 0.0, start, end, len(samples))
-    half = student.t_quantile(0.5 + confidence / 2, df) * se
-    p = 2 * student.t_sf(abs(slope) / se, df)
+    half = float(scipy.stats.t.ppf(0.5 + confidence / 2, df)) * se
+    p = 2 * float(scipy.stats.t.sf(abs(slope) / se, df))
     return Trend(slope, slope - half, slope + half, p, se, start, end, len(samples))
 
 

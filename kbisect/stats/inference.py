@@ -1,33 +1,11 @@
-"""The study's inference on log ratios of means (the delta method, as kbisect.stats does
-for two sides), for any number of independent means: a ratio of two means, or a ratio
-of ratios of four; and Holm's step-down correction for a family of tests."""
+"""The study's level, and Holm's step-down correction for a family of tests (its
+ratios and their p values: ratio.py)."""
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 
-from kbisect.stats import means, student
-
 CONFIDENCE = 0.95
-
-
-def log_terms(s: means.Summary) -> tuple[float, int]:
-    """(variance of log mean, n): cv^2 / n by the delta method."""
-    return s.cv**2 / s.n, s.n
-
-
-def combine(terms: Sequence[tuple[float, int]], log_ratio: float) -> tuple[float, float, float]:
-    """(p of "no change", low, high) for a log ratio with these variance terms."""
-    var = sum(v for v, _ in terms)
-    if var == 0:
-        p = 1.0 if log_ratio == 0 else 0.0
-        return p, math.exp(log_ratio), math.exp(log_ratio)
-    df = var**2 / sum(v**2 / (n - 1) for v, n in terms if v > 0)
-    se = math.sqrt(var)
-    p = min(1.0, 2 * student.t_sf(abs(log_ratio) / se, df))
-    half = student.t_quantile(0.5 + CONFIDENCE / 2, df) * se
-    return p, math.exp(log_ratio - half), math.exp(log_ratio + half)
 
 
 def holm(ps: Sequence[float]) -> list[float]:

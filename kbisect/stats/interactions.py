@@ -16,8 +16,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from kbisect.stats import blocked, means
-from kbisect.stats.inference import CONFIDENCE, combine, log_terms
+from kbisect.stats import blocked, means, ratio
+from kbisect.stats.inference import CONFIDENCE
 
 Unit = tuple[int, int]
 # A square's cells x1y1, x2y1, x1y2, x2y2: the effect of x at y1, at y2, and their ratio
@@ -71,8 +71,9 @@ def _interaction(
 ) -> Interaction:
     s11, s21, s12, s22 = four
     e1, e2 = s21.mean / s11.mean, s22.mean / s12.mean
-    _, low, high = combine([log_terms(s) for s in four], math.log(e2 / e1))
-    return _made(d, k, square, (e1, e2, e2 / e1), (low, high))
+    var, df = means.welch([(s.cv**2 / s.n, s.n - 1) for s in four])
+    r = ratio.interval(e2 / e1, math.sqrt(var), df, CONFIDENCE, ratio.METHOD)
+    return _made(d, k, square, (e1, e2, e2 / e1), (r.low, r.high))
 
 
 def _within(d: Mapping[str, Any], k: int, square: Any, four: list[Any]) -> Interaction | None:
@@ -82,7 +83,7 @@ def _within(d: Mapping[str, Any], k: int, square: Any, four: list[Any]) -> Inter
     on = [p.machines for p in four]
     try:
         (e1, _, _), (e2, _, _), both = blocked.log_contrasts(tps, on, CONTRASTS)
-        r = blocked.interval(*both, CONFIDENCE)
+        r = ratio.interval(math.exp(both[0]), both[1], both[2], CONFIDENCE, blocked.METHOD)
     except means.StatsError:
         return None
     return _made(d, k, square, (math.exp(e1), math.exp(e2), r.ratio), (r.low, r.high))

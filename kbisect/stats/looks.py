@@ -44,9 +44,14 @@ def count(least: int, most: int, every: int = 1) -> int:
     return -(-(most - least) // max(every, 1)) + 1
 
 
+def spend(alpha: float, least: int, most: int) -> float:
+    """α/K: the error each of the K = most - least + 1 looks may spend (Bonferroni)."""
+    return alpha / (most - least + 1)
+
+
 def level(alpha: float, least: int, most: int, *, one_sided: bool) -> float:
     """The two-sided level of each look's interval, looking after samples least..most
     with an error of at most `alpha` in all: 1 - 2α/K for one-sided claims, 1 - α/K for a
     two-sided one (K = most - least + 1)."""
-    spend = alpha / (most - least + 1)
-    return 1.0 - (2.0 * spend if one_sided else spend)
+    each = spend(alpha, least, most)
+    return 1.0 - (2.0 * each if one_sided else each)

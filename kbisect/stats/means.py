@@ -1,31 +1,24 @@
-"""Summaries, Student t, the ratio of two means with its interval, and the A/B verdict.
+"""Summaries, t intervals of a mean and of a difference of means, Welch–Satterthwaite
+df, the boots a change needs, outlier rules, and the types of the ratio B/A's interval
+and of the A/B verdict (both computed by ratio.py).
 
 Samples are tps figures, one per boot; boots are independent and the two sides may have
-different spreads. Standard library only.
-
-Ratio interval (`ratio_ci`): the delta method on log(mean_B / mean_A). The standard error
-of the log ratio is sqrt(cv_A²/n_A + cv_B²/n_B) (the relative standard errors of the two
-means), its degrees of freedom come from Welch–Satterthwaite on those two terms, and the
-interval is exp(log r ± t·se). On the log scale the interval stays positive and finite
-even with 2 boots per side (Fieller's interval can be unbounded there), and A/B is exactly
-the reciprocal of B/A. Coverage, false positives and power are simulated in
-docs/statistics.md (scripts/simulate-stats).
-
-Student t quantiles: stats/student.py.
+different spreads. Student t quantiles: scipy.stats.t.
 """
 
 from __future__ import annotations
 
+import functools
 import math
 import statistics
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from kbisect.core.exceptions import UserError
-from kbisect.stats.student import t_quantile
+import scipy.stats
 
-METHOD = "delta-log-welch"
+from kbisect.core.exceptions import UserError
+
 NO_DIFFERENCE = "no significant difference"
 HIGH_CV = 0.10  # above this, a side is called noisy
 FEW_BOOTS = 5  # below this, a side gets a hint to add boots
@@ -66,9 +59,13 @@ def summarize(xs: Sequence[float]) -> Summary:
     return Summary(n, mean, statistics.median(xs), sd, cv, min(xs), max(xs))
 
 
-def welch_df(v_a: float, n_a: int, v_b: float, n_b: int) -> float:
-    """Welch–Satterthwaite degrees of freedom for two variance-of-the-mean terms."""
-    return (v_a + v_b) ** 2 / (v_a**2 / (n_a - 1) + v_b**2 / (n_b - 1))
+def welch(terms: Sequence[tuple[float, float]]) -> tuple[float, float | None]:
+    """The variance of a sum (or difference) of independent means, each term (its
+    variance, its df), and its Welch–Satterthwaite df (None when the variance is 0)."""
+    var = sum(v for v, _ in terms)
+    if var == 0:
+        return var, None
+    return var, var**2 / sum(v**2 / df for v, df in terms)
 
 
 def _two_sided(confidence: float) -> float:
@@ -80,8 +77,8 @@ def _two_sided(confidence: float) -> float:
 def mean_ci(xs: Sequence[float], confidence: float = 0.95) -> tuple[float, float, float]:
     """(mean, low, high): the t interval of the mean."""
     p = _two_sided(confidence)
-    s = _checked(xs, "samples")
-    half = t_quantile(p, s.n - 1) * s.stdev / math.sqrt(s.n)
+    s = checked(xs, "samples")
+    half = float(scipy.stats.t.ppf(p, s.n - 1)) * s.stdev / math.sqrt(s.n)
     return s.mean, s.mean - half, s.mean + half
 
 
@@ -90,16 +87,16 @@ def welch_ci(
 ) -> tuple[float, float, float]:
     """(mean_B - mean_A, low, high): Welch's interval for a difference of means."""
     p = _two_sided(confidence)
-    sa, sb = _checked(a, "side A"), _checked(b, "side B")
-    va, vb = sa.stdev**2 / sa.n, sb.stdev**2 / sb.n
+    sa, sb = checked(a, "side A"), checked(b, "side B")
+    var, df = welch([(sa.stdev**2 / sa.n, sa.n - 1), (sb.stdev**2 / sb.n, sb.n - 1)])
     diff = sb.mean - sa.mean
-    if va + vb == 0:
+    if df is None:
         return diff, diff, diff
-    half = t_quantile(p, welch_df(va, sa.n, vb, sb.n)) * math.sqrt(va + vb)
+    half = float(scipy.stats.t.ppf(p, df)) * math.sqrt(var)
     return diff, diff - half, diff + half
 
 
-# --- ratio and verdict -----------------------------------------------------------------
+# --- the ratio's interval and the verdict (ratio.py) -----------------------------------
 
 
 @dataclass(frozen=True)
@@ -115,34 +112,16 @@ class RatioCI:
         return asdict(self)
 
 
-# an interval other than ratio_ci's for the ratio B/A: interval(a, b, confidence)
+# the ratio B/A's interval the verdict takes: interval(a, b, confidence) (ratio.ratio_ci's)
 Interval = Callable[[Sequence[float], Sequence[float], float], RatioCI]
 
 
-def _checked(xs: Sequence[float], what: str) -> Summary:
+def checked(xs: Sequence[float], what: str) -> Summary:
     if len(xs) < 2:
         raise NotEnoughSamples(f"{what}: need at least 2 boots per side, have {len(xs)}")
     if not all(math.isfinite(x) for x in xs):
         raise StatsError(f"{what}: samples must be finite numbers")
     return summarize(xs)
-
-
-def ratio_ci(a: Sequence[float], b: Sequence[float], confidence: float = 0.95) -> RatioCI:
-    """Ratio of means B/A with its interval (delta method on the log, Welch df)."""
-    return _ratio(_checked(a, "side A"), _checked(b, "side B"), confidence)
-
-
-def _ratio(sa: Summary, sb: Summary, confidence: float) -> RatioCI:
-    p = _two_sided(confidence)
-    if sa.mean <= 0 or sb.mean <= 0:
-        raise StatsError(f"ratio of means needs positive means (A {sa.mean:g}, B {sb.mean:g})")
-    ratio = sb.mean / sa.mean
-    va, vb = sa.cv**2 / sa.n, sb.cv**2 / sb.n
-    if va + vb == 0:
-        return RatioCI(ratio, ratio, ratio, METHOD, confidence, None)
-    df = welch_df(va, sa.n, vb, sb.n)
-    half = t_quantile(p, df) * math.sqrt(va + vb)
-    return RatioCI(ratio, ratio * math.exp(-half), ratio * math.exp(half), METHOD, confidence, df)
 
 
 def boots_needed(cv: float, effect: float, confidence: float = 0.95, power: float = 0.8) -> int:
@@ -154,11 +133,19 @@ def boots_needed(cv: float, effect: float, confidence: float = 0.95, power: floa
     if not 0.0 < effect < 1.0:
         raise StatsError(f"effect {effect}: must be between 0 and 1")
     p, log_effect = _two_sided(confidence), -math.log1p(-effect)
-    for n in range(2, 1000):
-        df = n - 1
-        if (t_quantile(p, df) + t_quantile(power, df)) * cv * math.sqrt(2 / n) <= log_effect:
+    for n, t in enumerate(_t_sums(p, power), start=2):
+        if t * cv * math.sqrt(2 / n) <= log_effect:
             return n
     return 1000
+
+
+@functools.cache
+def _t_sums(p: float, power: float) -> list[float]:
+    """t(p, n - 1) + t(power, n - 1) for n = 2 .. 999: boots_needed's, computed once
+    (a verdict's warnings ask for them for every noisy side)."""
+    df = range(1, 999)
+    sums: list[float] = (scipy.stats.t.ppf(p, df) + scipy.stats.t.ppf(power, df)).tolist()
+    return sums
 
 
 @dataclass(frozen=True)
@@ -219,92 +206,10 @@ def outliers(xs: Sequence[float], alpha: float = OUTLIER_ALPHA) -> list[int]:
     for step in range(1, steps + 1):
         m = len(left)
         far, z = max(((i, _apart(xs, i, left)) for i in left), key=lambda p: p[1])
-        limit = t_quantile(1 - alpha / (2 * steps * m), m - 2) * math.sqrt(1 + 1 / (m - 1))
+        t = float(scipy.stats.t.ppf(1 - alpha / (2 * steps * m), m - 2))
+        limit = t * math.sqrt(1 + 1 / (m - 1))
         if z > limit:
             found = step
         order.append(far)
         left.remove(far)
     return sorted(order[:found])
-
-
-def _side_warnings(
-    name: str,
-    xs: Sequence[float],
-    s: Summary,
-    flag: str,
-    where: str = "",
-    index: Sequence[int] | None = None,
-) -> list[str]:
-    """A side's CV and outlier warnings; `where` (" on m1") and `index` (each x's place
-    among the side's boots) for the boots of one block of a side."""
-    out = []
-    if s.cv > HIGH_CV:
-        n = boots_needed(s.cv, REFERENCE_EFFECT)
-        out.append(
-            f"side {name}{where}: CV {s.cv * 100:.1f}% is high: add boots "
-            f"({flag} {n} detects a {REFERENCE_EFFECT:.0%} regression at 80% power)"
-        )
-    for i in outliers(xs):
-        j = i if index is None else index[i]
-        out.append(
-            f"side {name} boot {j + 1} ({xs[i]:.1f} tps){where} is an outlier: "
-            "check its fingerprint"
-        )
-    return out
-
-
-def _blocked_warnings(
-    name: str, xs: Sequence[float], blocks: Sequence[str], flag: str
-) -> list[str]:
-    """A side's warnings within each block (a pool's machine), blocks in order of first
-    boot: a spread between blocks is theirs (a machine effect), not noise."""
-    out = []
-    for block in dict.fromkeys(blocks):
-        index = [i for i, b in enumerate(blocks) if b == block]
-        mine = [xs[i] for i in index]
-        out += _side_warnings(name, mine, summarize(mine), flag, f" on {block}", index)
-    return out
-
-
-def verdict(
-    a: Sequence[float],
-    b: Sequence[float],
-    *,
-    min_effect: float = 0.02,
-    confidence: float = 0.95,
-    higher_is_better: bool = True,
-    boots_flag: str = "--boots",
-    planned: int | None = None,
-    interval: Interval | None = None,
-    blocks: tuple[Sequence[str], Sequence[str]] | None = None,
-) -> Verdict:
-    """Regression, improvement, or no significant difference, for B against A.
-    `boots_flag` is the option the warnings tell the user to raise for more boots;
-    `planned`, the boots per side asked for (when samples were left out, fewer count,
-    and asking for more would not help); `interval(a, b, confidence)`, the ratio's
-    interval when not ratio_ci's (the bisect gate's robust one, robust.py); `blocks`,
-    each boot's block per side (a pool's machine: compare/machines.py), the CV and
-    outlier warnings then computed within each block."""
-    sa, sb = _checked(a, "side A"), _checked(b, "side B")
-    r = _ratio(sa, sb, confidence) if interval is None else interval(a, b, confidence)
-    significant = r.low > 1.0 or r.high < 1.0
-    kind = NO_DIFFERENCE
-    if significant and abs(r.ratio - 1.0) >= min_effect:
-        kind = "regression" if (r.ratio < 1.0) == higher_is_better else "improvement"
-    if blocks is None:
-        warnings = _side_warnings("A", a, sa, boots_flag) + _side_warnings("B", b, sb, boots_flag)
-    else:
-        warnings = _blocked_warnings("A", a, blocks[0], boots_flag)
-        warnings += _blocked_warnings("B", b, blocks[1], boots_flag)
-    if (min(sa.n, sb.n) if planned is None else planned) < FEW_BOOTS:
-        warnings.append(
-            f"{sa.n} boots on side A and {sb.n} on side B: the interval is wide "
-            f"below {FEW_BOOTS} per side: use {boots_flag} {FEW_BOOTS} or more"
-        )
-    if significant and kind == NO_DIFFERENCE:
-        warnings.append(
-            f"B/A = {r.ratio:.3f}x is statistically significant but below "
-            f"--min-effect {min_effect * 100:g}%: reported as no significant "
-            "difference"
-        )
-    return Verdict(kind, r, sa, sb, warnings)

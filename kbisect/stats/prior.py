@@ -6,9 +6,10 @@ The prior is s0² (the pooled within-side variance of log tps of earlier runs: e
 boot's log tps less its run-side's mean, squared, summed, over Σ(n_i - 1)) weighted as
 ν0 = Σ(n_i - 1) degrees of freedom, capped at CAP. At each look a side's variance is
 (ν0 s0² + (n - 1) c²)/(ν0 + n - 1), c² the side's own squared CV (the delta method's
-variance of log tps, as means.ratio_ci), and the ratio's interval has the
+variance of log tps, as ratio.ratio_ci), and the ratio's interval has the
 Welch–Satterthwaite df of three independent parts: the prior (ν0 df, shared by both
-sides) and each side's own sum of squares (n - 1 df). With ν0 = 0 it is means.ratio_ci.
+sides) and each side's own sum of squares (n - 1 df), computed by ratio.ratio_ci. With
+ν0 = 0 it is Welch's.
 
 The guard: a host noisier now than in its history makes s0² too small and the interval
 too narrow. At each look the run's own pooled variance is F-tested against s0² (df
@@ -24,7 +25,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from kbisect.stats import means, student
+import scipy.stats
+
+from kbisect.stats import means
 
 CAP = 8  # the most df the prior weighs: ν0/(ν0 + n - 1) of a side's variance, 89% at
 # 2 boots a side, under half at 10 (docs/statistics.md "A noise prior from earlier runs")
@@ -105,20 +108,6 @@ def parts(sa: means.Summary, sb: means.Summary, nu0: float, s0: float) -> tuple[
     return v, (v * v / den if den else math.inf)
 
 
-def ratio_ci(
-    a: Sequence[float], b: Sequence[float], confidence: float, prior: Prior
-) -> means.RatioCI:
-    """B/A with its interval (delta method on the log), each side's variance pooled with
-    the prior's."""
-    welch = means.ratio_ci(a, b, confidence)  # checks the sides and the means
-    v, df = parts(means.summarize(a), means.summarize(b), prior.df, prior.var)
-    if v == 0:
-        return welch
-    half = student.t_quantile(1.0 - (1.0 - confidence) / 2.0, df) * math.sqrt(v)
-    r = welch.ratio
-    return means.RatioCI(r, r * math.exp(-half), r * math.exp(half), METHOD, confidence, df)
-
-
 def noisier(
     a: Sequence[float], b: Sequence[float], prior: Prior, level: float | None = None
 ) -> bool:
@@ -130,7 +119,7 @@ def noisier(
     if d1 < 1:
         return False
     own = ((sa.n - 1) * sa.cv**2 + (sb.n - 1) * sb.cv**2) / d1
-    return student.f_sf(own / prior.var, d1, prior.pooled_df) < level
+    return float(scipy.stats.f.sf(own / prior.var, d1, prior.pooled_df)) < level
 
 
 def dropped(a: Sequence[float], b: Sequence[float], prior: Prior, least: int) -> int | None:
@@ -141,16 +130,3 @@ def dropped(a: Sequence[float], b: Sequence[float], prior: Prior, least: int) ->
         if noisier(a[:k] if k < n else a, b[:k] if k < n else b, prior):
             return k
     return None
-
-
-def interval(
-    prior: Prior, a: Sequence[float], b: Sequence[float], least: int
-) -> means.Interval | None:
-    """The interval with the prior for these boots, None once the guard has dropped it."""
-    if dropped(a, b, prior, least) is not None:
-        return None
-
-    def with_prior(x: Sequence[float], y: Sequence[float], confidence: float) -> means.RatioCI:
-        return ratio_ci(x, y, confidence, prior)
-
-    return with_prior

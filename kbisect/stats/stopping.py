@@ -2,7 +2,7 @@
 complete pair of boots, stop when the ratio B/A is settled, else boot another pair.
 
 At each look, with n = the boots that count on the shorter side (n >= `least`), the
-ratio's interval is means.ratio_ci's (delta method on the log, Welch df), at the level
+ratio's interval is ratio.ratio_ci's (delta method on the log, Welch df), at the level
 looks.py gives a two-sided claim over K = most - least + 1 looks (1 - α/K, α = 1 -
 confidence), and:
 
@@ -16,7 +16,7 @@ confidence), and:
 interval is two-sided too): whatever the true ratio and whenever the run stops, the
 chance that a look's interval misses it is at most α/K, so at most α over every look;
 a "significant" B/A that is not (or an "equivalent" one that is not) is at most that.
-The final verdict (means.verdict at the same level) can call a difference the rule did
+The final verdict (ratio.verdict at the same level) can call a difference the rule did
 not stop for (the interval clears 1 but not 1 ± m); that claim is covered by the same α.
 A look is made once per n (the caller looks when the shorter side has grown); with m = 0
 "equivalent" never happens. Simulated error rates and boots: docs/statistics.md
@@ -36,12 +36,13 @@ side (K counts it), and the guard drops the prior for a run noisier than its his
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from kbisect.core.exceptions import UserError
-from kbisect.stats import blocked, looks, means
+from kbisect.stats import blocked, looks, means, ratio
 from kbisect.stats import prior as priors
 
 LEAST = 3  # boots a side before the first look: at 2 the interval is too wide to decide
@@ -137,7 +138,17 @@ class Rule:
     def interval(self, a: Sequence[float], b: Sequence[float]) -> means.Interval | None:
         """The interval with the rule's noise prior for these boots; None (ratio_ci's)
         without one or once the guard has dropped it."""
-        return None if self.prior is None else priors.interval(self.prior, a, b, self.least)
+        return None if self.prior is None else with_prior(self.prior, a, b, self.least)
+
+
+def with_prior(
+    prior: priors.Prior, a: Sequence[float], b: Sequence[float], least: int
+) -> means.Interval | None:
+    """The interval with the noise prior for these boots, None once the guard has
+    dropped it."""
+    if priors.dropped(a, b, prior, least) is not None:
+        return None
+    return functools.partial(ratio.ratio_ci, prior=prior)
 
 
 @dataclass(frozen=True)
@@ -172,11 +183,11 @@ def decide(
     if interval is None and rule.prior is not None:
         dropped = priors.dropped(a, b, rule.prior, rule.least)
         if dropped is None:
-            r = priors.ratio_ci(a, b, rule.level, rule.prior)
+            r = ratio.ratio_ci(a, b, rule.level, prior=rule.prior)
             return _settle(rule, n, look, r, last, None)
-        return _settle(rule, n, look, means.ratio_ci(a, b, rule.level), last, dropped)
+        return _settle(rule, n, look, ratio.ratio_ci(a, b, rule.level), last, dropped)
     try:
-        r = (means.ratio_ci if interval is None else interval)(a, b, rule.level)
+        r = (ratio.ratio_ci if interval is None else interval)(a, b, rule.level)
     except means.StatsError:
         if interval is None:
             raise

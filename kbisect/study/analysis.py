@@ -26,7 +26,6 @@
 from __future__ import annotations
 
 import itertools
-import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -34,8 +33,8 @@ from typing import Any
 from kbisect.measure import fingerprint, preempt, retake, timeline
 from kbisect.measure.sample import machine
 from kbisect.report import disturbed, servers
-from kbisect.stats import blocked, drift, means
-from kbisect.stats.inference import CONFIDENCE, combine, holm, log_terms
+from kbisect.stats import drift, means, ratio
+from kbisect.stats.inference import CONFIDENCE, holm
 from kbisect.stats.interactions import Interaction, interactions
 from kbisect.study import bisectline, store
 
@@ -185,12 +184,9 @@ def _ratio(pa: Point, pb: Point) -> tuple[means.RatioCI, float] | None:
     sa, sb = pa.summary, pb.summary
     if sa is None or sb is None or sa.n < 2 or sb.n < 2:
         return None
-    if len({*pa.machines, *pb.machines}) > 1:
-        delta, se, df = blocked.log_effect(pa.tps, pb.tps, pa.machines, pb.machines)
-        return blocked.interval(delta, se, df, CONFIDENCE), blocked.p_value(delta, se, df)
-    r = means.ratio_ci(pa.tps, pb.tps, CONFIDENCE)
-    p, _, _ = combine([log_terms(sa), log_terms(sb)], math.log(r.ratio))
-    return r, p
+    on = (pa.machines, pb.machines) if len({*pa.machines, *pb.machines}) > 1 else None
+    r = ratio.ratio_ci(pa.tps, pb.tps, CONFIDENCE, machines=on)
+    return r, ratio.p_value(pa.tps, pb.tps, machines=on)
 
 
 def _tried(

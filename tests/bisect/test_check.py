@@ -10,7 +10,7 @@ import pytest
 
 from kbisect.bisect import check
 from kbisect.bisect.state import Options
-from kbisect.stats import looks, means, robust
+from kbisect.stats import looks, means, ratio
 
 OPTS = Options(tree=None, good="g", bad="b", scenario="s", arch="x86_64")
 
@@ -37,7 +37,7 @@ def test_the_check_is_one_sided_at_5_percent_over_its_looks() -> None:
 def test_heavy_tailed_endpoints_the_two_sided_check_refused_now_pass() -> None:
     two_sided = looks.level(0.05, 3, 10, one_sided=False)
     for n in range(3, 11):
-        old = means.verdict(T3_GOOD[:n], T3_BAD[:n], confidence=two_sided, interval=robust.ratio_ci)
+        old = ratio.verdict(T3_GOOD[:n], T3_BAD[:n], confidence=two_sided, interval=ratio.ROBUST)
         assert old.kind == "no significant difference"
     v = check.endpoint_verdict(lists(T3_GOOD, T3_BAD), "g", "b", OPTS)
     assert v.kind == "regression"
@@ -70,7 +70,7 @@ def test_equal_endpoints_pass_at_most_alpha_over_all_looks() -> None:
         v = check.endpoint_verdict(lists(good, bad), "g", "b", OPTS)
         split += v.kind == "regression"
         unsplit += any(
-            means.verdict(good[:n], bad[:n], confidence=0.90, interval=robust.ratio_ci).kind
+            ratio.verdict(good[:n], bad[:n], confidence=0.90, interval=ratio.ROBUST).kind
             == "regression"
             for n in range(OPTS.runs_min, OPTS.runs_max + 1)
         )
@@ -94,13 +94,13 @@ def test_over_a_pool_each_look_fills_a_round_and_the_level_counts_those_looks(
     assert check.endpoint_confidence(3, 10, 4) == pytest.approx(1 - 2 * 0.05 / 3)  # 4, 8, 10
     assert check.endpoint_confidence(3, 10, 1) == check.endpoint_confidence(3, 10)
     looked: list[tuple[int, int, float]] = []
-    verdict = means.verdict
+    verdict = ratio.verdict
 
     def spy(a: list[float], b: list[float], **kw: object) -> means.Verdict:
         looked.append((len(a), len(b), float(kw["confidence"])))  # type: ignore[arg-type]
         return verdict(a, b, **kw)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(means, "verdict", spy)
+    monkeypatch.setattr(ratio, "verdict", spy)
     same = [1000.0, 1010.0, 990.0, 1005.0, 995.0] * 2  # the endpoints never differ
     v = check.endpoint_verdict(lists(same, same), "g", "b", OPTS, every=2)
     assert v.kind != "regression" and v.a.n == v.b.n == OPTS.runs_max
@@ -125,7 +125,7 @@ def test_over_a_pool_equal_endpoints_pass_at_most_alpha_over_its_looks() -> None
         v = check.endpoint_verdict(lists(good, bad), "g", "b", OPTS, every=2)
         split += v.kind == "regression"
         unsplit += any(
-            means.verdict(good[:n], bad[:n], confidence=0.90, interval=robust.ratio_ci).kind
+            ratio.verdict(good[:n], bad[:n], confidence=0.90, interval=ratio.ROBUST).kind
             == "regression"
             for n in (4, 6, 8, 10)
         )

@@ -12,7 +12,7 @@ from kbisect.compare import schedule as compare
 from kbisect.core import paths
 from kbisect.core.exceptions import EXIT_BOOT, EXIT_NEGATIVE, EXIT_OK, EXIT_USER
 from kbisect.measure import results
-from kbisect.stats import means
+from kbisect.stats import means, ratio
 from tests.fakes import fake_calls, fake_image, fake_target, make_fake_kernel_repo
 
 
@@ -106,7 +106,7 @@ def test_compare_end_to_end(
     sides = ["A" if "x=1" in c["append"] else "B" for c in vng_calls(state)]
     assert sides == plan  # the boots really ran in that order
     by = tps_by_label(out)
-    expected = means.verdict(by["A"], by["B"], min_effect=0.02)
+    expected = ratio.verdict(by["A"], by["B"], min_effect=0.02)
     assert summary["verdict"]["kind"] == expected.kind == kind
     assert summary["verdict"]["ratio"]["ratio"] == pytest.approx(expected.ratio.ratio)
     assert summary["failed"] == {"A": 0, "B": 0}

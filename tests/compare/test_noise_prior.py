@@ -17,6 +17,7 @@ from kbisect.core.exceptions import EXIT_NEGATIVE, EXIT_OK, EXIT_USER
 from kbisect.db import index
 from kbisect.measure import results
 from kbisect.stats import prior as priors
+from kbisect.stats import ratio
 from tests.fakes import ab_compare_argv, fake_calls, fake_image, fake_target, start_driver
 
 
@@ -140,7 +141,7 @@ def test_the_report_recomputes_with_the_recorded_prior_and_its_guard() -> None:
     summary = {"sequential": {"least": 2, "noise_prior": quiet.as_dict()}}
     a, b = [1000.0, 1010.0, 995.0], [500.0, 505.0, 498.0]
     got = sequential.recorded_interval(summary, a, b)
-    assert got is not None and got(a, b, 0.95) == priors.ratio_ci(a, b, 0.95, quiet)
+    assert got is not None and got(a, b, 0.95) == ratio.ratio_ci(a, b, 0.95, prior=quiet)
     noisy_a, noisy_b = [1000.0, 1200.0, 850.0], [500.0, 600.0, 420.0]
     assert sequential.recorded_interval(summary, noisy_a, noisy_b) is None  # dropped
     none = {"sequential": {"least": 3, "noise_prior": {"none": "turned off"}}}

@@ -17,7 +17,7 @@ from kbisect.compare import schedule, sequential
 from kbisect.core import reading
 from kbisect.core.exceptions import EXIT_NEGATIVE, EXIT_OK
 from kbisect.measure import results, sample
-from kbisect.stats import blocked, means, stopping
+from kbisect.stats import blocked, means, ratio, stopping
 from tests.fakes import ab_compare_argv, fake_calls, fake_image, fake_pool
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -265,11 +265,11 @@ def test_the_cv_warnings_are_within_machines() -> None:
     a = [1000.0, 1010.0, 2000.0, 2020.0]  # two machines 2x apart, 1% noise within
     b = [1005.0, 995.0, 2010.0, 1990.0]
     where = (["m1", "m1", "m2", "m2"], ["m1", "m1", "m2", "m2"])
-    mixed = means.verdict(a, b)
+    mixed = ratio.verdict(a, b)
     assert any("side A: CV" in w for w in mixed.warnings)  # the machines' spread
-    within = means.verdict(a, b, blocks=where)
+    within = ratio.verdict(a, b, blocks=where)
     assert not any("CV" in w for w in within.warnings)
-    noisy = means.verdict([1000.0, 1300.0, 2000.0, 2020.0], b, blocks=where)
+    noisy = ratio.verdict([1000.0, 1300.0, 2000.0, 2020.0], b, blocks=where)
     assert next(w for w in noisy.warnings if "CV" in w).startswith("side A on m1: CV 18.4%")
 
 

@@ -12,9 +12,9 @@ from kbisect.commands import cli
 from kbisect.compare import markdown
 from kbisect.compare import report as compare_report
 from kbisect.core.exceptions import EXIT_INFRA
-from kbisect.measure import schema
+from kbisect.measure import results
 from kbisect.report import plots
-from kbisect.stats import means
+from kbisect.stats import means, ratio
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 COMMAND = "kbisect compare --kernel /k/bzImage --append-a preempt=none --append-b preempt=full --scenario smoke --boots 4"  # noqa: E501
@@ -124,11 +124,11 @@ def make_run(root: Path, *, accel: str = "kvm", accel_b: str = "", vary: bool = 
         if vary and label == "A":
             fp["hugepages_free"] = i
         s = sample(label, tps, status, accel_b if label == "B" and accel_b else accel, rng, fp)
-        schema.validate(s, "sample")
+        results.validate(s, "sample")
         (run / "samples").mkdir(parents=True, exist_ok=True)
         (run / "samples" / f"{i:03d}-{label}.json").write_text(json.dumps(s))
     a, b = ok_tps("A"), ok_tps("B")
-    v = means.verdict(a, b, min_effect=0.02)
+    v = ratio.verdict(a, b, min_effect=0.02)
     side: dict[str, Any] = {
         "kernel": {
             "commit": "ab" * 20,
@@ -164,7 +164,7 @@ def make_run(root: Path, *, accel: str = "kvm", accel_b: str = "", vary: bool = 
         "confidence": 0.95,
         "duration_s": 600.0,
     }
-    schema.validate(summary, "summary")
+    results.validate(summary, "summary")
     (run / "summary.json").write_text(json.dumps(summary))
     return run
 
@@ -199,7 +199,7 @@ def run(tmp_path: Path) -> Path:
 
 
 def test_reproduce_command_and_verdict_line(rendered: str) -> None:
-    v = means.verdict(ok_tps("A"), ok_tps("B"), min_effect=0.02)
+    v = ratio.verdict(ok_tps("A"), ok_tps("B"), min_effect=0.02)
     assert v.kind == "regression"
     assert f"Reproduce:\n\n```sh\n{COMMAND}\n```" in rendered
     assert compare_report.verdict_line(v) in rendered

@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 
 from kbisect.db import rebuild, runs
-from kbisect.measure import results, schema
+from kbisect.measure import results
 from tests.fakes import ROOT
 from tests.faults.kit import Chain, Reference, describe, execute, expected_code, plan_run
 from tests.faults.procs import check_gone
@@ -109,11 +109,11 @@ def check_files(chain: Chain, run_dir: Path) -> None:
     for folder in {p.parent.parent for p in chain.scenario.samples(chain)}:
         try:
             results.load_samples(folder)
-        except schema.InvalidResult as exc:
+        except results.InvalidResult as exc:
             chain.problem(str(exc))
     try:
         results.load_summary(run_dir)
-    except (schema.InvalidResult, results.NoResults) as exc:
+    except (results.InvalidResult, results.NoResults) as exc:
         chain.problem(str(exc))
     report = kbisect(chain, "report", str(run_dir))
     if report.returncode != 0:

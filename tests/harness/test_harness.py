@@ -19,7 +19,7 @@ from harness import boot, fingerprint, guest, pgbench, postgres, proc, system, t
 from harness.proc import Account, HarnessError
 from kbisect.core import clock, paths
 from kbisect.core import proc as host_proc
-from kbisect.measure import schema
+from kbisect.measure import results
 from kbisect.scenario import scenario
 
 DATA = Path(__file__).parents[1] / "data" / "pgbench"
@@ -389,7 +389,7 @@ def check_ok(
     assert fp["pg_settings"]["max_wal_size"] == "128MB"  # a scenario setting, really applied
     assert fp["huge_pages_used"] is None  # huge_pages = off
     assert fp["nproc"] >= 1 and fp["mem_total_kb"] > 0 and fp["uname_r"]
-    schema.validate(as_sample(result, s), "sample")
+    results.validate(as_sample(result, s), "sample")
 
 
 @pytest.mark.real
@@ -414,7 +414,7 @@ def test_a_pinned_major_the_root_lacks_fails_clearly(dirs):
     assert result["error"] == "scenario pins PostgreSQL 18 but the guest has 15"
     assert result["runs"] == [] and "tps" not in json.dumps(result["runs"])
     assert not any(ln.startswith("kbisect-guest: tps") for ln in lines)
-    schema.validate(as_sample(result, s), "sample")
+    results.validate(as_sample(result, s), "sample")
 
 
 @pytest.mark.real
@@ -432,7 +432,7 @@ def test_pgbench_failure_gives_no_number(dirs, tmp_path):
     assert result["error"] == (
         'pgbench run 0 exited 2: ERROR: column "nonexistent_column" does not exist'
     )
-    schema.validate(as_sample(result, s), "sample")
+    results.validate(as_sample(result, s), "sample")
 
 
 def test_cpu_during_runs_from_two_proc_stat_readings():

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from kbisect.core.exceptions import BenchmarkError, BootError, UserError
-from kbisect.measure import results, sample, schema
+from kbisect.measure import results, sample
 from kbisect.scenario import scenario
 from kbisect.targets import registry
 from kbisect.targets.base import Kernel
@@ -35,7 +35,7 @@ def take(tmp_path: Path, scen: scenario.Scenario, **settings: Any) -> dict[str, 
 
 def test_a_sample_is_valid_and_its_tps_is_the_mean_of_measured_runs(tmp_path: Path) -> None:
     s = take(tmp_path, smoke("pgbench.runs=3"), cv=0.0)
-    schema.validate(s, "sample")
+    results.validate(s, "sample")
     assert [x["tps"] for x in stored(tmp_path / "run")] == [s["tps"]]
     warm = [r["tps"] for r in s["runs"] if r["warmup"]]
     measured = [r["tps"] for r in s["runs"] if not r["warmup"]]
@@ -118,5 +118,5 @@ def test_old_samples_are_read_in_todays_shape(tmp_path: Path) -> None:
     results.write_sample(path, old)
     [read] = results.load_samples(path)
     assert read["target"] == {"kind": "vng", "name": "vng", "arch": None, "accel": "tcg"}
-    with pytest.raises(schema.InvalidResult, match="target: is missing"):
-        schema.validate({**old, "version": 2}, "sample")
+    with pytest.raises(results.InvalidResult, match="target: is missing"):
+        results.validate({**old, "version": 2}, "sample")

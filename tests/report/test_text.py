@@ -10,7 +10,7 @@ import pytest
 
 from kbisect.commands import cli
 from kbisect.report import text as textreport
-from kbisect.stats import means
+from kbisect.stats import ratio
 from tests.compare.test_report import make_run, ok_tps
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "docs" / "examples"
@@ -28,7 +28,7 @@ def test_compare_text_puts_the_finding_first(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     out = text_of(make_run(tmp_path), capsys)
-    v = means.verdict(ok_tps("A"), ok_tps("B"))
+    v = ratio.verdict(ok_tps("A"), ok_tps("B"))
     change = f"{(v.ratio.ratio - 1) * 100:+.1f}%"
     assert out.startswith(f"kbisect noticed a regression of {change} in pgbench tps (smoke)")
     assert f"B/A {v.ratio.ratio:.3f}x ({change}), 95% CI [{v.ratio.low:.3f}, " in out

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kbisect.stats import blocked, means
+from kbisect.stats import blocked, means, ratio
 
 offsets = st.lists(st.floats(0.8, 1.25), min_size=2, max_size=4)
 
@@ -34,7 +34,7 @@ def test_without_noise_the_effect_is_exact_whatever_the_machines(
         mb += [f"m{j}"] * n_b
     if len(a) + len(b) <= len(factors) + 1:
         return  # no residual degrees of freedom: refused (tested below)
-    r = blocked.ratio_ci(a, b, ma, mb)
+    r = ratio.ratio_ci(a, b, machines=(ma, mb))
     assert r.ratio == pytest.approx(effect, rel=1e-9)
     assert r.low == pytest.approx(effect, rel=1e-6) and r.high == pytest.approx(effect, rel=1e-6)
     assert r.method == blocked.METHOD
@@ -53,10 +53,10 @@ def test_unbiased_under_a_machine_effect_where_the_pooled_ratio_is_not() -> None
         factor = {"m0": 1.0, "m1": 1.05}
         a = [1000 * factor[m] * math.exp(rng.gauss(0, 0.02)) for m in ma]
         b = [1000 * factor[m] * math.exp(rng.gauss(0, 0.02)) for m in mb]
-        r = blocked.ratio_ci(a, b, ma, mb)
+        r = ratio.ratio_ci(a, b, machines=(ma, mb))
         logs.append(math.log(r.ratio))
         covered += r.low <= 1.0 <= r.high
-        pooled.append(math.log(means.ratio_ci(a, b).ratio))
+        pooled.append(math.log(ratio.ratio_ci(a, b).ratio))
     se = 0.02 * math.sqrt(1 / 4 + 1 / 6 + 1 / 8 + 1 / 2) / math.sqrt(trials)  # a bound
     assert abs(sum(logs) / trials) < 4 * se
     assert 0.92 <= covered / trials <= 0.98
@@ -65,19 +65,19 @@ def test_unbiased_under_a_machine_effect_where_the_pooled_ratio_is_not() -> None
 
 def test_one_side_per_machine_cannot_be_told_from_the_machines() -> None:
     with pytest.raises(means.StatsError, match="no machine measured both sides"):
-        blocked.ratio_ci([1.0, 1.1], [2.0, 2.1], ["m0", "m0"], ["m1", "m1"])
+        ratio.ratio_ci([1.0, 1.1], [2.0, 2.1], machines=(["m0", "m0"], ["m1", "m1"]))
 
 
 def test_no_spread_left_is_refused() -> None:
     with pytest.raises(means.StatsError, match="no spread"):
-        blocked.ratio_ci([1.0, 1.1], [2.0], ["m0", "m1"], ["m0"])
+        ratio.ratio_ci([1.0, 1.1], [2.0], machines=(["m0", "m1"], ["m0"]))
 
 
 def test_a_machine_with_one_side_adds_nothing_to_the_effect() -> None:
     a, ma = [100.0, 101.0, 300.0], ["m0", "m0", "m2"]
     b, mb = [110.0, 111.1], ["m0", "m0"]
-    with_it = blocked.ratio_ci(a, b, ma, mb)
-    alone = blocked.ratio_ci(a[:2], b, ma[:2], mb)
+    with_it = ratio.ratio_ci(a, b, machines=(ma, mb))
+    alone = ratio.ratio_ci(a[:2], b, machines=(ma[:2], mb))
     assert with_it.ratio == pytest.approx(alone.ratio)
 
 

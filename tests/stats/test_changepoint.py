@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from kbisect.stats import changepoint as cp
-from kbisect.stats import means
+from kbisect.stats import means, ratio
 
 REPS = 200
 
@@ -85,7 +85,7 @@ def drifting(rng: np.random.Generator, slope_step: float, cv: float = 0.02) -> l
 def test_seven_small_steps_are_drift_though_no_step_is_significant() -> None:
     def none_significant(pts: list[list[float]]) -> bool:
         pairs = itertools.pairwise(pts)
-        return not any(r.low > 1 or r.high < 1 for r in (means.ratio_ci(a, b) for a, b in pairs))
+        return not any(r.low > 1 or r.high < 1 for r in (ratio.ratio_ci(a, b) for a, b in pairs))
 
     rng = np.random.default_rng(5)
     pts = next(p for p in (drifting(rng, 0.015) for _ in range(100)) if none_significant(p))

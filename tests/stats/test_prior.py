@@ -9,9 +9,8 @@ import random
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from scipy import stats as sps
 
-from kbisect.stats import means, stopping, student
+from kbisect.stats import means, ratio, stopping
 from kbisect.stats import prior as priors
 
 TPS = st.floats(min_value=100.0, max_value=5000.0, allow_nan=False)
@@ -54,8 +53,8 @@ def test_no_prior_without_two_boots_in_a_group_or_with_no_noise() -> None:
 def test_with_no_prior_weight_the_interval_is_welchs(
     a: list[float], b: list[float], var: float, confidence: float
 ) -> None:
-    welch = means.ratio_ci(a, b, confidence)
-    got = priors.ratio_ci(a, b, confidence, make(var, 0, 5))
+    welch = ratio.ratio_ci(a, b, confidence)
+    got = ratio.ratio_ci(a, b, confidence, prior=make(var, 0, 5))
     assert got.ratio == welch.ratio
     if welch.df is None:  # both sides without noise: the point
         return
@@ -86,15 +85,9 @@ def test_a_prior_at_the_true_noise_keeps_the_intervals_coverage() -> None:
         var = 0.01 * r.gammavariate(4.0, 2.0) / 8
         a = [r.gauss(1000, 100) for _ in range(3)]
         b = [r.gauss(800, 80) for _ in range(3)]
-        ci = priors.ratio_ci(a, b, 0.95, make(var, 8))
+        ci = ratio.ratio_ci(a, b, 0.95, prior=make(var, 8))
         covered += ci.low <= 0.8 <= ci.high
     assert covered / trials >= 0.94
-
-
-def test_f_sf_is_scipys() -> None:
-    for f, d1, d2 in ((1.0, 4, 8), (3.84, 4, 8), (0.3, 2, 30), (10.0, 1, 1)):
-        assert student.f_sf(f, d1, d2) == pytest.approx(sps.f.sf(f, d1, d2), rel=1e-9)
-    assert student.f_sf(0.0, 3, 3) == 1.0
 
 
 def test_the_guard_drops_a_prior_the_run_is_much_noisier_than() -> None:
@@ -102,11 +95,11 @@ def test_the_guard_drops_a_prior_the_run_is_much_noisier_than() -> None:
     a, b = [1000.0, 1200.0, 850.0], [900.0, 1100.0, 760.0]  # CV ~17%
     assert priors.noisier(a, b, quiet)
     assert priors.dropped(a, b, quiet, 2) == 2  # already at the first look's 2 boots
-    assert priors.interval(quiet, a, b, 2) is None
+    assert stopping.with_prior(quiet, a, b, 2) is None
     like = make(0.17**2, 8, 30)
     assert not priors.noisier(a, b, like)
     assert priors.dropped(a, b, like, 2) is None
-    assert priors.interval(like, a, b, 2) is not None
+    assert stopping.with_prior(like, a, b, 2) is not None
 
 
 def test_the_guard_replays_the_looks_so_a_later_calm_does_not_restore_the_prior() -> None:
@@ -150,7 +143,7 @@ def test_a_dropped_prior_is_said_and_recorded() -> None:
     a, b = [1000.0, 1200.0, 850.0], [900.0, 1100.0, 760.0]
     stop = stopping.decide(a, b, rule)
     assert stop.dropped == 2 and stop.ratio is not None
-    assert stop.ratio.method == means.METHOD  # today's interval from then on
+    assert stop.ratio.method == ratio.METHOD  # today's interval from then on
     said = stopping.as_dict(stop, rule)
     assert said["prior_dropped"] == 2
     assert "dropped after 2 boots a side: this run is noisier" in said["reason"]

@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kbisect.compare import schedule, sequential
-from kbisect.stats import looks, means, stopping
+from kbisect.stats import looks, ratio, stopping
 
 RULE = stopping.Rule()  # 2% min effect, looks after 3..10 boots a side
 
@@ -84,18 +84,18 @@ def test_with_no_minimum_effect_nothing_is_equivalent() -> None:
 @settings(max_examples=200, deadline=None)
 @given(
     n=st.integers(3, 10),
-    ratio=st.floats(0.3, 2.0),
+    change=st.floats(0.3, 2.0),
     cv=st.floats(0.001, 0.3),
     effect=st.floats(0.0, 0.3),
     seed=st.integers(0, 10**6),
 )
 def test_the_kind_is_what_the_interval_at_the_looks_level_says(
-    n: int, ratio: float, cv: float, effect: float, seed: int
+    n: int, change: float, cv: float, effect: float, seed: int
 ) -> None:
     rule = stopping.Rule(min_effect=effect)
-    a, b = side(1000, cv, n, seed), side(1000 * ratio, cv, n, seed + 1)
+    a, b = side(1000, cv, n, seed), side(1000 * change, cv, n, seed + 1)
     stop = stopping.decide(a, b, rule)
-    r = means.ratio_ci(a, b, rule.level)
+    r = ratio.ratio_ci(a, b, rule.level)
     assert stop.ratio == r and stop.look == n - 2
     beyond = r.high < 1 - effect or r.low > 1 + effect
     within = 1 - effect < r.low and r.high < 1 + effect

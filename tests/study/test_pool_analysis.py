@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 from kbisect.commands import cli
 from kbisect.measure import results
 from kbisect.report.text import WIDTH
-from kbisect.stats import blocked, means
+from kbisect.stats import blocked, ratio
 from kbisect.study import analysis, figures, store
 from tests.fakes import fake_image, fake_pool
 from tests.study.test_study import definition
@@ -71,7 +71,7 @@ def test_a_slower_machine_with_more_of_one_kernels_boots_is_no_kernel_effect(
     a = analysis.analyze(store.load_definition(run), store.samples(run))
     assert a.machines == ("m1", "m2") or a.machines == ("m2", "m1")
     for c in range(2):
-        pooled = means.ratio_ci(a.points[(0, c)].tps, a.points[(1, c)].tps)
+        pooled = ratio.ratio_ci(a.points[(0, c)].tps, a.points[(1, c)].tps)
         assert pooled.ratio < 0.96  # the slow machine leaks into the pooled ratio
         within = a.vs_baseline[(1, c)]
         assert within.method == blocked.METHOD
@@ -106,8 +106,8 @@ def test_one_machine_is_the_welch_analysis_unchanged() -> None:
         )
         assert a.machines == () and not analysis.per_machine(a)
         for c in range(2):
-            assert a.vs_baseline[(1, c)] == means.ratio_ci(tps[(0, c)], tps[(1, c)])
-        assert all(s.ratio.method == means.METHOD for s in a.steps)
+            assert a.vs_baseline[(1, c)] == ratio.ratio_ci(tps[(0, c)], tps[(1, c)])
+        assert all(s.ratio.method == ratio.METHOD for s in a.steps)
 
 
 def test_kernels_no_machine_measured_both_are_left_out_with_a_warning() -> None:

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from kbisect.measure import results, schema
+from kbisect.measure import results
 
 pytestmark = pytest.mark.real
 
@@ -104,12 +104,12 @@ def test_compare_two_command_lines_on_one_kernel(
     )
     assert proc.returncode in (0, 1), proc.stderr[-3000:]
     summary = json.loads((out / "summary.json").read_text())
-    schema.validate(summary, "summary")
+    results.validate(summary, "summary")
     assert summary["verdict"]["kind"] in ("regression", "improvement", "no significant difference")
     assert (out / "report.md").exists()
     samples = results.load_samples(out)
     for s in samples:
-        schema.validate(s, "sample")
+        results.validate(s, "sample")
     # A boot that dies under TCG (seen: an early "Oops: int3") is stored as boot-failed
     # and retried, and on a busy host a disturbed sample is kept on disk but set aside
     # and retaken; so the run may hold extra samples; the ok ones are 2 per side.

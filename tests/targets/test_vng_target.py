@@ -14,7 +14,7 @@ import pytest
 
 from kbisect.commands import cli
 from kbisect.core.exceptions import EXIT_BENCHMARK, EXIT_BOOT, EXIT_USER, BootError
-from kbisect.measure import results, sample, schema
+from kbisect.measure import results, sample
 from kbisect.scenario import scenario
 from kbisect.targets import registry
 from kbisect.targets.base import Kernel, KernelNotFound
@@ -97,7 +97,7 @@ def vng_sample(
 
 def test_a_vng_sample_records_the_target_and_accelerator(tmp_path: Path, state: Path) -> None:
     s = vng_sample(fake_image(tmp_path / "k"), smoke(), tmp_path / "run", label="A")
-    schema.validate(s, "sample")
+    results.validate(s, "sample")
     host = s["target"].pop("vm_host")  # the machine under the guest: this host
     assert s["target"] == {
         "kind": "vng",

@@ -43,6 +43,7 @@ from kbisect.bisect.posterior.posterior import Answer, Posterior
 from kbisect.bisect.state import Run
 from kbisect.core import progress
 from kbisect.core.exceptions import BenchmarkError, BootError, BuildError
+from kbisect.stats import looks
 from kbisect.stats.split import Fit
 
 EXPLAINS_CONFIDENCE = 0.995  # the explanation's claims, each wrong at most 0.5%
@@ -517,11 +518,13 @@ class Search:
     def _against_odds(self, judged: int) -> float:
         """The log odds a revision's level test must reach to be clearly at the other level
         than one step says, with `judged` revisions judged: the confidence's odds times
-        `judged` (Bonferroni). Each revision is sampled until its test is clear, and a
+        `judged` (Bonferroni: the confidence over the error each revision may spend,
+        looks.spend). Each revision is sampled until its test is clear, and a
         test sampled so stops at the wrong side at most once in its odds (Wald), so at
         the confidence's odds each revision judged adds its own chance of a false
         "against"; a pool's batches judge more revisions (docs/statistics.md)."""
-        return self._odds() + math.log(max(judged, 1))
+        c = self.opts.confidence
+        return math.log(c / looks.spend(1 - c, 1, max(judged, 1)))
 
     def _testable(self, change: story.Change) -> list[str]:
         """The change's commits that can still be tested (one: it is located)."""

@@ -16,7 +16,7 @@ from typing import Any
 from kbisect.bisect import samples, state
 from kbisect.bisect.report import answer, git, markdown, posterior
 from kbisect.core import atomic, progress
-from kbisect.measure import preempt, results, schema
+from kbisect.measure import preempt, results
 
 REPORT = "report.md"
 SCHEMA = "bisect-summary"
@@ -80,9 +80,9 @@ def recover(run_dir: Path) -> str:
 def _validate(s: Mapping[str, Any], where: str) -> None:
     """InvalidResult, naming the first field the report could not render."""
     for name in ("summary", SCHEMA):
-        schema.validate(s, name, where)
+        results.validate(s, name, where)
     if problem := posterior.mismatch(s):
-        raise schema.InvalidResult(f"{where}: not a valid {SCHEMA}: {problem}")
+        raise results.InvalidResult(f"{where}: not a valid {SCHEMA}: {problem}")
 
 
 def check(s: Mapping[str, Any], path: Path) -> None:
@@ -90,8 +90,8 @@ def check(s: Mapping[str, Any], path: Path) -> None:
     (exit 3), one line naming the file and the field, ending with how to recover."""
     try:
         _validate(s, str(path))
-    except schema.InvalidResult as exc:
-        raise schema.InvalidResult(f"{exc}; {recover(path.parent)}") from None
+    except results.InvalidResult as exc:
+        raise results.InvalidResult(f"{exc}; {recover(path.parent)}") from None
 
 
 def write(run_dir: Path, s: dict[str, Any]) -> Path:

@@ -10,7 +10,7 @@ from typing import Any
 
 from kbisect.bisect import state
 from kbisect.bisect.report import table
-from kbisect.measure import results, schema
+from kbisect.measure import results
 from kbisect.report import build, patches
 from kbisect.report.text import change, command, fingerprint_lines, fit, machine, numbers, para
 
@@ -23,7 +23,7 @@ def _bisect_samples(run_dir: Path, commit: str | None) -> list[dict[str, Any]]:
     store = state.samples_store(run_dir)
     try:
         return results.load_samples(store / commit) if (store / commit).is_dir() else []
-    except schema.InvalidResult:
+    except results.InvalidResult:
         return []
 
 

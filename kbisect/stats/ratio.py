@@ -1,0 +1,198 @@
+"""The ratio B/A of two groups' typical tps with its interval, one function for every
+caller (`ratio_ci`), and the A/B verdict on it (`verdict`).
+
+Each estimate gives the log ratio, its standard error and degrees of freedom, and the
+interval is ratio·exp(±t·se) at the confidence: on the log scale it stays positive and
+finite even with 2 boots per side (Fieller's interval can be unbounded there), and A/B is
+exactly the reciprocal of B/A. The estimate is chosen by `ratio_ci`'s options:
+
+- none (Welch's): the delta method on log(mean_B / mean_A). The standard error of the
+  log ratio is sqrt(cv_A²/n_A + cv_B²/n_B) (the relative standard errors of the two
+  means), its df Welch–Satterthwaite's on those two terms (means.welch: any number
+  of independent means, as a study's ratio of ratios of four). Coverage, false positives
+  and power are simulated in docs/statistics.md (scripts/simulate-stats).
+- `machines`: each boot's machine per side: B/A within machines, the machine a fixed
+  effect (blocked.py).
+- `prior`: each side's variance pooled with earlier runs' noise (prior.py); Welch's
+  when the pooled variance is 0.
+- `robust`: the two groups' outlier-robust mixture fits (robust.py).
+
+`interval` is the same last step for an estimate made elsewhere (a contrast of a study's
+fit); `p_value`, the two-sided p of "no change" of the same estimate.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from collections.abc import Sequence
+
+import scipy.stats
+
+from kbisect.stats import blocked, means
+from kbisect.stats import prior as priors
+from kbisect.stats import robust as robusts
+
+METHOD = "delta-log-welch"
+
+# (B/A, log(B/A), its standard error, df: None when both sides are constant, method)
+Estimate = tuple[float, float, float, float | None, str]
+
+
+def _estimate(
+    a: Sequence[float],
+    b: Sequence[float],
+    machines: tuple[Sequence[str], Sequence[str]] | None,
+    prior: priors.Prior | None,
+    robust: bool,
+) -> Estimate:
+    if robust:
+        e = robusts.estimate(a, b)
+        return e.ratio, e.log_ratio, e.se, e.df, robusts.METHOD
+    if machines is not None:
+        delta, se, residual = blocked.log_effect(a, b, *machines)
+        return math.exp(delta), delta, se, float(residual), blocked.METHOD
+    sa, sb = means.checked(a, "side A"), means.checked(b, "side B")
+    if sa.mean <= 0 or sb.mean <= 0:
+        raise means.StatsError(
+            f"ratio of means needs positive means (A {sa.mean:g}, B {sb.mean:g})"
+        )
+    ratio = sb.mean / sa.mean
+    if prior is not None:
+        v, pooled_df = priors.parts(sa, sb, prior.df, prior.var)
+        if v != 0:
+            return ratio, math.log(ratio), math.sqrt(v), pooled_df, priors.METHOD
+    var, df = means.welch([(sa.cv**2 / sa.n, sa.n - 1), (sb.cv**2 / sb.n, sb.n - 1)])
+    return ratio, math.log(ratio), math.sqrt(var), df, METHOD
+
+
+def ratio_ci(
+    a: Sequence[float],
+    b: Sequence[float],
+    confidence: float = 0.95,
+    *,
+    machines: tuple[Sequence[str], Sequence[str]] | None = None,
+    prior: priors.Prior | None = None,
+    robust: bool = False,
+) -> means.RatioCI:
+    """B/A with its interval at `confidence` (module docstring): Welch's; within
+    `machines` (each boot's machine, side A's and side B's); with a noise `prior`; or
+    `robust` to outlier boots."""
+    ratio, _, se, df, method = _estimate(a, b, machines, prior, robust)
+    return interval(ratio, se, df, confidence, method)
+
+
+# ratio_ci robust to outlier boots, as the verdict's `interval` (bisect's endpoint check
+# and re-checks)
+ROBUST: means.Interval = functools.partial(ratio_ci, robust=True)
+
+
+def p_value(
+    a: Sequence[float],
+    b: Sequence[float],
+    *,
+    machines: tuple[Sequence[str], Sequence[str]] | None = None,
+) -> float:
+    """The two-sided p of "no change" of ratio_ci's estimate."""
+    _, log_ratio, se, df, _ = _estimate(a, b, machines, None, False)
+    if se == 0 or df is None:
+        return 1.0 if log_ratio == 0 else 0.0
+    return min(1.0, 2 * float(scipy.stats.t.sf(abs(log_ratio) / se, df)))
+
+
+def interval(
+    ratio: float, se: float, df: float | None, confidence: float, method: str
+) -> means.RatioCI:
+    """`ratio` and its interval ratio·exp(±t·se) at `confidence`, t on `df`; a point
+    when se is 0."""
+    if not 0.0 < confidence < 1.0:
+        raise means.StatsError(f"confidence {confidence}: must be between 0 and 1")
+    if se == 0 or df is None:
+        return means.RatioCI(ratio, ratio, ratio, method, confidence, df)
+    half = float(scipy.stats.t.ppf(0.5 + confidence / 2.0, df)) * se
+    return means.RatioCI(
+        ratio, ratio * math.exp(-half), ratio * math.exp(half), method, confidence, df
+    )
+
+
+def _side_warnings(
+    name: str,
+    xs: Sequence[float],
+    s: means.Summary,
+    flag: str,
+    where: str = "",
+    index: Sequence[int] | None = None,
+) -> list[str]:
+    """A side's CV and outlier warnings; `where` (" on m1") and `index` (each x's place
+    among the side's boots) for the boots of one block of a side."""
+    out = []
+    if s.cv > means.HIGH_CV:
+        n = means.boots_needed(s.cv, means.REFERENCE_EFFECT)
+        out.append(
+            f"side {name}{where}: CV {s.cv * 100:.1f}% is high: add boots "
+            f"({flag} {n} detects a {means.REFERENCE_EFFECT:.0%} regression at 80% power)"
+        )
+    for i in means.outliers(xs):
+        j = i if index is None else index[i]
+        out.append(
+            f"side {name} boot {j + 1} ({xs[i]:.1f} tps){where} is an outlier: "
+            "check its fingerprint"
+        )
+    return out
+
+
+def _blocked_warnings(
+    name: str, xs: Sequence[float], blocks: Sequence[str], flag: str
+) -> list[str]:
+    """A side's warnings within each block (a pool's machine), blocks in order of first
+    boot: a spread between blocks is theirs (a machine effect), not noise."""
+    out = []
+    for block in dict.fromkeys(blocks):
+        index = [i for i, b in enumerate(blocks) if b == block]
+        mine = [xs[i] for i in index]
+        out += _side_warnings(name, mine, means.summarize(mine), flag, f" on {block}", index)
+    return out
+
+
+def verdict(
+    a: Sequence[float],
+    b: Sequence[float],
+    *,
+    min_effect: float = 0.02,
+    confidence: float = 0.95,
+    higher_is_better: bool = True,
+    boots_flag: str = "--boots",
+    planned: int | None = None,
+    interval: means.Interval | None = None,
+    blocks: tuple[Sequence[str], Sequence[str]] | None = None,
+) -> means.Verdict:
+    """Regression, improvement, or no significant difference, for B against A.
+    `boots_flag` is the option the warnings tell the user to raise for more boots;
+    `planned`, the boots per side asked for (when samples were left out, fewer count,
+    and asking for more would not help); `interval(a, b, confidence)`, the ratio's
+    interval when not Welch's ratio_ci (the bisect gate's robust one); `blocks`,
+    each boot's block per side (a pool's machine: compare/machines.py), the CV and
+    outlier warnings then computed within each block."""
+    sa, sb = means.checked(a, "side A"), means.checked(b, "side B")
+    r = ratio_ci(a, b, confidence) if interval is None else interval(a, b, confidence)
+    significant = r.low > 1.0 or r.high < 1.0
+    kind = means.NO_DIFFERENCE
+    if significant and abs(r.ratio - 1.0) >= min_effect:
+        kind = "regression" if (r.ratio < 1.0) == higher_is_better else "improvement"
+    if blocks is None:
+        warnings = _side_warnings("A", a, sa, boots_flag) + _side_warnings("B", b, sb, boots_flag)
+    else:
+        warnings = _blocked_warnings("A", a, blocks[0], boots_flag)
+        warnings += _blocked_warnings("B", b, blocks[1], boots_flag)
+    if (min(sa.n, sb.n) if planned is None else planned) < means.FEW_BOOTS:
+        warnings.append(
+            f"{sa.n} boots on side A and {sb.n} on side B: the interval is wide "
+            f"below {means.FEW_BOOTS} per side: use {boots_flag} {means.FEW_BOOTS} or more"
+        )
+    if significant and kind == means.NO_DIFFERENCE:
+        warnings.append(
+            f"B/A = {r.ratio:.3f}x is statistically significant but below "
+            f"--min-effect {min_effect * 100:g}%: reported as no significant "
+            "difference"
+        )
+    return means.Verdict(kind, r, sa, sb, warnings)
