@@ -148,10 +148,7 @@ def _boot_table(samples: Sequence[Mapping[str, Any]]) -> list[str]:
 
 def _plots(run: Run) -> list[str]:
     names = {s: run.name(s) for s in SIDES}
-    bands = {}
-    for side in SIDES:
-        _, low, high = means.mean_ci(ok_tps(run.side(side)), run.confidence)
-        bands[side] = (low, high)
+    bands = {x: means.mean_ci(ok_tps(run.side(x)), run.confidence)[1:] for x in SIDES}
     try:
         plots.tps_per_boot(run.samples, run.dir / plots.PER_BOOT, names=names, bands=bands)
         plots.series(run.samples, run.dir / plots.SERIES, names=names)

@@ -79,15 +79,8 @@ def render(run_dir: Path, s: Mapping[str, Any]) -> str:
     elif rc:
         lines += ["", *para(f"re-check failed: {rc.get('error')}; not confirmed.", "  ")]
     lines += ["", "commit:"]
-    lines += (
-        [*para(f"{fb['commit']} {fb['subject']}", "  ")]
-        if fb
-        else [
-            x
-            for c in s.get("candidates") or []
-            for x in para(f"{c['commit']} {c['subject']}", "  ")
-        ]
-    )
+    shown = [fb] if fb else s.get("candidates") or []
+    lines += [x for c in shown for x in para(f"{c['commit']} {c['subject']}", "  ")]
     lines += ["", "reproduce:", *command(s["command"]), ""]
     parent, culprit = samples(run_dir, s)
     fps = {
