@@ -9,15 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from kbisect.compare import machines, warnings
-from kbisect.compare.report import (
-    SIDES,
-    Run,
-    load,
-    load_summary,
-    ok_tps,
-    stopped,
-    verdict_line,
-)
+from kbisect.compare.report import SIDES, Run, load, load_summary, ok_tps, stopped, verdict_line
 from kbisect.core import atomic, progress
 from kbisect.measure import fingerprint, fiodiff, timeline
 from kbisect.report import disturbed, patches, plots, profile

@@ -117,10 +117,7 @@ def tps_per_boot(
 
 
 def series(
-    samples: Sequence[Mapping[str, Any]],
-    path: Path,
-    *,
-    names: Mapping[str, str] | None = None,
+    samples: Sequence[Mapping[str, Any]], path: Path, *, names: Mapping[str, str] | None = None
 ) -> Path:
     """The per-second tps of every run: one light line per run, warm-up runs dashed."""
     from matplotlib.lines import Line2D
