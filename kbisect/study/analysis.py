@@ -223,10 +223,9 @@ def _tried(
 
 
 def steps(
-    d: Mapping[str, Any], pts: Mapping[Unit, Point], notes: list[str] | None = None
+    d: Mapping[str, Any], pts: Mapping[Unit, Point], notes: list[str]
 ) -> tuple[list[Step], int]:
     raw = []
-    notes = [] if notes is None else notes
     for c in range(len(d["cells"])):
         for a in range(len(d["kernels"]) - 1):
             if (got := _tried(d, pts[(a, c)], pts[(a + 1, c)], notes)) is not None:

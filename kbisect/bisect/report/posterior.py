@@ -134,9 +134,7 @@ def _disturbed(run_dir: Path, run: Run) -> list[dict[str, Any]] | None:
     return found if more is None else [*(found or []), *more]
 
 
-def _kind(
-    answer: Answer, rc: Mapping[str, Any], told: Mapping[str, Any] | None, confirmed: bool
-) -> str:
+def _kind(answer: Answer, told: Mapping[str, Any] | None, confirmed: bool) -> str:
     if told is not None and told["kind"] in ("several", "contradicted"):
         return f"{told['kind']} changes" if confirmed else f"{told['kind']}, not confirmed"
     if answer.kind == "undecided":
@@ -177,7 +175,7 @@ def build(top: Path, run_dir: Path, run: Run) -> dict[str, Any]:
         "method": "posterior",
         "stats": {"endpoints": run.endpoints, "levels": post.summary(conf)["levels"]},
         "verdict": {
-            "kind": _kind(answer, rc, told, confirmed),
+            "kind": _kind(answer, told, confirmed),
             "result": _result(answer, candidates),
             "warnings": [
                 w for w in [out["drift"]["warning"], _loaded(post, rows, bool(shaken))] if w
