@@ -154,7 +154,7 @@ def as_run(a: Set, b: Set, min_effect: float) -> compare_report.Run:
         raise BadSet(f"{a.spec} vs {b.spec}: {exc}") from exc
     summary = {
         "kind": "diff",
-        "scenario": {"name": a.scenario(), "hash": sorted(a.hashes())[0]},
+        "scenario": {"name": a.scenario(), "hash": min(a.hashes())},
         "sides": {side: {"label": x.spec} for side, x in zip(SIDES, (a, b), strict=True)},
     }
     return compare_report.Run(b.dir, summary, samples, v, min_effect, v.ratio.confidence)

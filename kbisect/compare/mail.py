@@ -46,9 +46,8 @@ def _change_line(run: Run) -> list[str]:
     if revert.of(run.summary):
         found = text.head(run).removeprefix("kbisect checked a revert: ")
         return para(found[:1].upper() + found[1:])
-    kind = {"regression": "regression", "improvement": "improvement"}.get(v.kind)
-    if kind:
-        return para(f"kbisect noticed a {change(v.ratio.ratio)} {kind} of pgbench.tps ({scen}).")
+    if v.kind in ("regression", "improvement"):
+        return para(f"kbisect noticed a {change(v.ratio.ratio)} {v.kind} of pgbench.tps ({scen}).")
     return para(f"kbisect noticed no significant change of pgbench.tps ({scen}).")
 
 

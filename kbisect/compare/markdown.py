@@ -9,19 +9,11 @@ from pathlib import Path
 from typing import Any
 
 from kbisect.compare import machines, warnings
-from kbisect.compare.report import (
-    SIDES,
-    Run,
-    load,
-    load_summary,
-    ok_tps,
-    stopped,
-    verdict_line,
-)
+from kbisect.compare.report import SIDES, Run, load, load_summary, ok_tps, stopped, verdict_line
 from kbisect.core import atomic, progress
 from kbisect.measure import fingerprint, fiodiff, timeline
 from kbisect.report import disturbed, patches, plots, profile
-from kbisect.report.formats import reproduce, section
+from kbisect.report.formats import cell, reproduce, section
 from kbisect.report.text import host_line
 from kbisect.stats import means
 
@@ -38,10 +30,6 @@ PARTIAL_NOTE = (
     "the figures below are from the boots taken so far (`kbisect compare --resume RUN_DIR` "
     "takes the rest)"
 )
-
-
-def _cell(text: object) -> str:
-    return str(text).replace("|", "\\|").replace("\n", " ")
 
 
 def _kernel(k: Mapping[str, Any]) -> str:
@@ -77,8 +65,8 @@ def _side_table(run: Run) -> list[str]:
         info, boots = run.summary["sides"][side], run.side(side)
         ok = len(ok_tps(boots))
         out.append(
-            f"| {side} | {_cell(run.name(side))} | {_cell(_kernel(info.get('kernel') or {}))} "
-            f"| `{_cell(info.get('append') or '')}` | {ok} / {len(boots) - ok} | {s.mean:,.1f} "
+            f"| {side} | {cell(run.name(side))} | {cell(_kernel(info.get('kernel') or {}))} "
+            f"| `{cell(info.get('append') or '')}` | {ok} / {len(boots) - ok} | {s.mean:,.1f} "
             f"| {s.median:,.1f} | {s.stdev:,.1f} | {s.cv * 100:.1f}% | {s.min:,.1f} "
             f"| {s.max:,.1f} |"
         )
@@ -99,8 +87,8 @@ def _pool_side_table(run: Run) -> list[str]:
     for side in SIDES:
         info = run.summary["sides"][side]
         head = (
-            f"| {side} | {_cell(run.name(side))} | {_cell(_kernel(info.get('kernel') or {}))} "
-            f"| `{_cell(info.get('append') or '')}`"
+            f"| {side} | {cell(run.name(side))} | {cell(_kernel(info.get('kernel') or {}))} "
+            f"| `{cell(info.get('append') or '')}`"
         )
         for part in machines.parts(run.samples, side):
             figures = "| — | — | — | — | — | — |"
@@ -110,9 +98,7 @@ def _pool_side_table(run: Run) -> list[str]:
                     f"| {s.mean:,.1f} | {s.median:,.1f} | {s.stdev:,.1f} | {s.cv * 100:.1f}% "
                     f"| {s.min:,.1f} | {s.max:,.1f} |"
                 )
-            out.append(
-                f"{head} | {_cell(part.machine)} | {len(part.tps)} / {part.failed} {figures}"
-            )
+            out.append(f"{head} | {cell(part.machine)} | {len(part.tps)} / {part.failed} {figures}")
     return out
 
 
@@ -133,7 +119,7 @@ def _machine_table(run: Run) -> list[str]:
         a = f"{r.mean_a:,.1f}" if r.mean_a is not None else "—"
         b = f"{r.mean_b:,.1f}" if r.mean_b is not None else "—"
         ratio = f"{r.ratio:.3f}x" if r.ratio is not None else "—"
-        out.append(f"| {_cell(r.machine)} | {r.n_a} | {a} | {r.n_b} | {b} | {ratio} |")
+        out.append(f"| {cell(r.machine)} | {r.n_a} | {a} | {r.n_b} | {b} | {ratio} |")
     return [*out, ""]
 
 
@@ -147,17 +133,14 @@ def _boot_table(samples: Sequence[Mapping[str, Any]]) -> list[str]:
         status = "ok" if ok else f"**{s.get('status') or 'unknown'}**"
         out.append(
             f"| {i} | {s.get('label')} | {tps} | {status} | {boot_s} "
-            f"| {_cell(s.get('error') or '')} |"
+            f"| {cell(s.get('error') or '')} |"
         )
     return out
 
 
 def _plots(run: Run) -> list[str]:
     names = {s: run.name(s) for s in SIDES}
-    bands = {}
-    for side in SIDES:
-        _, low, high = means.mean_ci(ok_tps(run.side(side)), run.confidence)
-        bands[side] = (low, high)
+    bands = {x: means.mean_ci(ok_tps(run.side(x)), run.confidence)[1:] for x in SIDES}
     try:
         plots.tps_per_boot(run.samples, run.dir / plots.PER_BOOT, names=names, bands=bands)
         plots.series(run.samples, run.dir / plots.SERIES, names=names)

@@ -36,6 +36,11 @@ class Stored:
         return mbox.message(mail, sender=self.sender, to=self.to, cc=self.cc)
 
 
+def cell(text: object) -> str:
+    """A Markdown table cell's text: `|` escaped, on one line."""
+    return str(text).replace("|", "\\|").replace("\n", " ")
+
+
 def section(title: str, lines: Iterable[str]) -> list[str]:
     """A Markdown section: `## title`, a blank line, its lines, a blank line."""
     return [f"## {title}", "", *lines, ""]

@@ -7,6 +7,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from kbisect.report.formats import cell
+
 Described = Sequence[Mapping[str, Any]]
 
 
@@ -22,7 +24,7 @@ def markdown(by_side: Mapping[str, Described]) -> list[str]:
     """A `## Patches` section: one row per patch of each side that has some; nothing when
     no side has any (so runs without patches render as they always did)."""
     rows = [
-        f"| {side} | {i} | `{_cell(d.get('file'))}` | {_cell(d.get('subject') or '')} "
+        f"| {side} | {i} | `{cell(d.get('file'))}` | {cell(d.get('subject') or '')} "
         f"| `{d.get('sha256')}` |"
         for side, described in by_side.items()
         for i, d in enumerate(described, 1)
@@ -32,7 +34,3 @@ def markdown(by_side: Mapping[str, Described]) -> list[str]:
     head = ["## Patches", "", "Applied in this order on top of the side's revision.", ""]
     table = ["| side | # | file | subject | sha256 |", "|---|---:|---|---|---|", *rows]
     return [*head, *table, ""]
-
-
-def _cell(text: object) -> str:
-    return str(text).replace("|", "\\|").replace("\n", " ")

@@ -74,7 +74,6 @@ def tps_per_boot(
     *,
     names: Mapping[str, str] | None = None,
     bands: Mapping[str, tuple[float, float]] | None = None,
-    title: str = "tps per boot, in boot order",
 ) -> Path:
     """Each boot's tps at its position in the boot order, per-side mean and CI band.
 
@@ -111,17 +110,14 @@ def tps_per_boot(
         )
     ax.set_xlabel("boot (run order)")
     ax.set_xticks(range(1, len(samples) + 1))
-    frame(ax, title + ("; bands: 95% CI of each side's mean" if bands else ""))
+    note = "; bands: 95% CI of each side's mean" if bands else ""
+    frame(ax, f"tps per boot, in boot order{note}")
     ax.legend(loc="best", fontsize=8)
     return save(fig, path)
 
 
 def series(
-    samples: Sequence[Mapping[str, Any]],
-    path: Path,
-    *,
-    names: Mapping[str, str] | None = None,
-    title: str = "tps per second within each run",
+    samples: Sequence[Mapping[str, Any]], path: Path, *, names: Mapping[str, str] | None = None
 ) -> Path:
     """The per-second tps of every run: one light line per run, warm-up runs dashed."""
     from matplotlib.lines import Line2D
@@ -150,7 +146,7 @@ def series(
     handles.append(Line2D([], [], color=OTHER_COLOUR, linestyle="--", label="warm-up run"))
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax.set_xlabel("second of run")
-    frame(ax, title)
+    frame(ax, "tps per second within each run")
     ax.legend(handles=handles, loc="lower right", fontsize=8)
     return save(fig, path)
 
@@ -235,7 +231,6 @@ def posterior_trail(
     *,
     marks: Sequence[str] = (),
     confidence: float | None = None,
-    title: str = "P(first bad commit) after each sample",
 ) -> Path:
     """Each named candidate's probability after each sample (x: the sample's number);
     `marks` labels the samples (the revision sampled) under the axis when there are at
@@ -262,7 +257,7 @@ def posterior_trail(
     ax.set_xlabel("sample (in time order)")
     ax.set_ylabel("probability")
     ax.set_ylim(0, 1.02)
-    ax.set_title(title, fontsize=10)
+    ax.set_title("P(first bad commit) after each sample", fontsize=10)
     ax.grid(axis="y", alpha=0.3)
     if lines:
         ax.legend(loc="upper left", fontsize=7)

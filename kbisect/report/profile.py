@@ -140,9 +140,7 @@ def _what(p: SideProfile) -> str:
 
 
 def markdown(
-    run_dir: Path,
-    sides: Mapping[str, Sequence[Mapping[str, Any]]],
-    names: Mapping[str, str],
+    run_dir: Path, sides: Mapping[str, Sequence[Mapping[str, Any]]], names: Mapping[str, str]
 ) -> list[str]:
     """The report's Profiles section (and the flame graphs it links); [] when no boot
     was profiled."""
@@ -179,9 +177,7 @@ def _cell(text: str) -> str:
 
 
 def text(
-    sides: Mapping[str, Sequence[Mapping[str, Any]]],
-    width: int = 72,
-    run_dir: Path | None = None,
+    sides: Mapping[str, Sequence[Mapping[str, Any]]], width: int = 72, run_dir: Path | None = None
 ) -> list[str]:
     """The difference table (or one side's top symbols) in `width` columns; [] when no
     boot was profiled."""

@@ -142,6 +142,18 @@ class Analysis:
     def significant(self) -> list[Step]:
         return [s for s in self.steps if s.kind != means.NO_DIFFERENCE]
 
+    def machines_run(self) -> list[tuple[Mapping[str, Any], str]]:
+        """Each machine that ran the study, with the cells it ran ("all cells" for one)."""
+        d = self.definition
+        shares = d.get("shares") or [{"machine": d.get("machine"), "share": d.get("share")}]
+        return [
+            (
+                s.get("machine") or {},
+                " ".join((s.get("share") or {}).get("cells") or []) or "all cells",
+            )
+            for s in shares
+        ]
+
 
 def points(
     definition: Mapping[str, Any], samples: Sequence[Mapping[str, Any]]
@@ -207,10 +219,9 @@ def _tried(
 
 
 def steps(
-    d: Mapping[str, Any], pts: Mapping[Unit, Point], notes: list[str] | None = None
+    d: Mapping[str, Any], pts: Mapping[Unit, Point], notes: list[str]
 ) -> tuple[list[Step], int]:
     raw = []
-    notes = [] if notes is None else notes
     for c in range(len(d["cells"])):
         for a in range(len(d["kernels"]) - 1):
             if (got := _tried(d, pts[(a, c)], pts[(a + 1, c)], notes)) is not None:

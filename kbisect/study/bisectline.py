@@ -44,23 +44,11 @@ def elsewhere(d: Mapping[str, Any], cell: int, a: int, b: int, improvement: bool
 
 
 def _bisect_words(
-    d: Mapping[str, Any],
-    cell: int,
-    revs: tuple[str, str],
-    tree: str | None,
-    improvement: bool,
+    d: Mapping[str, Any], cell: int, revs: tuple[str, str], tree: str | None, improvement: bool
 ) -> str:
     c = d["cells"][cell]
-    words = [
-        "kbisect",
-        "bisect",
-        "--good",
-        revs[0],
-        "--bad",
-        revs[1],
-        "--scenario",
-        d["scenario"]["source"],
-    ]
+    words = ["kbisect", "bisect", "--good", revs[0], "--bad", revs[1]]
+    words += ["--scenario", d["scenario"]["source"]]
     if tree:
         words += ["--tree", tree]
     for item in [*d["sets"], *c["set"]]:

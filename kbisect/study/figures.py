@@ -94,10 +94,6 @@ def _colour(i: int) -> str:
     return f"C{i % 10}"
 
 
-def tps_vs_kernel(a: Analysis, path: Path) -> Path:
-    return plots.save(tps_figure(a), path)
-
-
 def tps_figure(a: Analysis) -> Any:
     """study-tps.png's figure (not saved)."""
     kernels = range(len(a.definition["kernels"]))
@@ -193,10 +189,6 @@ def clients_series(a: Analysis) -> dict[str | None, dict[str, list[tuple[float, 
     return {m: got for m in a.machines if (got := _clients_series(a, m))}
 
 
-def tps_vs_clients(a: Analysis, path: Path) -> Path:
-    return plots.save(clients_figure(a), path)
-
-
 def clients_figure(a: Analysis) -> Any:
     """study-clients.png's figure (not saved)."""
     fig = plots.figure(7.5, 4.5)
@@ -227,12 +219,14 @@ def clients_figure(a: Analysis) -> Any:
 def draw(a: Analysis, run_dir: Path) -> list[str]:
     """Draw what applies; the Markdown lines that show them."""
     each = "cell and machine" if a.pooled else "cell"
-    out = [f"![tps per kernel, one line per {each}]({tps_vs_kernel(a, run_dir / TPS).name})", ""]
+    plots.save(tps_figure(a), run_dir / TPS)
+    out = [f"![tps per kernel, one line per {each}]({TPS})", ""]
     if len(a.definition["kernels"]) > 1:
         out += [f"![ratio to the baseline]({ratio_map(a, run_dir / RATIOS).name})", ""]
     names = [x["name"] for x in a.definition["axes"]]
     if CLIENTS_AXIS in names and clients_series(a):
-        out += [f"![tps vs clients]({tps_vs_clients(a, run_dir / CLIENTS).name})", ""]
+        plots.save(clients_figure(a), run_dir / CLIENTS)
+        out += [f"![tps vs clients]({CLIENTS})", ""]
     if a.timed:
         title = "tps against wall-clock time, per kernel and cell"
         plots.tps_over_time(a.timed, run_dir / TIME, title=title)

@@ -165,17 +165,12 @@ def _cells(a: Analysis) -> list[str]:
     return out
 
 
-def _machines(d: dict[str, Any]) -> list[str]:
-    shares = d.get("shares") or [{"dir": ".", "machine": d.get("machine"), "share": d.get("share")}]
-    out = []
-    for s in shares:
-        m = s.get("machine") or {}
-        cells = " ".join((s.get("share") or {}).get("cells") or []) or "all cells"
-        out.append(
-            f"- {m.get('hostname', '?')}: {m.get('cpu_model')}, {m.get('cores')} cores, "
-            f"target {m.get('target')} ({m.get('arch')}, {m.get('accel')}): {cells}"
-        )
-    return out
+def _machines(a: Analysis) -> list[str]:
+    return [
+        f"- {m.get('hostname', '?')}: {m.get('cpu_model')}, {m.get('cores')} cores, "
+        f"target {m.get('target')} ({m.get('arch')}, {m.get('accel')}): {cells}"
+        for m, cells in a.machines_run()
+    ]
 
 
 def markdown(a: Analysis, pictures: list[str]) -> str:
@@ -209,7 +204,7 @@ def markdown(a: Analysis, pictures: list[str]) -> str:
         *section("Warnings", [f"- {w}" for w in a.warnings] or ["None."]),
         *section("Kernels", _kernels(a)),
         *section("Cells", _cells(a)),
-        *section("Machines", _machines(dict(d))),
+        *section("Machines", _machines(a)),
         *(["## PostgreSQL each cell ran", "", *a.servers, ""] if a.servers else []),
         f"Scenario `{d['scenario']['name']}` (hash `{d['scenario']['hash']}`), {d['boots']} "
         f"boots per kernel and cell in randomized complete blocks (seed {d.get('seed')}).",

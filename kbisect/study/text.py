@@ -4,8 +4,6 @@ differences; then interactions, the figures per cell, the command, the machines.
 
 from __future__ import annotations
 
-from typing import Any
-
 from kbisect.report import text as tr
 from kbisect.study import analysis, store
 from kbisect.study.analysis import Analysis
@@ -93,19 +91,16 @@ def _trees(a: Analysis) -> list[str]:
     return out
 
 
-def _machines(d: dict[str, Any]) -> list[str]:
-    shares = d.get("shares") or [{"machine": d.get("machine"), "share": d.get("share")}]
-    out: list[str] = []
-    for s in shares:
-        m = s.get("machine") or {}
-        cells = " ".join((s.get("share") or {}).get("cells") or []) or "all cells"
-        out += tr.para(
-            f"{m.get('cpu_model')}, {m.get('cores')} cores, target "
-            f"{m.get('target')} ({m.get('arch')}, accelerator {m.get('accel')}): "
-            f"{cells}",
+def _machines(a: Analysis) -> list[str]:
+    return [
+        line
+        for m, cells in a.machines_run()
+        for line in tr.para(
+            f"{m.get('cpu_model')}, {m.get('cores')} cores, target {m.get('target')} "
+            f"({m.get('arch')}, accelerator {m.get('accel')}): {cells}",
             "  ",
         )
-    return out
+    ]
 
 
 def render(a: Analysis) -> str:
@@ -125,7 +120,7 @@ def render(a: Analysis) -> str:
     lines += ["", "tps per kernel and cell (mean [95% CI], good boots, ratio to", "the baseline):"]
     lines += [*_table(a), *_per_machine(a), *_trees(a)]
     lines += ["", "reproduce:", *tr.command(d.get("command") or "kbisect study"), ""]
-    lines += ["machine:", *_machines(dict(d)), ""]
+    lines += ["machine:", *_machines(a), ""]
     if a.servers:
         lines += ["PostgreSQL each cell ran:", *a.servers, ""]
     lines += [

@@ -27,20 +27,8 @@ class BisectStopped(InfraError):
     """`git bisect run` stopped without an answer (a step aborted it)."""
 
 
-def start_command(wt: Path, bad: str, good: str) -> list[str]:
-    return ["git", "-C", str(wt), "bisect", "start", bad, good]
-
-
 def run_command(wt: Path, script: Path, step_args: list[str]) -> list[str]:
     return ["git", "-C", str(wt), "bisect", "run", str(script), *step_args]
-
-
-def replay_command(wt: Path, log: Path) -> list[str]:
-    return ["git", "-C", str(wt), "bisect", "replay", str(log)]
-
-
-def reset_command(wt: Path) -> list[str]:
-    return ["git", "-C", str(wt), "bisect", "reset"]
 
 
 def bisect_log(wt: Path) -> str:
@@ -50,7 +38,7 @@ def bisect_log(wt: Path) -> str:
 def reset(wt: Path) -> None:
     """End a bisect left in the worktree, if any (harmless without one)."""
     if (wt / ".git").exists():
-        proc.run(reset_command(wt), check=False, capture=True)
+        proc.run(["git", "-C", str(wt), "bisect", "reset"], check=False, capture=True)
 
 
 class _Watch:
@@ -81,12 +69,12 @@ def _begin(wt: Path, run_dir: Path, run: Run) -> None:
     """`git bisect start`, or replay the saved log of an interrupted run."""
     reset(wt)
     if not run.bisect_log:
-        proc.run(start_command(wt, run.bad, run.good), capture=True)
+        proc.run(["git", "-C", str(wt), "bisect", "start", run.bad, run.good], capture=True)
         return
     replay = run_dir / "bisect-replay.log"
     replay.write_text(run.bisect_log)
     progress.step(f"replaying the saved bisect log ({replay})")
-    proc.run(replay_command(wt, replay), capture=True)
+    proc.run(["git", "-C", str(wt), "bisect", "replay", str(replay)], capture=True)
 
 
 def references(run: Run) -> tuple[str, str] | None:

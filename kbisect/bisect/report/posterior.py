@@ -124,19 +124,16 @@ def _loaded(post: Posterior, rows: list[dict[str, Any]], listed: bool) -> str | 
 
 def _disturbed(run_dir: Path, run: Run) -> list[dict[str, Any]] | None:
     """The disturbed samples of the visited revisions and of the re-checks' pairs."""
-    found = disturbed.of_store(run.store, run.visited)
+    visited = [(run.store / c, c[:12]) for c in dict.fromkeys(run.visited)]
     pairs = [
         (recheck.folder(run_dir, culprit, c), f"{c[:12]} (re-check)")
         for culprit, rc in run.rechecks.items()
         for c in (rc["parent"], culprit)
     ]
-    more = disturbed.of_folders(pairs)
-    return found if more is None else [*(found or []), *more]
+    return disturbed.of_folders([*visited, *pairs])
 
 
-def _kind(
-    answer: Answer, rc: Mapping[str, Any], told: Mapping[str, Any] | None, confirmed: bool
-) -> str:
+def _kind(answer: Answer, told: Mapping[str, Any] | None, confirmed: bool) -> str:
     if told is not None and told["kind"] in ("several", "contradicted"):
         return f"{told['kind']} changes" if confirmed else f"{told['kind']}, not confirmed"
     if answer.kind == "undecided":
@@ -177,7 +174,7 @@ def build(top: Path, run_dir: Path, run: Run) -> dict[str, Any]:
         "method": "posterior",
         "stats": {"endpoints": run.endpoints, "levels": post.summary(conf)["levels"]},
         "verdict": {
-            "kind": _kind(answer, rc, told, confirmed),
+            "kind": _kind(answer, told, confirmed),
             "result": _result(answer, candidates),
             "warnings": [
                 w for w in [out["drift"]["warning"], _loaded(post, rows, bool(shaken))] if w

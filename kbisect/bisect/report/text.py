@@ -12,6 +12,7 @@ from kbisect.bisect import state
 from kbisect.bisect.report import table
 from kbisect.measure import results
 from kbisect.report import build, patches
+from kbisect.report import text as report_text
 from kbisect.report.text import change, command, fingerprint_lines, fit, machine, numbers, para
 
 
@@ -79,15 +80,8 @@ def render(run_dir: Path, s: Mapping[str, Any]) -> str:
     elif rc:
         lines += ["", *para(f"re-check failed: {rc.get('error')}; not confirmed.", "  ")]
     lines += ["", "commit:"]
-    lines += (
-        [*para(f"{fb['commit']} {fb['subject']}", "  ")]
-        if fb
-        else [
-            x
-            for c in s.get("candidates") or []
-            for x in para(f"{c['commit']} {c['subject']}", "  ")
-        ]
-    )
+    shown = [fb] if fb else s.get("candidates") or []
+    lines += [x for c in shown for x in para(f"{c['commit']} {c['subject']}", "  ")]
     lines += ["", "reproduce:", *command(s["command"]), ""]
     parent, culprit = samples(run_dir, s)
     fps = {
@@ -119,11 +113,6 @@ def render(run_dir: Path, s: Mapping[str, Any]) -> str:
             *para(f"parent: {numbers(rc['parent_tps'])}", "  "),
             *para(f"culprit: {numbers(rc['culprit_tps'])}", "  "),
         ]
-    warned = [
-        *s.get("preempt", []),
-        *rc.get("warnings", []),
-        *((s.get("drift") or {}).get("warning") or "",),
-    ]
-    if warned := [w for w in warned if w]:
-        lines += ["", "warnings:", *[x for w in warned for x in para(f"- {w}", "  ", "  ")]]
-    return fit(lines)
+    moved = (s.get("drift") or {}).get("warning")
+    warned = [*s.get("preempt", []), *rc.get("warnings", []), *([moved] if moved else [])]
+    return fit([*lines, *report_text.warning_lines([w for w in warned if w])])
