@@ -87,12 +87,6 @@ def _row(values: tuple[Any, ...]) -> Row:
     return Row(**d)
 
 
-def _hex(name: str, value: str) -> str:
-    if not HEX.match(value):
-        raise BadFilter(f"{name} {value!r}: not a hexadecimal hash (or a prefix of one)")
-    return value
-
-
 def _status(value: str) -> tuple[str, list[Any]]:
     if value not in STATUSES:
         raise BadFilter(f"--status {value!r}: one of {', '.join(STATUSES)}")
