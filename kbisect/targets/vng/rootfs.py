@@ -262,7 +262,6 @@ def build(a: arch_mod.Arch, pin: Pin, mirror: str | None = None) -> Path:
         raise UserError(problem)
     debroot.require("kbisect image", ["mmdebstrap"], "mmdebstrap --mode=root keeps file owners")
     root = root_for(a, pin)
-    root.parent.mkdir(parents=True, exist_ok=True)
     with lock.hold(
         root.parent / ".lock",
         wait=True,
