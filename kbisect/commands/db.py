@@ -46,18 +46,7 @@ def add_filters(parser: argparse.ArgumentParser | argparse._ArgumentGroup) -> No
 
 
 def filters(args: argparse.Namespace) -> dict[str, str | None]:
-    names = (
-        "scenario",
-        "scenario_hash",
-        "kind",
-        "machine",
-        "run",
-        "commit",
-        "tag",
-        "since",
-        "status",
-    )
-    return {n: getattr(args, n) for n in names}
+    return {n: getattr(args, n) for n in query.FILTERS}
 
 
 def run_dirs(given: list[Path]) -> list[Path]:

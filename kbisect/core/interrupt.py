@@ -14,8 +14,8 @@ def _stop(signum: int, frame: FrameType | None) -> None:
     raise KeyboardInterrupt
 
 
-def stop_on(signals: tuple[signal.Signals, ...] = STOPS) -> None:
-    """These signals raise KeyboardInterrupt from now on, except an ignored one."""
-    for sig in signals:
+def stop_on() -> None:
+    """STOPS raise KeyboardInterrupt from now on, except an ignored one."""
+    for sig in STOPS:
         if signal.getsignal(sig) is not signal.SIG_IGN:
             signal.signal(sig, _stop)

@@ -273,15 +273,9 @@ def run(
     return result
 
 
-def capture(
-    cmd: Sequence[str | os.PathLike[str]],
-    *,
-    cwd: Path | str | None = None,
-    env: Mapping[str, str] | None = None,
-    check: bool = True,
-) -> str:
+def capture(cmd: Sequence[str | os.PathLike[str]], *, check: bool = True) -> str:
     """Run a short command and return its output, stripped (stderr included)."""
-    return run(cmd, cwd=cwd, env=env, check=check, capture=True).output.strip()
+    return run(cmd, check=check, capture=True).output.strip()
 
 
 def first_line(cmd: Sequence[str | os.PathLike[str]]) -> str:

@@ -45,9 +45,9 @@ RUN_FROM_SUMMARY = _RUN_INSERT + (
 )
 
 
-def db_path(results_dir: Path | None = None) -> Path:
+def db_path() -> Path:
     """<results dir>/kbisect.sqlite."""
-    return (results_dir or paths.results_dir()) / schema.FILE
+    return paths.results_dir() / schema.FILE
 
 
 def open_db(path: Path | None = None, timeout: float = LOCK_WAIT_S) -> sqlite3.Connection:

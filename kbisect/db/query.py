@@ -87,12 +87,6 @@ def _row(values: tuple[Any, ...]) -> Row:
     return Row(**d)
 
 
-def _hex(name: str, value: str) -> str:
-    if not HEX.match(value):
-        raise BadFilter(f"{name} {value!r}: not a hexadecimal hash (or a prefix of one)")
-    return value
-
-
 def _status(value: str) -> tuple[str, list[Any]]:
     if value not in STATUSES:
         raise BadFilter(f"--status {value!r}: one of {', '.join(STATUSES)}")
@@ -121,9 +115,9 @@ Filter = Callable[[str], tuple[str, list[Any]]]
 FILTERS: dict[str, Filter] = {
     "scenario": lambda v: ("s.scenario_name = ?", [v]),
     "scenario_hash": _prefix("s.scenario_hash", "--scenario-hash"),
+    "kind": lambda v: ("r.kind = ?", [v]),
     # the machine's hash (or a prefix), or a target's name
     "machine": lambda v: ("(substr(s.machine, 1, ?) = ? OR s.target_name = ?)", [len(v), v, v]),
-    "kind": lambda v: ("r.kind = ?", [v]),
     "run": lambda v: ("(s.run_id = ? OR r.path = ?)", [v, v]),
     "commit": _prefix("s.kernel_commit", "--commit"),
     # `v6.12` matches its describe `v6.12` and the ones after it, `v6.12-3-gabc...`
@@ -131,8 +125,8 @@ FILTERS: dict[str, Filter] = {
         "(s.kernel_tag = ? OR substr(s.kernel_tag, 1, ?) = ?)",
         [v, len(v) + 1, f"{v}-"],
     ),
-    "status": _status,
     "since": _since,
+    "status": _status,
 }
 
 

@@ -3,7 +3,6 @@ needs to build and boot kernels (each a function of a `Host` returning a `Check`
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 from kbisect.core import arch as arch_mod
@@ -32,13 +31,6 @@ HEADERS = [
         "apt-get install libssl-dev",
     ),
 ]
-# (program, package, what needs it): a native guest runs them from this host's root fs
-GUEST_STORAGE_TOOLS = (
-    ("fio", "fio", "the [fio] preflight"),
-    ("mkfs.ext4", "e2fsprogs", 'storage.fs = "ext4" disks'),
-    ("mkfs.xfs", "xfsprogs", 'storage.fs = "xfs" disks'),
-)
-TOOL_PATH = "/usr/sbin:/usr/bin:/sbin:/bin"
 
 
 def check_python(host: Host) -> Check:
@@ -135,17 +127,3 @@ def check_postgres(host: Host) -> list[Check]:
             why = f"missing {path}: the guest cannot run the benchmark"
             out.append(Check(prog, FAIL, why, "apt-get install postgresql postgresql-contrib"))
     return out
-
-
-def check_storage_tools() -> list[Check]:
-    """The storage programs a native guest takes from this host ([storage], [fio])."""
-    rows = []
-    for program, package, why in GUEST_STORAGE_TOOLS:
-        found = shutil.which(program, path=TOOL_PATH)
-        if found:
-            rows.append(Check(program, OK, found))
-        else:
-            rows.append(
-                Check(program, WARN, f"missing: needed by {why}", f"apt-get install {package}")
-            )
-    return rows

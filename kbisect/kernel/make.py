@@ -99,6 +99,5 @@ def compile_image(a: arch_mod.Arch, jobs: int, src: Path, obj: Path, log: Path) 
     )
 
 
-def tail(log: Path, n: int = 15) -> str:
-    lines = log.read_text(errors="replace").splitlines()
-    return "\n".join(lines[-n:])
+def tail(log: Path) -> str:
+    return "\n".join(log.read_text(errors="replace").splitlines()[-15:])

@@ -56,10 +56,6 @@ class Row:
     differs: bool  # the sides saw different values
     varies: tuple[str, ...]  # the sides whose boots disagree among themselves
 
-    @property
-    def notable(self) -> bool:
-        return self.differs or bool(self.varies)
-
 
 def show(value: Any) -> str:
     """A fingerprint value as one short string."""

@@ -19,13 +19,6 @@ from pathlib import Path
 from typing import Any
 
 MODELS = ("none", "voluntary", "full", "lazy")
-# The Kconfig choice members, by the model each boots by default.
-SYMBOLS = {
-    "CONFIG_PREEMPT_NONE": "none",
-    "CONFIG_PREEMPT_VOLUNTARY": "voluntary",
-    "CONFIG_PREEMPT": "full",
-    "CONFIG_PREEMPT_LAZY": "lazy",
-}
 DYNAMIC = "CONFIG_PREEMPT_DYNAMIC"
 HAS_LAZY = "CONFIG_ARCH_HAS_PREEMPT_LAZY"
 REFUSED = ("none", "voluntary")  # what a 7.0+ kernel with ARCH_HAS_PREEMPT_LAZY refuses
@@ -43,12 +36,6 @@ def from_fragments(names: Sequence[str]) -> str | None:
     """The model the last `preempt-X.config` fragment asks for (kernel-configs/)."""
     found = [m.group(1) for n in names if (m := _FRAGMENT.fullmatch(Path(n).name))]
     return found[-1] if found and found[-1] in MODELS else None
-
-
-def from_config(config: Mapping[str, str]) -> str | None:
-    """The model a .config boots by default: its choice member set to y."""
-    chosen = [model for symbol, model in SYMBOLS.items() if config.get(symbol) == "y"]
-    return chosen[-1] if chosen else None
 
 
 def asked(cmdline: Sequence[str], fragments: Sequence[str] = ()) -> tuple[str, str] | None:

@@ -139,7 +139,6 @@ def build(spec: Spec, patch_files: Sequence[str | Path] = ()) -> tuple[str, dict
         return k, found
     debroot.require("a PostgreSQL build", ["unshare", "chroot"], "unshare --mount, chroot")
     root = buildroot.ensure(runs_on.suite, arch)
-    where.mkdir(parents=True, exist_ok=True)
     with lock.hold(
         where / ".lock",
         wait=True,

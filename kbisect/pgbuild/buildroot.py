@@ -64,7 +64,6 @@ def ensure(suite: str, arch: str) -> Path:
     if manifest.exists():
         return root
     debroot.require("a PostgreSQL build", ["mmdebstrap"], "mmdebstrap --mode=root, chroot")
-    root.parent.mkdir(parents=True, exist_ok=True)
     with lock.hold(
         root.parent / ".lock",
         wait=True,

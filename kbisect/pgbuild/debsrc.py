@@ -68,7 +68,6 @@ def ensure(major: int, suite: str | None = None) -> tuple[Path, str]:
     if found := imported(major):
         return found
     dest = tree_dir(major)
-    dest.parent.mkdir(parents=True, exist_ok=True)
     with lock.hold(
         dest.parent / f".{dest.name}.lock",
         wait=True,

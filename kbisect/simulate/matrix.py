@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import random
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, replace
 from typing import Any
 
@@ -160,7 +160,6 @@ def simulate(
     seed: int,
     wanted: Iterable[str],
     s: methods.Settings,
-    progress: Callable[[str], None] | None = None,
 ) -> dict[str, Tally]:
     tallies = {m: Tally() for m in wanted}
     for i in range(max(1, round(n * cell.scale))):
@@ -177,8 +176,6 @@ def simulate(
             )
             tally.add(run_one(m, world, s), h)
             tally.seconds += time.process_time() - started
-    if progress is not None:
-        progress(cell.name)
     return tallies
 
 

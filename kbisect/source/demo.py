@@ -227,7 +227,6 @@ HEAVY = Variant(
     "01-04",
 )
 VARIANTS = {v.name: v for v in (DEFAULT, STEPS, HEAVY)}
-EDITS_ID = DEFAULT.edits_id
 
 
 def apply(root: Path, edit: Edit) -> None:

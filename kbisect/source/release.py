@@ -202,7 +202,6 @@ def add(spec: str, reg: Registry | None = None) -> Path:
     reg = reg or registry()
     rel = reg.get(name)
     dest = tree_dir(name)
-    dest.parent.mkdir(parents=True, exist_ok=True)
     with lock.hold(
         dest.parent / f".{dest.name}.lock",
         wait=True,

@@ -88,9 +88,9 @@ class Listed:
     commit: str | None
 
 
-def listed(reg: release.Registry | None = None) -> list[Listed]:
+def listed() -> list[Listed]:
     """The default tree and every release the registry knows, imported or not."""
-    reg = reg or release.registry()
+    reg = release.registry()
     out = []
     d = default_path()
     imported = _default_imported(d)

@@ -117,9 +117,10 @@ class Target(ABC):
         """The target a TOML file (or a built-in name) describes; UserError if it is wrong."""
         return cls(name, arch)
 
-    @abstractmethod
     def describe(self) -> dict[str, Any]:
-        """What a sample records about where it ran: kind, name, arch, accel, ..."""
+        """What a sample records about where it ran: kind, name, arch, accel, ... (a
+        target adds its own keys, or its accelerator)."""
+        return {"kind": self.kind, "name": self.name, "arch": self.arch.name, "accel": None}
 
     def headline(self, job: Job) -> str:
         """A few words for the progress line of a boot (accelerator, size)."""

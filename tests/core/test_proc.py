@@ -82,10 +82,8 @@ def test_stderr_goes_to_the_same_stream() -> None:
 
 
 def test_env_is_added_to_the_environment() -> None:
-    out = proc.capture(
-        [PY, "-c", "import os; print(os.environ['KB_X'], 'PATH' in os.environ)"], env={"KB_X": "42"}
-    )
-    assert out == "42 True"
+    cmd = [PY, "-c", "import os; print(os.environ['KB_X'], 'PATH' in os.environ)"]
+    assert proc.run(cmd, env={"KB_X": "42"}, capture=True).output == "42 True\n"
 
 
 def test_capture_returns_the_whole_output() -> None:

@@ -6,7 +6,6 @@ import argparse
 import contextlib
 import io
 import json
-import shutil
 import struct
 import subprocess
 import sys
@@ -18,7 +17,7 @@ from kbisect.commands import cli
 from kbisect.commands import doctor as doctor_command
 from kbisect.core import arch, checks
 from kbisect.core.exceptions import MissingTool
-from kbisect.doctor import doctor, tools
+from kbisect.doctor import doctor
 from kbisect.doctor import host as doctor_host
 from kbisect.scenario import server
 from kbisect.source import tree
@@ -335,17 +334,6 @@ def test_dynamic_busybox_warns() -> None:
     host.static = False
     _, checks = run(host)
     assert checks["busybox"].status == "WARN"
-
-
-def test_rows_for_the_guests_storage_programs(monkeypatch: pytest.MonkeyPatch) -> None:
-    rows = {r.name: r for r in tools.check_storage_tools()}
-    assert set(rows) == {"fio", "mkfs.ext4", "mkfs.xfs"}
-    for row in rows.values():
-        assert row.status == ("OK" if shutil.which(row.name, path=tools.TOOL_PATH) else "WARN")
-    monkeypatch.setattr(tools, "TOOL_PATH", "/nonexistent")
-    xfs = {r.name: r for r in tools.check_storage_tools()}["mkfs.xfs"]
-    assert (xfs.status, xfs.fix) == ("WARN", "apt-get install xfsprogs")
-    assert xfs.detail == 'missing: needed by storage.fs = "xfs" disks'
 
 
 def test_headers_missing_fail() -> None:

@@ -32,7 +32,7 @@ def by_field(rows: list[fingerprint.Row]) -> dict[str, fingerprint.Row]:
 def test_identical_sides_have_nothing_notable() -> None:
     rows = fingerprint.diff({"A": [fp(), fp()], "B": [fp(), fp()]})
     assert rows, "every field gets a row"
-    assert not [r.field for r in rows if r.notable]
+    assert not [r.field for r in rows if r.differs or r.varies]
 
 
 def test_difference_across_sides() -> None:
@@ -40,7 +40,7 @@ def test_difference_across_sides() -> None:
     row = rows["preempt"]
     assert row.differs and not row.varies
     assert row.values == {"A": ("none",), "B": ("full",)}
-    assert not rows["thp"].notable
+    assert not rows["thp"].differs and not rows["thp"].varies
 
 
 def test_variation_within_one_side_in_boot_order() -> None:
@@ -63,7 +63,7 @@ def test_pg_settings_are_rows_and_missing_counts() -> None:
 
 def test_empty_fingerprints_are_ignored() -> None:
     rows = by_field(fingerprint.diff({"A": [fp(), {}], "B": [fp()]}))
-    assert not rows["preempt"].notable
+    assert not rows["preempt"].differs and not rows["preempt"].varies
     assert rows["preempt"].values["A"] == ("none",)
 
 

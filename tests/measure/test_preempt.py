@@ -50,12 +50,6 @@ def test_asked_nothing() -> None:
     assert preempt.from_fragments(["preempt-bogus.config"]) is None
 
 
-def test_the_config_model_is_its_choice_member() -> None:
-    assert preempt.from_config({"CONFIG_PREEMPT_LAZY": "y", "CONFIG_PREEMPT": "n"}) == "lazy"
-    assert preempt.from_config({"CONFIG_PREEMPT": "y"}) == "full"
-    assert preempt.from_config({}) is None
-
-
 def test_read_config(tmp_path: Path) -> None:
     path = tmp_path / "config"
     path.write_text("# header\nCONFIG_PREEMPT_DYNAMIC=y\n# CONFIG_PREEMPT_NONE is not set\n")

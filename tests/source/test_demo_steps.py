@@ -84,7 +84,7 @@ def test_default_variant_is_the_original_history() -> None:
     assert demo.DEFAULT.edits == tuple(demo.EDITS) and demo.DEFAULT.branch == demo.BRANCH
     assert [(c.edit, c.kind) for c in demo.DEFAULT.changes] == [(demo.REGRESSION, "regression")]
     assert demo.STEPS.branch == "kbisect-demo-steps" != demo.BRANCH
-    assert demo.STEPS.edits_id != demo.EDITS_ID
+    assert demo.STEPS.edits_id != demo.DEFAULT.edits_id
 
 
 # -- the branch ------------------------------------------------------------------------

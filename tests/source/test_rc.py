@@ -31,7 +31,7 @@ NEXT = ["next-20260330", "next-20260331"]
 
 
 def _git(repo: Path, *args: str) -> str:
-    return proc.capture(["git", "-C", str(repo), *args], env=IDENTITY)
+    return proc.run(["git", "-C", str(repo), *args], env=IDENTITY, capture=True).output.strip()
 
 
 @pytest.fixture(scope="module")

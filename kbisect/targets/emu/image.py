@@ -90,9 +90,9 @@ def mmdebstrap_command(
     )
 
 
-def mkfs_command(tree: Path, disk: Path, size: str = DISK_SIZE) -> list[str]:
+def mkfs_command(tree: Path, disk: Path) -> list[str]:
     """An ext4 file system holding `tree`, in the (sparse) file `disk`."""
-    return ["mkfs.ext4", "-q", "-F", "-L", "kbisect-root", "-d", str(tree), str(disk), size]
+    return ["mkfs.ext4", "-q", "-F", "-L", "kbisect-root", "-d", str(tree), str(disk), DISK_SIZE]
 
 
 def boot_files(tree: Path) -> tuple[Path, Path]:

@@ -119,9 +119,6 @@ class FakeTarget(Target):
     def from_settings(cls, name: str, arch: Arch, settings: Mapping[str, Any]) -> Target:
         return cls(name, arch, dict(settings))
 
-    def describe(self) -> dict[str, Any]:
-        return {"kind": self.kind, "name": self.name, "arch": self.arch.name, "accel": None}
-
     def monitor(self, job: Job, threshold: float) -> disturbance.Monitor:
         return ScriptedMonitor(job.boot_dir / HOST_FILE, threshold)
 

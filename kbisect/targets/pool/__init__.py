@@ -16,7 +16,7 @@ inline. The contract the rest of kbisect builds on:
   machine's name in the pool), so every sample records which machine took it.
 - `dispatch.members(target) -> list[Target]`: the machines a batch can use (a plain
   target is a pool of one).
-- `dispatch.run_batch(target, tasks, strike=, on_done=) -> list[Done]`: runs
+- `dispatch.run_batch(target, tasks, strike=) -> list[Done]`: runs
   `Task(run, member)` callables concurrently (concurrent.futures threads), at most one
   per machine, each bound to a machine or to any free one; outcomes in the tasks'
   order; the quarantine rule (dispatch.py's docstring) takes a failing or repeatedly

@@ -131,10 +131,9 @@ def run_batch(
     tasks: Sequence[Task[T]],
     *,
     strike: Callable[[Any], bool] | None = None,
-    on_done: Callable[[int, Done[T]], None] | None = None,
 ) -> list[Done[T]]:
     """Run every task, at most one per machine at a time; their outcomes in the tasks'
-    order. `on_done(i, done)` is called (in this thread) as each task finishes."""
+    order."""
     book = _book(target)
     if isinstance(target, Pool):
         target.stopping.clear()
@@ -155,8 +154,6 @@ def run_batch(
                 result = _settle(book, i, m, future, strike, bound, pending)
                 if result is not None:
                     out[i] = result
-                    if on_done is not None:
-                        on_done(i, result)
     except BaseException:
         _stop(target, running)
         executor.shutdown(wait=True, cancel_futures=True)

@@ -136,14 +136,8 @@ class Pool(Target):
         return live[0]
 
     def describe(self) -> dict[str, Any]:
-        return {
-            "kind": self.kind,
-            "name": self.name,
-            "arch": self.arch.name,
-            "accel": None,
-            "members": [m.name for m in self.members],
-            "quarantined": dict(self.quarantined),
-        }
+        members = [m.name for m in self.members]
+        return {**super().describe(), "members": members, "quarantined": dict(self.quarantined)}
 
     def headline(self, job: Job) -> str:
         return self.seat().headline(job)

@@ -30,7 +30,6 @@ def fetch(name: str) -> tuple[Path, Path]:
         if session is None:
             raise UserError(f'--base {prefix}{name}: {name} is not a machine (kind = "ssh")')
         target.preflight()
-        config.parent.mkdir(parents=True, exist_ok=True)
         progress.step(f"fetching {name}'s running config and module list")
         for path, script in ((config, CONFIG_SCRIPT), (lsmod, LSMOD_SCRIPT)):
             atomic.write_text(path, session.check(script, timeout=120))

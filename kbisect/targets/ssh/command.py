@@ -40,11 +40,6 @@ class Remote:
     def login(self) -> str:
         return f"{self.user}@{self.host}"
 
-    def without_control(self) -> Remote:
-        return Remote(
-            self.host, self.port, self.user, self.known_hosts, self.key, self.connect_timeout_s
-        )
-
 
 def options(r: Remote) -> list[str]:
     """The -o options every ssh and scp of `r` shares."""

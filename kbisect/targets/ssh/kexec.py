@@ -57,10 +57,6 @@ def switch_script(image: str, cmdline: str, initrd: str | None = None) -> str:
     )
 
 
-def unload_command() -> list[str]:
-    return ["kexec", "-u"]
-
-
 def has_nonce(cmdline: str, nonce: str) -> bool:
     return f"{NONCE_KEY}={nonce}" in cmdline.split()
 

@@ -64,10 +64,7 @@ class SshTarget(Switching, Restoring, Target):
     def describe(self) -> dict[str, Any]:
         known = self.known or self._stored_known()
         return {
-            "kind": self.kind,
-            "name": self.name,
-            "arch": self.arch.name,
-            "accel": None,
+            **super().describe(),
             "host": f"{self.m.host}:{self.m.port}",
             "switch": self.m.switch,
             "known_good": dataclasses.asdict(known) if known else None,

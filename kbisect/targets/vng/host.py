@@ -14,8 +14,6 @@ from typing import Any
 
 from kbisect.core import proc
 
-CPUINFO_KEYS = ("model name", "Hardware", "CPU implementer")  # x86, then arm64's
-
 
 def _field(text: str, key: str) -> str | None:
     for line in text.splitlines():

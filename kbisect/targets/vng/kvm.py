@@ -240,13 +240,13 @@ def lookup(
     return KvmStatus(**max(pick, key=lambda e: str(e["checked"]))["status"])
 
 
-def status(arch: str, image: Path | None = None, recheck: bool = False) -> KvmStatus:
+def status(arch: str, recheck: bool = False) -> KvmStatus:
     """The cached answer for this host (probing when there is none, or with recheck)."""
     a = arch_mod.get(arch)
     if not a.is_native() or not KVM_DEVICE.exists():
         return probe(arch)
     host = host_key(a)
-    image = image or newest_image(a)
+    image = newest_image(a)
     sha = sha256(image) if image else None
     entries = _load()
     if not recheck and (hit := lookup(entries, host, sha)) is not None:

@@ -247,12 +247,12 @@ def find(a: arch_mod.Arch, pin: Pin) -> Path:
     return root
 
 
-def ensure(a: arch_mod.Arch, pin: Pin, mirror: str | None = None) -> Path:
+def ensure(a: arch_mod.Arch, pin: Pin) -> Path:
     """The root for (a, pin): made now when missing and this process may (root)."""
     if problem := pin.problem():  # before anything asks for the suite's name
         raise UserError(problem)
     if manifest(a, pin) is None and os.geteuid() == 0:
-        return build(a, pin, mirror)
+        return build(a, pin)
     return find(a, pin)
 
 
@@ -262,7 +262,6 @@ def build(a: arch_mod.Arch, pin: Pin, mirror: str | None = None) -> Path:
         raise UserError(problem)
     debroot.require("kbisect image", ["mmdebstrap"], "mmdebstrap --mode=root keeps file owners")
     root = root_for(a, pin)
-    root.parent.mkdir(parents=True, exist_ok=True)
     with lock.hold(
         root.parent / ".lock",
         wait=True,

@@ -93,13 +93,7 @@ class VngTarget(Target):
         return rootfs.find(self.arch, rootfs.pin_for(scen.data))
 
     def describe(self) -> dict[str, Any]:
-        return {
-            "kind": self.kind,
-            "name": self.name,
-            "arch": self.arch.name,
-            "accel": self.accel,
-            "vm_host": host.facts(self.arch.qemu),
-        }
+        return {**super().describe(), "accel": self.accel, "vm_host": host.facts(self.arch.qemu)}
 
     def userland(self, scen: Scenario) -> dict[str, Any] | None:
         return rootfs.userland(self.arch, scen.data)
