@@ -11,7 +11,7 @@ ABBA blocks so that drift (thermal, page cache, the host) hits both sides alike.
     sequential.py  --boots auto: a pair at a time until the ratio is settled
     summary.py   summary.json, the table printed at the end, a partial run's summary
     report.py    a run as `kbisect report` sees it: the samples, the verdict recomputed
-    markdown.py  its report.md and plots; warnings.py the report's Warnings section
+    markdown.py  its report.md and plots (report.py computes the Warnings section)
     text.py      its mailing-list text
 
 The subcommand's parser is kbisect/commands/compare.py.

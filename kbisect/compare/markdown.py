@@ -1,5 +1,5 @@
 """A compare report's Markdown (report.md) and its plots: the headline and the sentence to
-paste, the sides, the warnings (warnings.py), fingerprints, storage, every boot, the plots
+paste, the sides, the warnings (report.py), fingerprints, storage, every boot, the plots
 and the scenario."""
 
 from __future__ import annotations
@@ -8,8 +8,18 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from kbisect.compare import machines, warnings
-from kbisect.compare.report import SIDES, Run, load, load_summary, ok_tps, stopped, verdict_line
+from kbisect.compare import machines
+from kbisect.compare.report import (
+    SIDES,
+    Run,
+    load,
+    load_summary,
+    ok_tps,
+    stopped,
+    storage,
+    verdict_line,
+    warnings,
+)
 from kbisect.core import atomic, progress
 from kbisect.measure import fingerprint, fiodiff, timeline
 from kbisect.report import disturbed, patches, plots, profile
@@ -193,9 +203,9 @@ def markdown(run: Run, *, override: bool = False) -> str:
         *section("Sides", _side_table(run)),
         *_machine_table(run),
         *patches.markdown({x: side_patches(run, x) for x in SIDES}),
-        *section("Warnings", [f"- {w}" for w in warnings.warnings(run)] or ["None."]),
+        *section("Warnings", [f"- {w}" for w in warnings(run)] or ["None."]),
         *section("Fingerprints", fingerprint.markdown(rows, names)),
-        *section("Storage", fiodiff.markdown(warnings.storage(run), names)),
+        *section("Storage", fiodiff.markdown(storage(run), names)),
         *disturbed.markdown(disturbed.rows(run.dir)),
         *profile.markdown(run.dir, {x: run.side(x) for x in SIDES}, names),
         *section("Boots, in run order", [BOOTS_NOTE, "", *_boot_table(run.samples)]),

@@ -10,8 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from kbisect.compare import machines, revert
-from kbisect.compare.report import METHODS, SIDES, Run, stopped
-from kbisect.compare.warnings import preempt_lines
+from kbisect.compare.report import METHODS, SIDES, Run, preempt_lines, stopped
 from kbisect.report import build, patches, profile, servers
 from kbisect.report.text import (
     change,

@@ -18,7 +18,7 @@ from typing import Any
 from kbisect.core import arch as arch_mod
 from kbisect.core import atomic, paths, progress, reading, room
 from kbisect.core.exceptions import BuildError, CommandFailed, CommandTimeout, UserError
-from kbisect.kernel import archdeps, ccache, kconfig, make
+from kbisect.kernel import archdeps, kconfig, make
 from kbisect.kernel import manifest as buildmanifest
 from kbisect.kernel.config import inputs_key, make_config
 from kbisect.source import git, patches, scratch, worktree
@@ -108,7 +108,7 @@ def build(req: Request) -> BuildResult:
         artifact.mkdir(parents=True, exist_ok=True)
         log = artifact / "build.log"
         log.write_text(progress.log_header())
-        before = ccache.stats()
+        before = make.ccache_stats()
         start = time.monotonic()
         try:
             warnings = make_config(req.arch, req.base, src, obj, fragments, log, req.allow_dropped)
@@ -128,7 +128,7 @@ def build(req: Request) -> BuildResult:
             fragments=fragments,
             warnings=warnings,
             duration=duration,
-            cache=ccache.delta(before, ccache.stats()),
+            cache=make.ccache_delta(before, make.ccache_stats()),
         )
         image = buildmanifest.collect(req.arch, obj, artifact)
         if req.patches:

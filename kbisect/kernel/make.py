@@ -1,5 +1,5 @@
 """make for a kernel build: the command lines (pure), the fixed build identity, and the
-compile step with its progress lines."""
+compile step with its progress lines, and ccache's counters around it."""
 
 from __future__ import annotations
 
@@ -101,3 +101,28 @@ def compile_image(a: arch_mod.Arch, jobs: int, src: Path, obj: Path, log: Path) 
 
 def tail(log: Path) -> str:
     return "\n".join(log.read_text(errors="replace").splitlines()[-15:])
+
+
+CCACHE_KEYS = ("direct_cache_hit", "preprocessed_cache_hit", "cache_miss")
+
+
+def ccache_stats() -> dict[str, int]:
+    """ccache's counters from `ccache --print-stats` (empty without ccache), to report a
+    build's hit rate."""
+    if shutil.which("ccache") is None:
+        return {}
+    out = proc.capture(["ccache", "--print-stats"], check=False)
+    counters: dict[str, int] = {}
+    for line in out.splitlines():
+        key, _, value = line.partition("\t")
+        if key in CCACHE_KEYS and value.strip().isdigit():
+            counters[key] = int(value)
+    return counters
+
+
+def ccache_delta(before: dict[str, int], after: dict[str, int]) -> dict[str, float]:
+    """Hits, misses and hit rate between two snapshots."""
+    hits = sum(after.get(k, 0) - before.get(k, 0) for k in CCACHE_KEYS[:2])
+    misses = after.get("cache_miss", 0) - before.get("cache_miss", 0)
+    total = hits + misses
+    return {"hits": hits, "misses": misses, "hit_rate": round(hits / total, 3) if total else 0.0}

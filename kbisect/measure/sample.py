@@ -8,6 +8,8 @@ a failure the harness cannot see (a panic, a hang, no result at all) is a boot f
 
 from __future__ import annotations
 
+import copy
+import json
 import shlex
 import time
 from collections.abc import Mapping
@@ -17,7 +19,8 @@ from typing import Any
 
 from kbisect.core import atomic, clock, paths, progress, reading
 from kbisect.core.exceptions import BenchmarkError, BootError, CommandTimeout
-from kbisect.measure import preempt, profiling, results
+from kbisect.measure import preempt, results
+from kbisect.scenario import profile
 from kbisect.scenario.scenario import Scenario
 from kbisect.targets import monitor as disturbance
 from kbisect.targets.base import Job, Kernel, Target
@@ -97,8 +100,8 @@ def take(
         float(t["idle_s"]),
     )
     commit = (kernel.manifest or {}).get("commit")
-    profiled = profiling.due(scen.data, boot.out_dir, boot.label, commit)
-    atomic.write_text(job.scenario_file, profiling.guest_json(scen.data, profiled))
+    profiled = due(scen.data, boot.out_dir, boot.label, commit)
+    atomic.write_text(job.scenario_file, guest_json(scen.data, profiled))
     extras = ", ".join([target.headline(job), *job.append])
     progress.step(f"booting {kernel.image.name} on {target.name} ({extras})")
     start = time.monotonic()
@@ -220,3 +223,44 @@ def machine(s: Mapping[str, Any]) -> str:
     (targets/pool/target.py), any other target its name."""
     t = s.get("target") or {}
     return str(t.get("machine") or t.get("name") or "?")
+
+
+# -- which boots are profiled (the scenario's [profile], docs/profiles.md) --------------
+# Decided on the host: the first `boots_per_side` boots of each side that came back with a
+# profile. A side is a label (a compare's A or B) and a kernel commit; a failed profiled
+# boot leaves the turn to the next boot of its side. The guest learns it from its
+# scenario JSON, whose profile.enabled is true only for a boot to profile.
+
+
+def _same_side(sample: dict[str, Any], label: str | None, commit: str | None) -> bool:
+    kernel = sample.get("kernel") or {}
+    return sample.get("label") == label and kernel.get("commit") == commit
+
+
+def profiled_so_far(out_dir: Path, label: str | None, commit: str | None) -> int:
+    """Samples of this side in the run that carry a profile."""
+    count = 0
+    for path in results.sample_paths(out_dir):
+        try:
+            sample = reading.json_table(path, "")
+        except reading.CorruptFile:
+            continue
+        if _same_side(sample, label, commit) and sample.get("profile"):
+            count += 1
+    return count
+
+
+def due(data: dict[str, Any], out_dir: Path, label: str | None, commit: str | None) -> bool:
+    """Is the next boot of this side to be profiled?"""
+    if not profile.enabled(data):
+        return False
+    wanted = int(data["profile"]["boots_per_side"])
+    return profiled_so_far(out_dir, label, commit) < wanted
+
+
+def guest_json(data: dict[str, Any], profiled: bool) -> str:
+    """The scenario JSON the guest harness reads: profile.enabled says this boot's part."""
+    view = copy.deepcopy(data)
+    if "profile" in view:
+        view["profile"]["enabled"] = profiled
+    return json.dumps(view, indent=2, sort_keys=True) + "\n"

@@ -17,7 +17,7 @@ from kbisect.commands import cli
 from kbisect.core import arch, paths, proc, progress
 from kbisect.core.exceptions import EXIT_BUILD, EXIT_USER, BuildError
 from kbisect.core.reading import CorruptFile
-from kbisect.kernel import build, ccache, kconfig, make
+from kbisect.kernel import build, kconfig, make
 from kbisect.kernel.kconfig import ConfigDropped
 from kbisect.source import worktree
 from tests.fakes import git, make_fake_kernel_repo, read_fake_image
@@ -423,16 +423,17 @@ def test_ccache_stats_parses_print_stats(monkeypatch: pytest.MonkeyPatch) -> Non
     )
     monkeypatch.setattr(shutil, "which", lambda name: f"/usr/bin/{name}")
     monkeypatch.setattr(proc, "capture", lambda cmd, **kw: out)
-    assert ccache.stats() == {"cache_miss": 17, "direct_cache_hit": 5, "preprocessed_cache_hit": 2}
+    want = {"cache_miss": 17, "direct_cache_hit": 5, "preprocessed_cache_hit": 2}
+    assert make.ccache_stats() == want
     monkeypatch.setattr(shutil, "which", lambda name: None)
-    assert ccache.stats() == {}
+    assert make.ccache_stats() == {}
 
 
 def test_ccache_delta() -> None:
     before = {"direct_cache_hit": 10, "preprocessed_cache_hit": 1, "cache_miss": 5}
     after = {"direct_cache_hit": 16, "preprocessed_cache_hit": 3, "cache_miss": 7}
-    assert ccache.delta(before, after) == {"hits": 8, "misses": 2, "hit_rate": 0.8}
-    assert ccache.delta({}, {}) == {"hits": 0, "misses": 0, "hit_rate": 0.0}
+    assert make.ccache_delta(before, after) == {"hits": 8, "misses": 2, "hit_rate": 0.8}
+    assert make.ccache_delta({}, {}) == {"hits": 0, "misses": 0, "hit_rate": 0.0}
 
 
 def test_reproduce_line_and_log_header_quote_arguments() -> None:

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from kbisect.bisect.report import files, markdown
 from kbisect.commands import cli
-from kbisect.compare import report, warnings
+from kbisect.compare import report
 from kbisect.compare import text as compare_text
 from kbisect.core.exceptions import EXIT_OK
 from kbisect.measure import preempt, results
@@ -189,7 +189,7 @@ def test_compare_flags_the_side_that_did_not_get_its_model(
     stored = [s["preempt"] for s in results.load_samples(out) if s["label"] == "A"]
     assert [s["effective"] for s in stored] == ["lazy"] * 3
     run = compare_run(out)
-    [line] = warnings.preempt_lines(run)
+    [line] = report.preempt_lines(run)
     assert line.startswith("side A asked for preempt none (preempt=none on the command line)")
     assert line.endswith("not none (all 3 boots)")
     md = (out / "report.md").read_text()
@@ -205,7 +205,7 @@ def test_compare_that_got_what_it_asked_for_warns_nothing(
 ) -> None:
     out = run_compare(tmp_path, monkeypatch, "asked", "preempt=none", "preempt=full")
     assert "asked for preempt" not in capsys.readouterr().err
-    assert warnings.preempt_lines(compare_run(out)) == []
+    assert report.preempt_lines(compare_run(out)) == []
     fps = {s["label"]: s["fingerprint"]["preempt"] for s in results.load_samples(out)}
     assert fps == {"A": "none", "B": "full"}
 
