@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from kbisect.core import paths, progress
-from kbisect.db import fields, runs, schema
+from kbisect.db import runs, schema
 
 LOCK_WAIT_S = 2.0  # a write-through waits this long for another writer, then gives up
 _warned: set[Path] = set()
@@ -76,8 +76,8 @@ def put_sample(conn: sqlite3.Connection, path: Path, sample: Mapping[str, Any]) 
     """Index one sample file and fill its run's row (no transaction of its own)."""
     path = path.resolve()
     run_dir, run_id, kind, name, started = _run_of(path)
-    row = fields.sample_row(path, sample, run_id, run_dir)
-    run = fields.run_row(run_dir, run_id, kind, name, started or row["started"], None, sample)
+    row = schema.sample_row(path, sample, run_id, run_dir)
+    run = schema.run_row(run_dir, run_id, kind, name, started or row["started"], None, sample)
     conn.execute(RUN_FROM_SAMPLE, _values(run, schema.RUN_COLUMNS))
     conn.execute(SAMPLE_UPSERT, _values(row, schema.SAMPLE_COLUMNS))
 
@@ -87,7 +87,7 @@ def put_run(conn: sqlite3.Connection, run_dir: Path, summary: Mapping[str, Any] 
     run_dir = run_dir.resolve()
     kind, name = runs.kind_and_name(run_dir)
     run_id = runs.run_id(run_dir)
-    run = fields.run_row(run_dir, run_id, kind, name, runs.stamp_time(run_dir), summary, None)
+    run = schema.run_row(run_dir, run_id, kind, name, runs.stamp_time(run_dir), summary, None)
     statement = RUN_FROM_SUMMARY if summary is not None else RUN_FROM_SAMPLE
     conn.execute(statement, _values(run, schema.RUN_COLUMNS))
 

@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from kbisect.db import fields, index, schema
+from kbisect.db import index, schema
 from kbisect.stats import prior as priors
 
 RECENT = 10  # the newest runs read
@@ -28,8 +28,8 @@ _BOOTS = (
 
 
 def machine_of(sample: Mapping[str, Any]) -> str | None:
-    """The machine hash the index gives this sample (fields.sample_machine), None if none."""
-    return fields.sample_machine(sample)
+    """The machine hash the index gives this sample (schema.sample_machine), None if none."""
+    return schema.sample_machine(sample)
 
 
 def groups(

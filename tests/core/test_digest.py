@@ -11,7 +11,7 @@ import pytest
 
 from kbisect.bisect import samples
 from kbisect.core import arch, digest
-from kbisect.db import fields
+from kbisect.db import schema
 from kbisect.history import series, source
 from kbisect.pgbuild import build, buildroot
 from kbisect.scenario import scenario
@@ -35,7 +35,7 @@ def test_every_key_is_the_one_it_was(monkeypatch: pytest.MonkeyPatch) -> None:
     fp = {"cpu_model": "Xeon é", "cpus": 8, "mem_total_kb": 16777216}
     host = {"cpu_model": "h", "cpus": 16, "qemu": "9.2"}
     target = {"kind": "vng", "name": "g", "vm_host": host}
-    assert fields.machine(fp, target) == "2d57a304ce500df0"
+    assert schema.machine(fp, target) == "2d57a304ce500df0"
     settings = {"pgbench": {"clients": 8, "jobs": 2}, "name": "é"}
     o = source.Obs("p", 1.0, "ok", False, "v", "c", "s", "h", "m", "t", "r", "l", "", settings)
     assert series._settings_hash(o, "pgbench.clients") == (

@@ -8,7 +8,7 @@ import copy
 import json
 from pathlib import Path
 
-from kbisect.db import fields
+from kbisect.db import schema
 from kbisect.report import text
 from kbisect.targets.vng import host
 
@@ -47,9 +47,9 @@ def test_two_hosts_are_two_machines_and_old_samples_keep_their_hash() -> None:
     old = _sample()
     a = _sample(cpu_model="AMD EPYC", cpus=2, qemu="QEMU emulator version 7.2.22")
     b = _sample(cpu_model="Intel Xeon", cpus=2, qemu="QEMU emulator version 7.2.22")
-    hashes = [fields.machine(s["fingerprint"], s["target"]) for s in (old, a, b)]  # type: ignore[arg-type]
+    hashes = [schema.machine(s["fingerprint"], s["target"]) for s in (old, a, b)]  # type: ignore[arg-type]
     assert len(set(hashes)) == 3
-    again = fields.machine(old["fingerprint"], {**old["target"]})  # type: ignore[arg-type,dict-item]
+    again = schema.machine(old["fingerprint"], {**old["target"]})  # type: ignore[arg-type,dict-item]
     assert again == hashes[0]
 
 
