@@ -35,7 +35,7 @@ from kbisect.bisect.report import answer as answer_report
 from kbisect.bisect.report import files
 from kbisect.bisect.report import posterior as posterior_report
 from kbisect.bisect.state import METHODS, Options, Run
-from kbisect.core import lock, paths, progress, room, stale
+from kbisect.core import lock, paths, progress, stale
 from kbisect.core.exceptions import EXIT_NEGATIVE, EXIT_OK, UserError
 from kbisect.kernel import make
 from kbisect.measure import results
@@ -117,9 +117,9 @@ def drive(opts: Options, run_dir: Path | None = None, run: Run | None = None) ->
     checked = opts if run is None else replace(opts, good=run.good, bad=run.bad)
     top, good, bad = validate(checked)
     with_patches = check_patches(top, opts, (good, bad))
-    need = room.results_need(opts.max_boots + 2 * (opts.runs_max + opts.recheck_samples))
-    room.check(run_dir or paths.results_dir(), need, "results dir")
-    room.check(paths.cache_dir(), room.PER_BUILD, "the cache")
+    need = paths.results_need(opts.max_boots + 2 * (opts.runs_max + opts.recheck_samples))
+    paths.check(run_dir or paths.results_dir(), need, "results dir")
+    paths.check(paths.cache_dir(), paths.PER_BUILD, "the cache")
     make.check_dir(paths.cache_dir(), "the cache")
     if run is None:
         opts = build_server(opts)

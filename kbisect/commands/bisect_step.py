@@ -19,7 +19,7 @@ from typing import NoReturn
 from kbisect.bisect import samples
 from kbisect.bisect.git import ktest, liveness, step
 from kbisect.commands import options
-from kbisect.core import interrupt, progress, room
+from kbisect.core import interrupt, paths, progress
 from kbisect.core.exceptions import KbisectError, UserError
 from kbisect.pgbuild import request
 
@@ -84,7 +84,7 @@ def main(args: argparse.Namespace) -> int:
     except KeyboardInterrupt:
         progress.step("step: interrupted; aborting the bisect")
     except Exception as exc:
-        if isinstance(exc, OSError) and (full := room.stopped(exc)) is not None:
+        if isinstance(exc, OSError) and (full := paths.stopped(exc)) is not None:
             progress.step(f"step: abort: {full}")  # a full disk: one line, no traceback
         else:
             traceback.print_exc()

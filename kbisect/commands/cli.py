@@ -34,7 +34,7 @@ from kbisect.commands import (
     tree,
 )
 from kbisect.commands import emu as emu_command
-from kbisect.core import interrupt, progress, room
+from kbisect.core import interrupt, paths, progress
 from kbisect.core.exceptions import EXIT_INTERRUPTED, EXIT_USER, KbisectError
 
 # (name, module, one-line help); each module has configure(parser) and main(args)
@@ -98,14 +98,14 @@ def main(argv: list[str] | None = None) -> int:
     try:
         code: int = args._main(args)
         return code
-    except (room.UnusableDir, room.DiskFull) as exc:  # the disk: free space, then go on
+    except (paths.UnusableDir, paths.DiskFull) as exc:  # the disk: free space, then go on
         print(_go_on(str(exc)), file=sys.stderr)
         return exc.exit_code
     except KbisectError as exc:
         print(f"kbisect: {exc}", file=sys.stderr)
         return exc.exit_code
     except OSError as exc:  # the disk filled or went read-only during the run
-        if (full := room.stopped(exc)) is None:
+        if (full := paths.stopped(exc)) is None:
             raise
         print(_go_on(str(full)), file=sys.stderr)
         return full.exit_code

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from kbisect.commands import options
-from kbisect.core import progress, room
+from kbisect.core import paths, progress
 from kbisect.measure import preempt, results, retake, sample
 from kbisect.scenario import scenario
 from kbisect.stats import means
@@ -54,7 +54,7 @@ def main(args: argparse.Namespace) -> int:
     with options.target(args) as target:
         target.validate(kernel)
         target.preflight(scen)
-        need = room.results_need(args.runs * (args.retakes + 1))
+        need = paths.results_need(args.runs * (args.retakes + 1))
         results.check_out(args.out, "run", need, fresh=False)
         out = results.out_dir(args.out, "run", scen.name, fresh=False)
         target.warn_if_busy()

@@ -22,7 +22,7 @@ from kbisect.compare import machines, markdown, pgsides, schedule, sequential
 from kbisect.compare import sides as sides_mod
 from kbisect.compare import summary as summaries
 from kbisect.compare.sides import NAMES, Side, Spec
-from kbisect.core import clock, lock, paths, progress, room
+from kbisect.core import clock, lock, paths, progress
 from kbisect.core.exceptions import EXIT_NEGATIVE, EXIT_OK, BenchmarkError, BootError, UserError
 from kbisect.db import noise, runs
 from kbisect.kernel import make
@@ -54,9 +54,9 @@ def start(spec: Spec, policy: retake.Policy) -> int:
     sides_mod.validate(a, b)
     boots, rule = _boots(spec, base_scen)
     target = registry.get(spec.target, spec.arch)
-    results.check_out(spec.out, "compare", room.results_need(2 * boots * (spec.retries + 1)))
+    results.check_out(spec.out, "compare", paths.results_need(2 * boots * (spec.retries + 1)))
     if repo is not None:
-        room.check(paths.cache_dir(), 2 * room.PER_BUILD, "the cache")
+        paths.check(paths.cache_dir(), 2 * paths.PER_BUILD, "the cache")
         make.check_dir(paths.cache_dir(), "the cache")
     with target:
         for side in (a, b):  # each side's scenario may pin another server

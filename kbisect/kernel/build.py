@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from kbisect.core import arch as arch_mod
-from kbisect.core import atomic, paths, progress, reading, room
+from kbisect.core import atomic, paths, progress, reading
 from kbisect.core.exceptions import BuildError, CommandFailed, CommandTimeout, UserError
 from kbisect.kernel import archdeps, kconfig, make
 from kbisect.kernel import manifest as buildmanifest
@@ -93,7 +93,7 @@ def build(req: Request) -> BuildResult:
         manifest = buildmanifest.read(artifact / "manifest.json", recover)
         progress.step(f"reusing build of {commit[:12]}: {artifact}")
         return BuildResult(artifact, artifact / Path(req.arch.image).name, manifest, True)
-    room.check(paths.cache_dir(), room.PER_BUILD, "the cache")
+    paths.check(paths.cache_dir(), paths.PER_BUILD, "the cache")
     # The worktree slot is shared by every build of this tree (any arch, any fragments).
     slot = worktree.path_for(req.tree, "build")
     obj = obj_dir(root, req.tree if req.in_place else slot)

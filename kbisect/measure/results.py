@@ -23,7 +23,7 @@ from typing import Any
 
 import jsonschema
 
-from kbisect.core import atomic, clock, paths, reading, room
+from kbisect.core import atomic, clock, paths, reading
 from kbisect.core.exceptions import InfraError, UserError
 from kbisect.core.reading import CorruptFile
 from kbisect.db import index
@@ -134,10 +134,10 @@ class NoResults(UserError):
 
 def check_out(given: Path | None, kind: str, need: int, *, fresh: bool = True) -> None:
     """Before any work, and writing nothing: the run's directory (--out, else the results
-    dir a new one goes into) is a writable directory with `need` bytes free (room.py, exit
+    dir a new one goes into) is a writable directory with `need` bytes free (core/paths.py, exit
     3); --out holds no run yet (exit 2: it would be overwritten), or without `fresh` (the
     samples of `kbisect run` add up) only such samples."""
-    room.check(given or paths.results_dir(), need, "--out" if given else "results dir")
+    paths.check(given or paths.results_dir(), need, "--out" if given else "results dir")
     if given is None or not given.is_dir():
         return
     own = (SAMPLES, BOOTS) if not fresh else (SAMPLES,)  # kbisect run adds to its own

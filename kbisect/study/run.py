@@ -8,7 +8,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from kbisect.core import clock, paths, progress, room
+from kbisect.core import clock, paths, progress
 from kbisect.core.exceptions import EXIT_OK, BootError, UserError
 from kbisect.kernel import make
 from kbisect.measure import results, retake
@@ -237,9 +237,9 @@ def start(study: Study, req: Request) -> int:
     for scen in {s.hash: s for s in scens}.values():  # each cell may pin another server
         target.preflight(scen)
     boots = len(p.refs) * len(p.cells) * study.boots * (study.retries + 1)
-    results.check_out(req.out, "study", room.results_need(boots))
+    results.check_out(req.out, "study", paths.results_need(boots))
     if p.repos:
-        room.check(paths.cache_dir(), len(p.refs) * room.PER_BUILD, "the cache")
+        paths.check(paths.cache_dir(), len(p.refs) * paths.PER_BUILD, "the cache")
         make.check_dir(paths.cache_dir(), "the cache")
     out = req.out or results.new_run_dir("study", study.name)
     seed = study.seed if study.seed is not None else schedule.new_seed()
