@@ -6,12 +6,14 @@ from __future__ import annotations
 import json
 import math
 import shutil
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from kbisect.bisect import state
-from kbisect.bisect.state import Options, Run
+from kbisect.bisect.posterior.story import ALONE, Change, Story
+from kbisect.bisect.state import Options, Recheck, Run
 from kbisect.core import reading
 from kbisect.core.exceptions import EXIT_INFRA
 
@@ -85,6 +87,27 @@ def test_a_new_state_has_the_keys_it_always_had() -> None:
     assert sorted(run.as_dict()) == sorted(first.split())
     run.exit = 0
     assert run.as_dict()["exit"] == 0
+
+
+def test_confirmed_needs_every_change_rechecked_and_not_partial() -> None:
+    run = Run(Options("/src", "v1", "v2", "smoke"), {}, Path("/src"), "a", "b", Path("/s"))
+    step = Change(("c4",), 0.99, 0.75, 0.7, 0.8, 1.0)
+    told = run.story = Story("single", (step,), 0.97, 0.9, 0.01)
+    assert not run.confirmed(0.95)
+    run.rechecks = {"c4": Recheck("c3", "confirmed", confirmed=True)}
+    assert run.confirmed(0.95)
+    for doubt in ({"p_single": ALONE - 0.01}, {"kind": "contradicted"}, {"against": ("c7",)}):
+        run.story = replace(told, **doubt)  # type: ignore[arg-type]
+        assert not run.confirmed(0.95)
+    run.rechecks["c4"].partial = True
+    run.story = told
+    assert not run.confirmed(0.95)
+    # each of several changes is part of good -> bad by definition: partial is expected
+    other = Change(("c9",), 0.97, 0.75, 0.7, 0.8, 1.0)
+    run.story = Story("several", (step, other), 0.0, 0.9, 0.01)
+    assert not run.confirmed(0.95)
+    run.rechecks["c9"] = Recheck("c8", "confirmed", confirmed=True)
+    assert run.confirmed(0.95)
 
 
 def test_unknown_options_are_refused_in_one_line(tmp_path: Path) -> None:

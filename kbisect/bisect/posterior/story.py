@@ -95,6 +95,10 @@ class Story:
     p_best: float  # P of the most probable hypothesis
     outlier: float  # the fitted outlier weight
     notes: tuple[str, ...] = ()
+    # a single step's doubters (search.py _note_doubts): revisions clearly at the other
+    # level than it says, and revisions still between the levels; exit 0 needs neither
+    against: tuple[str, ...] = ()
+    unclear: tuple[str, ...] = ()
 
     def settled(self, confidence: float) -> bool:
         """Every named change holds `confidence`, and the story is several, or single
@@ -109,7 +113,24 @@ class Story:
             "outlier": self.outlier,
             "steps": [c.as_dict() for c in self.changes],
             "notes": list(self.notes),
+            **{k: list(v) for k, v in (("against", self.against), ("unclear", self.unclear)) if v},
         }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Story:
+        """A story as `as_dict` wrote it (state.json's "story")."""
+        keys = ("p", "ratio", "low", "high", "noise", "count")
+        changes = tuple(Change(tuple(c["members"]), *(c[k] for k in keys)) for c in data["steps"])
+        return cls(
+            data["kind"],
+            changes,
+            data["p_single"],
+            data["p_best"],
+            data["outlier"],
+            tuple(data["notes"]),
+            tuple(data.get("against", ())),
+            tuple(data.get("unclear", ())),
+        )
 
 
 Row = tuple[str, float, float, float] | tuple[str, float, float, float, str]
@@ -347,38 +368,6 @@ def stretch(
     mask = best[1]
     testable = [i for i in g.members(mask) if g.commits[i] not in untestable]
     return g.commits[middle(g, mask, testable)] if testable else None
-
-
-def recheck_of(step: dict[str, Any], rechecks: dict[str, dict[str, Any]]) -> dict[str, Any] | None:
-    """The re-check of a story's change (run.rechecks is keyed by the commit re-checked,
-    one of the change's members), or None. A finished one first: a member's re-check
-    still "running" may have been started early for an answer that did not stand
-    (Search._early_pairs)."""
-    found = [rechecks[c] for c in step["members"] if c in rechecks]
-    done = [rc for rc in found if rc.get("kind") != "running"]
-    return (done or found)[0] if found else None
-
-
-def confirmed(
-    told: dict[str, Any] | None, rechecks: dict[str, dict[str, Any]], confidence: float
-) -> bool:
-    """What exit 0 means: the story is single or several, every change in it holds the
-    confidence, and each one's re-check confirmed it (a single step's also as the whole
-    difference between the endpoints: not "partial")."""
-    if not told or told["kind"] not in ("single", "several"):
-        return False
-    single = told["kind"] == "single"
-    if single and (told["p_single"] < ALONE or told.get("against") or told.get("unclear")):
-        return False  # one step is doubted: by the story, or by a revision it does not fit
-    for step in told["steps"]:
-        if step["p"] < confidence:
-            return False
-        rc = recheck_of(step, rechecks)
-        if rc is None or not rc.get("confirmed"):
-            return False
-        if told["kind"] == "single" and rc.get("partial"):
-            return False  # the step explains only part of good -> bad
-    return True
 
 
 def level_test(
