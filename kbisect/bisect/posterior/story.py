@@ -34,7 +34,7 @@ from __future__ import annotations
 import itertools
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any
 
 import numpy as np
@@ -75,16 +75,7 @@ class Change:
         return self.members[-1]
 
     def as_dict(self) -> dict[str, Any]:
-        return {
-            "commit": self.commit,
-            "members": list(self.members),
-            "p": self.p,
-            "ratio": self.ratio,
-            "low": self.low,
-            "high": self.high,
-            "noise": self.noise,
-            "count": self.count,
-        }
+        return {"commit": self.commit, **asdict(self), "members": list(self.members)}
 
 
 @dataclass(frozen=True)
@@ -95,9 +86,7 @@ class Story:
     p_best: float  # P of the most probable hypothesis
     outlier: float  # the fitted outlier weight
     notes: tuple[str, ...] = ()
-    # a single step's doubters (search.py _note_doubts): revisions clearly at the other
-    # level than it says, and revisions still between the levels; exit 0 needs neither
-    against: tuple[str, ...] = ()
+    against: tuple[str, ...] = ()  # a single step's doubters (search.py _note_doubts)
     unclear: tuple[str, ...] = ()
 
     def settled(self, confidence: float) -> bool:
@@ -117,20 +106,12 @@ class Story:
         }
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> Story:
+    def from_dict(cls, d: dict[str, Any]) -> Story:
         """A story as `as_dict` wrote it (state.json's "story")."""
         keys = ("p", "ratio", "low", "high", "noise", "count")
-        changes = tuple(Change(tuple(c["members"]), *(c[k] for k in keys)) for c in data["steps"])
-        return cls(
-            data["kind"],
-            changes,
-            data["p_single"],
-            data["p_best"],
-            data["outlier"],
-            tuple(data["notes"]),
-            tuple(data.get("against", ())),
-            tuple(data.get("unclear", ())),
-        )
+        changes = tuple(Change(tuple(c["members"]), *(c[k] for k in keys)) for c in d["steps"])
+        lists = {k: tuple(d.get(k, ())) for k in ("notes", "against", "unclear")}
+        return cls(d["kind"], changes, d["p_single"], d["p_best"], d["outlier"], **lists)
 
 
 Row = tuple[str, float, float, float] | tuple[str, float, float, float, str]
