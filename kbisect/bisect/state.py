@@ -289,15 +289,13 @@ class Run:
         single = told.kind == "single"
         if single and (told.p_single < ALONE or told.against or told.unclear):
             return False  # one step is doubted: by the story, or by a revision it does not fit
-        for change in told.changes:
-            if change.p < confidence:
-                return False
-            rc = self.recheck_of(change)
-            if rc is None or not rc.confirmed:
-                return False
-            if single and rc.partial:
-                return False  # the step explains only part of good -> bad
-        return True
+        return all(
+            c.p >= confidence
+            and (rc := self.recheck_of(c)) is not None
+            and bool(rc.confirmed)
+            and not (single and rc.partial)  # a single step explains all of good -> bad
+            for c in told.changes
+        )
 
 
 def save(run_dir: Path, run: Run) -> None:
