@@ -455,7 +455,7 @@ class Search:
 
     def _note_doubts(self, change: story.Change) -> None:
         """The revisions that doubt the story's single step (_doubts), in run.story:
-        "against" and "unclear", each with a note; exit 0 needs neither (story.confirmed)."""
+        "against" and "unclear", each with a note; exit 0 needs neither (Run.confirmed)."""
         told = self.run.story
         assert told is not None
         against, _, unclear = self._doubts(change)
