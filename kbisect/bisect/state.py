@@ -235,6 +235,7 @@ class Run:
     def as_dict(self) -> dict[str, Any]:
         """The state as state.json holds it (without its "kind")."""
         out: dict[str, Any] = dict(self.later)
+        typed = {"rechecks": self.rechecks_dict(), "story": self.story and self.story.as_dict()}
         for f in fields(self):
             value = getattr(self, f.name)
             if f.name in SEARCH:
@@ -242,11 +243,7 @@ class Run:
             else:
                 keep = f.name in WRITTEN_NULL or (value is not None and value is not False)
             if keep and f.name != "later":
-                out[f.name] = value
-        if "rechecks" in out:
-            out["rechecks"] = self.rechecks_dict()
-        if self.story is not None:
-            out["story"] = self.story.as_dict()
+                out[f.name] = typed.get(f.name, value)
         paths = {"tree": str(self.tree), "store": str(self.store)}
         return {**out, "options": self.options.as_dict(), **paths}
 
