@@ -53,7 +53,7 @@ def due(run: Run, answer: Answer) -> bool:
         return False
     members = {c for c, _ in answer.candidates}
     done = [rc for c, rc in run.rechecks.items() if c in members]
-    return not done or any(rc["kind"] == "running" for rc in done)
+    return not done or any(rc.kind == "running" for rc in done)
 
 
 def adaptive(opts: Options) -> confirm.Rule:

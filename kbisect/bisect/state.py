@@ -11,6 +11,7 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+from kbisect.bisect.posterior.story import ALONE, Change, Story
 from kbisect.core import atomic, clock, progress, reading
 from kbisect.core.arch import host_arch
 from kbisect.core.exceptions import UserError
@@ -157,6 +158,34 @@ class Options:
 
 
 @dataclass
+class Recheck:
+    """The posterior's re-check of one answer (recheck.py), in state.json's "rechecks"
+    under the commit re-checked: "running" until it decides; a key is written once set."""
+
+    parent: str
+    kind: str = "running"  # running | confirmed | refuted | unclear | error
+    improvement: bool | None = None  # a fix inside the range: confirmed in that direction
+    ratio: float | None = None  # the decision (confirm.Step): culprit / parent, its CI
+    low: float | None = None
+    high: float | None = None
+    n: int | None = None  # fresh pairs
+    parent_tps: list[float] | None = None
+    culprit_tps: list[float] | None = None
+    error: str | None = None
+    confirmed: bool | None = None
+    level: float | None = None  # the rule's CI level and minimum effect
+    min_effect: float | None = None
+    explains: dict[str, Any] | None = None  # confirm.explains: of good -> bad
+    partial: bool | None = None  # the step explains only part of good -> bad
+
+    def fail(self, why: str) -> None:
+        self.kind, self.error, self.confirmed = "error", why, False
+
+    def as_dict(self) -> dict[str, Any]:
+        return {k: v for k, v in asdict(self).items() if v is not None}
+
+
+@dataclass
 class Run:
     """The state of one bisection: what was asked, what is known, where it stands.
 
@@ -190,13 +219,13 @@ class Run:
     bisect_t0: float | None = None
     visited: list[str] = field(default_factory=list)  # revisions tested, in order
     failed: dict[str, str] = field(default_factory=dict)  # untestable revision -> why
-    rechecks: dict[str, dict[str, Any]] = field(default_factory=dict)  # answer -> re-check
+    rechecks: dict[str, Recheck] = field(default_factory=dict)  # answer -> re-check
     schedule: dict[str, int] | None = None  # the reference boots' turn: tests, turn
     posterior: dict[str, Any] = field(default_factory=dict)  # Posterior.as_dict()
     samples: list[dict[str, Any]] = field(default_factory=list)  # every sample, in order
     first_stop: dict[str, Any] | None = None  # the answer before its re-check
     answer: dict[str, Any] | None = None  # the final Answer.as_dict()
-    story: dict[str, Any] | None = None  # the whole range's story (posterior/story.py)
+    story: Story | None = None  # the whole range's story (posterior/story.py)
     probes: list[str] | None = None  # revisions tested to check a single step's story
     git_bisect_log: str | None = None  # the log `git bisect replay` turns into the answer
     # the --patch files as the report names them (file, subject, sha256), if any
@@ -206,6 +235,7 @@ class Run:
     def as_dict(self) -> dict[str, Any]:
         """The state as state.json holds it (without its "kind")."""
         out: dict[str, Any] = dict(self.later)
+        typed = {"rechecks": self.rechecks_dict(), "story": self.story and self.story.as_dict()}
         for f in fields(self):
             value = getattr(self, f.name)
             if f.name in SEARCH:
@@ -213,7 +243,7 @@ class Run:
             else:
                 keep = f.name in WRITTEN_NULL or (value is not None and value is not False)
             if keep and f.name != "later":
-                out[f.name] = value
+                out[f.name] = typed.get(f.name, value)
         paths = {"tree": str(self.tree), "store": str(self.store)}
         return {**out, "options": self.options.as_dict(), **paths}
 
@@ -228,8 +258,41 @@ class Run:
             "options": Options.from_dict(data["options"]),
             "tree": Path(data["tree"]),
             "store": Path(data["store"]),
+            "rechecks": {c: Recheck(**rc) for c, rc in data.get("rechecks", {}).items()},
+            "story": Story.from_dict(data["story"]) if data.get("story") else None,
         }
         return cls(**{**known, **typed}, later=later)
+
+    def rechecks_dict(self) -> dict[str, dict[str, Any]]:
+        """The re-checks as state.json and summary.json hold them."""
+        return {c: rc.as_dict() for c, rc in self.rechecks.items()}
+
+    def recheck_of(self, change: Change) -> Recheck | None:
+        """The re-check of a story's change (keyed by the commit re-checked, one of the
+        change's members), or None. A finished one first: a member's re-check still
+        "running" may have been started early for an answer that did not stand
+        (Search._early_pairs)."""
+        found = [self.rechecks[c] for c in change.members if c in self.rechecks]
+        done = [rc for rc in found if rc.kind != "running"]
+        return (done or found)[0] if found else None
+
+    def confirmed(self, confidence: float) -> bool:
+        """What exit 0 means: the story is single or several, every change in it holds the
+        confidence, and each one's re-check confirmed it (a single step's also as the
+        whole difference between the endpoints: not "partial")."""
+        told = self.story
+        if told is None or told.kind not in ("single", "several"):
+            return False
+        single = told.kind == "single"
+        if single and (told.p_single < ALONE or told.against or told.unclear):
+            return False  # one step is doubted: by the story, or by a revision it does not fit
+        return all(
+            c.p >= confidence
+            and (rc := self.recheck_of(c)) is not None
+            and bool(rc.confirmed)
+            and not (single and rc.partial)  # a single step explains all of good -> bad
+            for c in told.changes
+        )
 
 
 def save(run_dir: Path, run: Run) -> None:

@@ -28,6 +28,7 @@ from kbisect.bisect.git import judge
 from kbisect.bisect.posterior.bench import Recheck, Sample, each
 from kbisect.bisect.posterior.posterior import Posterior
 from kbisect.bisect.posterior.search import Search
+from kbisect.bisect.posterior.story import Story
 from kbisect.bisect.state import RECHECK_SAMPLES, Options, Run
 from kbisect.core.exceptions import BuildError
 from kbisect.simulate import gitmodel
@@ -79,13 +80,13 @@ class Result:
     recheck_boots: int = 0
     after_first: int = 0  # of boots_bisect, those after the first stop (the story, probes)
     tested: dict[str, int] | None = None  # posterior: test boots by why (Counted)
-    story: dict[str, Any] | None = None  # posterior: the model of the whole range (run.story)
+    story: Story | None = None  # posterior: the model of the whole range (run.story)
     rounds: int = 0  # wall-clock: rounds of boots at once on the pool (one machine: boots)
 
     def named(self) -> set[str]:
         """The commits the answer names: the story's steps, else the candidates."""
-        steps = (self.story or {}).get("steps") or []
-        return {str(s.get("commit")) for s in steps} | set(self.candidates)
+        steps = self.story.changes if self.story else ()
+        return {s.commit for s in steps} | set(self.candidates)
 
 
 class Sim:
@@ -320,12 +321,12 @@ class Bayes:
         final = search.find()
         rc = None
         if final.kind != "undecided":
-            rc = run.rechecks.get(recheck.pair(search.post, final)[1], {}).get("kind")
+            got = run.rechecks.get(recheck.pair(search.post, final)[1])
+            rc = got.kind if got else None
         first = None
         if run.first_stop is not None and run.first_stop["kind"] == "culprit":
             first = (str(run.first_stop["commit"]), float(run.first_stop["p"]))
         warned = self.opts.references > 0 and _warned(self.bench)
-        story = getattr(run, "story", None)
         first_stop = self.bench.first_stop
         if first_stop is None:
             first_stop = self.bench.boots() - self.bench.recheck_boots
@@ -342,7 +343,7 @@ class Bayes:
             confirmed=_confirmed(search, rc),
             recheck_boots=self.bench.recheck_boots,
             after_first=self.bench.boots() - self.bench.recheck_boots - first_stop,
-            story=story if isinstance(story, dict) else None,
+            story=run.story,
             tested=dict(search.tested),
             rounds=self.bench.endpoint_rounds(self.s.runs_min, self.s.runs_max) + w.rounds,
         )

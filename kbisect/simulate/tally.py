@@ -4,10 +4,9 @@ against how often they were right; and when an answer's claim is true (claim_rig
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
 
+from kbisect.bisect.posterior.story import Change
 from kbisect.simulate import histories, methods
 
 BINS = ((0.95, 0.99), (0.99, 0.999), (0.999, 1.0 + 1e-9))
@@ -76,9 +75,8 @@ class Tally:
             _binned(self.bins, r.p, right)
         if r.first is not None:
             _binned(self.first_bins, r.first[1], r.first[0] in truth)
-        for step in (r.story or {}).get("steps") or []:
-            if "p" in step:
-                _binned(self.story_bins, float(step["p"]), step_right(step, history))
+        for step in r.story.changes if r.story else ():
+            _binned(self.story_bins, step.p, step_right(step, history))
         if len(history.culprits) > 1:
             named = r.named()
             for kind in sorted(set(history.kinds().values())):
@@ -97,15 +95,14 @@ class Tally:
         return self.runs - self.exit_ok
 
 
-def step_right(step: Mapping[str, Any], history: histories.History) -> bool:
+def step_right(step: Change, history: histories.History) -> bool:
     """Whether a story's named change is a true one, in its direction: exactly one of its
     members is a true change, a regression named with a ratio below 1, a fix above."""
     effects = dict(zip(history.culprits, history.effects, strict=True))
-    members = set(step.get("members") or [step["commit"]])
-    true = [c for c in members if c in effects]
+    true = [c for c in set(step.members) if c in effects]
     if len(true) != 1:
         return False
-    return "ratio" not in step or (effects[true[0]] > 0) == (float(step["ratio"]) < 1.0)
+    return (effects[true[0]] > 0) == (step.ratio < 1.0)
 
 
 def claim_right(r: methods.Result, history: histories.History) -> bool:
@@ -114,12 +111,12 @@ def claim_right(r: methods.Result, history: histories.History) -> bool:
     direction (a regression, or a fix) and one of them a culprit that reaches the bad
     endpoint. (Git's single first bad commit, r.candidates, is not the claim when the
     story has several changes: the report gives it with its caveat.)"""
-    steps = (r.story or {}).get("steps") or []
-    if (r.story or {}).get("kind") != "several" or not steps:
+    if r.story is None or r.story.kind != "several" or not r.story.changes:
         return bool(set(r.candidates) & history.truth())
+    steps = r.story.changes
     if not all(step_right(step, history) for step in steps):
         return False
-    named = {c for step in steps for c in step.get("members") or [step["commit"]]}
+    named = {c for step in steps for c in step.members}
     return bool(named & history.truth())
 
 

@@ -125,12 +125,12 @@ def test_a_pool_searches_in_rounds_and_names_the_culprit_despite_its_machines():
     assert {x.machine for x in s.post.samples if x.t > 0} == {"m0", "m1", "m2", "m3"}
     # the re-check drew two pairs a round and looked once per round: its error is split
     # over those looks (every 2 pairs from 3 to most), not over a look per pair
-    (rc,) = [r for r in s.run.rechecks.values() if r.get("kind") != "running"]
+    (rc,) = [r for r in s.run.rechecks.values() if r.kind != "running"]
     most = s.opts.recheck_samples
-    assert most > 4
-    assert rc["level"] == pytest.approx(1 - 2 * 0.05 / (-(-(most - 3) // 2) + 1))
-    assert rc["level"] < 1 - 2 * 0.05 / (most - 3 + 1) or most == 3
-    assert rc["n"] % 2 == 0
+    assert most > 4 and rc.level is not None and rc.n is not None
+    assert rc.level == pytest.approx(1 - 2 * 0.05 / (-(-(most - 3) // 2) + 1))
+    assert rc.level < 1 - 2 * 0.05 / (most - 3 + 1) or most == 3
+    assert rc.n % 2 == 0
 
 
 def test_resume_mid_round_counts_the_samples_written_and_takes_the_rest(env, tmp_path):  # noqa: F811
@@ -245,8 +245,8 @@ def test_the_idle_machines_of_a_round_of_checks_start_the_recheck():
         boots = [c for c, w in bench.booted if w == culprit]
         assert len(boots) == len(bench.fresh(culprit, parent)) + len(bench.fresh(culprit, culprit))
         rc = s.run.rechecks[culprit]
-        assert rc["confirmed"] and rc["n"] >= 3
-        assert rc["n"] == min(len(bench.fresh(culprit, c)) for c in (parent, culprit))
+        assert rc.confirmed and rc.n is not None and rc.n >= 3
+        assert rc.n == min(len(bench.fresh(culprit, c)) for c in (parent, culprit))
 
 
 def test_the_driver_starts_the_recheck_in_a_round_of_checks_and_goes_on_from_it(

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from kbisect.bisect import check, recheck, references
+from kbisect.bisect import check, recheck, references, state
 from kbisect.bisect.git import judge
 from kbisect.bisect.posterior.bench import Recheck, Sample, each
 from kbisect.bisect.posterior.graph import Graph
@@ -130,9 +130,9 @@ def test_names_the_culprit_and_rechecks_it_once(culprit):
     assert answer.kind == "culprit" and answer.candidates[0][0] == culprit
     assert list(run.rechecks) == [culprit]
     rc = run.rechecks[culprit]
-    assert rc["kind"] == "confirmed" and rc["confirmed"]
-    assert rc["parent"] == s.graph.first_parent(culprit)
-    assert [c for c, of in bench.booted if of] == [rc["parent"], culprit] * rc["n"]
+    assert rc.kind == "confirmed" and rc.confirmed and rc.n is not None
+    assert rc.parent == s.graph.first_parent(culprit)
+    assert [c for c, of in bench.booted if of] == [rc.parent, culprit] * rc.n
     assert run.first_stop is not None and run.first_stop["commit"] == culprit
     assert bench.boots() < 30 and bench.saves >= bench.boots()
     assert set(run.visited) >= {c for c, of in bench.booted if of is None}
@@ -157,7 +157,7 @@ def test_a_range_hidden_by_untestable_neighbours_is_rechecked_too():
     answer = s.find()
     assert answer.kind == "range" and {"c8", "c9"} <= {c for c, _ in answer.candidates}
     parent, top = recheck.pair(s.post, answer)
-    assert list(run.rechecks) == [top] and run.rechecks[top]["parent"] == parent
+    assert list(run.rechecks) == [top] and run.rechecks[top].parent == parent
     assert parent == "c7" and top == "c10"
 
 
@@ -268,9 +268,8 @@ def test_a_single_steps_doubts_every_tested_revision_not_only_the_probes():
     against, open_, _ = t._doubts(step)
     assert against == ["c11"] and open_ == ["c13"]
     told = t.tell()
-    assert told.kind != "single" or not story.confirmed(
-        t.run.story, {"c5": {"confirmed": True}}, 0.95
-    )
+    t.run.rechecks = {"c5": state.Recheck("c4", "confirmed", confirmed=True)}
+    assert told.kind != "single" or not t.run.confirmed(0.95)
 
 
 def test_against_takes_the_odds_of_every_revision_judged():

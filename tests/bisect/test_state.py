@@ -6,29 +6,31 @@ from __future__ import annotations
 import json
 import math
 import shutil
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from kbisect.bisect import state
-from kbisect.bisect.state import Options, Run
+from kbisect.bisect.posterior.story import ALONE, Change, Story
+from kbisect.bisect.state import Options, Recheck, Run
 from kbisect.core import reading
 from kbisect.core.exceptions import EXIT_INFRA
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "docs" / "examples"
-WITH_STATE = ("demo-bisect-posterior", "drift-bisect", "machine-bisect")
+WITH_STATE = sorted(f.parent.name for f in EXAMPLES.glob(f"*/{state.STATE_FILE}"))
 
 
 @pytest.mark.parametrize("name", WITH_STATE)
 def test_an_example_state_loads_and_saves_as_it_was(name: str, tmp_path: Path) -> None:
     run_dir = Path(shutil.copytree(EXAMPLES / name, tmp_path / name))
-    saved = json.loads((run_dir / state.STATE_FILE).read_text())
+    saved = (run_dir / state.STATE_FILE).read_bytes()
     run = state.load(run_dir)
     assert run.phase == "done" and run.options.method == "posterior"
     assert run.bisect_t0 is not None and run.visited[:2] == [run.good, run.bad]
-    assert run.answer is not None and [run.answer["candidates"][0]["commit"]] == [*run.rechecks]
-    state.save(run_dir, run)
-    assert json.loads((run_dir / state.STATE_FILE).read_text()) == saved
+    assert run.answer is not None and run.answer["candidates"][0]["commit"] in run.rechecks
+    state.save(run_dir, run)  # byte for byte, the story and every re-check read back typed
+    assert (run_dir / state.STATE_FILE).read_bytes() == saved
 
 
 def git_state(**more: object) -> dict[str, object]:
@@ -85,6 +87,27 @@ def test_a_new_state_has_the_keys_it_always_had() -> None:
     assert sorted(run.as_dict()) == sorted(first.split())
     run.exit = 0
     assert run.as_dict()["exit"] == 0
+
+
+def test_confirmed_needs_every_change_rechecked_and_not_partial() -> None:
+    run = Run(Options("/src", "v1", "v2", "smoke"), {}, Path("/src"), "a", "b", Path("/s"))
+    step = Change(("c4",), 0.99, 0.75, 0.7, 0.8, 1.0)
+    told = run.story = Story("single", (step,), 0.97, 0.9, 0.01)
+    assert not run.confirmed(0.95)
+    run.rechecks = {"c4": Recheck("c3", "confirmed", confirmed=True)}
+    assert run.confirmed(0.95)
+    for doubt in ({"p_single": ALONE - 0.01}, {"kind": "contradicted"}, {"against": ("c7",)}):
+        run.story = replace(told, **doubt)  # type: ignore[arg-type]
+        assert not run.confirmed(0.95)
+    run.rechecks["c4"].partial = True
+    run.story = told
+    assert not run.confirmed(0.95)
+    # each of several changes is part of good -> bad by definition: partial is expected
+    other = Change(("c9",), 0.97, 0.75, 0.7, 0.8, 1.0)
+    run.story = Story("several", (step, other), 0.0, 0.9, 0.01)
+    assert not run.confirmed(0.95)
+    run.rechecks["c9"] = Recheck("c8", "confirmed", confirmed=True)
+    assert run.confirmed(0.95)
 
 
 def test_unknown_options_are_refused_in_one_line(tmp_path: Path) -> None:

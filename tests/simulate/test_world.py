@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from kbisect.bisect.posterior.graph import Graph
+from kbisect.bisect.posterior.story import Change, Story
 from kbisect.simulate import histories, matrix, methods, residuals, tables, tally
 from kbisect.simulate.world import Noise, World
 from tests import scripts
@@ -233,13 +234,18 @@ def fixed_history() -> histories.History:
     return histories.History(g, ("c10", "c15", "c19"), (0.15, -0.15, 0.15))
 
 
+def named_story(kind: str, *steps: tuple[str, float]) -> Story:
+    """A story naming each (commit, its ratio) with P 0.99."""
+    return Story(kind, tuple(Change((c,), 0.99, r, r, r, 1.0) for c, r in steps), 0.0, 0.5, 0.0)
+
+
 def test_tally_counts_wrong_confirmed_no_answer_and_the_changes_named():
     h = fixed_history()
     t = tally.Tally()
-    story = {"kind": "several", "steps": [{"commit": "c19"}, {"commit": "c10"}, {"commit": "c15"}]}
+    several = named_story("several", ("c19", 0.85), ("c10", 0.85), ("c15", 1.18))
     t.add(methods.Result(["c10"], "culprit", 0.9998, 9, 30, 5, "confirmed", confirmed=True), h)
     t.add(methods.Result(["c10"], "culprit", 0.99, 9, 30, 5, "not confirmed"), h)
-    told = methods.Result(["c19"], "culprit", 0.99, 12, 40, 5, confirmed=True, story=story)
+    told = methods.Result(["c19"], "culprit", 0.99, 12, 40, 5, confirmed=True, story=several)
     t.add(replace(told, after_first=6, tested={"": 4, "story": 6, "probe": 2}), h)
     t.add(methods.Result(["c19", "c10"], "undecided", 0.6, 20, 50, 6, recheck_boots=4), h)
     t.add(methods.Result([], "refused", boots=12), h)
@@ -310,17 +316,14 @@ def test_exit_0_is_judged_on_the_story_it_claims_and_each_change_on_its_directio
     wrong; each named change's P goes into the story's reliability bins."""
     h = fixed_history()
 
-    def step(c: str, ratio: float, p: float = 0.99) -> dict[str, object]:
-        return {"commit": c, "members": [c], "ratio": ratio, "p": p}
-
-    whole = {"kind": "several", "steps": [step("c10", 0.85), step("c15", 1.18), step("c19", 0.85)]}
+    whole = named_story("several", ("c10", 0.85), ("c15", 1.18), ("c19", 0.85))
     told = methods.Result(["c10"], "culprit", 0.99, 12, 40, 5, confirmed=True, story=whole)
     assert tally.claim_right(told, h)
-    backwards = {**whole, "steps": [step("c10", 0.85), step("c15", 0.85), step("c19", 0.85)]}
+    backwards = named_story("several", ("c10", 0.85), ("c15", 0.85), ("c19", 0.85))
     assert not tally.claim_right(replace(told, story=backwards), h)
-    stray = {**whole, "steps": [step("c10", 0.85), step("c3", 1.18), step("c19", 0.85)]}
+    stray = named_story("several", ("c10", 0.85), ("c3", 1.18), ("c19", 0.85))
     assert not tally.claim_right(replace(told, story=stray), h)
-    single = {"kind": "single", "steps": [step("c10", 0.85)]}
+    single = named_story("single", ("c10", 0.85))
     assert not tally.claim_right(replace(told, story=single), h)
     t = tally.Tally()
     t.add(replace(told, story=stray), h)

@@ -114,7 +114,7 @@ class Store:
             role = "reference" if commit in ends else "test"
             found += self.feed(commit, self.out(commit), role)
         for culprit, rc in self.run.rechecks.items():
-            for commit in (rc["parent"], culprit):
+            for commit in (rc.parent, culprit):
                 found += self.feed(commit, self.out(commit, culprit), "recheck")
         return found
 

@@ -30,9 +30,8 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable
-from dataclasses import replace
+from dataclasses import astuple, replace
 from pathlib import Path
-from typing import Any
 
 from kbisect.bisect import recheck, references, samples
 from kbisect.bisect.posterior import graph, likelihood, story
@@ -40,7 +39,7 @@ from kbisect.bisect.posterior.bench import Bench, Sample, Store
 from kbisect.bisect.posterior.choice import Cost
 from kbisect.bisect.posterior.likelihood import Model
 from kbisect.bisect.posterior.posterior import Answer, Posterior
-from kbisect.bisect.state import Run
+from kbisect.bisect.state import Recheck, Run
 from kbisect.core import progress
 from kbisect.core.exceptions import BenchmarkError, BootError, BuildError
 from kbisect.stats import looks
@@ -75,7 +74,7 @@ class Search:
         for commit in run.failed:
             self.post.failed(commit)
         # the one-step search, or the story's (the samples contradict one step)
-        self.wide = run.story is not None and run.story["kind"] not in ("single",)
+        self.wide = run.story is not None and run.story.kind not in ("single",)
         self.range_model: story.RangeModel | None = None
         self.told: story.Story | None = None  # the last story told
         self._held: dict[tuple[str, int], Fit | None] = {}  # _held_out's
@@ -219,8 +218,7 @@ class Search:
                 said.append(f"{commit[:12]}: {tps:.1f} tps")
             elif role == "recheck" and self.early is not None:
                 # as a re-check's failed boot: that re-check is over, not confirmed
-                rc = self.run.rechecks[self.early]
-                rc.update(kind="error", error=str(got), confirmed=False)
+                self.run.rechecks[self.early].fail(str(got))
             elif role == "reference":
                 progress.warn(f"reference {commit[:12]} failed, no sample this time: {got}")
             else:
@@ -294,7 +292,7 @@ class Search:
                     raise _Full  # the round's samples first
                 self.recheck(answer)
                 raise _Full  # the re-check took its own rounds
-            partial = self.run.rechecks[recheck.pair(self.post, answer)[1]].get("partial")
+            partial = self.run.rechecks[recheck.pair(self.post, answer)[1]].partial
             if told.p_single >= story.ALONE and not partial:
                 self.wide = False
                 return False
@@ -332,7 +330,7 @@ class Search:
         model = story.RangeModel.build(self.graph, self.post.partition(), samples, self.post.model)
         self.range_model = model
         told = self.told = model.story()
-        self.run.story = told.as_dict()
+        self.run.story = told
         if told.kind == "single" and self.post.levels() is not None:
             self._note_doubts(told.changes[0])
         return told
@@ -458,8 +456,9 @@ class Search:
 
     def _note_doubts(self, change: story.Change) -> None:
         """The revisions that doubt the story's single step (_doubts), in run.story:
-        "against" and "unclear", each with a note; exit 0 needs neither (story.confirmed)."""
-        assert self.run.story is not None
+        "against" and "unclear", each with a note; exit 0 needs neither (Run.confirmed)."""
+        told = self.run.story
+        assert told is not None
         against, _, unclear = self._doubts(change)
         notes = [f"{c[:12]} is clearly at the other level than one step says" for c in against]
         notes += [
@@ -467,11 +466,8 @@ class Search:
             "one step is not confirmed there"
             for c in unclear
         ]
-        if against:
-            self.run.story["against"] = against
-        if unclear:
-            self.run.story["unclear"] = unclear
-        self.run.story["notes"] = [*self.run.story["notes"], *notes]
+        told = replace(told, notes=(*told.notes, *notes), against=tuple(against))
+        self.run.story = replace(told, unclear=tuple(unclear))
 
     def _checked(self) -> list[str]:
         """The revisions a single step's story is checked on: the probes, and every other
@@ -596,13 +592,13 @@ class Search:
             return
         self._plan(commit, why or "test")
 
-    def _entered(self, answer: Answer) -> tuple[str, str, dict[str, Any]]:
+    def _entered(self, answer: Answer) -> tuple[str, str, Recheck]:
         """The answer's re-check pair (parent, culprit) and its entry in the state's
         rechecks, "running" until it decides; the search's first stop noted."""
         parent, culprit = recheck.pair(self.post, answer)
         if self.run.first_stop is None:
             self.run.first_stop = {"commit": culprit, "p": answer.probability, "kind": answer.kind}
-        rc = self.run.rechecks.setdefault(culprit, {"parent": parent, "kind": "running"})
+        rc = self.run.rechecks.setdefault(culprit, Recheck(parent))
         return parent, culprit, rc
 
     def recheck(self, answer: Answer, improvement: bool = False) -> None:
@@ -615,7 +611,7 @@ class Search:
         rule = replace(recheck.adaptive(self.opts), every=max(self.k // 2, 1))
         if improvement:
             rule = replace(rule, higher_is_better=not rule.higher_is_better)
-            rc["improvement"] = True
+            rc.improvement = True
         self._say(
             lambda: (
                 f"{culprit[:12]} holds P = {answer.probability:.3f}: re-checking it "
@@ -627,7 +623,7 @@ class Search:
                 self.bench.build(c)
         except BuildError as exc:
             self.fail(parent, f"build failed: {exc}")
-            rc.update(kind="error", error=str(exc), confirmed=False)
+            rc.fail(str(exc))
             return
 
         try:
@@ -639,16 +635,11 @@ class Search:
                 lambda _: self._draw_pairs(parent, culprit, rule.most),
             )
         except (BootError, BenchmarkError) as exc:
-            rc.update(kind="error", error=str(exc), confirmed=False)
+            rc.fail(str(exc))
             return
-        rc.update(
-            step.as_dict(),
-            parent_tps=a,
-            culprit_tps=b,
-            confirmed=step.kind == "confirmed",
-            level=rule.level,
-            min_effect=rule.min_effect,
-        )
+        rc.kind, rc.ratio, rc.low, rc.high, rc.n = astuple(step)
+        rc.parent_tps, rc.culprit_tps, rc.confirmed = a, b, step.kind == "confirmed"
+        rc.level, rc.min_effect = rule.level, rule.min_effect
         if not improvement and len(self.ends[0]) >= 2 and len(self.ends[1]) >= 2:
             # does the step account for good -> bad? (partial: the rest is elsewhere;
             # excess: something inside the range gave part of it back)
@@ -657,12 +648,12 @@ class Search:
             # step looks "partial" more often than its level says
             strict = replace(rule, confidence=EXPLAINS_CONFIDENCE)
             told = recheck.explained(a, b, self.ends[0], self.ends[1], strict)
-            rc.update(explains=told, partial=told["kind"] == "partial")
-        self._say(lambda: recheck.line(culprit, rc))
+            rc.explains, rc.partial = told, told["kind"] == "partial"
+        self._say(lambda: recheck.line(culprit, rc.as_dict()))
 
     def confirmed(self) -> bool:
         """What exit 0 means: the story holds and every change in it is confirmed."""
-        return story.confirmed(self.run.story, self.run.rechecks, self.opts.confidence)
+        return self.run.confirmed(self.opts.confidence)
 
     def _p_bad(self, commit: str) -> float:
         return self.post.p_bad(commit) if commit in self.graph.index else 0.0

@@ -34,7 +34,7 @@ from __future__ import annotations
 import itertools
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any
 
 import numpy as np
@@ -75,16 +75,7 @@ class Change:
         return self.members[-1]
 
     def as_dict(self) -> dict[str, Any]:
-        return {
-            "commit": self.commit,
-            "members": list(self.members),
-            "p": self.p,
-            "ratio": self.ratio,
-            "low": self.low,
-            "high": self.high,
-            "noise": self.noise,
-            "count": self.count,
-        }
+        return {"commit": self.commit, **asdict(self), "members": list(self.members)}
 
 
 @dataclass(frozen=True)
@@ -95,6 +86,8 @@ class Story:
     p_best: float  # P of the most probable hypothesis
     outlier: float  # the fitted outlier weight
     notes: tuple[str, ...] = ()
+    against: tuple[str, ...] = ()  # a single step's doubters (search.py _note_doubts)
+    unclear: tuple[str, ...] = ()
 
     def settled(self, confidence: float) -> bool:
         """Every named change holds `confidence`, and the story is several, or single
@@ -109,7 +102,16 @@ class Story:
             "outlier": self.outlier,
             "steps": [c.as_dict() for c in self.changes],
             "notes": list(self.notes),
+            **{k: list(v) for k, v in (("against", self.against), ("unclear", self.unclear)) if v},
         }
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> Story:
+        """A story as `as_dict` wrote it (state.json's "story")."""
+        keys = ("p", "ratio", "low", "high", "noise", "count")
+        changes = tuple(Change(tuple(c["members"]), *(c[k] for k in keys)) for c in d["steps"])
+        lists = {k: tuple(d.get(k, ())) for k in ("notes", "against", "unclear")}
+        return cls(d["kind"], changes, d["p_single"], d["p_best"], d["outlier"], **lists)
 
 
 Row = tuple[str, float, float, float] | tuple[str, float, float, float, str]
@@ -347,38 +349,6 @@ def stretch(
     mask = best[1]
     testable = [i for i in g.members(mask) if g.commits[i] not in untestable]
     return g.commits[middle(g, mask, testable)] if testable else None
-
-
-def recheck_of(step: dict[str, Any], rechecks: dict[str, dict[str, Any]]) -> dict[str, Any] | None:
-    """The re-check of a story's change (run.rechecks is keyed by the commit re-checked,
-    one of the change's members), or None. A finished one first: a member's re-check
-    still "running" may have been started early for an answer that did not stand
-    (Search._early_pairs)."""
-    found = [rechecks[c] for c in step["members"] if c in rechecks]
-    done = [rc for rc in found if rc.get("kind") != "running"]
-    return (done or found)[0] if found else None
-
-
-def confirmed(
-    told: dict[str, Any] | None, rechecks: dict[str, dict[str, Any]], confidence: float
-) -> bool:
-    """What exit 0 means: the story is single or several, every change in it holds the
-    confidence, and each one's re-check confirmed it (a single step's also as the whole
-    difference between the endpoints: not "partial")."""
-    if not told or told["kind"] not in ("single", "several"):
-        return False
-    single = told["kind"] == "single"
-    if single and (told["p_single"] < ALONE or told.get("against") or told.get("unclear")):
-        return False  # one step is doubted: by the story, or by a revision it does not fit
-    for step in told["steps"]:
-        if step["p"] < confidence:
-            return False
-        rc = recheck_of(step, rechecks)
-        if rc is None or not rc.get("confirmed"):
-            return False
-        if told["kind"] == "single" and rc.get("partial"):
-            return False  # the step explains only part of good -> bad
-    return True
 
 
 def level_test(

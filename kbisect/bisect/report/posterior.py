@@ -15,7 +15,7 @@ from kbisect.bisect.posterior import graph as graph_mod
 from kbisect.bisect.posterior import replay, story
 from kbisect.bisect.posterior.posterior import Answer, Posterior
 from kbisect.bisect.report import summary, table
-from kbisect.bisect.state import Run
+from kbisect.bisect.state import Recheck, Run
 from kbisect.report import disturbed
 from kbisect.source import git
 from kbisect.stats import drift
@@ -94,7 +94,8 @@ def _final_recheck(answer: Answer, post: Posterior, run: Run) -> dict[str, Any]:
     rc = run.rechecks.get(culprit)
     if rc is None:
         return {"confirmed": False, "error": "the budget ended before the re-check"}
-    return {**rc, "culprit": culprit, "method": "delta method on the log, Welch df", "warnings": []}
+    how = "delta method on the log, Welch df"
+    return {**rc.as_dict(), "culprit": culprit, "method": how, "warnings": []}
 
 
 def _loaded(post: Posterior, rows: list[dict[str, Any]], listed: bool) -> str | None:
@@ -128,7 +129,7 @@ def _disturbed(run_dir: Path, run: Run) -> list[dict[str, Any]] | None:
     pairs = [
         (recheck.folder(run_dir, culprit, c), f"{c[:12]} (re-check)")
         for culprit, rc in run.rechecks.items()
-        for c in (rc["parent"], culprit)
+        for c in (rc.parent, culprit)
     ]
     return disturbed.of_folders([*visited, *pairs])
 
@@ -165,9 +166,7 @@ def build(top: Path, run_dir: Path, run: Run) -> dict[str, Any]:
     names = [c for c, _ in answer.candidates[:3]]
     told = _story(top, run)
     shaken = _disturbed(run_dir, run)
-    confirmed = (
-        story.confirmed(run.story, run.rechecks, conf) if told else bool(rc.get("confirmed"))
-    )
+    confirmed = run.confirmed(conf) if told else bool(rc.get("confirmed"))
     extra = {"story": told, "probes": list(run.probes or [])} if told else {}
     return {
         **out,
@@ -185,7 +184,7 @@ def build(top: Path, run_dir: Path, run: Run) -> dict[str, Any]:
         "candidates": candidates,
         "first_stop": run.first_stop,
         "recheck": rc,
-        "rechecks": run.rechecks,
+        "rechecks": run.rechecks_dict(),
         "confirmed": confirmed,
         "revisions": _revisions(top, post, run),
         "samples": rows,
@@ -227,28 +226,28 @@ def _log_caveat(told: Mapping[str, Any] | None) -> str:
 
 def _story(top: Path, run: Run) -> dict[str, Any] | None:
     """The story as the report shows it: each change with its subjects and re-check."""
-    if not run.story:
+    if run.story is None:
         return None
     steps = []
-    for step in run.story["steps"]:
-        rc = story.recheck_of(step, run.rechecks)
+    for change in run.story.changes:
+        rc = run.recheck_of(change)
         steps.append(
             {
-                **step,
-                "subject": git.subject(top, step["commit"]),
+                **change.as_dict(),
+                "subject": git.subject(top, change.commit),
                 "recheck": None if rc is None else _recheck_word(rc),
             }
         )
-    return {**run.story, "steps": steps, "alone": story.ALONE}
+    return {**run.story.as_dict(), "steps": steps, "alone": story.ALONE}
 
 
-def _recheck_word(rc: Mapping[str, Any]) -> str:
-    if "error" in rc:
-        return f"failed: {rc['error']}"
-    if rc.get("kind") == "running":
+def _recheck_word(rc: Recheck) -> str:
+    if rc.error is not None:
+        return f"failed: {rc.error}"
+    if rc.kind == "running":
         return "not finished"
-    word = "confirmed" if rc.get("confirmed") else str(rc.get("kind"))
-    if rc.get("partial"):
+    word = "confirmed" if rc.confirmed else rc.kind
+    if rc.partial:
         word += ", partial: the rest of good -> bad is elsewhere"
     return word
 
