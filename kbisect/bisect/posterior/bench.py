@@ -35,10 +35,10 @@ class Sample:
     machine: str = ""  # the pool's machine it ran on ("": the one machine)
 
 
-Recheck = str | Sequence[str | None] | None  # a round's recheck_of: all its boots', or each's
+RecheckOf = str | Sequence[str | None] | None  # a round's recheck_of: all its boots', or each's
 
 
-def each(recheck_of: Recheck, n: int) -> list[str | None]:
+def each(recheck_of: RecheckOf, n: int) -> list[str | None]:
     """The recheck_of of each of a round's n boots."""
     if recheck_of is None or isinstance(recheck_of, str):
         return [recheck_of] * n
@@ -72,7 +72,7 @@ class Bench(Protocol):
         ...
 
     def boot_round(
-        self, commits: list[str], recheck_of: Recheck = None
+        self, commits: list[str], recheck_of: RecheckOf = None
     ) -> list[list[Sample] | BaseException]:
         """One sample of each built commit (a commit twice: two samples; a failed boot is
         retried once), at once on the pool's machines (a plain target: one after the
@@ -191,7 +191,7 @@ class Store:
         return pool_round.width(self.ctx.target, self.run.options.batch)
 
     def boot_round(
-        self, commits: list[str], recheck_of: Recheck = None
+        self, commits: list[str], recheck_of: RecheckOf = None
     ) -> list[list[Sample] | BaseException]:
         """The round's boots through round.take_round, each drawn by samples.draw on the
         machine it is given; then each commit's new samples (a commit twice in the
