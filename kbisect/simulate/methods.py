@@ -25,7 +25,7 @@ from typing import Any
 
 from kbisect.bisect import check, recheck, references
 from kbisect.bisect.git import judge
-from kbisect.bisect.posterior.bench import Recheck, Sample, each
+from kbisect.bisect.posterior.bench import RecheckOf, Sample, each
 from kbisect.bisect.posterior.posterior import Posterior
 from kbisect.bisect.posterior.search import Search
 from kbisect.bisect.posterior.story import Story
@@ -158,7 +158,7 @@ class Sim:
         return len(self.world.offsets)
 
     def boot_round(
-        self, commits: list[str], recheck_of: Recheck = None
+        self, commits: list[str], recheck_of: RecheckOf = None
     ) -> list[list[Sample] | BaseException]:
         """One round: the i-th boot on machine (round + i) mod k, so that a revision
         sampled in turn (a re-check's pairs) moves from machine to machine."""

@@ -12,7 +12,7 @@ import pytest
 
 from kbisect.bisect import check, recheck, references, state
 from kbisect.bisect.git import judge
-from kbisect.bisect.posterior.bench import Recheck, Sample, each
+from kbisect.bisect.posterior.bench import RecheckOf, Sample, each
 from kbisect.bisect.posterior.graph import Graph
 from kbisect.bisect.posterior.posterior import Posterior
 from kbisect.bisect.posterior.search import Search
@@ -69,7 +69,7 @@ class Bench:
         return self.k
 
     def boot_round(
-        self, commits: list[str], recheck_of: Recheck = None
+        self, commits: list[str], recheck_of: RecheckOf = None
     ) -> list[list[Sample] | BaseException]:
         self.rounds.append(list(commits))
         whose = each(recheck_of, len(commits))
