@@ -32,7 +32,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
-from kbisect.stats.mixture import LOG_2PI, OUTLIERS, WIDE, Array, Prior
+from kbisect.stats.mixture import LOG_2PI, OUTLIERS, WIDE, Array, Prior, e_step
 
 TAU = 0.25  # prior sd of a change's effect on log tps (a 22% change is one sd)
 NOISE_SD = 0.3  # prior sd of a change's effect on log sd (x1.5 is one sd)
@@ -83,12 +83,8 @@ def _designs(d: Design, idx: NDArray[np.int64]) -> tuple[Array, Array]:
 
 def _parts(e: Array, ls: Array, mix: Mixture) -> tuple[Array, Array]:
     """The core part's responsibility and each sample's log likelihood."""
-    u = e * e * np.exp(-2 * ls)
-    core = math.log(1 - mix.w) - ls - 0.5 * u
-    wide = math.log(mix.w) - math.log(mix.kappa) - ls - 0.5 * u / mix.kappa**2
-    top = np.maximum(core, wide)
-    ll = top + np.log(np.exp(core - top) + np.exp(wide - top)) - 0.5 * LOG_2PI
-    return np.exp(core - ll - 0.5 * LOG_2PI), ll
+    r, both = e_step(e * e * np.exp(-2 * ls), mix.w, math.log(mix.kappa), mix.kappa**2)
+    return r, both - ls - 0.5 * LOG_2PI
 
 
 def _gram(a: Array, w: Array | None, b: Array) -> Array:
@@ -259,10 +255,8 @@ def refit(d: Design, f: Fits, row: int, mix: Mixture) -> None:
     hx, gx = _designs(d, f.idx[row : row + 1])
     e = d.x - hx[0] @ f.theta[row]
     u = e * e * np.exp(-2 * (gx[0] @ f.s[row]))
-    a, b = mix.prior.a, mix.prior.b
     wide = float((1 - r).sum())
-    w = (wide + a - 1) / (len(r) + a + b - 2)
-    mix.w = min(max(w, mix.prior.lo), mix.prior.hi)
+    mix.w = mix.prior.w_map(wide, len(r))
     if wide > 0.5:
         kappa = math.sqrt(float(((1 - r) * u).sum()) / wide)
         mix.kappa = min(max(kappa, KAPPA_RANGE[0]), KAPPA_RANGE[1])

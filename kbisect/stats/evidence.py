@@ -34,8 +34,8 @@ from functools import cache
 import numpy as np
 
 from kbisect.stats import mixture
-from kbisect.stats.mixture import LOG_2PI, Array
-from kbisect.stats.split import Fit, Noise, Regressor, Split, State, em
+from kbisect.stats.mixture import LOG_2PI, Array, State, em
+from kbisect.stats.split import Fit, Noise, Regressor, Split
 
 SMALL = 10  # up to this many samples the evidence is importance sampling, not Laplace
 DRAWS = 1024  # importance sampling draws
@@ -227,8 +227,7 @@ def _sampled(data: Split, st: State, info: Array) -> float:
         ls = ls + rows[:, data.i_delta, None] * data.z[None, :]
     e = data.x - data.h @ theta[:p]
     scaled = e * e * np.exp(-2 * ls)
-    core, wide = mixture.log_parts(scaled, w, data.log_k, data.k2)
-    r = np.exp(core - np.logaddexp(core, wide))
+    r = mixture.e_step(scaled, w, data.log_k, data.k2)[0]
     lam = (r + (1 - r) / data.k2) * np.exp(-2 * ls)
     rows[:, :p], log_det = _conditional(data, lam, zb * cb[:, None])
     log_q += _t_log_density(zb, cb, p) + log_det

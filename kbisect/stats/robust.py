@@ -145,8 +145,9 @@ def _candidates(x: np.ndarray) -> list[tuple[Candidate, float]]:
         kept = near[: len(x) - k]
         if np.ptp(kept) > 0:
             starts.append((float(np.mean(kept)), float(np.std(kept)), k / len(x)))
-    fits = [mixture.fit(x, *start, PRIOR, ROUNDS, TOLERANCE) for start in starts]
-    return [(f, mixture.objective(x, f[0], f[1], f[2], PRIOR)) for f in fits]
+    group = mixture.Group(x, PRIOR)
+    ends = [mixture.em(group, np.array(start), TOLERANCE, ROUNDS) for start in starts]
+    return [((float(st.theta[0]), float(st.theta[1]), st.w, st.r), st.value) for st in ends]
 
 
 def _chosen(cands: list[tuple[Candidate, float]]) -> int:

@@ -48,7 +48,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from kbisect.stats.mixture import LOG_2PI, OUTLIERS, Array, Prior, log_parts
+from kbisect.stats.mixture import LOG_2PI, OUTLIERS, Array, Prior, State, e_step, wls
 
 
 @dataclass(frozen=True)
@@ -171,10 +171,9 @@ class Split:
             prec = float(self.precision[k])
             prior += 0.5 * math.log(prec) - 0.5 * LOG_2PI - 0.5 * prec * float(theta[k]) ** 2
         q = e * e * np.exp(-2 * ls)
-        core, wide = log_parts(q, w, self.log_k, self.k2)
-        both = np.logaddexp(core, wide)
+        r, both = e_step(q, w, self.log_k, self.k2)
         value = float(np.sum(both - ls)) - 0.5 * self.n * LOG_2PI + prior
-        return State(theta, e, ls, w, np.exp(core - both), q, value)
+        return State(theta, e, ls, w, r, q, value)
 
     # --- the gradient and the Hessian ---------------------------------------------------
 
@@ -254,19 +253,9 @@ class Split:
         return theta
 
     def wls(self, weight: Array) -> Array:
-        """Weighted least squares with the regressors' priors: weight is per sample, the
-        noise variance already divided in."""
-        if self.p == 2:  # the two levels alone: each side's weighted mean
-            sums = self.h.T @ weight
-            return np.asarray(self.h.T @ (weight * self.x) / sums, dtype=float)
-        gram = (self.h * weight[:, None]).T @ self.h + self.prior_matrix
-        rhs = self.h.T @ (weight * self.x)
-        try:
-            return np.asarray(np.linalg.solve(gram, rhs), dtype=float)
-        except np.linalg.LinAlgError:  # samples that leave a coefficient free: any of them
-            return np.asarray(np.linalg.lstsq(gram, rhs)[0], dtype=float)
+        return wls(self.h, self.x, weight, None if self.p == 2 else self.prior_matrix)
 
-    def em_step(self, st: State) -> Array:
+    def m_step(self, st: State) -> Array:
         """One EM step: the levels and regressors by weighted least squares, the log sigmas
         (and delta) and u by Newton's method on their parts of the expected complete log
         posterior (each concave)."""
@@ -288,17 +277,6 @@ class Split:
             outliers = float(np.sum(1.0 - r))
             out[self.i_u] = self.prior.u_step(outliers, self.n, float(theta[self.i_u]))
         return out
-
-
-@dataclass(frozen=True)
-class State:
-    theta: Array  # the parameters
-    e: Array  # residuals
-    ls: Array  # log sigma of each sample
-    w: float  # the outlier weight
-    r: Array  # the core part's share of each sample
-    q: Array  # (e / sigma)²
-    value: float  # log likelihood + the proper log priors
 
 
 def _scales(
@@ -323,14 +301,3 @@ def _scales(
         if abs(ds) + abs(dd) < 1e-12:
             break
     return s, dl
-
-
-def em(data: Split, theta: Array, tol: float = 1e-9, iterations: int = 200) -> State:
-    """EM from theta to its maximum (to `tol`; EMTOL where Newton's polish follows)."""
-    last, st = -math.inf, data.state(theta)
-    for _ in range(iterations):
-        if st.value - last < tol:
-            break
-        last = st.value
-        st = data.state(data.em_step(st))
-    return st
