@@ -4,25 +4,16 @@ story.py), every hypothesis of a batch fitted at once (numpy).
 A hypothesis puts K changes in classes of revisions; z_jk = 1 when change k is among the
 ancestors of sample j's revision. On the log scale, for sample j,
 
-    x_j = mu + Σ_k d_k·z_jk [+ Σ_r beta_r·reg_jr] + e_j
-    log sd_j = s_0 + Σ_k s_k·z_jk
+    x_j = mu + Σ_k d_k·z_jk [+ Σ_r beta_r·reg_jr] + e_j,    log sd_j = s_0 + Σ_k s_k·z_jk
 
-Each change may change the noise too (s_k): a level may be noisier than another, as real
-compares show (the fast side at twice the slow side's CV). e_j is the two-part mixture of
-mixture.py: the core N(0, sd_j²) with weight 1 - w, a wide part N(0, (kappa·sd_j)²) with
-weight w, for the boot that is far off; w and kappa are fitted (empirical Bayes, under the
-most probable hypothesis: refit, w with the Beta(1, 19) prior of mixture.OUTLIERS and
-within its range, kappa within KAPPA_RANGE), not fixed.
-
-Priors: mu and s_0 flat (the same in every hypothesis: they cancel); each effect
-d_k ~ N(0, TAU²) and noise change s_k ~ N(0, NOISE_SD²) (proper, so hypotheses with
-different numbers of changes compare honestly), the regressors' coefficients normal
-(Design.precision); the number of changes K with P(K) ∝ RHO^(K - 1), its positions
-uniform over the K-subsets of the range's commits (hypotheses). The evidence of each
-hypothesis is the likelihood integrated over (mu, d, beta, s) by Laplace's method at the
-EM maximum, with the observed information from Louis' identity (fit). matters: the
-effects' prior cut to the changes that matter.
+with e_j the two-part mixture of mixture.py (core sd sd_j), its w and kappa fitted under
+the most probable hypothesis (refit: empirical Bayes, kappa within KAPPA_RANGE). Priors:
+mu and s_0 flat (they cancel); each effect d_k ~ N(0, TAU²) and noise change s_k ~ N(0,
+NOISE_SD²), proper, so hypotheses with different numbers of changes compare honestly; the
+regressors' coefficients normal (Design.precision). Each hypothesis's evidence: Laplace's
+method at the EM maximum, the observed information from Louis' identity (fit).
 """
+
 
 from __future__ import annotations
 

@@ -6,39 +6,23 @@ bad group (z = 1). On the log scale, x = log(tps),
     x_j = mu_good·(1 - z_j) + mu_bad·z_j [+ Σ_k beta_k·(r_jk - r_k mean)]
           + sigma_j·e_j,    log sigma_j = log sigma_good + delta·z_j
 
-with e_j from the two-part mixture of mixture.py: N(0, 1) with weight 1 - w, and N(0, k²)
-with weight w (k = 8: one boot in twenty may be far off, as TCG's slow first boots are).
-A sample far from both levels is then explained by the wide part under either hypothesis
-and moves the odds little; under a plain normal it would decide them. The regressors r_k
-(Regressor: bisect/posterior/likelihood.py has time, load and the pool's machines) are
-centred, each with a normal prior on its coefficient.
+with e_j the two-part mixture of mixture.py (k = 8): a sample far from both levels is
+explained by the wide part under either hypothesis and moves the odds little. The
+regressors r_k (Regressor: time, load, the pool's machines) are centred, each with a
+normal prior on its coefficient. delta, the log of sigma_bad / sigma_good, has a N(0,
+side²) prior (Noise.side; 0.5: a factor of 1.65 is one sd): real compares show one side
+at twice the other's CV. w is integrated out per split under mixture.OUTLIERS, not an
+empirical-Bayes value shared by every split: a split that needs three boots of ten to be
+outliers pays for them, and each split's evidence stays its own. k stays fixed: with a
+handful of far boots a fitted width would let a split widen the wide part until anything
+fits. A fixed `outlier` weight (Noise.outlier) is the model of runs stored before those
+two were fitted (one sigma, fixed w): their reports re-render to the same figures.
 
-Outside its own model. Real compares show one side at twice the other's CV, and how often
-a boot is far off is a property of the host, not a constant; so
-- the noise is per side: delta, the log of sigma_bad / sigma_good, has a N(0, side²) prior
-  (Noise.side; 0.5: a factor of 1.65 is one sd) and is integrated out with the rest;
-- the outlier weight w is fitted: a Beta(1, 19) prior (mean 0.05) truncated to
-  [0.005, 0.3] (mixture.OUTLIERS), integrated out per split like every other parameter.
-  It is not an empirical-Bayes value shared by every split: its prior is proper, so it
-  does not cancel, and it should not: a split that needs three boots of ten to be
-  outliers pays for them (w must be large, which its prior doubts), where a fixed w let
-  the outlier part absorb the samples that contradict the split. Integrating also keeps
-  each split's evidence its own (posterior.py fits the splits one by one). k stays fixed:
-  with a handful of far boots their width is barely identified, and a fitted width would
-  let a split widen the wide part until anything fits.
-A fixed `outlier` weight (Noise.outlier) is the model of runs stored before those two were
-fitted (one sigma, fixed w): their reports re-render to the same figures.
-
-The evidence of a split integrates the parameters out (evidence.py). Its maximum is found
-by EM (here), then polished by Newton's method on all parameters at once (w as the logit u
-of its place in its range, so every parameter is unbounded), with the gradient and the
-Hessian of Split.hessian (per sample, the mixture's Hessian in Louis' form).
-
-The maximum is reached from fixed starts (each side's median, and least squares where the
-first counts a boot as an outlier), never from the fits before it: a stored run re-renders
-to the figures it showed live. The fixed model keeps its old starts (least squares and
-the last fit of a similar split).
+Split is mixture.em's model (state, m_step) and gives the gradient and the Hessian
+(per sample, the mixture's Hessian in Louis' form) that evidence.py polishes and
+integrates with; w enters them as the logit u of its place in its range.
 """
+
 
 from __future__ import annotations
 
