@@ -14,7 +14,6 @@ regressors' coefficients normal (Design.precision). Each hypothesis's evidence: 
 method at the EM maximum, the observed information from Louis' identity (fit).
 """
 
-
 from __future__ import annotations
 
 import math
@@ -23,7 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
-from kbisect.stats.mixture import LOG_2PI, OUTLIERS, WIDE, Array, Prior, e_step
+from kbisect.stats.mixture import LOG_2PI, OUTLIERS, WIDE, Array, Prior, e_step, louis
 
 TAU = 0.25  # prior sd of a change's effect on log tps (a 22% change is one sd)
 NOISE_SD = 0.3  # prior sd of a change's effect on log sd (x1.5 is one sd)
@@ -177,40 +176,9 @@ def _information(
 ) -> Array:
     """The observed information in (theta, s), Louis' identity per sample, plus the
     priors' precisions."""
-    inv = np.exp(-2 * ls)
-    weights = (r, 1 - r)
-    scales = (1.0, 1.0 / mix.kappa**2)
-    hh = np.zeros_like(e)
-    hg = np.zeros_like(e)
-    gg = np.zeros_like(e)
-    ma = np.zeros_like(e)
-    mb = np.zeros_like(e)
-    maa = np.zeros_like(e)
-    mbb = np.zeros_like(e)
-    mab = np.zeros_like(e)
-    for w, sc in zip(weights, scales, strict=True):
-        p = inv * sc  # 1 / sd_c²
-        alpha = e * p
-        beta = e * e * p - 1
-        hh += w * p
-        hg += 2 * w * e * p
-        gg += 2 * w * e * e * p
-        ma += w * alpha
-        mb += w * beta
-        maa += w * alpha * alpha
-        mbb += w * beta * beta
-        mab += w * alpha * beta
-    hh -= maa - ma * ma
-    hg -= mab - ma * mb
-    gg -= mbb - mb * mb
-    top = np.concatenate(
-        [_gram(hx, hh, hx), _gram(hx, hg, gx)],
-        axis=2,
-    )
-    low = np.concatenate(
-        [_gram(gx, hg, hx), _gram(gx, gg, gx)],
-        axis=2,
-    )
+    hh, hg, gg = louis(e, np.exp(-2 * ls), r, mix.kappa**2)
+    top = np.concatenate([_gram(hx, hh, hx), _gram(hx, hg, gx)], axis=2)
+    low = np.concatenate([_gram(gx, hg, hx), _gram(gx, gg, gx)], axis=2)
     info = np.concatenate([top, low], axis=1)
     return info + np.diag(np.concatenate([lam_m, lam_s]))  # type: ignore[no-any-return]
 

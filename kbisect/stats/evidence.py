@@ -20,7 +20,6 @@ numbers. tests/bisect/test_likelihood.py checks it against exact integration (wi
 nat). Beyond SMALL Laplace stays: the sampler costs about 2 ms a split.
 """
 
-
 from __future__ import annotations
 
 import math

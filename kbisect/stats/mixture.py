@@ -126,6 +126,20 @@ def e_step(q: Array, w: float, log_k: float, k2: float) -> tuple[Array, Array]:
     return np.exp(core - both), both
 
 
+def louis(e: Array, inv: Array, r: Array, k2: float) -> tuple[Array, Array, Array]:
+    """Per sample (residual e, inv = 1/sd², core share r), the mixture's observed
+    information in (its mean, its log sd) by Louis' identity, -Σ_c r_c·(H_c + g_c·g_cᵀ) +
+    ḡ·ḡᵀ: the (mean, mean), (mean, log sd) and (log sd, log sd) entries."""
+    q, rw = e * e * inv, 1.0 - r
+    ge0, gs0 = e * inv, q - 1.0  # the core part's gradient in (mean, log sd)
+    ge1, gs1 = ge0 / k2, q / k2 - 1.0  # the wide part's
+    ge, gs = r * ge0 + rw * ge1, r * gs0 + rw * gs1
+    hh = r * inv + rw * inv / k2 - (r * ge0 * ge0 + rw * ge1 * ge1 - ge * ge)
+    hg = 2 * ge - (r * ge0 * gs0 + rw * ge1 * gs1 - ge * gs)
+    gg = 2 * (r * q + rw * q / k2) - (r * gs0 * gs0 + rw * gs1 * gs1 - gs * gs)
+    return hh, hg, gg
+
+
 def log_density(d: float, sd: float, w: float, kappa: float) -> float:
     """log of the mixture's density at the residual d, without -½·log 2π."""
     q = np.array([(d / sd) ** 2])

@@ -23,7 +23,6 @@ Split is mixture.em's model (state, m_step) and gives the gradient and the Hessi
 integrates with; w enters them as the logit u of its place in its range.
 """
 
-
 from __future__ import annotations
 
 import math
@@ -32,7 +31,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from kbisect.stats.mixture import LOG_2PI, OUTLIERS, Array, Prior, State, e_step, wls
+from kbisect.stats.mixture import LOG_2PI, OUTLIERS, Array, Prior, State, e_step, louis, wls
 
 
 @dataclass(frozen=True)
@@ -180,10 +179,8 @@ class Split:
         ge1, gs1 = ge0 / self.k2, -1.0 + st.q / self.k2  # the wide part's
         rw = 1.0 - r
         gbe, gbs, gbu = r * ge0 + rw * ge1, r * gs0 + rw * gs1, r * cu1 + rw * wu1
-        # Σ_c r_c·(H_c + g_c·g_cᵀ) - ḡ·ḡᵀ, entry by entry
-        lee = r * (ge0 * ge0 - inv) + rw * (ge1 * ge1 - inv / self.k2) - gbe * gbe
-        les = r * (ge0 * gs0 - 2 * ge0) + rw * (ge1 * gs1 - 2 * ge1) - gbe * gbs
-        lss = r * (gs0 * gs0 - 2 * st.q) + rw * (gs1 * gs1 - 2 * st.q / self.k2) - gbs * gbs
+        # Σ_c r_c·(H_c + g_c·g_cᵀ) - ḡ·ḡᵀ, entry by entry (in the residual: les = hg)
+        hh, les, gg = louis(st.e, inv, r, self.k2)
         leu = r * ge0 * cu1 + rw * ge1 * wu1 - gbe * gbu
         lsu = r * gs0 * cu1 + rw * gs1 * wu1 - gbs * gbu
         luu = r * (cu2 + cu1 * cu1) + rw * (wu2 + wu1 * wu1) - gbu * gbu
@@ -192,14 +189,14 @@ class Split:
         hess = np.zeros((self.d, self.d))
         grad[:p] = -h.T @ gbe
         grad[p] = gbs.sum()
-        hess[:p, :p] = (h * lee[:, None]).T @ h
+        hess[:p, :p] = -(h * hh[:, None]).T @ h
         hess[:p, p] = -h.T @ les
-        hess[p, p] = lss.sum()
+        hess[p, p] = -gg.sum()
         if self.i_delta is not None:
             i = self.i_delta
             grad[i] = float(gbs @ z) - theta[i] / self.tau**2
             hess[:p, i] = -h.T @ (les * z)
-            hess[p, i] = hess[i, i] = float(lss @ z)
+            hess[p, i] = hess[i, i] = -float(gg @ z)
             hess[i, i] -= 1.0 / self.tau**2
         if self.i_u is not None:
             i = self.i_u
