@@ -203,7 +203,8 @@ class Group:
         n = len(e)
         value = float(np.sum(both)) - n * (math.log(s) + 0.5 * LOG_2PI)
         ls = np.full(n, math.log(s))
-        return State(theta, e, ls, w, r, q, value + (self.prior.b - 1.0) * math.log1p(-w))
+        prior = (self.prior.b - 1.0) * math.log1p(-w)  # w's (a = 1)
+        return State(theta, e, ls, w, r, q, value + prior)
 
     def m_step(self, st: State) -> Array:
         n, r = len(self.x), st.r

@@ -167,11 +167,9 @@ def _summarized(x: np.ndarray, mu: float, s: float, w: float, r: np.ndarray) -> 
         return replace(plain, s=s, w=w)
     d = x - mu
     s_u2 = float(np.sum(r * d**2)) / max(n_eff - 1.0, 1e-9)
-    u = r + (1.0 - r) / PRIOR.wide**2
-    info = float(np.sum(u)) / s**2  # the complete data's information on mu
-    score = d / s**2 - d / (PRIOR.wide * s) ** 2  # a boot's core score less its wide score
-    lost = float(np.sum(r * (1.0 - r) * score**2))
-    se2 = s_u2 / n_eff * info / max(info - lost, 1e-3 * info)
+    info = float(np.sum(r + (1.0 - r) / PRIOR.wide**2)) / s**2  # the complete data's on mu
+    observed = float(np.sum(mixture.louis(d, np.full(len(d), s**-2), r, PRIOR.wide**2)[0]))
+    se2 = s_u2 / n_eff * info / max(observed, 1e-3 * info)
     core = tuple(float(v) for v in r)
     df = max(n_eff - 1.0 - DF_COST * (len(x) - n_eff), 1.0)
     return Fit(len(x), mu, s, w, core, n_eff, math.sqrt(se2), df)
