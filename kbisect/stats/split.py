@@ -125,6 +125,7 @@ class Split:
         self.precision = np.asarray(precision)
         self.prior_matrix = np.diag(self.precision)
         self.p = len(cols)
+        self.ridge = None if self.p == 2 else self.prior_matrix  # None: two levels alone
         self.k2 = noise.scale**2
         self.log_k = math.log(noise.scale)
         self.tau = noise.side
@@ -220,7 +221,7 @@ class Split:
         where w is fitted, each side's median for its level: a start no far boot moves
         (the fixed model of earlier runs keeps its start, and so its maximum)."""
         theta = np.zeros(self.d)
-        coef = self.wls(np.ones(self.n))
+        coef = wls(self.h, self.x, np.ones(self.n), self.ridge)
         if self.i_u is not None:
             theta[self.i_u] = self.prior.u_of(self.prior.a / (self.prior.a + self.prior.b))
         if self.i_u is not None and robust:
@@ -233,9 +234,6 @@ class Split:
         theta[self.p] = math.log(max(mad, 1e-6))
         return theta
 
-    def wls(self, weight: Array) -> Array:
-        return wls(self.h, self.x, weight, None if self.p == 2 else self.prior_matrix)
-
     def m_step(self, st: State) -> Array:
         """One EM step: the levels and regressors by weighted least squares, the log sigmas
         (and delta) and u by Newton's method on their parts of the expected complete log
@@ -243,7 +241,7 @@ class Split:
         theta, r = st.theta, st.r
         omega = r + (1.0 - r) / self.k2
         out = theta.copy()
-        out[: self.p] = self.wls(omega * np.exp(-2 * st.ls))
+        out[: self.p] = wls(self.h, self.x, omega * np.exp(-2 * st.ls), self.ridge)
         res = self.x - self.h @ out[: self.p]
         weighted = omega * res * res
         if self.i_delta is None:
