@@ -4,24 +4,14 @@ story.py), every hypothesis of a batch fitted at once (numpy).
 A hypothesis puts K changes in classes of revisions; z_jk = 1 when change k is among the
 ancestors of sample j's revision. On the log scale, for sample j,
 
-    x_j = mu + Σ_k d_k·z_jk [+ Σ_r beta_r·reg_jr] + e_j
-    log sd_j = s_0 + Σ_k s_k·z_jk
+    x_j = mu + Σ_k d_k·z_jk [+ Σ_r beta_r·reg_jr] + e_j,    log sd_j = s_0 + Σ_k s_k·z_jk
 
-Each change may change the noise too (s_k): a level may be noisier than another, as real
-compares show (the fast side at twice the slow side's CV). e_j is the two-part mixture of
-mixture.py: the core N(0, sd_j²) with weight 1 - w, a wide part N(0, (kappa·sd_j)²) with
-weight w, for the boot that is far off; w and kappa are fitted (empirical Bayes, under the
-most probable hypothesis: refit, w with the Beta(1, 19) prior of mixture.OUTLIERS and
-within its range, kappa within KAPPA_RANGE), not fixed.
-
-Priors: mu and s_0 flat (the same in every hypothesis: they cancel); each effect
-d_k ~ N(0, TAU²) and noise change s_k ~ N(0, NOISE_SD²) (proper, so hypotheses with
-different numbers of changes compare honestly), the regressors' coefficients normal
-(Design.precision); the number of changes K with P(K) ∝ RHO^(K - 1), its positions
-uniform over the K-subsets of the range's commits (hypotheses). The evidence of each
-hypothesis is the likelihood integrated over (mu, d, beta, s) by Laplace's method at the
-EM maximum, with the observed information from Louis' identity (fit). matters: the
-effects' prior cut to the changes that matter.
+with e_j the two-part mixture of mixture.py (core sd sd_j), its w and kappa fitted under
+the most probable hypothesis (refit: empirical Bayes, kappa within KAPPA_RANGE). Priors:
+mu and s_0 flat (they cancel); each effect d_k ~ N(0, TAU²) and noise change s_k ~ N(0,
+NOISE_SD²), proper, so hypotheses with different numbers of changes compare honestly; the
+regressors' coefficients normal (Design.precision). Each hypothesis's evidence: Laplace's
+method at the EM maximum, the observed information from Louis' identity (fit).
 """
 
 from __future__ import annotations
@@ -32,7 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
-from kbisect.stats.mixture import LOG_2PI, OUTLIERS, WIDE, Array, Prior
+from kbisect.stats.mixture import LOG_2PI, OUTLIERS, WIDE, Array, Prior, e_step, louis
 
 TAU = 0.25  # prior sd of a change's effect on log tps (a 22% change is one sd)
 NOISE_SD = 0.3  # prior sd of a change's effect on log sd (x1.5 is one sd)
@@ -83,12 +73,8 @@ def _designs(d: Design, idx: NDArray[np.int64]) -> tuple[Array, Array]:
 
 def _parts(e: Array, ls: Array, mix: Mixture) -> tuple[Array, Array]:
     """The core part's responsibility and each sample's log likelihood."""
-    u = e * e * np.exp(-2 * ls)
-    core = math.log(1 - mix.w) - ls - 0.5 * u
-    wide = math.log(mix.w) - math.log(mix.kappa) - ls - 0.5 * u / mix.kappa**2
-    top = np.maximum(core, wide)
-    ll = top + np.log(np.exp(core - top) + np.exp(wide - top)) - 0.5 * LOG_2PI
-    return np.exp(core - ll - 0.5 * LOG_2PI), ll
+    r, both = e_step(e * e * np.exp(-2 * ls), mix.w, math.log(mix.kappa), mix.kappa**2)
+    return r, both - ls - 0.5 * LOG_2PI
 
 
 def _gram(a: Array, w: Array | None, b: Array) -> Array:
@@ -190,40 +176,9 @@ def _information(
 ) -> Array:
     """The observed information in (theta, s), Louis' identity per sample, plus the
     priors' precisions."""
-    inv = np.exp(-2 * ls)
-    weights = (r, 1 - r)
-    scales = (1.0, 1.0 / mix.kappa**2)
-    hh = np.zeros_like(e)
-    hg = np.zeros_like(e)
-    gg = np.zeros_like(e)
-    ma = np.zeros_like(e)
-    mb = np.zeros_like(e)
-    maa = np.zeros_like(e)
-    mbb = np.zeros_like(e)
-    mab = np.zeros_like(e)
-    for w, sc in zip(weights, scales, strict=True):
-        p = inv * sc  # 1 / sd_c²
-        alpha = e * p
-        beta = e * e * p - 1
-        hh += w * p
-        hg += 2 * w * e * p
-        gg += 2 * w * e * e * p
-        ma += w * alpha
-        mb += w * beta
-        maa += w * alpha * alpha
-        mbb += w * beta * beta
-        mab += w * alpha * beta
-    hh -= maa - ma * ma
-    hg -= mab - ma * mb
-    gg -= mbb - mb * mb
-    top = np.concatenate(
-        [_gram(hx, hh, hx), _gram(hx, hg, gx)],
-        axis=2,
-    )
-    low = np.concatenate(
-        [_gram(gx, hg, hx), _gram(gx, gg, gx)],
-        axis=2,
-    )
+    hh, hg, gg = louis(e, np.exp(-2 * ls), r, mix.kappa**2)
+    top = np.concatenate([_gram(hx, hh, hx), _gram(hx, hg, gx)], axis=2)
+    low = np.concatenate([_gram(gx, hg, hx), _gram(gx, gg, gx)], axis=2)
     info = np.concatenate([top, low], axis=1)
     return info + np.diag(np.concatenate([lam_m, lam_s]))  # type: ignore[no-any-return]
 
@@ -259,10 +214,8 @@ def refit(d: Design, f: Fits, row: int, mix: Mixture) -> None:
     hx, gx = _designs(d, f.idx[row : row + 1])
     e = d.x - hx[0] @ f.theta[row]
     u = e * e * np.exp(-2 * (gx[0] @ f.s[row]))
-    a, b = mix.prior.a, mix.prior.b
     wide = float((1 - r).sum())
-    w = (wide + a - 1) / (len(r) + a + b - 2)
-    mix.w = min(max(w, mix.prior.lo), mix.prior.hi)
+    mix.w = mix.prior.w_map(wide, len(r))
     if wide > 0.5:
         kappa = math.sqrt(float(((1 - r) * u).sum()) / wide)
         mix.kappa = min(max(kappa, KAPPA_RANGE[0]), KAPPA_RANGE[1])

@@ -1,28 +1,23 @@
 """The evidence of one good/bad split (split.py's model): its maximum and the integral.
 
-The evidence of a split is the likelihood integrated over the levels, the noise scales, w
-and the regressors' coefficients, with flat priors on the levels and on log sigma_good
-(the scale-invariant prior) and the proper priors of the rest. The maximum is found by EM
-from fixed starts, then polished by Newton's method on all parameters at once (split.py).
-The integral is Laplace's method there: log m = l(theta^) + (d/2)·log 2pi - ½·log det
-I(theta^), with I the observed information (per sample, the mixture's Hessian in Louis'
-form). For a plain normal likelihood this is exact: m ∝ (n_good·n_bad)^(-1/2)·S^(-(n-2)/2),
-S the residual sum of squares, which is Student-t-like in the levels' uncertainty; the
-flat priors are improper but the same for every split, so they cancel in the posterior.
+The evidence is the likelihood integrated over the levels, the noise scales, w and the
+regressors' coefficients, with flat priors on the levels and on log sigma_good (improper,
+but the same for every split: they cancel) and the proper priors of the rest. The
+maximum: EM from fixed starts (each side's median, and least squares where the first
+counts a boot as an outlier), never from the fits before it, so a stored run re-renders
+to the figures it showed live (the fixed model keeps its old starts), then Newton's method
+on all parameters at once. The integral: Laplace's method there, log m = l(theta^) +
+(d/2)·log 2pi - ½·log det I(theta^), exact for a plain normal likelihood.
 
-With few samples the posterior is far from normal (a boot may or may not be an outlier,
-the scales are skewed, the levels' spread follows the noise) and Laplace is off: by 0.4
-to 1.9 nats at 4-10 samples like the tests', and not by the same amount for every split
-(0.37 to 0.88 nat across the splits of one set of 12 samples). Up to SMALL samples the
-evidence is therefore importance sampling, DRAWS draws: w's integral by Gauss-Legendre
-(NODES nodes; the integrand is a polynomial in w times its prior), log sigma_good and
-delta from a multivariate t (TAIL_DF degrees of freedom) around the maximum, their block
-of the Laplace covariance widened by WIDEN, and the levels and regressors from a t around
-their weighted least squares given those scales. The draws come from one seeded stream,
-in antithetic pairs, the same for every split and every refresh: deterministic, and the
-splits are compared with common random numbers. tests/bisect/test_likelihood.py checks it
-against exact integration (within 0.1 nat). Beyond SMALL samples Laplace stays: the
-sampler costs about 2 ms a split, and the posterior is refreshed after every boot.
+With few samples the posterior is far from normal and Laplace is off (by 0.4 to 1.9 nats
+at 4-10 samples, and not by the same amount for every split), so up to SMALL samples the
+evidence is importance sampling, DRAWS draws: w by Gauss-Legendre (NODES nodes), log
+sigma_good and delta from a multivariate t (TAIL_DF) around the maximum, their block of
+the Laplace covariance widened by WIDEN, the levels and regressors from a t around their
+weighted least squares given those scales. The draws come from one seeded stream, in
+antithetic pairs, the same for every split and refresh: deterministic, with common random
+numbers. tests/bisect/test_likelihood.py checks it against exact integration (within 0.1
+nat). Beyond SMALL Laplace stays: the sampler costs about 2 ms a split.
 """
 
 from __future__ import annotations
@@ -34,8 +29,8 @@ from functools import cache
 import numpy as np
 
 from kbisect.stats import mixture
-from kbisect.stats.mixture import LOG_2PI, Array
-from kbisect.stats.split import Fit, Noise, Regressor, Split, State, em
+from kbisect.stats.mixture import LOG_2PI, Array, State, em
+from kbisect.stats.split import Fit, Noise, Regressor, Split
 
 SMALL = 10  # up to this many samples the evidence is importance sampling, not Laplace
 DRAWS = 1024  # importance sampling draws
@@ -70,11 +65,10 @@ def fit(
     noise: Noise,
     start: Fit | None = None,
 ) -> Fit:
-    """The split's maximum and evidence (x log tps, z bad). Needs a sample on each side and
-    at least one more sample than parameters. The mixture's likelihood can have more than
-    one maximum (a boot counted as an outlier or not), so EM runs from more than one start
-    (split.py's docstring) and the highest wins; `start`, the last fit of a similar split,
-    is one of them in the fixed model only."""
+    """The split's maximum and evidence (x log tps, z bad; a sample on each side and more
+    samples than parameters). The likelihood can have more than one maximum (a boot an
+    outlier or not): EM from more than one start, the highest wins; `start`, the last fit
+    of a similar split, is one of them in the fixed model only."""
     data = Split(x, z, regressors, noise)
     legacy = data.fixed_w is not None and data.i_delta is None
     tol = 1e-9 if legacy else EMTOL  # the model of earlier runs: EM's maximum as it was
@@ -206,11 +200,8 @@ def _marginal(data: Split, theta: Array) -> Array:
 
 
 def _sampled(data: Split, st: State, info: Array) -> float:
-    """log evidence by importance sampling: w by quadrature (its integral is a polynomial
-    in w times its prior: Gauss-Legendre is exact), log sigma_good and delta from a
-    multivariate t around the maximum (their block of the Laplace covariance, widened),
-    then the levels and regressors from a t around their weighted least squares given
-    those scales (the levels' spread follows the noise: no funnel to miss)."""
+    """log evidence by importance sampling (module docstring; the levels' spread follows
+    the noise: no funnel to miss)."""
     p, theta, w = data.p, st.theta, st.w
     scales = [data.p] + ([data.i_delta] if data.i_delta is not None else [])
     q = len(scales)
@@ -227,8 +218,7 @@ def _sampled(data: Split, st: State, info: Array) -> float:
         ls = ls + rows[:, data.i_delta, None] * data.z[None, :]
     e = data.x - data.h @ theta[:p]
     scaled = e * e * np.exp(-2 * ls)
-    core, wide = mixture.log_parts(scaled, w, data.log_k, data.k2)
-    r = np.exp(core - np.logaddexp(core, wide))
+    r = mixture.e_step(scaled, w, data.log_k, data.k2)[0]
     lam = (r + (1 - r) / data.k2) * np.exp(-2 * ls)
     rows[:, :p], log_det = _conditional(data, lam, zb * cb[:, None])
     log_q += _t_log_density(zb, cb, p) + log_det

@@ -7,14 +7,14 @@ part, not by a wider spread or a moved level. The outlier weight w has a Beta(a,
 truncated to [lo, hi] (Prior; OUTLIERS: Beta(1, 19), a 5% outlier rate expected, none
 the most likely, the core always holding most boots); k is WIDE core spreads.
 
-Three fits use it, each with its parameters and its own way to the maximum:
-- one group's core level and spread (fit below; robust.py's ratio of two groups): EM, w
-  at its maximum a posteriori (Prior(lo=0.0): no lower bound);
-- one good/bad split of a bisection's samples, a two-level regression with each side its
-  own noise (split.py, evidence.py): w integrated out, as the logit u of its place in
-  [lo, hi] (w_of, u_prior, u_step), by Gauss-Legendre nodes (nodes) or Laplace;
-- a bisection's whole range as a few level changes (changes.py): w and k fitted once
-  under the most probable story (empirical Bayes), k within KAPPA_RANGE there.
+Three fits use it, each by EM (em below: the E-step e_step, its M-step its own), then:
+- one group's core level and spread (Group; robust.py): w at its maximum a posteriori
+  (Prior.w_map; Prior(lo=0.0): no lower bound);
+- one good/bad split of a bisection's samples (split.py, evidence.py): w integrated out,
+  as the logit u of its place in [lo, hi] (w_of, u_prior, u_step), by Gauss-Legendre nodes
+  (nodes) or Laplace;
+- a bisection's whole range as a few level changes (changes.py, a batch at once): w
+  (Prior.w_map) and k fitted once under the most probable story (empirical Bayes).
 
 Pure functions, numpy only.
 """
@@ -24,6 +24,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from functools import cache
+from typing import Protocol
 
 import numpy as np
 from numpy.typing import NDArray
@@ -86,6 +87,11 @@ class Prior:
                 break
         return u
 
+    def w_map(self, outliers: float, n: int) -> float:
+        """w maximising outliers·log w + (n - outliers)·log(1 - w) + log prior(w)."""
+        w = (outliers + self.a - 1) / (n + self.a + self.b - 2)
+        return min(max(w, self.lo), self.hi)
+
 
 OUTLIERS = Prior()
 
@@ -111,58 +117,98 @@ def nodes(prior: Prior, count: int) -> tuple[Array, Array]:
     return w, np.log(wt * (hi - lo) / 2) + log_prior
 
 
-def log_density(d: float, sd: float, w: float, kappa: float) -> float:
-    """log of the two-part mixture's density at the residual d (core sd, weight w on a part
-    kappa times as wide)."""
-    core = math.log1p(-w) - 0.5 * (d / sd) ** 2 - math.log(sd)
-    wide = math.log(w) - 0.5 * (d / (kappa * sd)) ** 2 - math.log(kappa * sd)
-    return max(core, wide) + math.log1p(math.exp(-abs(core - wide)))
-
-
-def log_parts(q: Array, w: float, log_k: float, k2: float) -> tuple[Array, Array]:
-    """log of each part's weight × density at q, the squared standardized residual, the
-    wide part log_k wider (k2 = k²), without the terms common to both (-log s - ½·log 2π):
-    the core part's responsibility is exp(core - logaddexp(core, wide))."""
+def e_step(q: Array, w: float, log_k: float, k2: float) -> tuple[Array, Array]:
+    """At q, the squared standardized residuals, the wide part log_k wider (k2 = k²): each
+    sample's core responsibility and log mixture density, without -log s - ½·log 2π."""
     core = math.log1p(-w) - 0.5 * q
     wide = (math.log(w) if w > 0 else -math.inf) - log_k - 0.5 * q / k2
-    return core, wide
+    both = np.logaddexp(core, wide)
+    return np.exp(core - both), both
 
 
-# --- one group: its core level and spread (robust.py) ---------------------------------
+def louis(e: Array, inv: Array, r: Array, k2: float) -> tuple[Array, Array, Array]:
+    """Per sample (residual e, inv = 1/sd², core share r), the mixture's observed
+    information in (its mean, its log sd) by Louis' identity, -Σ_c r_c·(H_c + g_c·g_cᵀ) +
+    ḡ·ḡᵀ: the (mean, mean), (mean, log sd) and (log sd, log sd) entries."""
+    q, rw = e * e * inv, 1.0 - r
+    ge0, gs0 = e * inv, q - 1.0  # the core part's gradient in (mean, log sd)
+    ge1, gs1 = ge0 / k2, q / k2 - 1.0  # the wide part's
+    ge, gs = r * ge0 + rw * ge1, r * gs0 + rw * gs1
+    hh = r * inv + rw * inv / k2 - (r * ge0 * ge0 + rw * ge1 * ge1 - ge * ge)
+    hg = 2 * ge - (r * ge0 * gs0 + rw * ge1 * gs1 - ge * gs)
+    gg = 2 * (r * q + rw * q / k2) - (r * gs0 * gs0 + rw * gs1 * gs1 - gs * gs)
+    return hh, hg, gg
 
 
-def density(d: Array, s: float) -> Array:
-    """The normal density N(0, s²) at d."""
-    out: Array = np.exp(-0.5 * (d / s) ** 2) / (s * math.sqrt(2.0 * math.pi))
-    return out
+def log_density(d: float, sd: float, w: float, kappa: float) -> float:
+    """log of the mixture's density at the residual d, without -½·log 2π."""
+    q = np.array([(d / sd) ** 2])
+    return float(e_step(q, w, math.log(kappa), kappa**2)[1][0]) - math.log(sd)
 
 
-def objective(x: Array, mu: float, s: float, w: float, prior: Prior) -> float:
-    """One group's penalized log likelihood: the mixture's, plus the prior on w (a = 1)."""
-    d = x - mu
-    mix = (1.0 - w) * density(d, s) + w * density(d, prior.wide * s)
-    return float(np.sum(np.log(np.maximum(mix, 1e-300))) + (prior.b - 1.0) * math.log1p(-w))
+def wls(h: Array, x: Array, weight: Array, prior: Array | None = None) -> Array:
+    """Weighted least squares (weight per sample, the noise variance divided in), with the
+    coefficients' prior precisions; None: h's columns are disjoint indicators, each its
+    weighted mean."""
+    if prior is None:
+        return np.asarray(h.T @ (weight * x) / (h.T @ weight), dtype=float)
+    gram = (h * weight[:, None]).T @ h + prior
+    rhs = h.T @ (weight * x)
+    try:
+        return np.asarray(np.linalg.solve(gram, rhs), dtype=float)
+    except np.linalg.LinAlgError:  # samples that leave a coefficient free: any of them
+        return np.asarray(np.linalg.lstsq(gram, rhs)[0], dtype=float)
 
 
-def fit(
-    x: Array, mu: float, s: float, w: float, prior: Prior, rounds: int, tol: float
-) -> tuple[float, float, float, Array]:
-    """One group's EM from (mu, s, w) to a local maximum of `objective` (at most `rounds`
-    rounds, to `tol`): (mu, s, w, each boot's core probability). w is at its maximum a
-    posteriori (a = 1), bounded by prior.hi."""
-    n, last = len(x), -math.inf
-    r = np.ones(n)
-    wide2 = prior.wide**2
+@dataclass(frozen=True)
+class State:
+    theta: Array  # the parameters
+    e: Array  # residuals
+    ls: Array  # log sigma of each sample
+    w: float  # the outlier weight
+    r: Array  # the core part's share of each sample
+    q: Array  # (e / sigma)²
+    value: float  # log likelihood + the log priors: what EM climbs
+
+
+class Model(Protocol):
+    """A fit's own part: its state at theta (the E-step, e_step, within), its M-step."""
+
+    def state(self, theta: Array) -> State: ...
+    def m_step(self, st: State) -> Array: ...
+
+
+def em(model: Model, theta: Array, tol: float = 1e-9, rounds: int = 200) -> State:
+    """EM from theta until a round gains less than tol (at most `rounds` rounds)."""
+    last, st = -math.inf, model.state(theta)
     for _ in range(rounds):
-        d = x - mu
-        core, wide = (1.0 - w) * density(d, s), w * density(d, prior.wide * s)
-        r = core / np.maximum(core + wide, 1e-300)
-        u = r + (1.0 - r) / wide2  # each boot's weight on mu and s
-        mu = float(np.sum(u * x) / np.sum(u))
-        s = max(math.sqrt(float(np.sum(u * (x - mu) ** 2)) / n), 1e-12)
-        w = min(float(np.sum(1.0 - r)) / (n + prior.b - 1.0), prior.hi)
-        now = objective(x, mu, s, w, prior)
-        if now - last < tol:
+        if st.value - last < tol:
             break
-        last = now
-    return mu, s, w, r
+        last = st.value
+        st = model.state(model.m_step(st))
+    return st
+
+
+class Group:
+    """One group's samples x under the mixture; theta: its core level, spread and w."""
+
+    def __init__(self, x: Array, prior: Prior) -> None:
+        self.x, self.prior, self.log_k = x, prior, math.log(prior.wide)
+
+    def state(self, theta: Array) -> State:
+        mu, s, w = (float(v) for v in theta)
+        e = self.x - mu
+        q = (e / s) ** 2
+        r, both = e_step(q, w, self.log_k, self.prior.wide**2)
+        n = len(e)
+        value = float(np.sum(both)) - n * (math.log(s) + 0.5 * LOG_2PI)
+        ls = np.full(n, math.log(s))
+        prior = (self.prior.b - 1.0) * math.log1p(-w)  # w's (a = 1)
+        return State(theta, e, ls, w, r, q, value + prior)
+
+    def m_step(self, st: State) -> Array:
+        n, r = len(self.x), st.r
+        u = r + (1.0 - r) / self.prior.wide**2  # each boot's weight on mu and s
+        mu = float(wls(np.ones((n, 1)), self.x, u)[0])
+        s = max(math.sqrt(float(np.sum(u * (self.x - mu) ** 2)) / n), 1e-12)
+        return np.array([mu, s, self.prior.w_map(float(np.sum(1.0 - r)), n)])

@@ -1,20 +1,15 @@
 """The ratio of two groups' typical tps, robust to outlier boots, each group its own noise.
 
-Each group's samples are modelled on the log scale as a two-part mixture: a core part
-N(mu, s²) that most boots come from, and a wide part N(mu, (WIDE·s)²) for the boots that
-went wrong (a slow first boot, a noisy neighbour), in proportion w. Every group has its
-own mu, s and w: one side may be noisier than the other, as real compares show. The
-outlier weight is fitted, not fixed: its maximum a posteriori value under a weak
-Beta(1, 19) prior (a 5% outlier rate expected, none allowed), bounded by W_MAX so that the
-core part always holds most boots. The fit is EM from several starts: the mean and
-standard deviation (the all-core answer), and the same of the boots nearest the median
-with the k farthest set apart (k = 1 .. W_MAX·n). An outlier fit is kept only if its
-penalized likelihood beats the all-core one by MARGIN: the outlier fit always wins a
-little on clean samples (dropping the farthest of five normal boots shrinks the spread),
-and such a win costs coverage. So on clean samples the estimate is exactly Welch's on the
-logs, and a half-speed boot among five is set apart. Each boot set apart also costs a
-degree of freedom (DF_COST): it was fitted, not observed. The mixture, its prior (here
-Prior(lo=0): no lower bound) and one group's EM are mixture.py's.
+Each group's log samples are the two-part mixture of mixture.py (core N(mu, s²), wide
+N(mu, (WIDE·s)²) in proportion w), each group its own mu, s and w (one side may be
+noisier than the other); w at its maximum a posteriori under PRIOR, at most W_MAX. The
+fit is EM (mixture.Group) from several starts: the mean and standard deviation (the
+all-core answer), and the same of the boots nearest the median with the k farthest set
+apart (k = 1 .. W_MAX·n). An outlier fit is kept only if its penalized likelihood beats
+the all-core one by MARGIN: it always wins a little on clean samples, and such a win
+costs coverage. So on clean samples the estimate is exactly Welch's on the logs, and a
+half-speed boot among five is set apart. Each boot set apart costs a degree of freedom
+(DF_COST): it was fitted, not observed.
 
 The two groups are fitted together (fit_two): the pair of fits kept is the one with the
 best sum of the two penalized likelihoods and a prior that ties the two core spreads,
@@ -119,9 +114,8 @@ Candidate = tuple[float, float, float, np.ndarray]  # an EM fit: mu, s, w, core 
 
 
 def _candidates(x: np.ndarray) -> list[tuple[Candidate, float]]:
-    """One group's EM fits with their penalized log likelihoods: the all-core one first,
-    then EM from the mean of the boots nearest the median with the k farthest set apart
-    (k up to W_MAX of them). Fewer than LEAST boots, or all equal: the all-core one only."""
+    """One group's EM fits from its starts (module docstring), the all-core one first,
+    with their penalized log likelihoods. Fewer than LEAST boots, or all equal: that one."""
     plain = _all_core(x)
     first = (plain.mu, plain.s * math.sqrt((len(x) - 1) / len(x)), 0.0)
     if len(x) < LEAST or plain.s == 0.0:
@@ -132,8 +126,9 @@ def _candidates(x: np.ndarray) -> list[tuple[Candidate, float]]:
         kept = near[: len(x) - k]
         if np.ptp(kept) > 0:
             starts.append((float(np.mean(kept)), float(np.std(kept)), k / len(x)))
-    fits = [mixture.fit(x, *start, PRIOR, ROUNDS, TOLERANCE) for start in starts]
-    return [(f, mixture.objective(x, f[0], f[1], f[2], PRIOR)) for f in fits]
+    group = mixture.Group(x, PRIOR)
+    ends = [mixture.em(group, np.array(start), TOLERANCE, ROUNDS) for start in starts]
+    return [((float(st.theta[0]), float(st.theta[1]), st.w, st.r), st.value) for st in ends]
 
 
 def _chosen(cands: list[tuple[Candidate, float]]) -> int:
@@ -144,10 +139,7 @@ def _chosen(cands: list[tuple[Candidate, float]]) -> int:
 
 
 def fit(xs: Sequence[float]) -> Fit:
-    """One group's fit (module docstring): EM from the mean, and from the mean of the boots
-    nearest the median with the k farthest set apart (k up to W_MAX of them); the best
-    outlier fit if it gains MARGIN over the all-core one. Fewer than LEAST boots, or all
-    equal, are all core."""
+    """One group's fit (module docstring)."""
     x = _logs(xs, "samples")
     cands = _candidates(x)
     return _summarized(x, *cands[_chosen(cands)][0])
@@ -162,23 +154,17 @@ def _summarized(x: np.ndarray, mu: float, s: float, w: float, r: np.ndarray) -> 
         return replace(plain, s=s, w=w)
     d = x - mu
     s_u2 = float(np.sum(r * d**2)) / max(n_eff - 1.0, 1e-9)
-    u = r + (1.0 - r) / PRIOR.wide**2
-    info = float(np.sum(u)) / s**2  # the complete data's information on mu
-    score = d / s**2 - d / (PRIOR.wide * s) ** 2  # a boot's core score less its wide score
-    lost = float(np.sum(r * (1.0 - r) * score**2))
-    se2 = s_u2 / n_eff * info / max(info - lost, 1e-3 * info)
+    info = float(np.sum(r + (1.0 - r) / PRIOR.wide**2)) / s**2  # the complete data's on mu
+    observed = float(np.sum(mixture.louis(d, np.full(len(d), s**-2), r, PRIOR.wide**2)[0]))
+    se2 = s_u2 / n_eff * info / max(observed, 1e-3 * info)
     core = tuple(float(v) for v in r)
     df = max(n_eff - 1.0 - DF_COST * (len(x) - n_eff), 1.0)
     return Fit(len(x), mu, s, w, core, n_eff, math.sqrt(se2), df)
 
 
 def fit_two(a: Sequence[float], b: Sequence[float]) -> tuple[Fit, Fit]:
-    """The two groups' fits, chosen together: each group's candidates (_candidates) are
-    weighed with the prior that ties the two core spreads (log s_A - log s_B ~ N(0,
-    LINK_SD²), as the posterior's likelihood ties its sides' noise). One side may be
-    noisier than the other, but not without limit: two half-speed boots among eight are
-    set apart when the other side's boots are as tight as the rest of these, where one
-    group alone cannot tell them from a wide spread."""
+    """The two groups' fits, chosen together (module docstring): each group's candidates
+    weighed with the prior that ties the two core spreads."""
     xa, xb = _logs(a, "group A"), _logs(b, "group B")
     ca, cb = _candidates(xa), _candidates(xb)
 

@@ -6,38 +6,21 @@ bad group (z = 1). On the log scale, x = log(tps),
     x_j = mu_good·(1 - z_j) + mu_bad·z_j [+ Σ_k beta_k·(r_jk - r_k mean)]
           + sigma_j·e_j,    log sigma_j = log sigma_good + delta·z_j
 
-with e_j from the two-part mixture of mixture.py: N(0, 1) with weight 1 - w, and N(0, k²)
-with weight w (k = 8: one boot in twenty may be far off, as TCG's slow first boots are).
-A sample far from both levels is then explained by the wide part under either hypothesis
-and moves the odds little; under a plain normal it would decide them. The regressors r_k
-(Regressor: bisect/posterior/likelihood.py has time, load and the pool's machines) are
-centred, each with a normal prior on its coefficient.
+with e_j the two-part mixture of mixture.py (k = 8): a sample far from both levels is
+explained by the wide part under either hypothesis and moves the odds little. The
+regressors r_k (Regressor: time, load, the pool's machines) are centred, each with a
+normal prior on its coefficient. delta, the log of sigma_bad / sigma_good, has a N(0,
+side²) prior (Noise.side; 0.5: a factor of 1.65 is one sd): real compares show one side
+at twice the other's CV. w is integrated out per split under mixture.OUTLIERS, not an
+empirical-Bayes value shared by every split: a split that needs three boots of ten to be
+outliers pays for them, and each split's evidence stays its own. k stays fixed: with a
+handful of far boots a fitted width would let a split widen the wide part until anything
+fits. A fixed `outlier` weight (Noise.outlier) is the model of runs stored before those
+two were fitted (one sigma, fixed w): their reports re-render to the same figures.
 
-Outside its own model. Real compares show one side at twice the other's CV, and how often
-a boot is far off is a property of the host, not a constant; so
-- the noise is per side: delta, the log of sigma_bad / sigma_good, has a N(0, side²) prior
-  (Noise.side; 0.5: a factor of 1.65 is one sd) and is integrated out with the rest;
-- the outlier weight w is fitted: a Beta(1, 19) prior (mean 0.05) truncated to
-  [0.005, 0.3] (mixture.OUTLIERS), integrated out per split like every other parameter.
-  It is not an empirical-Bayes value shared by every split: its prior is proper, so it
-  does not cancel, and it should not: a split that needs three boots of ten to be
-  outliers pays for them (w must be large, which its prior doubts), where a fixed w let
-  the outlier part absorb the samples that contradict the split. Integrating also keeps
-  each split's evidence its own (posterior.py fits the splits one by one). k stays fixed:
-  with a handful of far boots their width is barely identified, and a fitted width would
-  let a split widen the wide part until anything fits.
-A fixed `outlier` weight (Noise.outlier) is the model of runs stored before those two were
-fitted (one sigma, fixed w): their reports re-render to the same figures.
-
-The evidence of a split integrates the parameters out (evidence.py). Its maximum is found
-by EM (here), then polished by Newton's method on all parameters at once (w as the logit u
-of its place in its range, so every parameter is unbounded), with the gradient and the
-Hessian of Split.hessian (per sample, the mixture's Hessian in Louis' form).
-
-The maximum is reached from fixed starts (each side's median, and least squares where the
-first counts a boot as an outlier), never from the fits before it: a stored run re-renders
-to the figures it showed live. The fixed model keeps its old starts (least squares and
-the last fit of a similar split).
+Split is mixture.em's model (state, m_step) and gives the gradient and the Hessian
+(per sample, the mixture's Hessian in Louis' form) that evidence.py polishes and
+integrates with; w enters them as the logit u of its place in its range.
 """
 
 from __future__ import annotations
@@ -48,7 +31,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from kbisect.stats.mixture import LOG_2PI, OUTLIERS, Array, Prior, log_parts
+from kbisect.stats.mixture import LOG_2PI, OUTLIERS, Array, Prior, State, e_step, louis, wls
 
 
 @dataclass(frozen=True)
@@ -142,6 +125,7 @@ class Split:
         self.precision = np.asarray(precision)
         self.prior_matrix = np.diag(self.precision)
         self.p = len(cols)
+        self.ridge = None if self.p == 2 else self.prior_matrix  # None: two levels alone
         self.k2 = noise.scale**2
         self.log_k = math.log(noise.scale)
         self.tau = noise.side
@@ -171,10 +155,9 @@ class Split:
             prec = float(self.precision[k])
             prior += 0.5 * math.log(prec) - 0.5 * LOG_2PI - 0.5 * prec * float(theta[k]) ** 2
         q = e * e * np.exp(-2 * ls)
-        core, wide = log_parts(q, w, self.log_k, self.k2)
-        both = np.logaddexp(core, wide)
+        r, both = e_step(q, w, self.log_k, self.k2)
         value = float(np.sum(both - ls)) - 0.5 * self.n * LOG_2PI + prior
-        return State(theta, e, ls, w, np.exp(core - both), q, value)
+        return State(theta, e, ls, w, r, q, value)
 
     # --- the gradient and the Hessian ---------------------------------------------------
 
@@ -197,10 +180,8 @@ class Split:
         ge1, gs1 = ge0 / self.k2, -1.0 + st.q / self.k2  # the wide part's
         rw = 1.0 - r
         gbe, gbs, gbu = r * ge0 + rw * ge1, r * gs0 + rw * gs1, r * cu1 + rw * wu1
-        # Σ_c r_c·(H_c + g_c·g_cᵀ) - ḡ·ḡᵀ, entry by entry
-        lee = r * (ge0 * ge0 - inv) + rw * (ge1 * ge1 - inv / self.k2) - gbe * gbe
-        les = r * (ge0 * gs0 - 2 * ge0) + rw * (ge1 * gs1 - 2 * ge1) - gbe * gbs
-        lss = r * (gs0 * gs0 - 2 * st.q) + rw * (gs1 * gs1 - 2 * st.q / self.k2) - gbs * gbs
+        # Σ_c r_c·(H_c + g_c·g_cᵀ) - ḡ·ḡᵀ, entry by entry (in the residual: les = hg)
+        hh, les, gg = louis(st.e, inv, r, self.k2)
         leu = r * ge0 * cu1 + rw * ge1 * wu1 - gbe * gbu
         lsu = r * gs0 * cu1 + rw * gs1 * wu1 - gbs * gbu
         luu = r * (cu2 + cu1 * cu1) + rw * (wu2 + wu1 * wu1) - gbu * gbu
@@ -209,14 +190,14 @@ class Split:
         hess = np.zeros((self.d, self.d))
         grad[:p] = -h.T @ gbe
         grad[p] = gbs.sum()
-        hess[:p, :p] = (h * lee[:, None]).T @ h
+        hess[:p, :p] = -(h * hh[:, None]).T @ h
         hess[:p, p] = -h.T @ les
-        hess[p, p] = lss.sum()
+        hess[p, p] = -gg.sum()
         if self.i_delta is not None:
             i = self.i_delta
             grad[i] = float(gbs @ z) - theta[i] / self.tau**2
             hess[:p, i] = -h.T @ (les * z)
-            hess[p, i] = hess[i, i] = float(lss @ z)
+            hess[p, i] = hess[i, i] = -float(gg @ z)
             hess[i, i] -= 1.0 / self.tau**2
         if self.i_u is not None:
             i = self.i_u
@@ -240,7 +221,7 @@ class Split:
         where w is fitted, each side's median for its level: a start no far boot moves
         (the fixed model of earlier runs keeps its start, and so its maximum)."""
         theta = np.zeros(self.d)
-        coef = self.wls(np.ones(self.n))
+        coef = wls(self.h, self.x, np.ones(self.n), self.ridge)
         if self.i_u is not None:
             theta[self.i_u] = self.prior.u_of(self.prior.a / (self.prior.a + self.prior.b))
         if self.i_u is not None and robust:
@@ -253,27 +234,14 @@ class Split:
         theta[self.p] = math.log(max(mad, 1e-6))
         return theta
 
-    def wls(self, weight: Array) -> Array:
-        """Weighted least squares with the regressors' priors: weight is per sample, the
-        noise variance already divided in."""
-        if self.p == 2:  # the two levels alone: each side's weighted mean
-            sums = self.h.T @ weight
-            return np.asarray(self.h.T @ (weight * self.x) / sums, dtype=float)
-        gram = (self.h * weight[:, None]).T @ self.h + self.prior_matrix
-        rhs = self.h.T @ (weight * self.x)
-        try:
-            return np.asarray(np.linalg.solve(gram, rhs), dtype=float)
-        except np.linalg.LinAlgError:  # samples that leave a coefficient free: any of them
-            return np.asarray(np.linalg.lstsq(gram, rhs)[0], dtype=float)
-
-    def em_step(self, st: State) -> Array:
+    def m_step(self, st: State) -> Array:
         """One EM step: the levels and regressors by weighted least squares, the log sigmas
         (and delta) and u by Newton's method on their parts of the expected complete log
         posterior (each concave)."""
         theta, r = st.theta, st.r
         omega = r + (1.0 - r) / self.k2
         out = theta.copy()
-        out[: self.p] = self.wls(omega * np.exp(-2 * st.ls))
+        out[: self.p] = wls(self.h, self.x, omega * np.exp(-2 * st.ls), self.ridge)
         res = self.x - self.h @ out[: self.p]
         weighted = omega * res * res
         if self.i_delta is None:
@@ -288,17 +256,6 @@ class Split:
             outliers = float(np.sum(1.0 - r))
             out[self.i_u] = self.prior.u_step(outliers, self.n, float(theta[self.i_u]))
         return out
-
-
-@dataclass(frozen=True)
-class State:
-    theta: Array  # the parameters
-    e: Array  # residuals
-    ls: Array  # log sigma of each sample
-    w: float  # the outlier weight
-    r: Array  # the core part's share of each sample
-    q: Array  # (e / sigma)²
-    value: float  # log likelihood + the proper log priors
 
 
 def _scales(
@@ -323,14 +280,3 @@ def _scales(
         if abs(ds) + abs(dd) < 1e-12:
             break
     return s, dl
-
-
-def em(data: Split, theta: Array, tol: float = 1e-9, iterations: int = 200) -> State:
-    """EM from theta to its maximum (to `tol`; EMTOL where Newton's polish follows)."""
-    last, st = -math.inf, data.state(theta)
-    for _ in range(iterations):
-        if st.value - last < tol:
-            break
-        last = st.value
-        st = data.state(data.em_step(st))
-    return st

@@ -2,9 +2,7 @@
 bisection's side of it. The model, its EM and its evidence are statistics
 (stats/split.py, stats/evidence.py, the two-part noise mixture of stats/mixture.py); here
 is what a bisection puts in: Model, its settings (stored with a run), and the regressors
-its samples bring. A model given a fixed `outlier` weight is the model of runs stored
-before the noise per side and the outlier weight were fitted: their reports re-render to
-the same figures.
+its samples bring.
 
 With `trend` the samples' time t_j is a regressor, with a normal prior on the slope (sd: a
 change of `drift_sd` over the samples' time span).
@@ -103,11 +101,8 @@ def fit(
     load: Sequence[float] | None = None,
     machine: Sequence[str] | None = None,
 ) -> Fit:
-    """The split's maximum and evidence (stats/evidence.py) under the model, with the time
-    (where it trends), the load (where it is loaded) and the machines (a pool) as
-    regressors. Needs a sample on each side and at least one more sample than parameters;
-    `start`, the last fit of a similar split, is one of EM's starts in the fixed model
-    only."""
+    """evidence.fit under the model, with the time (where it trends), the load (where it
+    is loaded) and the machines (a pool) as regressors."""
     regressors = []
     if model.trend and t is not None:
         span = max(t) - min(t)

@@ -6,12 +6,10 @@ three changes (KMAX), each in one class of candidates (posterior.py: commits eve
 revision treats alike); a revision's level is the good level plus the effect of every
 change among its ancestors-or-self. So a regression at c10 that c15 fixes, with the real
 culprit at c19, is the hypothesis {c10: -15%, c15: +15%, c19: -15%}, and two culprits of
--15% each are {c8, c19}. Each change may change the noise too; a far boot is the wide
-part of the noise mixture, whose weight and width are fitted under the most probable
-hypothesis. The model, its priors (the changes' sizes and number) and every hypothesis's
-evidence: stats/changes.py, stats/hypotheses.py (RangeModel is a Hypotheses). Here: the
-samples as the model sees them (time, load, the pool's machines as regressors), and what
-the hypotheses' posterior says about the range.
+-15% each are {c8, c19}. The model (each change may change the noise too), its priors
+and every hypothesis's evidence: stats/changes.py, stats/hypotheses.py (RangeModel is a
+Hypotheses). Here: the samples as the model sees them (time, load, the pool's machines
+as regressors), and what the hypotheses' posterior says about the range.
 
 What the story says (Story): the changes whose class holds a change with P >= 0.5, each
 with its probability, its ratio (tps after / before, 95% interval) and the ratio of its
