@@ -21,6 +21,7 @@ from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import NDArray
+from scipy.stats import norm
 
 from kbisect.stats.mixture import LOG_2PI, OUTLIERS, WIDE, Array, Prior, e_step, louis
 
@@ -189,22 +190,13 @@ def matters(f: Fits, least: float) -> Array:
     that a story of one step is not doubted for changes too small to matter (the
     Laplace posterior of each effect taken as normal)."""
     k = f.idx.shape[1]
-    out = np.full(f.idx.shape[0], -k * math.log(2 * _phi(-least / TAU)))
+    out = np.full(f.idx.shape[0], -k * math.log(2 * norm.cdf(-least / TAU)))
     for q in range(k):
         m = f.theta[:, 1 + q]
         sd = np.sqrt(np.maximum(f.cov[:, 1 + q, 1 + q], 1e-12))
-        tail = _phis((-least - m) / sd) + _phis((m - least) / sd)
+        tail = norm.cdf((-least - m) / sd) + norm.cdf((m - least) / sd)
         out += np.log(np.maximum(tail, 1e-300))
     return out
-
-
-def _phi(z: float) -> float:
-    return 0.5 * math.erfc(-z / math.sqrt(2))
-
-
-def _phis(z: Array) -> Array:
-    """The standard normal CDF, elementwise."""
-    return np.asarray([_phi(float(v)) for v in z.ravel()]).reshape(z.shape)
 
 
 def refit(d: Design, f: Fits, row: int, mix: Mixture) -> None:
