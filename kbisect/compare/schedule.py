@@ -124,19 +124,19 @@ def load(out: Path) -> Plan:
             f"{out}: no {PLAN}: not a compare run, or one interrupted "
             "before its first boot (run the command again: builds are cached)"
         )
-    plan = reading.json_table(path, RECOVER)
-    if plan.get("kind") != PLAN_KIND:
-        raise NotResumable(f"{path}: not a compare plan (kind {plan.get('kind')!r})")
-    _check(plan, path)
-    return Plan.from_dict(plan)
+    raw = reading.json_table(path, RECOVER)
+    if raw.get("kind") != PLAN_KIND:
+        raise NotResumable(f"{path}: not a compare plan (kind {raw.get('kind')!r})")
+    _check(raw, path)
+    return Plan.from_dict(raw)
 
 
-def _check(plan: dict[str, Any], path: Path) -> None:
+def _check(raw: dict[str, Any], path: Path) -> None:
     """The fields a resume reads, each of its type; CorruptFile naming the first that is not."""
     keys = {"order", "retries", "sides", "scenario", "target", "arch", "command"}
-    if not keys <= set(plan):
-        reading.fail(path, f"not a whole compare plan (no {sorted(keys - set(plan))})", RECOVER)
-    f = reading.own_fields(plan, path, RECOVER)
+    if not keys <= set(raw):
+        reading.fail(path, f"not a whole compare plan (no {sorted(keys - set(raw))})", RECOVER)
+    f = reading.own_fields(raw, path, RECOVER)
     order = f.items("order")
     if not order or any(x not in ("A", "B") for x in order):
         f.fail("order", f"must be a list of sides A and B, got {reading.got(order)}")
@@ -148,8 +148,8 @@ def _check(plan: dict[str, Any], path: Path) -> None:
     for key in ("scenario", "target", "arch", "command"):
         f.string(key)
     if f.string("boots", None) not in (None, "auto"):
-        f.fail("boots", f"must be auto when given, got {reading.got(plan['boots'])}")
-    if plan.get("boots") == "auto":
+        f.fail("boots", f"must be auto when given, got {reading.got(raw['boots'])}")
+    if raw.get("boots") == "auto":
         most = f.integer("max_boots", low=2, high=1000)
         f.integer("least", low=2, high=most)
         if len(order) != 2 * most:
@@ -159,17 +159,17 @@ def _check(plan: dict[str, Any], path: Path) -> None:
             not at
             or not all(type(n) is int for n in at)
             or at != sorted(set(at))
-            or at[0] < plan["least"]
+            or at[0] < raw["least"]
             or at[-1] != most
         ):
             f.fail("look_at", f"must rise from least to max_boots ({most}), got {reading.got(at)}")
-        if not _prior_ok(plan.get("noise_prior")):
-            got = reading.got(plan["noise_prior"])
+        if not _prior_ok(raw.get("noise_prior")):
+            got = reading.got(raw["noise_prior"])
             f.fail("noise_prior", f"must be auto, a prior or none, got {got}")
     sides = f.table("sides")
     for side in ("A", "B"):
         sides.table(side, required=True)
-    machines = plan.get("machines")
+    machines = raw.get("machines")
     if machines is not None and (
         not isinstance(machines, list)
         or len(machines) != len(order)
