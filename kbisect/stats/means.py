@@ -82,20 +82,6 @@ def mean_ci(xs: Sequence[float], confidence: float = 0.95) -> tuple[float, float
     return s.mean, s.mean - half, s.mean + half
 
 
-def welch_ci(
-    a: Sequence[float], b: Sequence[float], confidence: float = 0.95
-) -> tuple[float, float, float]:
-    """(mean_B - mean_A, low, high): Welch's interval for a difference of means."""
-    p = _two_sided(confidence)
-    sa, sb = checked(a, "side A"), checked(b, "side B")
-    var, df = welch([(sa.stdev**2 / sa.n, sa.n - 1), (sb.stdev**2 / sb.n, sb.n - 1)])
-    diff = sb.mean - sa.mean
-    if df is None:
-        return diff, diff, diff
-    half = float(scipy.stats.t.ppf(p, df)) * math.sqrt(var)
-    return diff, diff - half, diff + half
-
-
 # --- the ratio's interval and the verdict (ratio.py) -----------------------------------
 
 
