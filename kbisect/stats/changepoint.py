@@ -40,7 +40,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import numpy as np
-import scipy.stats
+from scipy import special
 
 from kbisect.stats import means, ratio
 
@@ -168,7 +168,7 @@ def _search(m: np.ndarray, se2: np.ndarray, start: int, df: int) -> list[Step]:
     left_w, right_w = float(w[:k].sum()), float(w[k:].sum())
     diff = float((w[k:] * m[k:]).sum() / right_w - (w[:k] * m[:k]).sum() / left_w)
     se = math.sqrt(1.0 / left_w + 1.0 / right_w)
-    t = float(scipy.stats.t.ppf(0.975, df)) if df > 0 else 1.96
+    t = float(special.stdtrit(df, 0.975)) if df > 0 else 1.96
     step = Step(
         start + k,
         math.exp(diff),
@@ -234,7 +234,7 @@ def drift(
     slope = float((w * (x - xm) * m).sum() / sxx)
     se = math.sqrt(1.0 / sxx)
     df = model.df if model.df > 0 else m.size - 2
-    p = 2 * float(scipy.stats.t.sf(abs(slope) / se, df)) if se > 0 else (0.0 if slope else 1.0)
+    p = 2 * float(special.stdtr(df, -abs(slope) / se)) if se > 0 else (0.0 if slope else 1.0)
     moved = math.expm1(slope * (m.size - 1))
     reasons = []
     if p < SLOPE_ALPHA and abs(moved) >= MIN_DRIFT:

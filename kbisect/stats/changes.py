@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import NDArray
-from scipy.stats import norm
+from scipy import special
 
 from kbisect.stats.mixture import LOG_2PI, OUTLIERS, WIDE, Array, Prior, e_step, louis
 
@@ -190,11 +190,11 @@ def matters(f: Fits, least: float) -> Array:
     that a story of one step is not doubted for changes too small to matter (the
     Laplace posterior of each effect taken as normal)."""
     k = f.idx.shape[1]
-    out = np.full(f.idx.shape[0], -k * math.log(2 * norm.cdf(-least / TAU)))
+    out = np.full(f.idx.shape[0], -k * math.log(2 * special.ndtr(-least / TAU)))
     for q in range(k):
         m = f.theta[:, 1 + q]
         sd = np.sqrt(np.maximum(f.cov[:, 1 + q, 1 + q], 1e-12))
-        tail = norm.cdf((-least - m) / sd) + norm.cdf((m - least) / sd)
+        tail = special.ndtr((-least - m) / sd) + special.ndtr((m - least) / sd)
         out += np.log(np.maximum(tail, 1e-300))
     return out
 

@@ -45,7 +45,7 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
-import scipy.stats
+from scipy import special
 
 from kbisect.core.exceptions import UserError
 from kbisect.stats import looks, ratio, robust
@@ -134,7 +134,7 @@ def explains(step: robust.Estimate, ends: robust.Estimate, rule: Rule) -> Explan
     d = size_s - size_e
     if vs + ve > 0:
         df = (vs + ve) ** 2 / (vs**2 / (step.df or math.inf) + ve**2 / (ends.df or math.inf))
-        q = float(scipy.stats.t.ppf(0.5 + level / 2.0, df))
+        q = float(special.stdtrit(df, 0.5 + level / 2.0))
     else:
         q = 0.0
     low, high = d - q * math.sqrt(vs + ve), d + q * math.sqrt(vs + ve)

@@ -29,7 +29,7 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
-import scipy.stats
+from scipy import special
 
 from kbisect.stats import means
 
@@ -93,8 +93,8 @@ def trend(samples: Sequence[Timed], confidence: float = 0.95) -> Trend | None:
     start, end = min(s.t for s in samples), max(s.t for s in samples)
     if se == 0:
         return Trend(slope, slope, slope, 0.0 if slope else 1.0, 0.0, start, end, len(samples))
-    half = float(scipy.stats.t.ppf(0.5 + confidence / 2, df)) * se
-    p = 2 * float(scipy.stats.t.sf(abs(slope) / se, df))
+    half = float(special.stdtrit(df, 0.5 + confidence / 2)) * se
+    p = 2 * float(special.stdtr(df, -abs(slope) / se))
     return Trend(slope, slope - half, slope + half, p, se, start, end, len(samples))
 
 

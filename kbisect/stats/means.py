@@ -3,7 +3,7 @@ df, the boots a change needs, outlier rules, and the types of the ratio B/A's in
 and of the A/B verdict (both computed by ratio.py).
 
 Samples are tps figures, one per boot; boots are independent and the two sides may have
-different spreads. Student t quantiles: scipy.stats.t.
+different spreads. Student t quantiles: scipy's (scipy.special.stdtrit, as scipy.stats.t uses).
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-import scipy.stats
+from scipy import special
 
 from kbisect.core.exceptions import UserError
 
@@ -78,7 +78,7 @@ def mean_ci(xs: Sequence[float], confidence: float = 0.95) -> tuple[float, float
     """(mean, low, high): the t interval of the mean."""
     p = _two_sided(confidence)
     s = checked(xs, "samples")
-    half = float(scipy.stats.t.ppf(p, s.n - 1)) * s.stdev / math.sqrt(s.n)
+    half = float(special.stdtrit(s.n - 1, p)) * s.stdev / math.sqrt(s.n)
     return s.mean, s.mean - half, s.mean + half
 
 
@@ -130,7 +130,7 @@ def _t_sums(p: float, power: float) -> list[float]:
     """t(p, n - 1) + t(power, n - 1) for n = 2 .. 999: boots_needed's, computed once
     (a verdict's warnings ask for them for every noisy side)."""
     df = range(1, 999)
-    sums: list[float] = (scipy.stats.t.ppf(p, df) + scipy.stats.t.ppf(power, df)).tolist()
+    sums: list[float] = (special.stdtrit(df, p) + special.stdtrit(df, power)).tolist()
     return sums
 
 
@@ -192,7 +192,7 @@ def outliers(xs: Sequence[float], alpha: float = OUTLIER_ALPHA) -> list[int]:
     for step in range(1, steps + 1):
         m = len(left)
         far, z = max(((i, _apart(xs, i, left)) for i in left), key=lambda p: p[1])
-        t = float(scipy.stats.t.ppf(1 - alpha / (2 * steps * m), m - 2))
+        t = float(special.stdtrit(m - 2, 1 - alpha / (2 * steps * m)))
         limit = t * math.sqrt(1 + 1 / (m - 1))
         if z > limit:
             found = step

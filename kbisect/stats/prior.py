@@ -25,7 +25,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
-import scipy.stats
+from scipy import special
 
 from kbisect.stats import means
 
@@ -119,7 +119,7 @@ def noisier(
     if d1 < 1:
         return False
     own = ((sa.n - 1) * sa.cv**2 + (sb.n - 1) * sb.cv**2) / d1
-    return float(scipy.stats.f.sf(own / prior.var, d1, prior.pooled_df)) < level
+    return float(special.fdtrc(d1, prior.pooled_df, own / prior.var)) < level
 
 
 def dropped(a: Sequence[float], b: Sequence[float], prior: Prior, least: int) -> int | None:

@@ -27,7 +27,7 @@ import functools
 import math
 from collections.abc import Sequence
 
-import scipy.stats
+from scipy import special
 
 from kbisect.stats import blocked, means
 from kbisect.stats import prior as priors
@@ -97,7 +97,7 @@ def p_value(
     _, log_ratio, se, df, _ = _estimate(a, b, machines, None, False)
     if se == 0 or df is None:
         return 1.0 if log_ratio == 0 else 0.0
-    return min(1.0, 2 * float(scipy.stats.t.sf(abs(log_ratio) / se, df)))
+    return min(1.0, 2 * float(special.stdtr(df, -abs(log_ratio) / se)))
 
 
 def interval(
@@ -109,7 +109,7 @@ def interval(
         raise means.StatsError(f"confidence {confidence}: must be between 0 and 1")
     if se == 0 or df is None:
         return means.RatioCI(ratio, ratio, ratio, method, confidence, df)
-    half = float(scipy.stats.t.ppf(0.5 + confidence / 2.0, df)) * se
+    half = float(special.stdtrit(df, 0.5 + confidence / 2.0)) * se
     return means.RatioCI(
         ratio, ratio * math.exp(-half), ratio * math.exp(half), method, confidence, df
     )
