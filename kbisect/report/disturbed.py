@@ -98,9 +98,14 @@ def of_folders(folders: Iterable[tuple[Path, str]]) -> Rows:
     return _rows(n for folder, who in folders for n in _named(folder, who))
 
 
+def store_folders(store: Path, commits: Iterable[str]) -> list[tuple[Path, str]]:
+    """A bisection's revisions' sample folders in its store, each named by its commit."""
+    return [(store / c, c[:12]) for c in dict.fromkeys(commits)]
+
+
 def of_store(store: Path, commits: Iterable[str]) -> Rows:
     """The disturbed samples of a bisection's revisions, each named by its commit."""
-    return _rows(n for c in dict.fromkeys(commits) for n in _named(store / c, c[:12]))
+    return of_folders(store_folders(store, commits))
 
 
 def _pct(x: object) -> str:

@@ -1,5 +1,5 @@
 """report.md of a bisection, either method, from its summary.json: one page in one order,
-into which a method (git.py, posterior.py) puts its own sections.
+into which a method (git.py; the posterior's answer.py) puts its own sections.
 
 The page: the title and the command that reproduces the bisection; the tree, endpoints,
 append, configs and arch, then the method's settings; the method's answer and re-check;

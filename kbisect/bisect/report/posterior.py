@@ -125,13 +125,12 @@ def _loaded(post: Posterior, rows: list[dict[str, Any]], listed: bool) -> str | 
 
 def _disturbed(run_dir: Path, run: Run) -> list[dict[str, Any]] | None:
     """The disturbed samples of the visited revisions and of the re-checks' pairs."""
-    visited = [(run.store / c, c[:12]) for c in dict.fromkeys(run.visited)]
     pairs = [
         (recheck.folder(run_dir, culprit, c), f"{c[:12]} (re-check)")
         for culprit, rc in run.rechecks.items()
         for c in (rc.parent, culprit)
     ]
-    return disturbed.of_folders([*visited, *pairs])
+    return disturbed.of_folders([*disturbed.store_folders(run.store, run.visited), *pairs])
 
 
 def _kind(answer: Answer, told: Mapping[str, Any] | None, confirmed: bool) -> str:

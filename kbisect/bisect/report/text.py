@@ -12,8 +12,16 @@ from kbisect.bisect import state
 from kbisect.bisect.report import table
 from kbisect.measure import results
 from kbisect.report import build, patches
-from kbisect.report import text as report_text
-from kbisect.report.text import change, command, fingerprint_lines, fit, machine, numbers, para
+from kbisect.report.text import (
+    change,
+    command,
+    fingerprint_lines,
+    fit,
+    machine,
+    numbers,
+    para,
+    warning_lines,
+)
 
 
 def _bisect_samples(run_dir: Path, commit: str | None) -> list[dict[str, Any]]:
@@ -113,6 +121,5 @@ def render(run_dir: Path, s: Mapping[str, Any]) -> str:
             *para(f"parent: {numbers(rc['parent_tps'])}", "  "),
             *para(f"culprit: {numbers(rc['culprit_tps'])}", "  "),
         ]
-    moved = (s.get("drift") or {}).get("warning")
-    warned = [*s.get("preempt", []), *rc.get("warnings", []), *([moved] if moved else [])]
-    return fit([*lines, *report_text.warning_lines([w for w in warned if w])])
+    warned = [*s.get("preempt", []), *rc.get("warnings", []), (s.get("drift") or {}).get("warning")]
+    return fit([*lines, *warning_lines([w for w in warned if w])])
