@@ -17,6 +17,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from functools import partial
 from pathlib import Path
+from typing import Any
 
 from kbisect.compare import machines, markdown, pgsides, schedule, sequential
 from kbisect.compare import sides as sides_mod
@@ -24,7 +25,7 @@ from kbisect.compare import summary as summaries
 from kbisect.compare.sides import NAMES, Side, Spec
 from kbisect.core import clock, lock, paths, progress
 from kbisect.core.exceptions import EXIT_NEGATIVE, EXIT_OK, BenchmarkError, BootError, UserError
-from kbisect.db import noise, runs
+from kbisect.db import noise, runs, schema
 from kbisect.kernel import make
 from kbisect.measure import results, retake, sample, timeline
 from kbisect.scenario import scenario
@@ -163,8 +164,6 @@ def _run(target: Target, sides: dict[str, Side], plan: schedule.Plan, out: Path)
         schedule.save(out, plan)
         progress.set_resume(["kbisect", "compare", "--resume", str(out.resolve())])
         st = schedule.standing(plan.order, plan.retries, results.load_samples(out))
-        for x in NAMES:
-            sides[x].tps, sides[x].failed = st.tps[x], st.failed[x]
         target.warn_if_busy()
         rule = plan.rule
         if len(st.todo) < len(plan.order) or any(st.todo.values()):
@@ -175,7 +174,7 @@ def _run(target: Target, sides: dict[str, Side], plan: schedule.Plan, out: Path)
         until = ", until the ratio is settled (--boots auto)" if rule else ""
         over = f" over {len(set(plan.machines))} machines" if plan.machines else ""
         progress.step(f"{most} boots, interleaved ({plan.scheme}){over}{until}; results in {out}")
-        stop, reached, st = _measure(target, sides, plan, out, st, rule)
+        stop, reached, st, stored = _measure(target, sides, plan, out, st, rule)
         rule = plan.rule  # with the noise prior chosen on the way
         if stop is not None and rule is not None:
             progress.step(stopping.reason(stop, rule))
@@ -186,7 +185,6 @@ def _run(target: Target, sides: dict[str, Side], plan: schedule.Plan, out: Path)
             f"B: {b.failed}; slots left disturbed: {len(st.open)}); see {out}"
         )
     order = plan.order[:reached]
-    stored = results.load_samples(out)
     verdict = sequential.verdict(
         a.tps,
         b.tps,
@@ -230,7 +228,7 @@ def _measure(
     out: Path,
     st: schedule.Standing,
     rule: stopping.Rule | None,
-) -> tuple[stopping.Stop | None, int, schedule.Standing]:
+) -> tuple[stopping.Stop | None, int, schedule.Standing, list[dict[str, Any]]]:
     """Every slot still to take, round by round (one target: a round is a pair; a pool:
     a pair on every machine, the machines at once, at most one boot each:
     targets/pool/dispatch.py; a quarantined machine's slots go to the others): the slots
@@ -238,13 +236,20 @@ def _measure(
     out is left disturbed. With a sequential rule, look after the rounds it says
     (sequential.play) and stop at the first final look. How it stopped (None without a
     rule), the slots the run got to, and where the run then stands, from the stored
-    samples (the boots that count per side in the order stored)."""
+    samples (the boots that count per side in the order stored) and those samples. The
+    stored samples are read once between two sets of boots."""
     order, retries = plan.order, plan.retries
     where: list[str | None] = [*plan.machines] if plan.machines else [None] * len(order)
+    loaded: list[list[dict[str, Any]]] = []  # the stored samples, since the last boots
+
+    def stored() -> list[dict[str, Any]]:
+        if not loaded:
+            loaded.append(results.load_samples(out))
+        return loaded[0]
 
     def batch(slots: Iterable[int], again: bool = False) -> None:
         """Of `slots`, those still to take (`again`: those left disturbed), at once."""
-        now = schedule.standing(order, retries, results.load_samples(out))
+        now = schedule.standing(order, retries, stored())
         boots: list[tuple[Boot, str | None]] = []
         for i in (i for i in slots if i in now.todo and (i in now.open) == again):
             first, used = now.todo[i]
@@ -252,14 +257,14 @@ def _measure(
             run = partial(_slot, side=side, plan=plan, out=out, i=i, first=first, slot=slot)
             boots.append((run, where[i]))
         _boot_all(target, boots)
+        loaded.clear()
 
     def take(lo: int, hi: int) -> None:
         batch(range(lo, hi))
 
     def counted() -> sequential.Looked:
-        stored = results.load_samples(out)
-        a, b = (machines.counted(stored, x)[0] for x in NAMES)
-        return a, b, machines.interval(stored)
+        a, b = (machines.counted(stored(), x)[0] for x in NAMES)
+        return a, b, machines.interval(stored())
 
     for i in sorted(st.open):
         progress.step(f"boot {i + 1}/{len(order)} was left disturbed: taking it again")
@@ -271,19 +276,20 @@ def _measure(
         rule = _choose_prior(plan, out)
     ends = [2 * n for n in sequential.rounds(plan.machines or [""] * len(order))]
     stop, reached = sequential.play(rule, ends, start, take, counted)
-    stored = results.load_samples(out)
-    st = schedule.standing(order, retries, stored)
+    st = schedule.standing(order, retries, stored())
     for x in NAMES:
-        sides[x].tps = machines.counted(stored, x)[0]
+        sides[x].tps = machines.counted(stored(), x)[0]
         sides[x].failed = st.failed[x]
-    return stop, reached, st
+    return stop, reached, st, stored()
 
 
 def _choose_prior(plan: schedule.Plan, out: Path) -> stopping.Rule | None:
     """The noise prior, once, before the first look: from the results index, this
     scenario on the machine the run's first boots ran on; recorded in the plan (with the
     first look it allows), which a resumed run and the report then read."""
-    machine = next(filter(None, (noise.machine_of(s) for s in results.load_samples(out))), None)
+    machine = next(
+        filter(None, (schema.sample_machine(s) for s in results.load_samples(out))), None
+    )
     if machine is None:
         got, why = None, "the first boots recorded no machine"
     else:
@@ -333,7 +339,6 @@ def _slot(
             boot = sample.Boot(side.kernel, side.scen, out, side.append, side.name, i)
             s = retake.take(target, boot, policy, slot)
         except (BootError, BenchmarkError) as exc:
-            side.failed += 1
             progress.warn(
                 f"side {side.name} boot {i + 1} failed, kept out of the statistics: {exc}"
             )
@@ -341,7 +346,6 @@ def _slot(
         if s.get("status") == retake.DISTURBED:
             progress.warn(f"side {side.name} boot {i + 1}: left disturbed, not counted")
             return False
-        side.tps.append(float(s["tps"]))
         progress.step(f"side {side.name}: {s['tps']:.1f} tps")
         return True
     return None

@@ -7,9 +7,7 @@ RECENT runs only: a host's noise drifts as its software does."""
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 
 from kbisect.db import index, schema
 from kbisect.stats import prior as priors
@@ -25,11 +23,6 @@ _BOOTS = (
     "GROUP BY run_id ORDER BY max(coalesce(started, '')) DESC, run_id DESC LIMIT ?) "
     "ORDER BY run_id, path"
 )
-
-
-def machine_of(sample: Mapping[str, Any]) -> str | None:
-    """The machine hash the index gives this sample (schema.sample_machine), None if none."""
-    return schema.sample_machine(sample)
 
 
 def groups(

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from kbisect.db import index, noise, runs
+from kbisect.db import index, noise, runs, schema
 from kbisect.measure import results
 from kbisect.stats import prior as priors
 
@@ -28,7 +28,7 @@ def _other_machine(sample: dict[str, Any]) -> dict[str, Any]:
 
 
 def test_the_prior_pools_this_scenario_on_this_machine_only(sample: dict[str, Any]) -> None:
-    scen, machine = sample["scenario"]["hash"], noise.machine_of(sample)
+    scen, machine = sample["scenario"]["hash"], schema.sample_machine(sample)
     assert machine is not None
     r1 = results.new_run_dir("compare", "one")
     for label, tps in (("A", 1000.0), ("A", 1100.0), ("A", 900.0), ("B", 500.0), ("B", 520.0)):
@@ -58,7 +58,7 @@ def test_the_prior_pools_this_scenario_on_this_machine_only(sample: dict[str, An
 
 
 def test_the_run_asking_is_left_out_and_none_says_why(sample: dict[str, Any]) -> None:
-    scen, machine = sample["scenario"]["hash"], noise.machine_of(sample)
+    scen, machine = sample["scenario"]["hash"], schema.sample_machine(sample)
     assert machine is not None
     got, why = noise.prior(scen, machine)
     assert got is None and why.startswith("no results database at ")
@@ -73,7 +73,7 @@ def test_the_run_asking_is_left_out_and_none_says_why(sample: dict[str, Any]) ->
 
 def test_the_newest_runs_only(sample: dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(noise, "RECENT", 1)
-    scen, machine = sample["scenario"]["hash"], noise.machine_of(sample)
+    scen, machine = sample["scenario"]["hash"], schema.sample_machine(sample)
     assert machine is not None
     old = results.new_run_dir("compare", "old")
     for tps, when in ((1000.0, "2026-01-01T00:00:00Z"), (2000.0, "2026-01-01T00:01:00Z")):
