@@ -12,11 +12,11 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
 
 from kbisect.core import digest, paths, progress
 from kbisect.core.exceptions import BenchmarkError, BootError
 from kbisect.measure import results, retake, sample
+from kbisect.measure.record import Sample
 from kbisect.scenario import scenario
 from kbisect.source import git
 from kbisect.source.patches import Patch
@@ -82,9 +82,9 @@ def stored(out: Path) -> tuple[list[float], list[str]]:
     failures: list[str] = []
     for s in results.load_samples(out):
         if retake.counts(s):
-            tps.append(float(s["tps"]))
-        elif s["status"] not in ("ok", retake.DISTURBED):  # disturbed: neither one
-            failures.append(str(s["error"]))
+            tps.append(s.tps or 0.0)
+        elif s.status not in ("ok", retake.DISTURBED):  # disturbed: neither one
+            failures.append(str(s.error))
     return tps, failures
 
 
@@ -92,7 +92,7 @@ def boot_failures(out: Path) -> int:
     """How many boots of the revision failed to boot (status boot-failed)."""
     if not (out / results.SAMPLES).is_dir():
         return 0
-    return sum(1 for s in results.load_samples(out) if s["status"] == "boot-failed")
+    return sum(1 for s in results.load_samples(out) if s.status == "boot-failed")
 
 
 def retry_owed(out: Path, tps: list[float], failures: list[str]) -> bool:
@@ -102,12 +102,12 @@ def retry_owed(out: Path, tps: list[float], failures: list[str]) -> bool:
     return not tps and len(failures) == 1 and boot_failures(out) == 1
 
 
-def loaded(store: Path, commit: str) -> list[dict[str, Any]]:
-    """The stored samples of commit (every status), each with its commit as "_commit"."""
+def loaded(store: Path, commit: str) -> list[Sample]:
+    """The stored samples of commit (every status), each at its commit (`revision`)."""
     out = commit_dir(store, commit)
     if not (out / results.SAMPLES).is_dir():
         return []
-    return [{**s, "_commit": commit} for s in results.load_samples(out)]
+    return [s.at(commit) for s in results.load_samples(out)]
 
 
 def draw(ctx: Context, rev: Revision, attempts: int = 2) -> float:
@@ -123,13 +123,13 @@ def draw(ctx: Context, rev: Revision, attempts: int = 2) -> float:
         try:
             boot = sample.Boot(rev.kernel, ctx.scen, rev.out, ctx.append)
             taken = retake.take(ctx.target, boot, ctx.policy, slot)
-            if taken.get("status") == retake.DISTURBED:
+            if taken.status == retake.DISTURBED:
                 raise BenchmarkError(
                     f"{rev.commit[:12]}: {slot.used + 1} samples in a row disturbed by other "
                     "work on the host (none counts): run it on a quiet host, or "
                     "--count-disturbed"
                 )
-            return float(taken["tps"])
+            return taken.tps or 0.0
         except BootError as exc:
             if attempt == 2:
                 raise

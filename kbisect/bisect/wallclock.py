@@ -40,7 +40,7 @@ def store_rows(store: Path, commits: Sequence[str], t0: float | None = None) -> 
     """The stored ok samples of commits as drift.Timed (seconds since t0, default the
     first), oldest first."""
     loaded = [s for c in dict.fromkeys(commits) for s in samples.loaded(store, c)]
-    return timeline.timed(loaded, lambda s: str(s["_commit"]), t0)
+    return timeline.timed(loaded, lambda s: s.revision, t0)
 
 
 def check(rows: Sequence[drift.Timed], method: str, references: int) -> dict[str, Any]:

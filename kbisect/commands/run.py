@@ -8,11 +8,11 @@ from __future__ import annotations
 import argparse
 import shlex
 from pathlib import Path
-from typing import Any
 
 from kbisect.commands import options
 from kbisect.core import paths, progress
 from kbisect.measure import preempt, results, retake, sample
+from kbisect.measure.record import Sample
 from kbisect.scenario import scenario
 from kbisect.stats import means
 from kbisect.targets.base import Kernel
@@ -60,17 +60,17 @@ def main(args: argparse.Namespace) -> int:
         target.warn_if_busy()
         policy = options.retake_policy(args)
         tps: list[float] = []
-        taken: list[dict[str, Any]] = []
+        taken: list[Sample] = []
         for i in range(args.runs):
             progress.set_resume(going_on(progress.reproduce_line(), out, args.runs - i))
             progress.step(f"boot {i + 1}/{args.runs}")
             s = retake.take(target, sample.Boot(kernel, scen, out, args.append), policy)
-            if s.get("status") == retake.DISTURBED:
+            if s.status == retake.DISTURBED:
                 print(f"boot {i + 1}: disturbed, not counted")
                 continue
-            tps.append(s["tps"])
+            tps.append(s.tps or 0.0)
             taken.append(s)
-            print(f"boot {i + 1}: {s['tps']:.1f} tps  ({model_note(s)})")
+            print(f"boot {i + 1}: {s.tps:.1f} tps  ({model_note(s)})")
     summary = means.summarize(tps)
     print(
         f"{scen.name}: mean {summary.mean:.1f} tps over {summary.n} boot(s), "
@@ -81,10 +81,10 @@ def main(args: argparse.Namespace) -> int:
     return 0
 
 
-def model_note(s: dict[str, Any]) -> str:
+def model_note(s: Sample) -> str:
     """`preempt=lazy`, and what was asked when the boot did not get it (measure/preempt.py)."""
-    model = (s["fingerprint"] or {}).get("preempt")
+    model = s.fingerprint.get("preempt")
     note = f"preempt={model or 'unknown'}"
-    if preempt.message("", s.get("preempt")):
-        note += f", asked {s['preempt']['asked']}" + ("" if model is None else ": NOT it")
+    if (record := s.preempt) and preempt.message("", record):
+        note += f", asked {record['asked']}" + ("" if model is None else ": NOT it")
     return note

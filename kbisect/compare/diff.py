@@ -24,6 +24,7 @@ from kbisect.compare import text as compare_text
 from kbisect.compare.report import METHODS, SIDES
 from kbisect.core.exceptions import UserError
 from kbisect.measure import results
+from kbisect.measure.record import Sample
 from kbisect.report import disturbed
 from kbisect.report.text import fingerprint_lines, fit, para, warning_lines
 from kbisect.stats import means, ratio
@@ -39,16 +40,16 @@ class BadSet(UserError):
 class Set:
     spec: str  # as given
     dir: Path  # the folder whose samples/ these are
-    samples: list[dict[str, Any]]  # those that count or failed, in boot order
+    samples: list[Sample]  # those that count or failed, in boot order
 
     def hashes(self) -> set[str]:
-        return {str((s.get("scenario") or {}).get("hash")) for s in self.samples}
+        return {s.scenario_hash for s in self.samples}
 
     def settings(self) -> Mapping[str, Any]:
-        return next(((s.get("scenario") or {}).get("settings") or {} for s in self.samples), {})
+        return next((s.settings for s in self.samples), {})
 
     def scenario(self) -> str:
-        return str(next(((s.get("scenario") or {}).get("name") for s in self.samples), "?"))
+        return next((s.scenario for s in self.samples), "?")
 
 
 def _kind(folder: Path, store_of: StoreOf) -> str | None:
@@ -61,7 +62,7 @@ def _kind(folder: Path, store_of: StoreOf) -> str | None:
     return "compare" if (folder / "plan.json").is_file() else None
 
 
-def _samples(folder: Path, spec: str) -> list[dict[str, Any]]:
+def _samples(folder: Path, spec: str) -> list[Sample]:
     if not results.sample_paths(folder):
         raise BadSet(f"{spec}: no samples in {folder}")
     kept, _copies = results.without_copies(folder)  # InvalidResult: exit 3
@@ -91,7 +92,7 @@ def resolve(spec: str, store_of: StoreOf) -> Set:
     if kind == "compare":
         if side not in SIDES:
             raise BadSet(f"{spec}: a compare has two sides: pick one, {folder}:A or {folder}:B")
-        chosen = [s for s in _samples(folder, spec) if s.get("label") == side]
+        chosen = [s for s in _samples(folder, spec) if s.label == side]
         if not chosen:
             raise BadSet(f"{spec}: side {side} has no samples")
         return Set(spec, folder, chosen)
@@ -145,9 +146,9 @@ def check_scenarios(a: Set, b: Set, *, force: bool) -> list[str]:
 def as_run(a: Set, b: Set, min_effect: float) -> compare_report.Run:
     """The two sets as a compare run (side A, side B), its verdict by compare's statistics."""
     samples = [
-        {**s, "label": side} for side, x in zip(SIDES, (a, b), strict=True) for s in x.samples
+        s.with_(label=side) for side, x in zip(SIDES, (a, b), strict=True) for s in x.samples
     ]
-    tps = [compare_report.ok_tps([s for s in samples if s["label"] == x]) for x in SIDES]
+    tps = [compare_report.ok_tps([s for s in samples if s.label == x]) for x in SIDES]
     try:
         v = ratio.verdict(*tps, min_effect=min_effect)
     except means.StatsError as exc:
@@ -177,7 +178,7 @@ def text(d: Diff) -> str:
     if d.differs:
         lines += ["scenario settings that differ (A -> B), compared anyway (--force):"]
         lines += [line for x in d.differs for line in para(x, "  ", "  ")] + [""]
-    fps = {x: [s.get("fingerprint") or {} for s in run.side(x)] for x in SIDES}
+    fps = {x: [s.fingerprint for s in run.side(x)] for x in SIDES}
     lines += ["fingerprint differences (A, B):", *fingerprint_lines(fps, ("A", "B"))]
     return fit([*lines, *warning_lines(run.verdict.warnings)])
 

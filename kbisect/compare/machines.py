@@ -6,24 +6,23 @@ interval is the single-target one, unchanged."""
 from __future__ import annotations
 
 import functools
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from kbisect.measure import retake
-from kbisect.measure.sample import machine
+from kbisect.measure.record import Sample
 from kbisect.stats import means, ratio
 
 Interval = means.Interval
 
 
-def counted(samples: Sequence[Mapping[str, Any]], side: str) -> tuple[list[float], list[str]]:
+def counted(samples: Sequence[Sample], side: str) -> tuple[list[float], list[str]]:
     """A side's boots that count (retake.counts), in the order given, and their machines."""
-    kept = [s for s in samples if s.get("label") == side and retake.counts(s)]
-    return [float(s["tps"]) for s in kept], [machine(s) for s in kept]
+    kept = [s for s in samples if s.label == side and retake.counts(s)]
+    return [s.tps or 0.0 for s in kept], [s.machine for s in kept]
 
 
-def interval(samples: Sequence[Mapping[str, Any]]) -> Interval | None:
+def interval(samples: Sequence[Sample]) -> Interval | None:
     """The blocked interval for these samples' boots that count, when they ran on more
     than one machine; None (the single-target interval) otherwise. It must be given the
     tps of `counted`, in that order."""
@@ -34,7 +33,7 @@ def interval(samples: Sequence[Mapping[str, Any]]) -> Interval | None:
     return functools.partial(ratio.ratio_ci, machines=(ma, mb))
 
 
-def blocks(samples: Sequence[Mapping[str, Any]]) -> tuple[list[str], list[str]] | None:
+def blocks(samples: Sequence[Sample]) -> tuple[list[str], list[str]] | None:
     """Each side's machines of the boots that count (as `counted`), for the verdict's
     warnings within machines; None when one machine took them all."""
     (_, ma), (_, mb) = counted(samples, "A"), counted(samples, "B")
@@ -50,17 +49,17 @@ class Part:
     failed: int
 
 
-def parts(samples: Sequence[Mapping[str, Any]], side: str) -> list[Part]:
+def parts(samples: Sequence[Sample], side: str) -> list[Part]:
     """A side's boots per machine, machines in the order they first took a boot (of
     either side); empty when one machine (or none) took every boot that counts."""
     if blocks(samples) is None:
         return []
-    mine = [s for s in samples if s.get("label") == side]
+    mine = [s for s in samples if s.label == side]
     out = []
-    for name in dict.fromkeys(machine(s) for s in samples):
-        if not (here := [s for s in mine if machine(s) == name]):
+    for name in dict.fromkeys(s.machine for s in samples):
+        if not (here := [s for s in mine if s.machine == name]):
             continue
-        tps = [float(s["tps"]) for s in here if retake.counts(s)]
+        tps = [s.tps or 0.0 for s in here if retake.counts(s)]
         out.append(Part(name, tps, len(here) - len(tps)))
     return out
 
@@ -83,11 +82,11 @@ class Row:
         return None
 
 
-def rows(samples: Sequence[Mapping[str, Any]]) -> list[Row]:
+def rows(samples: Sequence[Sample]) -> list[Row]:
     """Each machine's figures, machines in the order they first took a boot; empty when
     one machine (or none) took every boot that counts."""
     (a, ma), (b, mb) = counted(samples, "A"), counted(samples, "B")
-    names = list(dict.fromkeys([machine(s) for s in samples if retake.counts(s)]))
+    names = list(dict.fromkeys([s.machine for s in samples if retake.counts(s)]))
     if len(names) < 2:
         return []
 
@@ -102,7 +101,7 @@ def rows(samples: Sequence[Mapping[str, Any]]) -> list[Row]:
     return out
 
 
-def lines(samples: Sequence[Mapping[str, Any]]) -> list[str]:
+def lines(samples: Sequence[Sample]) -> list[str]:
     """One line per machine, for the text reports (none for a run on one machine)."""
     out = []
     for r in rows(samples):

@@ -63,7 +63,7 @@ def render(run: Run) -> mbox.Mail:
         if info.get("append"):
             lines += para(f"appended to its command line: {info['append']}", "   ")
     lines += [f"tree: {trees}", ""]
-    settings: Mapping[str, Any] = next((x["scenario"]["settings"] for x in run.samples), {})
+    settings: Mapping[str, Any] = next((x.settings for x in run.samples), {})
     scen = s["scenario"]
     lines += [*mbox.testcase(settings, scen["name"], scen.get("hash") or ""), ""]
     lines += [*mbox.machine(run.samples), ""]

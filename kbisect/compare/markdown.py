@@ -22,6 +22,7 @@ from kbisect.compare.report import (
 )
 from kbisect.core import atomic, progress
 from kbisect.measure import fingerprint, fiodiff, timeline
+from kbisect.measure.record import Sample
 from kbisect.report import disturbed, patches, plots, profile
 from kbisect.report.formats import cell, reproduce, section
 from kbisect.report.text import host_line
@@ -133,18 +134,14 @@ def _machine_table(run: Run) -> list[str]:
     return [*out, ""]
 
 
-def _boot_table(samples: Sequence[Mapping[str, Any]]) -> list[str]:
+def _boot_table(samples: Sequence[Sample]) -> list[str]:
     out = ["| # | side | tps | status | boot s | error |", "|---:|---|---:|---|---:|---|"]
     for i, s in enumerate(samples, 1):
-        ok = s.get("status") == "ok"
-        tps = f"{s['tps']:,.1f}" if ok and s.get("tps") else "—"
-        boot = (s.get("timings") or {}).get("boot_s")
+        tps = f"{s.tps:,.1f}" if s.ok and s.tps else "—"
+        boot = s.timings.get("boot_s")
         boot_s = f"{boot:.1f}" if isinstance(boot, int | float) else "—"
-        status = "ok" if ok else f"**{s.get('status') or 'unknown'}**"
-        out.append(
-            f"| {i} | {s.get('label')} | {tps} | {status} | {boot_s} "
-            f"| {cell(s.get('error') or '')} |"
-        )
+        status = "ok" if s.ok else f"**{s.status}**"
+        out.append(f"| {i} | {s.label} | {tps} | {status} | {boot_s} | {cell(s.error or '')} |")
     return out
 
 
@@ -174,7 +171,7 @@ BOOTS_NOTE = "Failed boots are listed here and kept out of every statistic above
 def markdown(run: Run, *, override: bool = False) -> str:
     """The whole report; `override`: the min effect is not the run's own."""
     v, scen, s = run.verdict, run.summary["scenario"], run.summary
-    rows = fingerprint.diff({x: [b.get("fingerprint") or {} for b in run.side(x)] for x in SIDES})
+    rows = fingerprint.diff({x: [b.fingerprint for b in run.side(x)] for x in SIDES})
     accels = sorted(run.accels("A") | run.accels("B"))
     names = {x: run.name(x) for x in SIDES}
     note = (

@@ -14,6 +14,7 @@ from kbisect.compare import machines, sequential
 from kbisect.core import progress
 from kbisect.core.exceptions import UserError
 from kbisect.measure import fiodiff, preempt, results, retake, timeline
+from kbisect.measure.record import Sample
 from kbisect.report import disturbed
 from kbisect.stats import blocked, means, ratio
 from kbisect.stats import prior as priors
@@ -37,7 +38,7 @@ class Run:
 
     dir: Path
     summary: Mapping[str, Any]
-    samples: list[dict[str, Any]]  # in boot order
+    samples: list[Sample]  # in boot order
     verdict: means.Verdict
     min_effect: float
     confidence: float
@@ -49,15 +50,15 @@ class Run:
         order = self.summary.get("order") or []
         return order.count(side) if order else None
 
-    def side(self, name: str) -> list[dict[str, Any]]:
-        return [s for s in self.samples if s.get("label") == name]
+    def side(self, name: str) -> list[Sample]:
+        return [s for s in self.samples if s.label == name]
 
     def name(self, side: str) -> str:
         return str(self.summary["sides"][side].get("label") or side)
 
     def accels(self, side: str) -> set[str]:
         """Where a side ran: the target and its accelerator, e.g. `vng/tcg`."""
-        return {_where(s["target"]) for s in self.side(side)}
+        return {_where(s.target) for s in self.side(side)}
 
 
 def check(summary: Mapping[str, Any], path: Path) -> None:
@@ -83,9 +84,9 @@ def _where(target: Mapping[str, Any]) -> str:
     return f"{target['name']}/{accel}" if accel else str(target["name"])
 
 
-def ok_tps(samples: Sequence[Mapping[str, Any]]) -> list[float]:
+def ok_tps(samples: Sequence[Sample]) -> list[float]:
     """The tps of the boots that count: status "ok", undisturbed (retake.counts)."""
-    return [float(s["tps"]) for s in samples if retake.counts(s)]
+    return [s.tps or 0.0 for s in samples if retake.counts(s)]
 
 
 def load(run_dir: Path, summary: Mapping[str, Any], min_effect: float | None) -> Run:
@@ -93,7 +94,7 @@ def load(run_dir: Path, summary: Mapping[str, Any], min_effect: float | None) ->
     samples, copies = results.without_copies(run_dir)  # InvalidResult: exit 3
     for line in copies:
         progress.warn(line)
-    left = {x: sum(retake.left_out(s) for s in samples if s.get("label") == x) for x in SIDES}
+    left = {x: sum(retake.left_out(s) for s in samples if s.label == x) for x in SIDES}
     samples = disturbed.counted(samples)  # a disturbed sample is listed on its own
     listed = [f for side in summary["sides"].values() for f in side.get("samples") or []]
     if listed and not samples:
@@ -104,7 +105,7 @@ def load(run_dir: Path, summary: Mapping[str, Any], min_effect: float | None) ->
         )
     effect = float(summary.get("min_effect", 0.02)) if min_effect is None else min_effect
     confidence = float(summary.get("confidence", 0.95))
-    a, b = (ok_tps([s for s in samples if s.get("label") == x]) for x in SIDES)
+    a, b = (ok_tps([s for s in samples if s.label == x]) for x in SIDES)
     try:
         order = summary.get("order") or []
         planned = min(order.count(x) for x in SIDES) if order else None
@@ -211,5 +212,5 @@ def left_disturbed(run: Run, side: str) -> str | None:
 
 def storage(run: Run) -> list[fiodiff.Row]:
     """The sides' fio preflight figures (fiodiff.py), from the boots that count."""
-    ok = {x: [b.get("fingerprint") for b in run.side(x) if b.get("status") == "ok"] for x in SIDES}
+    ok = {x: [b.fingerprint for b in run.side(x) if b.ok] for x in SIDES}
     return fiodiff.rows(ok)

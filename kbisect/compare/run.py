@@ -17,7 +17,6 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from functools import partial
 from pathlib import Path
-from typing import Any
 
 from kbisect.compare import machines, markdown, pgsides, schedule, sequential
 from kbisect.compare import sides as sides_mod
@@ -28,6 +27,7 @@ from kbisect.core.exceptions import EXIT_NEGATIVE, EXIT_OK, BenchmarkError, Boot
 from kbisect.db import noise, runs, schema
 from kbisect.kernel import make
 from kbisect.measure import results, retake, sample, timeline
+from kbisect.measure.record import Sample
 from kbisect.scenario import scenario
 from kbisect.stats import stopping
 from kbisect.targets import registry
@@ -228,7 +228,7 @@ def _measure(
     out: Path,
     st: schedule.Standing,
     rule: stopping.Rule | None,
-) -> tuple[stopping.Stop | None, int, schedule.Standing, list[dict[str, Any]]]:
+) -> tuple[stopping.Stop | None, int, schedule.Standing, list[Sample]]:
     """Every slot still to take, round by round (one target: a round is a pair; a pool:
     a pair on every machine, the machines at once, at most one boot each:
     targets/pool/dispatch.py; a quarantined machine's slots go to the others): the slots
@@ -240,9 +240,9 @@ def _measure(
     stored samples are read once between two sets of boots."""
     order, retries = plan.order, plan.retries
     where: list[str | None] = [*plan.machines] if plan.machines else [None] * len(order)
-    loaded: list[list[dict[str, Any]]] = []  # the stored samples, since the last boots
+    loaded: list[list[Sample]] = []  # the stored samples, since the last boots
 
-    def stored() -> list[dict[str, Any]]:
+    def stored() -> list[Sample]:
         if not loaded:
             loaded.append(results.load_samples(out))
         return loaded[0]
@@ -288,7 +288,7 @@ def _choose_prior(plan: schedule.Plan, out: Path) -> stopping.Rule | None:
     scenario on the machine the run's first boots ran on; recorded in the plan (with the
     first look it allows), which a resumed run and the report then read."""
     machine = next(
-        filter(None, (schema.sample_machine(s) for s in results.load_samples(out))), None
+        filter(None, (schema.sample_machine(s.data) for s in results.load_samples(out))), None
     )
     if machine is None:
         got, why = None, "the first boots recorded no machine"
@@ -343,9 +343,9 @@ def _slot(
                 f"side {side.name} boot {i + 1} failed, kept out of the statistics: {exc}"
             )
             continue
-        if s.get("status") == retake.DISTURBED:
+        if s.status == retake.DISTURBED:
             progress.warn(f"side {side.name} boot {i + 1}: left disturbed, not counted")
             return False
-        progress.step(f"side {side.name}: {s['tps']:.1f} tps")
+        progress.step(f"side {side.name}: {s.tps:.1f} tps")
         return True
     return None

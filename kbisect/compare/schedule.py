@@ -15,6 +15,7 @@ from kbisect.compare import sequential
 from kbisect.core import atomic, reading
 from kbisect.core.exceptions import UserError
 from kbisect.measure import results, retake
+from kbisect.measure.record import Sample
 from kbisect.stats import prior as priors
 from kbisect.stats import stopping
 
@@ -218,7 +219,7 @@ class Standing:
     todo: dict[int, tuple[int, int]] = field(default_factory=dict)
 
 
-def standing(plan: list[str], retries: int, stored: list[dict[str, Any]]) -> Standing:
+def standing(plan: list[str], retries: int, stored: Sequence[Sample]) -> Standing:
     """Replay the stored samples (in the order taken) against the plan, slot by slot. A
     sample names its slot (over a pool the machines take slots at once, out of the
     plan's order); one without (an earlier kbisect's) follows the plan in order. Each
@@ -226,20 +227,19 @@ def standing(plan: list[str], retries: int, stored: list[dict[str, Any]]) -> Sta
     by its last try (retake.py), or by a disturbed sample an earlier kbisect kept and
     counted; given up after `retries` failed tries, unless a later try (its machine
     quarantined, another took it) follows."""
-    mine: dict[int, list[dict[str, Any]]] = {}
+    mine: dict[int, list[Sample]] = {}
     nxt, tries = 0, 0  # the plan's next slot in order, and its failed tries
     for s in stored:
-        slot = s.get("slot")
-        slot = slot if isinstance(slot, int) else nxt
-        if not 0 <= slot < len(plan) or s.get("label") != plan[slot]:
+        slot = s.slot if s.slot is not None else nxt
+        if not 0 <= slot < len(plan) or s.label != plan[slot]:
             where = f"boot {slot + 1} of the plan is side {plan[slot]}" if slot < len(plan) else ""
             raise NotResumable(
-                f"a stored sample of side {s.get('label')} does not follow the plan "
+                f"a stored sample of side {s.label} does not follow the plan "
                 f"({where or 'the plan is done'})"
             )
         mine.setdefault(slot, []).append(s)
         if slot == nxt:
-            failed = s.get("status") not in ("ok", retake.DISTURBED) and not retake.counts(s)
+            failed = s.status not in ("ok", retake.DISTURBED) and not retake.counts(s)
             tries = tries + 1 if failed else tries
             if retake.counts(s) or retake.left_out(s) or tries > retries:
                 nxt, tries = nxt + 1, 0
@@ -250,9 +250,9 @@ def standing(plan: list[str], retries: int, stored: list[dict[str, Any]]) -> Sta
             if done:
                 continue
             if retake.counts(s):
-                st.tps[plan[i]].append(float(s["tps"]))
+                st.tps[plan[i]].append(s.tps or 0.0)
                 done = True
-            elif s.get("status") in ("ok", retake.DISTURBED):
+            elif s.status in ("ok", retake.DISTURBED):
                 retakes = 0 if retake.left_out(s) else retakes + 1
                 if retake.left_out(s) or i in st.open:
                     st.open[i] = retakes

@@ -10,8 +10,9 @@ from typing import Any
 
 from kbisect.compare import machines, schedule
 from kbisect.compare.sides import NAMES, Side
-from kbisect.core import clock, progress, reading
+from kbisect.core import clock, progress
 from kbisect.measure import results
+from kbisect.measure.record import Sample
 from kbisect.stats import blocked, means
 
 
@@ -19,7 +20,7 @@ def sample_files(out: Path) -> dict[str, list[str]]:
     """This run's sample files per side, relative to the run dir."""
     files: dict[str, list[str]] = {}
     for path in results.sample_paths(out):
-        label = reading.json_table(path, reading.SAMPLE_RECOVER).get("label") or "?"
+        label = results.load_sample(path).label or "?"
         files.setdefault(label, []).append(str(path.relative_to(out)))
     return files
 
@@ -91,7 +92,7 @@ def partial(out: Path) -> dict[str, Any]:
 
 
 def print_table(
-    sides: dict[str, Side], verdict: means.Verdict, samples: Sequence[Mapping[str, Any]] = ()
+    sides: dict[str, Side], verdict: means.Verdict, samples: Sequence[Sample] = ()
 ) -> None:
     """The table printed at a compare's end: each side's figures, B/A and the warnings.
     Over a pool (`samples` from more than one machine), a row per side and machine: a

@@ -131,7 +131,7 @@ def kernels(run: Run) -> list[str]:
 
 def scenario(run: Run) -> list[str]:
     scen = run.summary["scenario"]
-    settings: Mapping[str, Any] = next((x["scenario"]["settings"] for x in run.samples), {})
+    settings: Mapping[str, Any] = next((x.settings for x in run.samples), {})
     return _scenario(settings, scen["name"], scen.get("hash") or "")
 
 
@@ -140,7 +140,7 @@ def render(run: Run) -> str:
     s, v = run.summary, run.verdict
     lines = [*para(head(run)), "", *figures(run), "", "kernels:", *kernels(run)]
     lines += ["", "reproduce:", *command(s.get("command") or "(not recorded)"), ""]
-    fps = {x: [b.get("fingerprint") or {} for b in run.side(x)] for x in SIDES}
+    fps = {x: [b.fingerprint for b in run.side(x)] for x in SIDES}
     lines += ["fingerprint differences (A, B):", *fingerprint_lines(fps, ("A", "B")), ""]
     lines += ["machine:", *machine(run.samples), ""]
     lines += ["build:", *build.lines({x: run.side(x) for x in SIDES}), ""]
@@ -149,7 +149,7 @@ def render(run: Run) -> str:
     lines += ["scenario:", *scenario(run), ""]
     lines += ["tps per boot, in boot order (failed boots left out):"]
     for side in SIDES:
-        tps = [float(b["tps"]) for b in run.side(side) if b.get("status") == "ok"]
+        tps = [b.tps for b in run.side(side) if b.ok and b.tps is not None]
         lines += para(f"{side}: {numbers(tps)}", "  ")
     if profiles := profile.text({x: run.side(x) for x in SIDES}, run_dir=run.dir):
         lines += ["", *profiles]

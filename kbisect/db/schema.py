@@ -1,6 +1,7 @@
 """The tables of the results database, and opening it: WAL, a schema version, created once
 per process; the columns of one sample and of one run, read from their JSON as written (a
-field an older file lacks, or holds with another type, becomes NULL, never an error)."""
+field an older file lacks, or holds with another type, becomes NULL, never an error).
+A sample stays raw JSON here on purpose: rebuild reads its files unvalidated."""
 
 from __future__ import annotations
 
@@ -212,7 +213,7 @@ def disturbed(sample: Mapping[str, Any]) -> bool:
 
 
 def _target(sample: Mapping[str, Any]) -> Mapping[str, Any]:
-    """The sample's target; version 1 samples were vng only (results.upgrade)."""
+    """The sample's target; version 1 samples were vng only (measure/record.py Sample.of)."""
     target = _table(sample.get("target"))
     if not target and sample.get("version") == 1:
         manifest = _table(_table(sample.get("kernel")).get("manifest"))

@@ -6,7 +6,7 @@ were written, and reads each sample file it names; run dirs given are read direc
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -15,6 +15,7 @@ from kbisect.core import paths, progress
 from kbisect.core.exceptions import UserError
 from kbisect.db import index, query
 from kbisect.measure import results
+from kbisect.measure.record import Sample
 from kbisect.source import rc
 
 
@@ -42,7 +43,7 @@ class Obs:
     settings: dict[str, Any] = field(default_factory=dict, compare=False)
 
 
-def machine_name(target: dict[str, Any]) -> str:
+def machine_name(target: Mapping[str, Any]) -> str:
     """The target's name, and for a vng guest the host under it when the sample records
     it (`vng@AMD EPYC/2`): two hosts are two machines (targets/vng/host.py)."""
     name = str(target.get("name") or "")
@@ -52,27 +53,23 @@ def machine_name(target: dict[str, Any]) -> str:
     return name
 
 
-def from_sample(sample: dict[str, Any], path: str = "", run_id: str = "") -> Obs:
-    kernel = sample.get("kernel") or {}
-    commit = str(kernel.get("commit") or "")
-    describe = (kernel.get("manifest") or {}).get("describe")
-    scenario = sample.get("scenario") or {}
-    tps = sample.get("tps")
+def from_sample(sample: Sample, path: str = "", run_id: str = "") -> Obs:
+    commit = sample.commit or ""
     return Obs(
         path=path,
-        tps=float(tps) if isinstance(tps, int | float) else None,
-        status=str(sample.get("status")),
-        disturbed=bool((sample.get("disturbance") or {}).get("disturbed")),
-        kernel_tag=str(describe or commit[:12]),
+        tps=sample.tps,
+        status=sample.status,
+        disturbed=sample.disturbed,
+        kernel_tag=str(sample.manifest.get("describe") or commit[:12]),
         kernel_commit=commit,
-        scenario_name=str(scenario.get("name") or ""),
-        scenario_hash=str(scenario.get("hash") or ""),
-        machine=machine_name(sample.get("target") or {}),
-        started=str(sample.get("created") or ""),
+        scenario_name=sample.scenario,
+        scenario_hash=sample.scenario_hash,
+        machine=machine_name(sample.target),
+        started=sample.created,
         run_id=run_id,
-        label=str(sample.get("label") or ""),
-        append=str(sample.get("append") or ""),
-        settings=dict(scenario.get("settings") or {}),
+        label=sample.label or "",
+        append=sample.append,
+        settings=dict(sample.settings),
     )
 
 

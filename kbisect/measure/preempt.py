@@ -18,6 +18,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from kbisect.measure.record import Sample
+
 MODELS = ("none", "voluntary", "full", "lazy")
 DYNAMIC = "CONFIG_PREEMPT_DYNAMIC"
 HAS_LAZY = "CONFIG_ARCH_HAS_PREEMPT_LAZY"
@@ -128,16 +130,14 @@ def _refuses(record: Mapping[str, Any]) -> bool:
     return m is not None and int(m.group(1)) >= 7
 
 
-def first_warnings(
-    samples: Sequence[Mapping[str, Any]], who: Iterable[tuple[str | None, str]]
-) -> list[str]:
+def first_warnings(samples: Sequence[Sample], who: Iterable[tuple[str | None, str]]) -> list[str]:
     """One warning per label whose boots did not all get the model they asked for, in
     the order of `who`'s (label, name) pairs: the first such sample's message, naming
     the label as `who` does, with how many boots."""
     out = []
     for label, name in who:
-        mine = [s for s in samples if s.get("label") == label]
-        said = [m for s in mine if (m := message(name, s.get("preempt")))]
+        mine = [s for s in samples if s.label == label]
+        said = [m for s in mine if (m := message(name, s.preempt))]
         if said:
             out.append(said[0] + _count(len(said), len(mine)))
     return out

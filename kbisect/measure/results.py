@@ -27,6 +27,7 @@ from kbisect.core import atomic, clock, paths, reading
 from kbisect.core.exceptions import InfraError, UserError
 from kbisect.core.reading import CorruptFile
 from kbisect.db import index
+from kbisect.measure.record import Sample
 
 SAMPLES = "samples"
 BOOTS = "boots"  # each boot's console log and guest files (measure/sample.py)
@@ -185,8 +186,9 @@ def _next_number(folder: Path) -> int:
     return max(numbers, default=0) + 1
 
 
-def write_sample(run_dir: Path, sample: dict[str, Any]) -> Path:
+def write_sample(run_dir: Path, record: Sample) -> Path:
     """Validate and store one sample as samples/NNN-<label>.json; never overwrites one."""
+    sample = record.data
     validate(sample, "sample")
     folder = run_dir / SAMPLES
     folder.mkdir(parents=True, exist_ok=True)
@@ -232,36 +234,27 @@ def sample_paths(run_dir: Path) -> list[Path]:
     return sorted(found, key=lambda p: (int(p.name.split("-", 1)[0]), p.name))
 
 
-def upgrade(sample: dict[str, Any]) -> dict[str, Any]:
-    """A sample in today's shape: version 1 recorded only the accelerator of a vng boot."""
-    if sample.get("version") != 1:
-        return sample
-    arch = ((sample.get("kernel") or {}).get("manifest") or {}).get("arch")
-    where = {"kind": "vng", "name": "vng", "arch": arch, "accel": sample.get("accel")}
-    return {**sample, "target": sample.get("target", where)}
+def load_sample(path: Path) -> Sample:
+    """One sample file, validated and in today's shape (record.Sample.of)."""
+    return Sample.of(_read(path, "sample"))
 
 
-def load_sample(path: Path) -> dict[str, Any]:
-    """One sample file, validated and in today's shape (`upgrade`)."""
-    return upgrade(_read(path, "sample"))
-
-
-def load_samples(run_dir: Path) -> list[dict[str, Any]]:
+def load_samples(run_dir: Path) -> list[Sample]:
     """Every sample of a run, in the order they were taken, each validated and in
-    today's shape (`upgrade`)."""
+    today's shape (record.Sample.of)."""
     return [load_sample(p) for p in sample_paths(run_dir)]
 
 
-def without_copies(run_dir: Path) -> tuple[list[dict[str, Any]], list[str]]:
+def without_copies(run_dir: Path) -> tuple[list[Sample], list[str]]:
     """The run's samples (as load_samples), but a file that repeats an earlier sample's
     boot (its boot_dir; a sample without one, its whole content), such as a sample copied
     under another number, is left out, with one line saying which."""
-    kept: list[dict[str, Any]] = []
+    kept: list[Sample] = []
     seen: dict[str, Path] = {}
     copies: list[str] = []
     for path in sample_paths(run_dir):
-        sample = upgrade(_read(path, "sample"))
-        key = str(sample.get("boot_dir") or json.dumps(sample, sort_keys=True))
+        sample = load_sample(path)
+        key = sample.boot_dir or json.dumps(sample.data, sort_keys=True)
         if key in seen:
             copies.append(
                 f"{path.name} repeats the boot of {seen[key].name}: left out of "

@@ -19,12 +19,13 @@ so it never retakes more than the bound.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from kbisect.core import progress
 from kbisect.measure import sample
+from kbisect.measure.record import Sample
 from kbisect.targets import monitor
 from kbisect.targets.base import Target
 
@@ -59,42 +60,35 @@ class Slot:
     used: int = 0
 
 
-def disturbed(s: Mapping[str, Any]) -> bool:
-    """Taken while other work disturbed it (whatever its status)."""
-    return bool((s.get("disturbance") or {}).get("disturbed"))
-
-
-def counts(s: Mapping[str, Any]) -> bool:
+def counts(s: Sample) -> bool:
     """Whether a stored sample is a figure of the statistics: a good boot, undisturbed,
     or disturbed and kept by --count-disturbed. A sample an earlier kbisect kept and
     counted when its retakes ran out does not count any more."""
-    if s.get("status") != "ok" or not s.get("tps"):
+    if not s.ok or not s.tps:
         return False
-    return not disturbed(s) or bool((s.get("disturbance") or {}).get("counted"))
+    return not s.disturbed or bool(s.disturbance.get("counted"))
 
 
-def left_out(s: Mapping[str, Any]) -> bool:
+def left_out(s: Sample) -> bool:
     """A disturbed sample that does not count and whose slot was not filled after it:
     the last try of a slot (`last_try`), or one an earlier kbisect kept and counted."""
-    if s.get("status") == DISTURBED:
-        return bool((s.get("disturbance") or {}).get("last_try"))
-    return s.get("status") == "ok" and disturbed(s) and not counts(s)
+    if s.status == DISTURBED:
+        return bool(s.disturbance.get("last_try"))
+    return s.ok and s.disturbed and not counts(s)
 
 
-def trailing(stored: list[dict[str, Any]]) -> int:
+def trailing(stored: Sequence[Sample]) -> int:
     """Retakes the slot in progress already used: the disturbed samples after the last
     good one or the last try of a slot (failed boots in between do not end the slot)."""
     n = 0
     for s in reversed(stored):
-        if s.get("status") == "ok" or left_out(s):
+        if s.ok or left_out(s):
             break
-        n += s.get("status") == DISTURBED
+        n += s.status == DISTURBED
     return n
 
 
-def take(
-    target: Target, boot: sample.Boot, policy: Policy, slot: Slot | None = None
-) -> dict[str, Any]:
+def take(target: Target, boot: sample.Boot, policy: Policy, slot: Slot | None = None) -> Sample:
     """sample.take, again (once the host is quiet) while the sample is disturbed and the
     slot has retakes left. The sample returned has status DISTURBED when the retakes ran
     out (`counts` is False for it); with policy.count the last try is kept, counted."""
@@ -103,8 +97,8 @@ def take(
         last = slot.used >= policy.retakes
         mode = (sample.COUNT if policy.count else sample.LAST) if last else sample.RETAKE
         s = sample.take(target, boot, threshold=policy.share, when_disturbed=mode)
-        if s.get("status") != DISTURBED:
-            if disturbed(s):
+        if s.status != DISTURBED:
+            if s.disturbed:
                 progress.warn(f"{describe(s)}; kept and counted, flagged (--count-disturbed)")
             return s
         if last:
@@ -115,11 +109,11 @@ def take(
         target.wait_quiet(policy.share)
 
 
-def describe(s: Mapping[str, Any]) -> str:
+def describe(s: Sample) -> str:
     """One line: how much of the host others used during the sample."""
-    d = s.get("disturbance") or {}
+    d = s.disturbance
     return (
-        f"disturbed sample ({s.get('tps') or 0:.1f} tps): other work used "
+        f"disturbed sample ({s.tps or 0:.1f} tps): other work used "
         f"{float(d.get('others_peak', 0)) * 100:.0f}% of the host's CPUs at its peak "
         f"(threshold {float(d.get('threshold', 0)) * 100:.0f}%)"
     )

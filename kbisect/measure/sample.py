@@ -12,7 +12,7 @@ import copy
 import json
 import shlex
 import time
-from collections.abc import Mapping
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -20,6 +20,7 @@ from typing import Any
 from kbisect.core import atomic, clock, paths, progress, reading
 from kbisect.core.exceptions import BenchmarkError, BootError, CommandTimeout
 from kbisect.measure import preempt, results
+from kbisect.measure.record import Sample
 from kbisect.scenario import profile
 from kbisect.scenario.scenario import Scenario
 from kbisect.targets import monitor as disturbance
@@ -73,7 +74,7 @@ def take(
     *,
     threshold: float = disturbance.THRESHOLD,
     when_disturbed: str = KEEP,
-) -> dict[str, Any]:
+) -> Sample:
     """Boot once on `target`; return the sample (also written under out_dir/samples/).
     Raises BootError or BenchmarkError after storing a failed sample. A good sample taken
     while others used more than `threshold` of the host is stored as `when_disturbed`
@@ -134,29 +135,35 @@ def take(
             data["status"] = DISTURBED
             if when_disturbed == LAST:
                 data["disturbance"]["last_try"] = True
-    written = results.write_sample(boot.out_dir, data)
-    warn_preempt(boot.out_dir, written, data)
+    taken = Sample(data)
+    written = results.write_sample(boot.out_dir, taken)
+    warn_preempt(boot.out_dir, written, taken)
     if error is not None:
         raise error
-    return data
+    return taken
 
 
-def warn_preempt(out_dir: Path, written: Path, data: dict[str, Any]) -> None:
-    """Say it when a boot did not get the preemption model it asked for (preempt.py), at
-    the first such sample of its label in the run: later ones go to the report."""
-    label, commit = data.get("label"), (data.get("kernel") or {}).get("commit")
-    name = f"the boot of {commit[:12]}" if label is None and commit else preempt.who(label)
-    text = preempt.message(name, data.get("preempt"))
-    if text is None:
-        return
+def _stored(out_dir: Path, but: Path | None = None) -> Iterator[Sample]:
+    """The run's samples as far as they can be read (a damaged one is the report's)."""
     for path in results.sample_paths(out_dir):
-        if path == written:
+        if path == but:
             continue
         try:
-            earlier = reading.json_table(path, "")
+            yield Sample.of(reading.json_table(path, ""))
         except reading.CorruptFile:
             continue
-        if earlier.get("label") == label and preempt.message("", earlier.get("preempt")):
+
+
+def warn_preempt(out_dir: Path, written: Path, taken: Sample) -> None:
+    """Say it when a boot did not get the preemption model it asked for (preempt.py), at
+    the first such sample of its label in the run: later ones go to the report."""
+    label, commit = taken.label, taken.commit
+    name = f"the boot of {commit[:12]}" if label is None and commit else preempt.who(label)
+    text = preempt.message(name, taken.preempt)
+    if text is None:
+        return
+    for earlier in _stored(out_dir, written):
+        if earlier.label == label and preempt.message("", earlier.preempt):
             return
     progress.warn(text)
 
@@ -218,13 +225,6 @@ def record(
     }
 
 
-def machine(s: Mapping[str, Any]) -> str:
-    """The machine a stored sample ran on: a pool's member records `machine`
-    (targets/pool/target.py), any other target its name."""
-    t = s.get("target") or {}
-    return str(t.get("machine") or t.get("name") or "?")
-
-
 # -- which boots are profiled (the scenario's [profile], docs/profiles.md) --------------
 # Decided on the host: the first `boots_per_side` boots of each side that came back with a
 # profile. A side is a label (a compare's A or B) and a kernel commit; a failed profiled
@@ -232,22 +232,13 @@ def machine(s: Mapping[str, Any]) -> str:
 # scenario JSON, whose profile.enabled is true only for a boot to profile.
 
 
-def _same_side(sample: dict[str, Any], label: str | None, commit: str | None) -> bool:
-    kernel = sample.get("kernel") or {}
-    return sample.get("label") == label and kernel.get("commit") == commit
-
-
 def profiled_so_far(out_dir: Path, label: str | None, commit: str | None) -> int:
     """Samples of this side in the run that carry a profile."""
-    count = 0
-    for path in results.sample_paths(out_dir):
-        try:
-            sample = reading.json_table(path, "")
-        except reading.CorruptFile:
-            continue
-        if _same_side(sample, label, commit) and sample.get("profile"):
-            count += 1
-    return count
+    return sum(
+        1
+        for s in _stored(out_dir)
+        if s.label == label and s.kernel.get("commit") == commit and s.profile
+    )
 
 
 def due(data: dict[str, Any], out_dir: Path, label: str | None, commit: str | None) -> bool:

@@ -12,39 +12,39 @@ from __future__ import annotations
 
 import datetime as dt
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
 
 from kbisect.core import clock
 from kbisect.measure import retake
+from kbisect.measure.record import Sample
 from kbisect.stats import drift
 
 _BOOT_DIR = re.compile(r"(\d{13})-")  # sample.new_boot_dir: <ms since the epoch>-<label>
 
 
-def when(sample: Mapping[str, Any]) -> float | None:
+def when(sample: Sample) -> float | None:
     """Seconds since the epoch at which the sample's boot started: the boot directory's
     millisecond stamp, else the record's `created` (to the second, at its end); None for
     a record with neither."""
-    m = _BOOT_DIR.match(Path(str(sample.get("boot_dir") or "")).name)
+    m = _BOOT_DIR.match(Path(sample.boot_dir or "").name)
     if m:
         return int(m.group(1)) / 1000.0
     try:
-        created = dt.datetime.strptime(str(sample.get("created")), clock.FORMAT)
+        created = dt.datetime.strptime(sample.created, clock.FORMAT)
     except ValueError:
         return None
     return created.replace(tzinfo=dt.UTC).timestamp()
 
 
 def timed(
-    samples: Sequence[Mapping[str, Any]],
-    group: Callable[[Mapping[str, Any]], str | None],
+    samples: Sequence[Sample],
+    group: Callable[[Sample], str | None],
     t0: float | None = None,
 ) -> list[drift.Timed]:
     """The samples that count (retake.counts) as drift.Timed(group, seconds since t0
     (default: the first), tps); samples whose group is None are left out."""
-    rows = [(group(s), when(s), float(s["tps"])) for s in samples if retake.counts(s)]
+    rows = [(group(s), when(s), s.tps or 0.0) for s in samples if retake.counts(s)]
     kept = [(g, t, tps) for g, t, tps in rows if g is not None and t is not None]
     if not kept:
         return []
@@ -72,9 +72,9 @@ def check(
     return tr, drift.warning(tr, span(tr.end - tr.start), action, what)
 
 
-def sides(samples: Sequence[Mapping[str, Any]]) -> tuple[list[drift.Timed], str | None]:
+def sides(samples: Sequence[Sample]) -> tuple[list[drift.Timed], str | None]:
     """A compare's samples against time by side, and the warning if both sides moved."""
-    rows = timed(samples, lambda s: str(s.get("label")) if s.get("label") else None)
+    rows = timed(samples, lambda s: s.label or None)
     action = (
         "the boots were interleaved, so it hit both sides alike: the ratio is fair, "
         "each side's mean and CV include it"

@@ -8,15 +8,11 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
 
+from kbisect.measure.record import Sample
 from kbisect.report.text import para
 
 FIELDS = ("tree", "compiler", "kconfig", "fragments")
-
-
-def manifest(sample: Mapping[str, Any]) -> Mapping[str, Any]:
-    return (sample.get("kernel") or {}).get("manifest") or {}
 
 
 def tree_name(path: str | None) -> str | None:
@@ -31,10 +27,10 @@ def tree_name(path: str | None) -> str | None:
     return p.name
 
 
-def facts(samples: Sequence[Mapping[str, Any]]) -> dict[str, str]:
+def facts(samples: Sequence[Sample]) -> dict[str, str]:
     """tree, compiler, kconfig (hash and base), fragments of the first sample with a
     manifest; {} when none has one."""
-    m = next((manifest(s) for s in samples if manifest(s)), {})
+    m = next((s.manifest for s in samples if s.manifest), {})
     if not m:
         return {}
     fragments = [str(f.get("name")) for f in m.get("fragments") or [] if isinstance(f, Mapping)]
@@ -47,9 +43,7 @@ def facts(samples: Sequence[Mapping[str, Any]]) -> dict[str, str]:
     }
 
 
-def lines(
-    by_side: Mapping[str, Sequence[Mapping[str, Any]]], fields: Sequence[str] = FIELDS
-) -> list[str]:
+def lines(by_side: Mapping[str, Sequence[Sample]], fields: Sequence[str] = FIELDS) -> list[str]:
     """Each of `fields` once when every side with samples agrees, else one line per side."""
     known = {side: f for side, samples in by_side.items() if (f := facts(samples))}
     if not known:

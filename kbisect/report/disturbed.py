@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from kbisect.measure import results, retake
+from kbisect.measure.record import Sample
 
 Rows = list[dict[str, Any]] | None
 
@@ -26,19 +27,18 @@ HEAD = [
 ]
 
 
-def counted(samples: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+def counted(samples: Sequence[Sample]) -> list[Sample]:
     """The samples that count (or failed): every one but the disturbed ones that do not."""
     return [
         s
         for s in samples
-        if s.get("status") != retake.DISTURBED
-        and not (s.get("status") == "ok" and retake.disturbed(s) and not retake.counts(s))
+        if s.status != retake.DISTURBED and not (s.ok and s.disturbed and not retake.counts(s))
     ]
 
 
-def outcome(s: Mapping[str, Any]) -> str:
-    status = s.get("status")
-    inside = (s.get("disturbance") or {}).get("inside") or {}
+def outcome(s: Sample) -> str:
+    status = s.status
+    inside = s.disturbance.get("inside") or {}
     why = f"{_pct(inside.get('steal_share'))} stolen inside; " if inside.get("disturbed") else ""
     if status == retake.DISTURBED and retake.left_out(s):
         return f"{why}not counted, no retakes left (kept on disk)"
@@ -51,15 +51,15 @@ def outcome(s: Mapping[str, Any]) -> str:
     return f"{why}{status} (not counted)"
 
 
-def row(name: str, who: str, s: Mapping[str, Any]) -> dict[str, Any] | None:
+def row(name: str, who: str, s: Sample) -> dict[str, Any] | None:
     """The report row of one sample, or None when it was not disturbed."""
-    d = s.get("disturbance") or {}
+    d = s.disturbance
     if not d.get("disturbed"):
         return None
     return {
         "sample": name,
         "of": who,
-        "tps": s.get("tps"),
+        "tps": s.tps,
         "others_peak": d.get("others_peak"),
         "others_share": d.get("others_share"),
         "threshold": d.get("threshold"),
@@ -68,17 +68,17 @@ def row(name: str, who: str, s: Mapping[str, Any]) -> dict[str, Any] | None:
     }
 
 
-def _named(run_dir: Path, who: str | None) -> list[tuple[str, str, dict[str, Any]]]:
+def _named(run_dir: Path, who: str | None) -> list[tuple[str, str, Sample]]:
     if not (run_dir / results.SAMPLES).is_dir():
         return []
     found = zip(results.sample_paths(run_dir), results.load_samples(run_dir), strict=True)
-    return [(p.name, who or str(s.get("label") or "-"), s) for p, s in found]
+    return [(p.name, who or s.label or "-", s) for p, s in found]
 
 
-def _rows(named: Iterable[tuple[str, str, Mapping[str, Any]]]) -> Rows:
+def _rows(named: Iterable[tuple[str, str, Sample]]) -> Rows:
     """The rows of the disturbed ones; None when no sample was watched (an older run)."""
     named = list(named)
-    if not any("disturbance" in s for _, _, s in named):
+    if not any("disturbance" in s.data for _, _, s in named):
         return None
     return [r for r in (row(*n) for n in named) if r]
 
@@ -88,9 +88,9 @@ def rows(run_dir: Path) -> Rows:
     return _rows(_named(run_dir, None))
 
 
-def of_samples(samples: Sequence[Mapping[str, Any]]) -> Rows:
+def of_samples(samples: Sequence[Sample]) -> Rows:
     """The disturbed samples among samples in boot order, named by their number."""
-    return _rows((f"#{i}", str(s.get("label") or "-"), s) for i, s in enumerate(samples, 1))
+    return _rows((f"#{i}", s.label or "-", s) for i, s in enumerate(samples, 1))
 
 
 def of_folders(folders: Iterable[tuple[Path, str]]) -> Rows:

@@ -23,6 +23,7 @@ from email.message import EmailMessage
 from typing import Any
 
 from kbisect.core.exceptions import UserError
+from kbisect.measure.record import Sample
 from kbisect.report import build
 from kbisect.report.text import WIDTH, cpu_line, first_fingerprint, fit, memory_line, para
 from kbisect.report.text import target_line as target_of
@@ -118,7 +119,7 @@ def testcase(settings: Mapping[str, Any], name: str, digest: str) -> list[str]:
     return ["testcase: pgbench", *rows]
 
 
-def machine(samples: Sequence[Mapping[str, Any]]) -> list[str]:
+def machine(samples: Sequence[Sample]) -> list[str]:
     """`machine:` CPU model, cores, memory, NUMA; the target; the kernel and PostgreSQL."""
     if not samples:
         return ["machine: not recorded with this report (no samples)"]
@@ -131,7 +132,7 @@ def machine(samples: Sequence[Mapping[str, Any]]) -> list[str]:
     ]
 
 
-def build_lines(by_side: Mapping[str, Sequence[Mapping[str, Any]]]) -> list[str]:
+def build_lines(by_side: Mapping[str, Sequence[Sample]]) -> list[str]:
     """compiler, kconfig and fragments at column 0, the robot's way (the tree goes with
     the commit)."""
     return [x.removeprefix("  ") for x in build.lines(by_side, build.FIELDS[1:])]

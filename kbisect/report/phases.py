@@ -3,8 +3,9 @@ recorded them (timings.phases, kept by targets/console.py), in the harness's ord
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Sequence
+
+from kbisect.measure.record import Sample
 
 ORDER = (
     "boot",
@@ -21,9 +22,9 @@ ORDER = (
 )
 
 
-def means(samples: Sequence[Mapping[str, Any]]) -> tuple[dict[str, float], int]:
+def means(samples: Sequence[Sample]) -> tuple[dict[str, float], int]:
     """Each phase's mean seconds over the samples that recorded phases, and how many did."""
-    found = [p for s in samples if (p := (s.get("timings") or {}).get("phases"))]
+    found = [p for s in samples if (p := s.timings.get("phases"))]
     totals: dict[str, float] = {}
     for phases in found:
         for name, seconds in phases.items():
@@ -33,7 +34,7 @@ def means(samples: Sequence[Mapping[str, Any]]) -> tuple[dict[str, float], int]:
     return {n: totals[n] / len(found) for n in known}, len(found)
 
 
-def line(samples: Sequence[Mapping[str, Any]]) -> str | None:
+def line(samples: Sequence[Sample]) -> str | None:
     """`boot 20 s, restore 13 s, ...: 150 s in all (mean of N boots)`, or None."""
     figures, n = means(samples)
     if not n:

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from kbisect.core import atomic
+from kbisect.measure.record import Sample
 from kbisect.stats import drift
 
 SIDE_COLOURS = {"A": "#2f6db5", "B": "#e07b16"}
@@ -60,8 +61,8 @@ def _colour(side: str | None) -> str:
     return SIDE_COLOURS.get(side or "", OTHER_COLOUR)
 
 
-def _sides(samples: Sequence[Mapping[str, Any]]) -> list[str]:
-    return sorted({str(s.get("label")) for s in samples})
+def _sides(samples: Sequence[Sample]) -> list[str]:
+    return sorted({str(s.label) for s in samples})
 
 
 def _name(side: str, names: Mapping[str, str] | None) -> str:
@@ -69,7 +70,7 @@ def _name(side: str, names: Mapping[str, str] | None) -> str:
 
 
 def tps_per_boot(
-    samples: Sequence[Mapping[str, Any]],
+    samples: Sequence[Sample],
     path: Path,
     *,
     names: Mapping[str, str] | None = None,
@@ -83,8 +84,8 @@ def tps_per_boot(
     fig = figure()
     ax = fig.add_subplot()
     for side in _sides(samples):
-        boots = [(i, s) for i, s in enumerate(samples, 1) if str(s.get("label")) == side]
-        ok = [(i, float(s["tps"])) for i, s in boots if s.get("status") == "ok" and s.get("tps")]
+        boots = [(i, s) for i, s in enumerate(samples, 1) if str(s.label) == side]
+        ok = [(i, s.tps) for i, s in boots if s.ok and s.tps]
         if not ok:
             continue
         xs, ys = zip(*ok, strict=True)
@@ -96,7 +97,7 @@ def tps_per_boot(
         if bands and side in bands:
             low, high = bands[side]
             ax.axhspan(low, high, color=colour, alpha=0.15, linewidth=0)
-    failed = [i for i, s in enumerate(samples, 1) if s.get("status") != "ok"]
+    failed = [i for i, s in enumerate(samples, 1) if not s.ok]
     if failed:
         ax.scatter(
             failed,
@@ -117,7 +118,7 @@ def tps_per_boot(
 
 
 def series(
-    samples: Sequence[Mapping[str, Any]], path: Path, *, names: Mapping[str, str] | None = None
+    samples: Sequence[Sample], path: Path, *, names: Mapping[str, str] | None = None
 ) -> Path:
     """The per-second tps of every run: one light line per run, warm-up runs dashed."""
     from matplotlib.lines import Line2D
@@ -129,9 +130,9 @@ def series(
     for side in _sides(samples):
         colour = _colour(side)
         for s in samples:
-            if str(s.get("label")) != side:
+            if str(s.label) != side:
                 continue
-            for run in s.get("runs") or []:
+            for run in s.runs:
                 ys = run.get("series") or []
                 warm = bool(run.get("warmup"))
                 ax.plot(

@@ -9,9 +9,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from kbisect.core import atomic
+from kbisect.measure.record import Sample
 from kbisect.report import flame
 
 SHOWN = 15  # rows of each table in a report
@@ -32,18 +32,18 @@ class SideProfile:
     seconds: int
 
 
-def profiled(samples: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
-    return [s for s in samples if s.get("status") in ("ok", "disturbed") and s.get("profile")]
+def profiled(samples: Sequence[Sample]) -> list[Sample]:
+    return [s for s in samples if s.status in ("ok", "disturbed") and s.profile]
 
 
-def shares(run_dir: Path | None, sample: Mapping[str, Any]) -> dict[str, float]:
+def shares(run_dir: Path | None, sample: Sample) -> dict[str, float]:
     """A profiled boot's self % by leaf symbol: every symbol from its profile.folded when
     the boot dir keeps it, else the top list the sample carries (a symbol outside it
     counts 0 there, which can make a small difference look like one)."""
     stacks = boot_stacks(run_dir, sample) if run_dir else {}
     total = sum(stacks.values())
     if not total:
-        return {row["symbol"]: float(row["self_pct"]) for row in sample["profile"]["top"]}
+        return {row["symbol"]: float(row["self_pct"]) for row in sample.profile["top"]}
     leaves: dict[str, int] = {}
     for stack, count in stacks.items():
         leaf = stack.rsplit(";", 1)[-1]
@@ -51,7 +51,7 @@ def shares(run_dir: Path | None, sample: Mapping[str, Any]) -> dict[str, float]:
     return {leaf: 100.0 * n / total for leaf, n in leaves.items()}
 
 
-def side(samples: Sequence[Mapping[str, Any]], run_dir: Path | None = None) -> SideProfile | None:
+def side(samples: Sequence[Sample], run_dir: Path | None = None) -> SideProfile | None:
     """The profile of one side's samples, None when none of them was profiled; each
     boot's shares from its stacks when `run_dir` holds them (`shares`)."""
     boots = profiled(samples)
@@ -61,12 +61,12 @@ def side(samples: Sequence[Mapping[str, Any]], run_dir: Path | None = None) -> S
     for s in boots:
         for symbol, pct in shares(run_dir, s).items():
             sums[symbol] = sums.get(symbol, 0.0) + pct
-    first = boots[0]["profile"]
+    first = boots[0].profile
     return SideProfile(
         boots=len(boots),
-        samples=sum(int(s["profile"]["samples"]) for s in boots),
+        samples=sum(int(s.profile["samples"]) for s in boots),
         self_pct={k: v / len(boots) for k, v in sums.items()},
-        tps=[float(t) for s in boots if (t := (s["profile"].get("run") or {}).get("tps"))],
+        tps=[float(t) for s in boots if (t := (s.profile.get("run") or {}).get("tps"))],
         event=str(first["event"]),
         frequency=int(first["frequency"]),
         seconds=int(first["seconds"]),
@@ -90,22 +90,22 @@ def difference(
     return sorted(diffs, key=lambda r: (-abs(r[3]), r[0]))[:limit]
 
 
-def boot_dir(run_dir: Path | None, sample: Mapping[str, Any]) -> Path:
+def boot_dir(run_dir: Path | None, sample: Sample) -> Path:
     """A sample's boot dir: where it was written, else the run dir's boots/ of that
     name (a run moved or copied, as the docs' examples are)."""
-    recorded = Path(str(sample.get("boot_dir") or ""))
+    recorded = Path(sample.boot_dir or "")
     if recorded.is_dir() or run_dir is None:
         return recorded
     return run_dir / "boots" / recorded.name
 
 
-def boot_stacks(run_dir: Path | None, sample: Mapping[str, Any]) -> dict[str, int]:
+def boot_stacks(run_dir: Path | None, sample: Sample) -> dict[str, int]:
     """A profiled boot's stacks from its profile.folded; {} when the boot dir lacks it."""
-    path = boot_dir(run_dir, sample) / str(sample["profile"].get("folded") or "profile.folded")
+    path = boot_dir(run_dir, sample) / str(sample.profile.get("folded") or "profile.folded")
     return flame.parse(path.read_text(errors="replace")) if path.is_file() else {}
 
 
-def folded(run_dir: Path, samples: Sequence[Mapping[str, Any]]) -> dict[str, int]:
+def folded(run_dir: Path, samples: Sequence[Sample]) -> dict[str, int]:
     """The side's stacks, summed over its profiled boots whose profile.folded is kept."""
     stacks: dict[str, int] = {}
     for s in profiled(samples):
@@ -114,7 +114,7 @@ def folded(run_dir: Path, samples: Sequence[Mapping[str, Any]]) -> dict[str, int
     return stacks
 
 
-def flames(run_dir: Path, sides: Mapping[str, Sequence[Mapping[str, Any]]]) -> dict[str, str]:
+def flames(run_dir: Path, sides: Mapping[str, Sequence[Sample]]) -> dict[str, str]:
     """Write a flame graph per side that has stacks; {side: file name}."""
     written = {}
     for name, samples in sides.items():
@@ -140,7 +140,7 @@ def _what(p: SideProfile) -> str:
 
 
 def markdown(
-    run_dir: Path, sides: Mapping[str, Sequence[Mapping[str, Any]]], names: Mapping[str, str]
+    run_dir: Path, sides: Mapping[str, Sequence[Sample]], names: Mapping[str, str]
 ) -> list[str]:
     """The report's Profiles section (and the flame graphs it links); [] when no boot
     was profiled."""
@@ -177,7 +177,7 @@ def _cell(text: str) -> str:
 
 
 def text(
-    sides: Mapping[str, Sequence[Mapping[str, Any]]], width: int = 72, run_dir: Path | None = None
+    sides: Mapping[str, Sequence[Sample]], width: int = 72, run_dir: Path | None = None
 ) -> list[str]:
     """The difference table (or one side's top symbols) in `width` columns; [] when no
     boot was profiled."""

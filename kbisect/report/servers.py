@@ -6,16 +6,15 @@ pinned per scenario carry no `userland`)."""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
 
+from kbisect.measure.record import Sample
 from kbisect.report.text import para
 
 
-def describe(s: Mapping[str, Any], quote: str = "`") -> str:
+def describe(s: Sample, quote: str = "`") -> str:
     """The server one sample ran, in one line; `quote` marks keys and hashes as code
     (Markdown) or, "", not at all (the text report)."""
-    u = s.get("userland") or {}
-    fp = s.get("fingerprint") or {}
+    u, fp = s.userland, s.fingerprint
     build = u.get("build")
     if build:
         patches = "; ".join(f"{p['file']} ({p['subject']})" for p in build.get("patches") or [])
@@ -30,27 +29,27 @@ def describe(s: Mapping[str, Any], quote: str = "`") -> str:
     return what + (f"; binary sha256 {quote}{binary[:12]}{quote}" if binary else "")
 
 
-def rows(grouped: Sequence[tuple[str, Mapping[str, Any]]]) -> list[str]:
+def rows(grouped: Sequence[tuple[str, Sample]]) -> list[str]:
     """`- GROUP: server` per group, from (group, sample) pairs in order, distinct servers
     joined; [] when no sample says."""
     seen: dict[str, list[str]] = {}
     for group, s in grouped:
-        if s.get("status") == "ok" and s.get("userland"):
+        if s.ok and s.userland:
             servers = seen.setdefault(group, [])
             if (server := describe(s)) not in servers:
                 servers.append(server)
     return [f"- {g}: {' / '.join(v)}" for g, v in seen.items()]
 
 
-def text_lines(by_side: Mapping[str, Sequence[Mapping[str, Any]]]) -> list[str]:
+def text_lines(by_side: Mapping[str, Sequence[Sample]]) -> list[str]:
     """The text report's `  A: build ...` per side (each side's first counted sample),
     or [] when no side ran a build (a packaged server is named in the machine section)."""
     firsts = {
-        side: next((x for x in samples if x.get("status") == "ok"), samples[0])
+        side: next((x for x in samples if x.ok), samples[0])
         for side, samples in by_side.items()
         if samples
     }
-    if not any((x.get("userland") or {}).get("build") for x in firsts.values()):
+    if not any(x.userland.get("build") for x in firsts.values()):
         return []
     return [
         line

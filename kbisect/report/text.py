@@ -16,6 +16,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from kbisect.measure import fingerprint
+from kbisect.measure.record import Sample
 from kbisect.report import phases
 
 WIDTH = 72
@@ -112,26 +113,24 @@ def fingerprint_lines(
     return out or ["  (none)"]
 
 
-def target_line(samples: Sequence[Mapping[str, Any]]) -> str:
+def target_line(samples: Sequence[Sample]) -> str:
     """`vng (x86_64), accelerator tcg`, `ssh emu (x86_64)`: the target's kind, its name
     when that is not the kind again, the arch, the accelerator only when one is known."""
     s = samples[0]
     fp = first_fingerprint(samples)
-    t = s.get("target") or {"kind": "vng", "accel": s.get("accel")}
+    t = s.target
     arch = t.get("arch") or fp.get("machine")
     names = [str(t.get("kind") or ""), str(t.get("name") or "")]
     where = " ".join(dict.fromkeys(x for x in names if x)) or "?"
-    accels = sorted(
-        {str(a) for x in samples if (a := (x.get("target") or {}).get("accel") or x.get("accel"))}
-    )
+    accels = sorted({str(a) for x in samples if (a := x.target.get("accel"))})
     accel = f", accelerator {', '.join(accels)}" if accels else ""
     return f"{where}{f' ({arch})' if arch else ''}{accel}"
 
 
-def host_line(samples: Sequence[Mapping[str, Any]]) -> list[str]:
+def host_line(samples: Sequence[Sample]) -> list[str]:
     """The real machine under a vng guest (`target.vm_host`, targets/vng/host.py), one line
     per distinct host; none for samples that do not record it."""
-    hosts = [h for x in samples if (h := (x.get("target") or {}).get("vm_host"))]
+    hosts = [h for x in samples if (h := x.target.get("vm_host"))]
     lines = []
     for h in hosts:
         mem = f"{h['memory_mb'] // 1024} GiB" if isinstance(h.get("memory_mb"), int) else None
@@ -141,8 +140,8 @@ def host_line(samples: Sequence[Mapping[str, Any]]) -> list[str]:
     return list(dict.fromkeys(lines))
 
 
-def first_fingerprint(samples: Sequence[Mapping[str, Any]]) -> Mapping[str, Any]:
-    return next((x["fingerprint"] for x in samples if x.get("fingerprint")), {})
+def first_fingerprint(samples: Sequence[Sample]) -> Mapping[str, Any]:
+    return next((x.fingerprint for x in samples if x.fingerprint), {})
 
 
 def cpu_line(fp: Mapping[str, Any]) -> str:
@@ -161,7 +160,7 @@ def memory_line(fp: Mapping[str, Any]) -> str:
     return f"{size}, NUMA nodes {fp.get('numa_nodes') or 'unknown'}"
 
 
-def machine(samples: Sequence[Mapping[str, Any]]) -> list[str]:
+def machine(samples: Sequence[Sample]) -> list[str]:
     """Where the boots ran: target, accelerator, CPU, memory and NUMA, kernel, PostgreSQL."""
     if not samples:
         return ["  (no samples with this report)"]

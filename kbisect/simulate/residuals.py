@@ -21,6 +21,7 @@ from typing import Any
 
 from kbisect.core.exceptions import UserError
 from kbisect.measure import results
+from kbisect.measure.record import Sample
 
 RESIDUALS = Path(__file__).with_name("residuals.json")
 MIN_SAMPLES = 3
@@ -62,13 +63,12 @@ def relative(tps: Sequence[float]) -> list[float]:
     return [x - mean for x in logs]
 
 
-def _side_of(sample: dict[str, Any]) -> str:
+def _side_of(sample: Sample) -> str:
     """The side's name; over a pool, one side per machine (machines differ by a few
     percent, which is not boot-to-boot noise)."""
-    commit = str((sample.get("kernel") or {}).get("commit") or "")[:12]
-    label = sample.get("label")
+    commit, label = (sample.commit or "")[:12], sample.label
     side = f"side {label} ({commit})" if label else f"revision {commit}"
-    target = sample.get("target") or {}
+    target = sample.target
     return f"{side} on {target.get('machine')}" if target.get("pool") else side
 
 
@@ -107,18 +107,18 @@ def collect(
             groups: dict[tuple[str, str], list[float]] = {}
             repeated = fake = 0
             for sample in kept:
-                key = json.dumps([sample.get("boot_dir"), sample.get("created"), sample["tps"]])
+                key = json.dumps([sample.boot_dir, sample.created, sample.tps])
                 if key in seen:
                     repeated += 1
                     continue
                 seen.add(key)
-                if sample.get("status") != "ok" or not sample.get("tps"):
+                if not sample.ok or not sample.tps:
                     continue
-                if (sample.get("target") or {}).get("kind") == "fake":
+                if sample.target.get("kind") == "fake":
                     fake += 1
                     continue
-                name = str((sample.get("scenario") or {}).get("name") or "?")
-                groups.setdefault((name, _side_of(sample)), []).append(float(sample["tps"]))
+                name = sample.scenario or "?"
+                groups.setdefault((name, _side_of(sample)), []).append(sample.tps)
             if repeated:
                 notes.append(f"{here}: {repeated} samples repeat an earlier root's, left out")
             if fake:

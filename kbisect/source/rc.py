@@ -176,7 +176,8 @@ def save_history(directory: Path, entries: list[dict[str, Any]]) -> Path:
 
 
 def measured_from_samples(result: Path, commit: str) -> tuple[str, list[float]]:
-    """(scenario hash, tps of each ok sample) of `commit` under `result`."""
+    """(scenario hash, tps of each ok sample) of `commit` under `result`; every JSON file
+    there is read unvalidated, as raw JSON, on purpose."""
     tps: list[float] = []
     hashes: set[str] = set()
     for f in sorted(result.rglob("*.json")):

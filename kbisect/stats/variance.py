@@ -18,10 +18,8 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
-from pathlib import Path
 from typing import Any
 
-from kbisect.core import reading
 from kbisect.core.exceptions import UserError
 
 
@@ -64,13 +62,3 @@ def components(boots: Sequence[Sequence[float]]) -> Components:
     inv_r = math.fsum(1.0 / len(b) for b in usable) / len(usable)
     between = max(0.0, var_means - within * inv_r)
     return Components(within, between, len(usable), sum(len(b) for b in usable), grand)
-
-
-def runs_of(sample_files: Sequence[Path]) -> list[list[float]]:
-    """runs[].tps of each successful sample JSON (one boot each)."""
-    out = []
-    for f in sample_files:
-        data = reading.json_table(f, reading.SAMPLE_RECOVER)
-        if data.get("status") == "ok" and data.get("runs"):
-            out.append([float(r["tps"]) for r in data["runs"] if r.get("tps") is not None])
-    return out

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kbisect.measure import fingerprint, preempt, retake, timeline
-from kbisect.measure.sample import machine
+from kbisect.measure.record import Sample
 from kbisect.report import disturbed, servers
 from kbisect.stats import drift, means, ratio
 from kbisect.stats.inference import CONFIDENCE, holm
@@ -49,7 +49,7 @@ class Point:
     tps: tuple[float, ...]
     failed: int
     fingerprints: tuple[Mapping[str, Any], ...]
-    machines: tuple[str, ...] = ()  # the machine of each of tps (measure/sample.py machine)
+    machines: tuple[str, ...] = ()  # the machine of each of tps (Sample.machine)
 
     @property
     def n(self) -> int:
@@ -155,12 +155,10 @@ class Analysis:
         ]
 
 
-def points(
-    definition: Mapping[str, Any], samples: Sequence[Mapping[str, Any]]
-) -> dict[Unit, Point]:
-    found: dict[Unit, list[Mapping[str, Any]]] = {}
+def points(definition: Mapping[str, Any], samples: Sequence[Sample]) -> dict[Unit, Point]:
+    found: dict[Unit, list[Sample]] = {}
     for s in samples:
-        unit = store.unit_of(s.get("label"))
+        unit = store.unit_of(s.label)
         if unit is not None:
             found.setdefault(unit, []).append(s)
     out = {}
@@ -172,10 +170,10 @@ def points(
         out[(k, c)] = Point(
             k,
             c,
-            tuple(float(s["tps"]) for s in ok),
-            sum(s.get("status") not in ("ok", retake.DISTURBED) for s in got),
-            tuple(s.get("fingerprint") or {} for s in ok),
-            tuple(machine(s) for s in ok),
+            tuple(s.tps or 0.0 for s in ok),
+            sum(s.status not in ("ok", retake.DISTURBED) for s in got),
+            tuple(s.fingerprint for s in ok),
+            tuple(s.machine for s in ok),
         )
     return out
 
@@ -266,7 +264,7 @@ def _warnings(d: Mapping[str, Any], pts: Mapping[Unit, Point]) -> list[str]:
 
 
 def _preempt(
-    d: Mapping[str, Any], pts: Mapping[Unit, Point], samples: Sequence[Mapping[str, Any]]
+    d: Mapping[str, Any], pts: Mapping[Unit, Point], samples: Sequence[Sample]
 ) -> list[str]:
     """A kernel × cell whose boots ran another preemption model than they asked for."""
     kernels, cells = d["kernels"], d["cells"]
@@ -276,7 +274,7 @@ def _preempt(
     return preempt.first_warnings(samples, names.items())
 
 
-def analyze(definition: Mapping[str, Any], samples: Sequence[Mapping[str, Any]]) -> Analysis:
+def analyze(definition: Mapping[str, Any], samples: Sequence[Sample]) -> Analysis:
     d = definition
     pts = points(d, samples)
     base = int(d.get("baseline") or 0)
@@ -289,7 +287,7 @@ def analyze(definition: Mapping[str, Any], samples: Sequence[Mapping[str, Any]])
     took = [m for (_, _), p in sorted(pts.items()) for m in p.machines]
     timed, moved = drifted(samples)
     placed = sorted(
-        ((u, s) for s in samples if (u := store.unit_of(s.get("label")))), key=lambda us: us[0]
+        ((u, s) for s in samples if (u := store.unit_of(s.label))), key=lambda us: us[0]
     )
     ran = servers.rows([(f"c{c} {d['cells'][c]['label']}", s) for (_, c), s in placed])
     return Analysis(
@@ -307,11 +305,11 @@ def analyze(definition: Mapping[str, Any], samples: Sequence[Mapping[str, Any]])
     )
 
 
-def _machines(samples: Sequence[Mapping[str, Any]], took: Sequence[str]) -> tuple[str, ...]:
+def _machines(samples: Sequence[Sample], took: Sequence[str]) -> tuple[str, ...]:
     """The machines that took boots that count, in the order they first took one; none
     when one machine took them all."""
     kept = set(took)
-    names = [machine(s) for s in samples if retake.counts(s)]
+    names = [s.machine for s in samples if retake.counts(s)]
     found = tuple(m for m in dict.fromkeys(names) if m in kept)
     return found if len(found) > 1 else ()
 
@@ -346,12 +344,10 @@ def per_machine(a: Analysis) -> list[OnMachine]:
     return out
 
 
-def drifted(samples: Sequence[Mapping[str, Any]]) -> tuple[list[drift.Timed], list[str]]:
+def drifted(samples: Sequence[Sample]) -> tuple[list[drift.Timed], list[str]]:
     """The samples against time, grouped by kernel × cell and machine, and the warning
     if they moved together over the study (the trend within each group)."""
-    rows = timeline.timed(
-        samples, lambda s: f"{s.get('label')}@{(s.get('target') or {}).get('name')}"
-    )
+    rows = timeline.timed(samples, lambda s: f"{s.label}@{s.target.get('name')}")
     action = (
         "not corrected: the randomized blocks spread it over every cell, widening the intervals"
     )

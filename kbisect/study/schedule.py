@@ -113,10 +113,10 @@ def take(b: Boots, slot: Slot, out: Path, retries: int, used: int = 0) -> bool:
         except (BootError, BenchmarkError) as exc:
             progress.warn(f"{b.name(slot)}: failed, kept out of the statistics: {exc}")
             continue
-        if s.get("status") == retake.DISTURBED:
+        if s.status == retake.DISTURBED:
             progress.warn(f"{b.name(slot)}: left disturbed (no retakes left), not counted")
             return False
-        progress.step(f"{b.name(slot)}: {s['tps']:.1f} tps")
+        progress.step(f"{b.name(slot)}: {s.tps:.1f} tps")
         return True
     return False
 

@@ -17,6 +17,7 @@ from typing import Any
 from kbisect.core import atomic, digest, paths, reading
 from kbisect.core.exceptions import UserError
 from kbisect.measure import results, retake
+from kbisect.measure.record import Sample
 from kbisect.study import definition as checks
 
 DEFINITION = "study.json"
@@ -111,17 +112,17 @@ def load_schedule(run_dir: Path) -> dict[str, Any]:
     return data
 
 
-def samples(run_dir: Path) -> list[dict[str, Any]]:
+def samples(run_dir: Path) -> list[Sample]:
     """This run's samples that belong to a kernel and cell, in boot order."""
     found = results.load_samples(run_dir)  # InvalidResult (exit 3) names a bad one
-    return [s for s in found if unit_of(s.get("label")) is not None]
+    return [s for s in found if unit_of(s.label) is not None]
 
 
 def ok_counts(run_dir: Path) -> dict[tuple[int, int], int]:
     """Samples that count per (kernel, cell) (retake.counts): what resume counts as done."""
     counts: dict[tuple[int, int], int] = {}
     for s in samples(run_dir):
-        unit = unit_of(s.get("label"))
+        unit = unit_of(s.label)
         if unit is not None and retake.counts(s):
             counts[unit] = counts.get(unit, 0) + 1
     return counts
@@ -129,9 +130,9 @@ def ok_counts(run_dir: Path) -> dict[tuple[int, int], int]:
 
 def retakes_used(run_dir: Path) -> dict[tuple[int, int], int]:
     """Per (kernel, cell): retakes its slot in progress already used (retake.trailing)."""
-    found: dict[tuple[int, int], list[dict[str, Any]]] = {}
+    found: dict[tuple[int, int], list[Sample]] = {}
     for s in samples(run_dir):
-        unit = unit_of(s.get("label"))
+        unit = unit_of(s.label)
         if unit is not None:
             found.setdefault(unit, []).append(s)
     return {unit: retake.trailing(got) for unit, got in found.items()}

@@ -14,7 +14,7 @@ from __future__ import annotations
 import os
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
@@ -148,11 +148,11 @@ def judge(
     return record
 
 
-def load(sample: dict[str, Any]) -> float:
-    """The share of the CPUs other work took while a sample ran, as a model can use it
-    (bisect/posterior/likelihood.py): others' mean share of the host where the kernel runs on it,
-    plus the steal time inside the kernel; 0 for a sample from before either was kept."""
-    d = sample.get("disturbance") or {}
+def load(d: Mapping[str, Any]) -> float:
+    """The share of the CPUs other work took while a sample ran, from its `disturbance`,
+    as a model can use it (bisect/posterior/likelihood.py): others' mean share of the host
+    where the kernel runs on it, plus the steal time inside the kernel; 0 for a sample
+    from before either was kept."""
     host = 0.0 if d.get("judged_on") == "machine" else float(d.get("others_share") or 0.0)
     return round(min(1.0, host + float((d.get("inside") or {}).get("steal_share") or 0.0)), 3)
 

@@ -15,6 +15,7 @@ import pytest
 
 from kbisect.bisect.git import judge
 from kbisect.commands import cli
+from kbisect.measure.record import Sample
 from kbisect.study import analysis as study_analysis
 from kbisect.study import store as study_store
 from tests.bisect.test_bisect import bisect_argv, history, kbisect, run_dirs
@@ -129,13 +130,15 @@ def test_bisect_run_warns_that_its_threshold_is_stale(tmp_path, monkeypatch, cap
 def test_a_study_warns_when_its_cells_drift(per_boot):
     noise = [0.004, -0.003, 0.001, -0.002, 0.003, -0.004] * 2
     samples = [
-        {
-            "label": study_store.label(i % 2, 0),
-            "status": "ok",
-            "target": {"name": "vng"},
-            "tps": (1000 + 300 * (i % 2)) * (1 + per_boot * i + noise[i]),
-            "created": f"2026-01-01T00:{3 * i:02d}:00Z",
-        }
+        Sample.of(
+            {
+                "label": study_store.label(i % 2, 0),
+                "status": "ok",
+                "target": {"name": "vng"},
+                "tps": (1000 + 300 * (i % 2)) * (1 + per_boot * i + noise[i]),
+                "created": f"2026-01-01T00:{3 * i:02d}:00Z",
+            }
+        )
         for i in range(12)
     ]
     rows, lines = study_analysis.drifted(samples)

@@ -13,6 +13,7 @@ from kbisect.bisect.git import ktest, step
 from kbisect.commands import bisect_step, ktest_config
 from kbisect.core import paths, proc
 from kbisect.core.exceptions import UserError
+from kbisect.measure.record import Sample
 from kbisect.targets.ssh.target import SshTarget
 from tests.fakes import git, repo_snapshot, users_repo_at_work
 from tests.targets.test_ssh_target import FakeSsh, machine_target
@@ -307,7 +308,7 @@ def test_the_booted_step_names_its_run_dir_like_every_run(monkeypatch, tmp_path,
 
     def take(target, boot):
         outs.append(boot.out_dir)
-        return {"tps": 10.0}
+        return Sample.of({"tps": 10.0})
 
     monkeypatch.setattr("kbisect.bisect.git.ktest.sample.take", take)
     monkeypatch.setattr("kbisect.bisect.git.ktest.registry.get", lambda name: emu)

@@ -131,11 +131,7 @@ def test_every_revision_runs_the_server_built_once(
     taken = [x for c in store.iterdir() if c.is_dir() for x in results.load_samples(c)]
     assert len(taken) >= 4 + 3
     servers = {
-        (
-            x["scenario"]["settings"]["postgres"].get("build"),
-            x["scenario"]["settings"]["postgres"]["major"],
-        )
-        for x in taken
+        (x.settings["postgres"].get("build"), x.settings["postgres"]["major"]) for x in taken
     }
     assert servers == {(key, 17)}
 
@@ -148,7 +144,7 @@ def test_a_step_builds_its_server_through_the_cache(
     assert step(step_env["scenario"], *extra) == bisect_step.GOOD
     assert builds.calls == [("debian:17", (batch,))]
     taken = results.load_samples(step_env["store"] / repo[1])
-    assert {x["scenario"]["settings"]["postgres"]["build"] for x in taken} == set(builds.keys)
+    assert {x.settings["postgres"]["build"] for x in taken} == set(builds.keys)
     assert step(step_env["scenario"], "--pg-patch", str(batch)) == bisect_step.ABORT
     booted = ["--booted", "--kernel", str(batch), *extra]
     assert step(step_env["scenario"], *booted) == bisect_step.ABORT

@@ -21,6 +21,7 @@ from kbisect.commands import bisect_step as step_command
 from kbisect.core import paths, progress
 from kbisect.core.exceptions import BootError
 from kbisect.measure import results, sample
+from kbisect.measure.record import Sample
 from kbisect.scenario import scenario
 from kbisect.stats import sequential
 from kbisect.targets import registry
@@ -244,7 +245,7 @@ def test_revisit_reuses_samples_and_only_adds(repo, env):
     assert step(env["scenario"]) == bisect_step.GOOD
     assert calls(env["log"]) == [(repo[1], i) for i in range(3)]
     # A threshold inside the stored samples' interval needs more: the stored three count.
-    stored = [s["tps"] for s in results.load_samples(env["store"] / repo[1])]
+    stored = [float(s.data["tps"]) for s in results.load_samples(env["store"] / repo[1])]
     threshold = f"{min(stored):.1f}"
     assert step(env["scenario"], threshold=threshold) in (bisect_step.GOOD, bisect_step.SKIP)
     indices = [i for _, i in calls(env["log"])]
@@ -317,11 +318,11 @@ class FlakyBoots:
         self.fails = fails
         self.calls = 0
 
-    def __call__(self, *args: object, **kwargs: object) -> dict[str, object]:
+    def __call__(self, *args: object, **kwargs: object) -> Sample:
         self.calls += 1
         if self.calls <= self.fails:
             raise BootError("Oops: int3")
-        return {"tps": 900.0}
+        return Sample.of({"tps": 900.0})
 
 
 def _revision(tmp_path: Path) -> tuple[bisect_samples.Context, bisect_samples.Revision]:

@@ -92,7 +92,7 @@ def test_an_interrupted_compare_says_how_to_go_on_and_that_finishes_it(
     go_on = f"kbisect compare --resume {out.resolve()}"
     assert last == f"kbisect: interrupted; what was finished is saved; to go on: {go_on}"
     assert cli.main(shlex.split(go_on)[1:]) == 1
-    assert [s["label"] for s in results.load_samples(out)] == ["A", "B", "B", "A", "A", "B"]
+    assert [s.label for s in results.load_samples(out)] == ["A", "B", "B", "A", "A", "B"]
 
 
 def resumed_by(err: str) -> list[str]:
@@ -116,7 +116,7 @@ def test_an_interrupted_run_says_the_command_that_takes_the_boots_left(
     words = resumed_by(err)
     assert words[-4:] == ["--out", str(out.resolve()), "--runs", "2"]
     assert cli.main(words) == 0
-    assert len([s for s in results.load_samples(out) if s["status"] == "ok"]) == 3
+    assert len([s for s in results.load_samples(out) if s.ok]) == 3
 
 
 def test_an_interrupted_study_says_how_to_go_on(tmp_path: Path, slow: Path) -> None:

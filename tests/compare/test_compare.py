@@ -51,8 +51,8 @@ def compare_argv(image: Path, out: Path, *extra: str) -> list[str]:
 def tps_by_label(out: Path) -> dict[str, list[float]]:
     by: dict[str, list[float]] = {}
     for s in results.load_samples(out):  # validated against the schema
-        if s["status"] == "ok":
-            by.setdefault(s["label"], []).append(s["tps"])
+        if s.status == "ok":
+            by.setdefault(str(s.label), []).append(s.data["tps"])
     return by
 
 
@@ -124,7 +124,7 @@ def test_failed_boot_is_excluded_and_counted(
     summary = results.load_summary(out)
     assert summary["failed"] == {"A": 0, "B": 1}
     assert (summary["stats"]["A"]["n"], summary["stats"]["B"]["n"]) == (3, 2)
-    statuses = [(s["label"], s["status"]) for s in results.load_samples(out)]
+    statuses = [(s.label, s.status) for s in results.load_samples(out)]
     assert statuses.count(("B", "boot-failed")) == 1 and len(statuses) == 6
     by = tps_by_label(out)
     assert summary["stats"]["B"]["mean"] == pytest.approx(sum(by["B"]) / 2)
@@ -139,7 +139,7 @@ def test_failed_boot_is_retried_in_place_by_default(
     summary = results.load_summary(out)
     assert summary["failed"] == {"A": 0, "B": 1}
     assert (summary["stats"]["A"]["n"], summary["stats"]["B"]["n"]) == (3, 3)
-    statuses = [(s["label"], s["status"]) for s in results.load_samples(out)]
+    statuses = [(s.label, s.status) for s in results.load_samples(out)]
     # ABBA: the third boot (B) panicked and was retried right away, before A's second.
     assert statuses[:4] == [("A", "ok"), ("B", "ok"), ("B", "boot-failed"), ("B", "ok")]
     assert len(statuses) == 7

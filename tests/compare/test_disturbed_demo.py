@@ -23,15 +23,15 @@ def side(name: str, *, every: bool = False) -> list[float]:
     """Side `name`'s tps as the run counted them (every: the kept disturbed one too)."""
     found = results.load_samples(DEMO)
     return [
-        float(s["tps"])
+        float(s.data["tps"])
         for s in found
-        if s["label"] == name and (retake.counts(s) or (every and s["status"] == "ok"))
+        if s.label == name and (retake.counts(s) or (every and s.status == "ok"))
     ]
 
 
 def test_the_kept_disturbed_sample_does_not_count() -> None:
     kept = results.load_samples(DEMO)[2]  # 003-A.json: its retakes used up, then kept
-    assert kept["status"] == "ok" and kept["disturbance"]["disturbed"]
+    assert kept.status == "ok" and kept.disturbance["disturbed"]
     assert not retake.counts(kept) and retake.left_out(kept)
     assert side("A", every=True) == pytest.approx([264.8, 592.7, 617.3, 617.8, 616.3], abs=0.1)
     assert side("A") == side("A", every=True)[1:]

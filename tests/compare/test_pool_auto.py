@@ -16,7 +16,7 @@ from kbisect.commands import cli
 from kbisect.compare import schedule, sequential
 from kbisect.core import reading
 from kbisect.core.exceptions import EXIT_NEGATIVE, EXIT_OK
-from kbisect.measure import results, sample
+from kbisect.measure import results
 from kbisect.stats import blocked, means, ratio, stopping
 from tests.fakes import ab_compare_argv, fake_calls, fake_image, fake_pool
 
@@ -174,7 +174,7 @@ def test_a_halving_over_two_machines_stops_at_the_first_round_look(
     assert summary["order"] == plan["order"][:8]  # two rounds of the plan's 20 slots
     assert seq["reason"].startswith("stopped after 4 boots a side (look 1): the 98.75% CI within")
     stored = results.load_samples(out)
-    took = Counter((s["target"]["machine"], s["label"]) for s in stored)
+    took = Counter((s.target["machine"], s.label) for s in stored)
     assert took == {(m, x): 2 for m in ("m1", "m2") for x in "AB"}
     assert calls(tmp_path, "m1", "m2") == 8  # no boot past the stop
     report = (out / "report.md").read_text()
@@ -219,7 +219,7 @@ def test_a_resumed_pool_run_looks_first_then_takes_only_what_the_rule_needs(
         p.unlink()
     assert cli.main(["compare", "--resume", str(out)]) == EXIT_NEGATIVE
     stored = results.load_samples(out)
-    assert sorted(s["slot"] for s in stored) == list(range(8))
+    assert sorted(s.data["slot"] for s in stored) == list(range(8))
     assert all(4 <= slot < 8 for slot in dropped) and calls(tmp_path, "m1", "m2") == 10
     summary = results.load_summary(out)
     assert summary["resumed"] == 2 and summary["sequential"]["look"] == 1
@@ -232,7 +232,7 @@ def test_a_quarantined_machines_rounds_go_to_the_other(
     assert code == EXIT_NEGATIVE
     assert "machine m2 quarantined" in capsys.readouterr().err
     stored = results.load_samples(out)
-    assert {sample.machine(s) for s in stored if s["status"] == "ok"} == {"m1"}
+    assert {s.machine for s in stored if s.status == "ok"} == {"m1"}
     seq = results.load_summary(out)["sequential"]
     assert seq["stop"] == "significant" and seq["look_at"] == [4, 6, 8, 10]
 

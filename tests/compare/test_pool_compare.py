@@ -64,12 +64,14 @@ def test_a_compare_over_three_machines_one_faster(
     plan = schedule.load(out)
     assert Counter(plan.machines or []) == {"m1": 4, "m2": 4, "m3": 4}
     stored = results.load_samples(out)
-    took = Counter((s["target"]["machine"], s["label"]) for s in stored)
+    took = Counter((s.target["machine"], s.label) for s in stored)
     assert took == {(m, x): 2 for m in ("m1", "m2", "m3") for x in "AB"}
     summary = results.load_summary(out)
     assert summary["verdict"]["ratio"]["method"] == "log-machine-blocked"
     assert summary["target"]["kind"] == "pool"
-    mean = {m: [s["tps"] for s in stored if s["target"]["machine"] == m] for m in ("m1", "m3")}
+    mean = {
+        m: [float(s.data["tps"]) for s in stored if s.target["machine"] == m] for m in ("m1", "m3")
+    }
     assert sum(mean["m3"]) / 4 > 1.08 * sum(mean["m1"]) / 4  # the machine effect is there
     assert cli.main(["report", str(out), "--format", "text"]) == EXIT_OK
     text = capsys.readouterr().out
@@ -87,9 +89,9 @@ def test_a_machine_that_keeps_failing_is_quarantined_and_its_slots_move(
     assert code == EXIT_OK
     assert "machine bad quarantined" in capsys.readouterr().err
     stored = results.load_samples(out)
-    good = [s for s in stored if s["status"] == "ok"]
-    assert {s["target"]["machine"] for s in good} == {"ok"}
-    assert all(s["status"] == "boot-failed" for s in stored if s["target"]["machine"] == "bad")
+    good = [s for s in stored if s.status == "ok"]
+    assert {s.target["machine"] for s in good} == {"ok"}
+    assert all(s.status == "boot-failed" for s in stored if s.target["machine"] == "bad")
     # the slot that took it out was taken again on the other machine: more boots counted
     # than the good machine's own 6 slots
     assert len(good) > 6
@@ -110,7 +112,7 @@ def test_a_pool_compare_resumes_by_slot(tmp_path: Path) -> None:
     assert set(st.todo) == dropped and st.slot == min(dropped)
     assert cli.main(["compare", "--resume", str(out)]) == EXIT_OK
     stored = results.load_samples(out)
-    assert sorted(s["slot"] for s in stored) == list(range(8))
+    assert sorted(s.data["slot"] for s in stored) == list(range(8))
     assert results.load_summary(out)["resumed"] == 1
 
 

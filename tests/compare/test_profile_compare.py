@@ -29,15 +29,15 @@ def test_profiled_compare(tmp_path: Path, capsys: pytest.CaptureFixture[str]) ->
     out = tmp_path / "cmp"
     assert cli.main(compare_argv(fake_image(tmp_path / "k"), out, *PROFILED)) == EXIT_OK
     samples = results.load_samples(out)  # validated against the schema
-    with_profile = [s for s in samples if "profile" in s]
-    assert sorted(s["label"] for s in with_profile) == ["A", "B"]  # boots_per_side = 1
-    first = {s["label"]: s for s in reversed(samples)}  # each side's first boot
-    assert all("profile" in first[x] for x in "AB")
+    with_profile = [s for s in samples if "profile" in s.data]
+    assert sorted(str(s.label) for s in with_profile) == ["A", "B"]  # boots_per_side = 1
+    first = {s.label: s for s in reversed(samples)}  # each side's first boot
+    assert all("profile" in first[x].data for x in "AB")
     for s in with_profile:
-        assert s["tps"] == s["runs"][-1]["tps"]  # the profiled run is not among the runs
-        assert s["profile"]["run"]["tps"] > 0
-        assert (Path(s["boot_dir"]) / "profile.folded").is_file()
-    tops = {s["label"]: s["profile"]["top"][0]["symbol"] for s in with_profile}
+        assert s.tps == s.runs[-1]["tps"]  # the profiled run is not among the runs
+        assert s.profile["run"]["tps"] > 0
+        assert (Path(str(s.boot_dir)) / "profile.folded").is_file()
+    tops = {s.label: s.profile["top"][0]["symbol"] for s in with_profile}
     assert tops == {"A": "pv_native_safe_halt", "B": "s_lock"}  # the real capture: idle
     report = (out / "report.md").read_text()
     assert "## Profiles" in report
@@ -58,7 +58,7 @@ def test_more_boots_per_side(tmp_path: Path) -> None:
     out = tmp_path / "cmp"
     argv = compare_argv(fake_image(tmp_path / "k"), out, *PROFILED)
     assert cli.main([*argv, "--set", "profile.boots_per_side=2"]) == EXIT_OK
-    labels = [s["label"] for s in results.load_samples(out) if "profile" in s]
+    labels = [str(s.label) for s in results.load_samples(out) if "profile" in s.data]
     assert sorted(labels) == ["A", "A", "B", "B"]
 
 
@@ -66,7 +66,7 @@ def test_unprofiled_compare_has_no_profile(tmp_path: Path) -> None:
     fake_target(tmp_path, perf=str(FAKE_PERF), cv=0.002)
     out = tmp_path / "cmp"
     assert cli.main(compare_argv(fake_image(tmp_path / "k"), out)) == EXIT_OK
-    assert not any("profile" in s for s in results.load_samples(out))
+    assert not any("profile" in s.data for s in results.load_samples(out))
     assert "## Profiles" not in (out / "report.md").read_text()
 
 
@@ -75,5 +75,5 @@ def test_no_perf_on_the_machine_fails_the_boot(tmp_path: Path) -> None:
     out = tmp_path / "cmp"
     argv = compare_argv(fake_image(tmp_path / "k"), out, *PROFILED, "--retries", "0")
     assert cli.main(argv) == EXIT_BOOT  # too few boots count
-    failed = [s for s in results.load_samples(out) if s["status"] == "benchmark-failed"]
-    assert failed and "profile.enabled needs perf" in failed[0]["error"]
+    failed = [s for s in results.load_samples(out) if s.status == "benchmark-failed"]
+    assert failed and "profile.enabled needs perf" in str(failed[0].error)

@@ -15,6 +15,7 @@ from kbisect.compare import schedule
 from kbisect.core import paths, reading
 from kbisect.core.exceptions import EXIT_INFRA, EXIT_OK, EXIT_USER
 from kbisect.measure import results
+from kbisect.measure.record import Sample
 from tests.fakes import (
     ab_compare_argv,
     fake_calls,
@@ -139,7 +140,7 @@ def test_a_killed_compare_resumes_without_losing_or_repeating_a_sample(
     summary = results.load_summary(out)
     assert summary["resumed"] == 1 and summary["order"] == schedule.order(3)[0]
     samples = results.load_samples(out)
-    assert [s["label"] for s in samples] == schedule.order(3)[0]  # the plan, once each
+    assert [s.label for s in samples] == schedule.order(3)[0]  # the plan, once each
     assert len(fake_calls(target)) == len(samples) + 1  # only the killed boot was redone
     assert summary["verdict"]["kind"] == "regression"
     assert cli.main(["compare", "--resume", str(out)]) == EXIT_USER  # finished
@@ -181,17 +182,17 @@ def test_bare_resume_picks_the_newest_unfinished_compare(
 
 
 def test_a_plan_the_samples_do_not_follow_is_refused(tmp_path: Path) -> None:
-    stored = [{"label": "B", "status": "ok", "tps": 1.0}]
+    stored = [Sample({"label": "B", "status": "ok", "tps": 1.0})]
     with pytest.raises(schedule.NotResumable, match="does not follow the plan"):
         schedule.standing(["A", "B"], 1, stored)
     st = schedule.standing(
         ["A", "B", "B", "A"],
         1,
         [
-            {"label": "A", "status": "ok", "tps": 5.0},
-            {"label": "B", "status": "boot-failed"},
-            {"label": "B", "status": "boot-failed"},  # retries used up: on to the next B
-            {"label": "B", "status": "boot-failed"},
+            Sample({"label": "A", "status": "ok", "tps": 5.0}),
+            Sample({"label": "B", "status": "boot-failed"}),
+            Sample({"label": "B", "status": "boot-failed"}),  # retries used up: on to the next B
+            Sample({"label": "B", "status": "boot-failed"}),
         ],
     )
     assert (st.slot, st.todo[2], st.failed, st.tps["A"]) == (2, (1, 0), {"A": 0, "B": 3}, [5.0])

@@ -175,7 +175,7 @@ def test_a_disk_that_fills_mid_run_stops_it_and_resume_goes_on(
     assert len(stored) == 2
     (disk / "filler").unlink()
     assert cli.main(shlex.split(go_on)[1:]) == 1  # B is 20% slower: the regression
-    assert [s["label"] for s in results.load_samples(out)] == ["A", "B", "B", "A", "A", "B"]
+    assert [s.label for s in results.load_samples(out)] == ["A", "B", "B", "A", "A", "B"]
     assert results.load_summary(out)["verdict"]["kind"] == "regression"
 
 

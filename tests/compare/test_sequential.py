@@ -162,7 +162,7 @@ def test_a_killed_auto_compare_resumes_by_the_same_rule(
     assert cli.main(["compare", "--resume", str(out)]) == EXIT_NEGATIVE
     summary = results.load_summary(out)
     assert summary["resumed"] == 1 and summary["sequential"]["n"] == 3
-    assert [s["label"] for s in results.load_samples(out)] == schedule.order(3)[0]
+    assert [s.label for s in results.load_samples(out)] == schedule.order(3)[0]
     assert len(fake_calls(target)) == 7  # 6 slots, the killed one taken again
     # interrupted after its last sample, before its summary: the resume looks first
     (out / "summary.json").unlink()

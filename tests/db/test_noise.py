@@ -13,13 +13,14 @@ import pytest
 
 from kbisect.db import index, noise, runs, schema
 from kbisect.measure import results
+from kbisect.measure.record import Sample
 from kbisect.stats import prior as priors
 
 
 def _write(run: Path, sample: dict[str, Any], label: str, tps: float, **over: Any) -> None:
     s = copy.deepcopy(sample)
     s.update(label=label, tps=tps, **over)
-    results.write_sample(run, s)
+    results.write_sample(run, Sample.of(s))
 
 
 def _other_machine(sample: dict[str, Any]) -> dict[str, Any]:

@@ -13,6 +13,7 @@ import pytest
 from kbisect.core import paths
 from kbisect.db import index, query, rebuild
 from kbisect.measure import results
+from kbisect.measure.record import Sample
 from tests.db.conftest import DEMO_TPS, EXAMPLES
 
 
@@ -28,13 +29,13 @@ def test_tests_index_into_their_own_results_dir(tmp_path: Path) -> None:
 
 def test_write_sample_indexes_the_file(sample: dict[str, Any]) -> None:
     run = results.new_run_dir("compare", "demo")
-    path = results.write_sample(run, sample)
+    path = results.write_sample(run, Sample.of(sample))
     rows = query.select()
     assert [r.path for r in rows] == [str(path.resolve())]
     assert rows[0].tps == pytest.approx(DEMO_TPS)
     assert rows[0].run_id == run.name and rows[0].run_kind == "compare"
     assert rows[0].boot == 1 and rows[0].label == "A"
-    second = results.write_sample(run, {**sample, "label": "B", "tps": 500.0})
+    second = results.write_sample(run, Sample.of(sample).with_(label="B", tps=500.0))
     assert [r.boot for r in query.select(run=run.name)] == [1, 2]
     assert query.select(run=run.name)[1].path == str(second.resolve())
 
@@ -42,7 +43,7 @@ def test_write_sample_indexes_the_file(sample: dict[str, Any]) -> None:
 def test_write_summary_fills_the_run(sample: dict[str, Any]) -> None:
     summary = results.load_summary(EXAMPLES / "demo")
     run = results.new_run_dir("compare", "demo")
-    results.write_sample(run, sample)
+    results.write_sample(run, Sample.of(sample))
     results.write_summary(run, summary)
     conn = sqlite3.connect(index.db_path())
     got = conn.execute("SELECT kind, verdict, ratio, started, command FROM runs").fetchall()
@@ -60,7 +61,7 @@ def test_a_run_outside_the_results_dir_is_indexed_by_its_path(
 ) -> None:
     out = tmp_path / "elsewhere"
     results.out_dir(out, "run", "x")
-    results.write_sample(out, sample)
+    results.write_sample(out, Sample.of(sample))
     assert [r.run_id for r in query.select()] == [str(out.resolve())]
 
 
@@ -71,8 +72,8 @@ def test_a_corrupt_database_warns_once_and_the_run_goes_on(
     db.parent.mkdir(parents=True)
     db.write_bytes(b"garbage" * 1000)
     run = results.new_run_dir("compare", "demo")
-    first = results.write_sample(run, sample)
-    second = results.write_sample(run, sample)
+    first = results.write_sample(run, Sample.of(sample))
+    second = results.write_sample(run, Sample.of(sample))
     assert first.is_file() and second.is_file()
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "results database not updated" in err[0]
@@ -86,11 +87,11 @@ def test_a_locked_database_warns_and_the_run_goes_on(
 ) -> None:
     monkeypatch.setattr(index, "LOCK_WAIT_S", 0.05)
     run = results.new_run_dir("compare", "demo")
-    results.write_sample(run, sample)
+    results.write_sample(run, Sample.of(sample))
     holder = sqlite3.connect(index.db_path(), isolation_level=None)
     holder.execute("BEGIN EXCLUSIVE")
     try:
-        path = results.write_sample(run, sample)
+        path = results.write_sample(run, Sample.of(sample))
     finally:
         holder.execute("ROLLBACK")
         holder.close()
@@ -112,7 +113,7 @@ def test_a_results_dir_that_cannot_hold_the_database_warns(
     monkeypatch.setenv("KBISECT_RESULTS", str(blocked))
     out = tmp_path / "out"
     results.out_dir(out, "run", "x")
-    assert results.write_sample(out, sample).is_file()
+    assert results.write_sample(out, Sample.of(sample)).is_file()
     assert "results database not updated" in capsys.readouterr().err
 
 
@@ -124,6 +125,6 @@ def test_db_open_failure_is_caught_whatever_it_is(
 
     monkeypatch.setattr(index, "open_db", boom)
     run = results.new_run_dir("run", "x")
-    assert results.write_sample(run, sample).is_file()
+    assert results.write_sample(run, Sample.of(sample)).is_file()
     assert results.write_summary(run, results.load_summary(EXAMPLES / "demo")).is_file()
     assert "disk on fire" in capsys.readouterr().err

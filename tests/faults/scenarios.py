@@ -88,10 +88,10 @@ def _compare(s: Session) -> Scenario:
         return ("plan",) if (run / "plan.json").is_file() else ("none",)
 
     def outcome(run: Path) -> dict[str, Any]:
-        ok = [x for x in results.load_samples(run) if x["status"] == "ok"]
+        ok = [x for x in results.load_samples(run) if x.ok]
         return {
             "verdict": results.load_summary(run)["verdict"],
-            "tps": [(x["label"], x["tps"]) for x in ok],
+            "tps": [(x.label, x.tps) for x in ok],
         }
 
     return Scenario(

@@ -49,13 +49,13 @@ def test_arm64_guest_runs_the_smoke_scenario(real_cache: Path, tmp_path: Path) -
     out = tmp_path / "run"
     arm64.run_smoke(real_cache, image, out, "--set", "postgres.major=17")
     [sample] = results.load_samples(out)
-    assert sample["status"] == "ok" and sample["tps"] > 0
-    assert sample["kernel"]["commit"] == manifest["commit"]
+    assert sample.data["status"] == "ok" and sample.data["tps"] > 0
+    assert sample.data["kernel"]["commit"] == manifest["commit"]
     # the scenario's pin on arm64 too: trixie's arm64 root
-    assert sample["fingerprint"]["pg_version"].startswith("17.")
-    assert sample["fingerprint"]["pg_server"].startswith("PostgreSQL 17.")
-    assert "aarch64" in sample["fingerprint"]["pg_server"]
-    assert sample["userland"]["suite"] == "trixie"
-    assert sample["fingerprint"]["uname_r"] == manifest["kernelrelease"]
+    assert sample.data["fingerprint"]["pg_version"].startswith("17.")
+    assert sample.data["fingerprint"]["pg_server"].startswith("PostgreSQL 17.")
+    assert "aarch64" in sample.data["fingerprint"]["pg_server"]
+    assert sample.data["userland"]["suite"] == "trixie"
+    assert sample.data["fingerprint"]["uname_r"] == manifest["kernelrelease"]
     # the guest ran arm64 binaries: its PostgreSQL template is named for aarch64
     assert list((real_cache / "pg-templates").glob("*aarch64*"))

@@ -41,9 +41,9 @@ def test_founding_pair_boots_on_arm64(
     arm64.run_smoke(real_cache, image, out, "--append", "preempt=none")
     # a sample a busy host disturbed is kept aside and retaken: judge the one that counts
     [sample] = [s for s in results.load_samples(out) if retake.counts(s)]
-    assert sample["status"] == "ok" and sample["tps"] > 0
-    assert sample["fingerprint"]["uname_r"] == manifest["kernelrelease"]
-    assert sample["fingerprint"]["preempt"] == model
+    assert sample.data["status"] == "ok" and sample.data["tps"] > 0
+    assert sample.data["fingerprint"]["uname_r"] == manifest["kernelrelease"]
+    assert sample.data["fingerprint"]["preempt"] == model
     # the sample records what was asked and what the kernel gave
-    assert sample["preempt"]["asked"] == "none"
-    assert sample["preempt"]["effective"] == model
+    assert sample.data["preempt"]["asked"] == "none"
+    assert sample.data["preempt"]["effective"] == model

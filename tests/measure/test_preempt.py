@@ -17,6 +17,7 @@ from kbisect.compare import report
 from kbisect.compare import text as compare_text
 from kbisect.core.exceptions import EXIT_OK
 from kbisect.measure import preempt, results
+from kbisect.measure.record import Sample
 from kbisect.study import analysis
 from tests.fakes import ab_compare_argv, fake_image, fake_target
 
@@ -138,11 +139,11 @@ def test_a_message_exactly_when_the_models_differ_or_one_is_unknown(
 def test_first_warnings_one_line_per_label_with_how_many_boots() -> None:
     bad = preempt.check(["preempt=none"], [], {}, LAZY_72)
     good = preempt.check(["preempt=full"], [], {}, {**LAZY_72, "preempt": "full"})
-    samples: list[dict[str, Any]] = [
-        {"label": "A", "preempt": bad},
-        {"label": "B", "preempt": good},
-        {"label": "A", "preempt": bad},
-        {"label": "A", "preempt": None},
+    samples = [
+        Sample({"label": "A", "preempt": bad}),
+        Sample({"label": "B", "preempt": good}),
+        Sample({"label": "A", "preempt": bad}),
+        Sample({"label": "A", "preempt": None}),
     ]
     [line] = preempt.first_warnings(samples, [("A", "side A"), ("B", "side B")])
     assert line.startswith("side A asked for preempt none")
@@ -186,8 +187,8 @@ def test_compare_flags_the_side_that_did_not_get_its_model(
         "kbisect: warning: side A asked for preempt none (preempt=none on the command line) "
         "but its kernel ran lazy, read from debugfs: its numbers measure lazy, not none"
     ]
-    stored = [s["preempt"] for s in results.load_samples(out) if s["label"] == "A"]
-    assert [s["effective"] for s in stored] == ["lazy"] * 3
+    stored = [s.preempt for s in results.load_samples(out) if s.label == "A"]
+    assert [s and s["effective"] for s in stored] == ["lazy"] * 3
     run = compare_run(out)
     [line] = report.preempt_lines(run)
     assert line.startswith("side A asked for preempt none (preempt=none on the command line)")
@@ -206,7 +207,7 @@ def test_compare_that_got_what_it_asked_for_warns_nothing(
     out = run_compare(tmp_path, monkeypatch, "asked", "preempt=none", "preempt=full")
     assert "asked for preempt" not in capsys.readouterr().err
     assert report.preempt_lines(compare_run(out)) == []
-    fps = {s["label"]: s["fingerprint"]["preempt"] for s in results.load_samples(out)}
+    fps = {s.label: s.fingerprint["preempt"] for s in results.load_samples(out)}
     assert fps == {"A": "none", "B": "full"}
 
 
@@ -245,7 +246,9 @@ def test_study_analysis_names_the_cell() -> None:
     }
     bad = preempt.check(["preempt=none"], [], {}, LAZY_72)
     samples = [
-        {"label": "k0-c0", "status": "ok", "tps": 10.0 + i, "preempt": bad, "fingerprint": {}}
+        Sample(
+            {"label": "k0-c0", "status": "ok", "tps": 10.0 + i, "preempt": bad, "fingerprint": {}}
+        )
         for i in range(3)
     ]
     a = analysis.analyze(definition, samples)

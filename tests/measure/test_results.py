@@ -14,6 +14,7 @@ import pytest
 from kbisect.core import clock
 from kbisect.core.exceptions import EXIT_INFRA, EXIT_USER
 from kbisect.measure import results
+from kbisect.measure.record import Sample
 from kbisect.measure.results import InvalidResult, NoResults
 from tests.core.test_atomic import fsync_spy, ident
 
@@ -166,11 +167,11 @@ def test_new_run_dir_is_unique_and_named(isolated_env, tmp_path):
 
 def test_write_and_load_samples_in_order(tmp_path):
     run = tmp_path / "run"
-    a = results.write_sample(run, sample("A", 100.0))
-    b = results.write_sample(run, sample("B", 200.0))
-    c = results.write_sample(run, sample(None, 300.0))
+    a = results.write_sample(run, Sample(sample("A", 100.0)))
+    b = results.write_sample(run, Sample(sample("B", 200.0)))
+    c = results.write_sample(run, Sample(sample(None, 300.0)))
     assert [p.name for p in (a, b, c)] == ["001-A.json", "002-B.json", "003-sample.json"]
-    assert [s["tps"] for s in results.load_samples(run)] == [100.0, 200.0, 300.0]
+    assert [s.tps for s in results.load_samples(run)] == [100.0, 200.0, 300.0]
     assert not [p for p in (run / "samples").iterdir() if p.name.startswith(".")]
 
 
@@ -179,20 +180,20 @@ def test_write_sample_never_overwrites(tmp_path):
     (run / "samples").mkdir(parents=True)
     other = run / "samples" / "009-A.json"
     other.write_text("not mine")
-    path = results.write_sample(run, sample())
+    path = results.write_sample(run, Sample(sample()))
     assert path.name == "010-A.json"
     assert other.read_text() == "not mine"
 
 
 def test_invalid_sample_is_not_written(tmp_path):
     with pytest.raises(InvalidResult):
-        results.write_sample(tmp_path / "run", sample() | {"tps": None})
+        results.write_sample(tmp_path / "run", Sample(sample() | {"tps": None}))
     assert list((tmp_path / "run").glob("samples/*")) == []
 
 
 def test_load_samples_reports_the_bad_file(tmp_path):
     run = tmp_path / "run"
-    path = results.write_sample(run, sample())
+    path = results.write_sample(run, Sample(sample()))
     path.write_text(json.dumps(sample() | {"status": "great"}))
     with pytest.raises(InvalidResult, match=r"001-A\.json: not a valid sample: \$\.status"):
         results.load_samples(run)
@@ -233,7 +234,7 @@ def test_version_2_samples_name_their_target_instead_of_accel() -> None:
 def test_write_sample_fsyncs_the_samples_directory_after_the_link(tmp_path, monkeypatch):
     seen = fsync_spy(monkeypatch)
     run = tmp_path / "run"
-    path = results.write_sample(run, sample("A", 100.0))
+    path = results.write_sample(run, Sample(sample("A", 100.0)))
     assert seen[-1] == ident(run / "samples")
     assert ident(path) in [(d, i, False) for d, i, _ in seen]  # the file's data first
-    assert results.load_samples(run)[0]["tps"] == 100.0
+    assert results.load_samples(run)[0].tps == 100.0

@@ -55,14 +55,14 @@ def hog_target(folder: Path, name: str, disturb: list[float], **more: Any) -> Pa
 
 
 def statuses(out: Path) -> list[str]:
-    return [s["status"] for s in results.load_samples(out)]
+    return [s.status for s in results.load_samples(out)]
 
 
 def counted_tps(out: Path) -> dict[str, list[float]]:
     got: dict[str, list[float]] = {"A": [], "B": []}
     for s in results.load_samples(out):
-        if s["status"] == "ok":
-            got[s["label"]].append(s["tps"])
+        if s.status == "ok":
+            got[str(s.label)].append(s.data["tps"])
     return got
 
 
@@ -83,10 +83,10 @@ def test_the_second_sample_disturbed_is_retaken_and_the_verdict_is_the_quiet_one
     assert "retake 1 of 2" in capsys.readouterr().err
     samples = results.load_samples(out)
     assert statuses(out) == ["ok", "disturbed", *["ok"] * 5]  # exactly the 2nd, kept
-    assert [s["label"] for s in samples if s["status"] == "ok"] == schedule.order(3)[0]
+    assert [s.label for s in samples if s.status == "ok"] == schedule.order(3)[0]
     kept = samples[1]
-    assert kept["disturbance"]["disturbed"] and kept["disturbance"]["others_peak"] == HOG
-    assert kept["tps"] == pytest.approx(samples[2]["tps"] * (1 - HOG), rel=0.1)  # slowed
+    assert kept.disturbance["disturbed"] and kept.disturbance["others_peak"] == HOG
+    assert kept.tps == pytest.approx(samples[2].data["tps"] * (1 - HOG), rel=0.1)  # slowed
     assert len(fake_calls(target)) == 7
     assert counted_tps(out) == counted_tps(quiet)
     assert results.load_summary(out)["verdict"] == results.load_summary(quiet)["verdict"]
@@ -108,7 +108,7 @@ def test_retakes_0_leaves_the_slot_out_and_the_verdict_says_n_per_side(
     assert "side B: 2 of 3 boots count: 1 slot(s) left disturbed" in err
     samples = results.load_samples(out)
     assert statuses(out) == ["ok", "disturbed", *["ok"] * 4]
-    assert samples[1]["disturbance"]["last_try"] and samples[1]["slot"] == 1
+    assert samples[1].disturbance["last_try"] and samples[1].slot == 1
     assert json.loads((out / schedule.PLAN).read_text())["retakes"] == 0
     verdict = results.load_summary(out)["verdict"]
     assert (verdict["a"]["n"], verdict["b"]["n"]) == (3, 2)  # the disturbed one left out
@@ -122,7 +122,7 @@ def test_count_disturbed_keeps_the_old_behaviour(tmp_path: Path) -> None:
     target, out = hog_target(tmp_path, "hog", [0.0, HOG]), tmp_path / "hog"
     compare(image, target, out, "--retakes", "0", "--count-disturbed")
     samples = results.load_samples(out)
-    assert statuses(out) == ["ok"] * 6 and samples[1]["disturbance"]["counted"]
+    assert statuses(out) == ["ok"] * 6 and samples[1].disturbance["counted"]
     assert [retake.counts(s) for s in samples] == [True] * 6
     assert "kept and counted, flagged (--count-disturbed)" in (out / "report.md").read_text()
     assert json.loads((out / schedule.PLAN).read_text())["count_disturbed"] is True
@@ -142,7 +142,7 @@ def test_a_machine_is_judged_by_its_steal_time_not_by_the_host_driving_it(
     compare(image, target, out)  # busy_polls: a machine's retake waits for no host poll
     samples = results.load_samples(out)
     assert statuses(out) == ["ok", "disturbed", *["ok"] * 5]
-    robbed, hogged = samples[1]["disturbance"], samples[2]["disturbance"]
+    robbed, hogged = samples[1].disturbance, samples[2].disturbance
     assert robbed["judged_on"] == "machine" and robbed["inside"]["steal_share"] == 0.5
     assert robbed["disturbed"] and not robbed["host_disturbed"]
     assert hogged["host_disturbed"] and not hogged["disturbed"]
@@ -162,14 +162,14 @@ def test_a_retake_waits_for_a_quiet_host_and_stops_at_the_bound(
     assert err.count("waiting for it to be quiet before the next sample") == 1  # 2 polls, 1 line
     assert statuses(out) == ["ok", "disturbed", "disturbed", "disturbed", *["ok"] * 4]
     samples = results.load_samples(out)
-    assert [s["slot"] for s in samples] == [0, 1, 1, 1, 2, 3, 4, 5]
-    assert [bool(s["disturbance"].get("last_try")) for s in samples[1:4]] == [False, False, True]
+    assert [s.slot for s in samples] == [0, 1, 1, 1, 2, 3, 4, 5]
+    assert [bool(s.disturbance.get("last_try")) for s in samples[1:4]] == [False, False, True]
     assert not any(retake.counts(s) for s in samples[1:4])  # the third try does not count
     assert results.load_summary(out)["verdict"]["b"]["n"] == 2
     lenient, out2 = hog_target(tmp_path, "lenient", [0.0, HOG]), tmp_path / "lenient"
     compare(image, lenient, out2, "--disturbed-share", "0.7")
     assert statuses(out2) == ["ok"] * 6
-    assert not any(s["disturbance"]["disturbed"] for s in results.load_samples(out2))
+    assert not any(s.disturbance["disturbed"] for s in results.load_samples(out2))
 
 
 def resume_argv(image: Path, target: Path, out: Path, retakes: str) -> list[str]:
@@ -190,7 +190,7 @@ def test_a_kill_between_a_disturbed_sample_and_its_retake_resumes_within_the_bou
     assert (out / "report.md").is_file()
     # the slot's one retake was used before the kill: the disturbed retake is its last try
     assert statuses(out) == ["ok", "disturbed", "disturbed", *["ok"] * 4]
-    assert results.load_samples(out)[2]["disturbance"]["last_try"]
+    assert results.load_samples(out)[2].disturbance["last_try"]
     assert len(fake_calls(target)) == 8  # 2 + the killed one + its last try + 4
     assert results.load_summary(out)["verdict"]["b"]["n"] == 2  # never the disturbed one
 
@@ -214,7 +214,7 @@ def test_a_hog_mid_compare_then_a_resume_on_a_quiet_host_retakes_the_slot_first(
     hog_target(tmp_path, "hog", [])  # a quiet host
     assert cli.main(["compare", "--resume", str(out)]) == 1
     samples = results.load_samples(out)
-    assert [s["slot"] for s in samples] == [0, 1, 1, 2, 1, 3, 4, 5]  # slot 1 first
+    assert [s.slot for s in samples] == [0, 1, 1, 2, 1, 3, 4, 5]  # slot 1 first
     assert statuses(out)[4:] == ["ok"] * 4
     assert {k: sorted(v) for k, v in counted_tps(out).items()} == {
         k: sorted(v) for k, v in counted_tps(quiet).items()
@@ -234,7 +234,7 @@ def test_a_finished_compare_with_a_slot_left_disturbed_resumes_it(tmp_path: Path
     assert results.load_summary(out)["verdict"]["b"]["n"] == 2
     assert cli.main(["compare", "--resume", str(out)]) == 1  # the quiet retake of slot 1
     assert statuses(out) == ["ok", "disturbed", *["ok"] * 5]
-    assert results.load_samples(out)[-1]["slot"] == 1
+    assert results.load_samples(out)[-1].slot == 1
     assert results.load_summary(out)["verdict"]["b"]["n"] == 3
     assert cli.main(["compare", "--resume", str(out)]) == 2  # nothing left: finished
 
@@ -247,7 +247,7 @@ def test_bisect_draw_retakes_and_counts_stored_retakes(tmp_path: Path) -> None:
     rev = bisect_samples.Revision("c0ffee", image, tmp_path / "rev")
     tps = bisect_samples.draw(ctx, rev)
     stored = results.load_samples(rev.out)
-    assert [s["status"] for s in stored] == ["disturbed", "disturbed", "ok"]
+    assert [s.status for s in stored] == ["disturbed", "disturbed", "ok"]
     assert bisect_samples.stored(rev.out) == ([tps], [])  # retaken: neither tps nor failure
     assert retake.trailing(stored) == 0 and retake.trailing(stored[:2]) == 2
 
@@ -262,13 +262,13 @@ def test_a_bisect_draw_whose_retakes_run_out_fails_and_counts_nothing(tmp_path: 
     with pytest.raises(BenchmarkError, match="2 samples in a row disturbed"):
         bisect_samples.draw(ctx, rev)
     stored = results.load_samples(rev.out)
-    assert [s["status"] for s in stored] == ["disturbed", "disturbed"]
+    assert [s.status for s in stored] == ["disturbed", "disturbed"]
     assert bisect_samples.stored(rev.out) == ([], [])  # no figure, and no failed boot
     assert retake.trailing(stored) == 0  # the next draw starts with its retakes unused
     counting = bisect_samples.Context(ctx.scen, "", fake, retake.Policy(1, count=True))
     tps = bisect_samples.draw(counting, rev)
     assert bisect_samples.stored(rev.out) == ([tps], [])
-    assert results.load_samples(rev.out)[-1]["disturbance"]["counted"]
+    assert results.load_samples(rev.out)[-1].disturbance["counted"]
 
 
 @pytest.mark.parametrize("method", ["git", "posterior"])
@@ -282,7 +282,7 @@ def test_bisect_retakes_a_disturbed_boot_and_lists_it(env, capsys, method):
     assert [r["outcome"] for r in s["disturbed"]] == ["retaken (kept on disk, not counted)"]
     store = Path(json.loads((run / "state.json").read_text())["store"])
     found = [x for c in store.iterdir() for x in results.load_samples(c)]
-    assert sum(x["status"] == "disturbed" for x in found) == 1
+    assert sum(x.status == "disturbed" for x in found) == 1
     assert fake_calls(target)[1]["index"] == 1
     assert "## Disturbed samples" in (run / "report.md").read_text()
 
@@ -296,7 +296,7 @@ def test_a_study_retakes_a_disturbed_boot(
     study_target(isolated_env, disturb=[0.0, 0.0, HOG])
     assert cli.main(study_args(kernels)) == 0
     run = study_run(tmp_path / "results")
-    got = [s["status"] for s in results.load_samples(run)]
+    got = [s.status for s in results.load_samples(run)]
     assert got.count("disturbed") == 1 and got.index("disturbed") == 2
     assert got.count("ok") == 12  # 2 kernels x 2 cells x 3 boots, none short
     report = (run / "report.md").read_text()
@@ -316,7 +316,7 @@ def test_a_study_slot_left_disturbed_is_missing_until_a_resume_takes_it(
     assert cli.main(study_args(kernels, "--retakes", "1")) == 5  # one slot left disturbed
     assert "still missing after retries (failed boots) or retakes" in capsys.readouterr().err
     run = study_run(tmp_path / "results")
-    assert [s["status"] for s in results.load_samples(run)].count("ok") == 11
+    assert [s.status for s in results.load_samples(run)].count("ok") == 11
     analysis = study_report.load(run)
     assert sorted(p.n for p in analysis.points.values()) == [2, 3, 3, 3]  # 2: never the hog's
     target.write_text('kind = "fake"\n')  # a quiet host

@@ -250,8 +250,8 @@ def test_a_guest_runs_the_build_shared_at_its_prefix(
     assert f"/kbisect/pg={store.install_dir(key)}" in ro
     guest = shlex.split(argv[argv.index("--exec") + 1])
     assert guest[guest.index("--pg-bindir") + 1] == "/kbisect/pg/bin"
-    assert s["userland"]["build"]["key"] == key
-    assert s["userland"]["build"]["postgres_sha256"] == made["postgres_sha256"]
+    assert s.userland["build"]["key"] == key
+    assert s.userland["build"]["postgres_sha256"] == made["postgres_sha256"]
 
 
 def test_a_build_missing_from_the_cache_is_refused_before_any_boot(

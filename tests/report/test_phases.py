@@ -2,20 +2,19 @@
 
 from __future__ import annotations
 
-from typing import Any
-
+from kbisect.measure.record import Sample
 from kbisect.report import phases
 
 
-def _sample(**seconds: float) -> dict[str, Any]:
-    return {"timings": {"boot_s": 1.0, "phases": seconds}}
+def _sample(**seconds: float) -> Sample:
+    return Sample({"timings": {"boot_s": 1.0, "phases": seconds}})
 
 
 def test_means_follow_the_harness_order_and_skip_older_samples() -> None:
     samples = [
         _sample(run=90.0, boot=20.0, restore=14.0),
         _sample(run=92.0, boot=10.0, restore=12.0, extra=1.0),
-        {"timings": {"boot_s": 40.0}},  # recorded before phases were: left out
+        Sample({"timings": {"boot_s": 40.0}}),  # recorded before phases were: left out
     ]
     figures, n = phases.means(samples)
     assert n == 2
@@ -26,5 +25,5 @@ def test_means_follow_the_harness_order_and_skip_older_samples() -> None:
 
 
 def test_no_phases_no_line() -> None:
-    assert phases.line([{"timings": {"boot_s": 40.0}}]) is None
+    assert phases.line([Sample({"timings": {"boot_s": 40.0}})]) is None
     assert phases.line([]) is None

@@ -8,24 +8,30 @@ from typing import Any
 
 import pytest
 
+from kbisect.measure.record import Sample
 from kbisect.report import flame, profile
 
 SVG = "{http://www.w3.org/2000/svg}"
 
 
-def sample(label: str, top: dict[str, float], tps: float = 100.0, **extra: Any) -> dict[str, Any]:
+def sample(label: str, top: dict[str, float], tps: float = 100.0, **extra: Any) -> Sample:
     rows = [{"symbol": k, "self_pct": v} for k, v in top.items()]
     prof = {"event": "cpu-clock", "frequency": 499, "seconds": 10, "samples": 1000}
-    return {
-        "label": label,
-        "status": "ok",
-        "profile": {**prof, "top": rows, "run": {"tps": tps}, "folded": "profile.folded"},
-        **extra,
-    }
+    return Sample(
+        {
+            "label": label,
+            "status": "ok",
+            "profile": {**prof, "top": rows, "run": {"tps": tps}, "folded": "profile.folded"},
+            **extra,
+        }
+    )
 
 
 SIDES = {
-    "A": [sample("A", {"s_lock": 2.0, "ExecInterpExpr": 30.0}), {"label": "A", "status": "ok"}],
+    "A": [
+        sample("A", {"s_lock": 2.0, "ExecInterpExpr": 30.0}),
+        Sample({"label": "A", "status": "ok"}),
+    ],
     "B": [
         sample("B", {"s_lock": 50.0, "ExecInterpExpr": 10.0}, 50.0),
         sample("B", {"s_lock": 60.0, "hash_search": 4.0}, 40.0),
@@ -39,7 +45,7 @@ def test_side_averages_over_profiled_boots() -> None:
     assert b.boots == 2 and b.samples == 2000 and b.tps == [50.0, 40.0]
     assert b.self_pct == {"s_lock": 55.0, "ExecInterpExpr": 5.0, "hash_search": 2.0}
     assert profile.top(b) == [("s_lock", 55.0), ("ExecInterpExpr", 5.0), ("hash_search", 2.0)]
-    assert profile.side([{"label": "A", "status": "ok"}]) is None
+    assert profile.side([Sample({"label": "A", "status": "ok"})]) is None
 
 
 def test_difference_sorted_by_size() -> None:

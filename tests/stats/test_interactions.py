@@ -12,6 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from kbisect.measure.record import Sample
 from kbisect.stats import blocked, interactions, means, ratio
 from kbisect.stats.inference import CONFIDENCE
 from kbisect.study import analysis, store
@@ -22,14 +23,16 @@ PAGES = {"name": "pages", "levels": [{"label": "4k"}, {"label": "2M"}]}
 VALUES = [{"append": a, "pages": p} for p in ("4k", "2M") for a in ("none", "full")]
 
 
-def sample(k: int, c: int, tps: float, machine: str) -> dict[str, Any]:
-    return {
-        "label": store.label(k, c),
-        "status": "ok",
-        "tps": tps,
-        "fingerprint": {},
-        "target": {"name": machine, "pool": "lab", "machine": machine},
-    }
+def sample(k: int, c: int, tps: float, machine: str) -> Sample:
+    return Sample(
+        {
+            "label": store.label(k, c),
+            "status": "ok",
+            "tps": tps,
+            "fingerprint": {},
+            "target": {"name": machine, "pool": "lab", "machine": machine},
+        }
+    )
 
 
 # Per machine, per kernel and cell: 1 to 3 boots' tps.
@@ -41,7 +44,7 @@ machines = st.lists(
 )
 
 
-def samples_of(data: list[list[list[list[float]]]]) -> list[dict[str, Any]]:
+def samples_of(data: list[list[list[list[float]]]]) -> list[Sample]:
     return [
         sample(k, c, x, f"m{j}")
         for j, kernels in enumerate(data)

@@ -76,7 +76,7 @@ def run_dir(results_root: Path) -> Path:
 
 
 def ok_units(run: Path) -> Counter[tuple[int, int] | None]:
-    return Counter(store.unit_of(s["label"]) for s in store.samples(run) if s["status"] == "ok")
+    return Counter(store.unit_of(s.label) for s in store.samples(run) if s.ok)
 
 
 def test_a_study_finds_the_planted_step_and_reports_it(
@@ -115,7 +115,7 @@ def test_failed_boots_are_retried_and_the_rest_resumed(
     run = run_dir(tmp_path / "results")
     plan = (run / store.SCHEDULE).read_text()
     assert sum(ok_units(run).values()) == 17
-    failed = [s for s in store.samples(run) if s["status"] != "ok"]
+    failed = [s for s in store.samples(run) if not s.ok]
     assert len(failed) == 3
     target.write_text('kind = "fake"\n')
     assert kbisect("study", "--resume") == 0

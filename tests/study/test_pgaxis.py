@@ -201,10 +201,10 @@ def test_each_server_is_built_once_and_every_cell_runs_its_key(
     assert store.load_definition(run)["cells"] == d["cells"]  # the same cells, same keys
     assert ok_units(run) == {(k, c): 3 for k in range(2) for c in range(2)}
     for s in store.samples(run):
-        cell = store.unit_of(s["label"])
+        cell = store.unit_of(s.label)
         assert cell is not None
-        assert s["scenario"]["settings"]["postgres"]["build"] == keys[cell[1]]
-        assert s["scenario"]["settings"]["postgres"]["major"] == 17
+        assert s.settings["postgres"]["build"] == keys[cell[1]]
+        assert s.settings["postgres"]["major"] == 17
     text = (run / "report.txt").read_text()
     assert "postgres=debian:17+batch.mbox" in text
 

@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 
 from kbisect.commands import cli
 from kbisect.measure import results
+from kbisect.measure.record import Sample
 from kbisect.report.text import WIDTH
 from kbisect.stats import blocked, ratio
 from kbisect.study import analysis, figures, store
@@ -24,15 +25,17 @@ from tests.fakes import fake_image, fake_pool
 from tests.study.test_study import definition
 
 
-def sample(k: int, c: int, tps: float, machine: str | None) -> dict[str, Any]:
+def sample(k: int, c: int, tps: float, machine: str | None) -> Sample:
     target = {"name": "lab", "pool": "lab", "machine": machine} if machine else {"name": "vng"}
-    return {
-        "label": store.label(k, c),
-        "status": "ok",
-        "tps": tps,
-        "fingerprint": {},
-        "target": target,
-    }
+    return Sample.of(
+        {
+            "label": store.label(k, c),
+            "status": "ok",
+            "tps": tps,
+            "fingerprint": {},
+            "target": target,
+        }
+    )
 
 
 def clients(n: int) -> dict[str, Any]:
@@ -172,7 +175,7 @@ def test_the_interaction_ignores_a_machine_and_finds_a_planted_one(
         for w in ws
     ]
     (i,) = analysis.analyze(d, samples).interactions
-    plain = [s for s in samples if s["target"]["machine"] == "m0"]
+    plain = [s for s in samples if s.machine == "m0"]
     (j,) = analysis.analyze(d, plain).interactions  # one machine: the Welch figures
     assert i.ratio == pytest.approx(effect, rel=1e-6) and j.ratio == pytest.approx(effect)
     assert i.effect_y1 == pytest.approx(0.6, rel=1e-6)
@@ -213,7 +216,7 @@ def test_a_pool_studys_figures_draw_each_machine_apart(tmp_path: Path) -> None:
     assert drawn[0] == "![tps per kernel, one line per cell and machine](study-tps.png)"
     assert all((tmp_path / f).stat().st_size > 0 for f in (figures.TPS, figures.CLIENTS))
 
-    one = analysis.analyze(d, [s for s in samples if s["target"]["machine"] == "m1"])
+    one = analysis.analyze(d, [s for s in samples if s.machine == "m1"])
     assert [(s.cell, s.machine) for s in figures.kernel_series(one)] == [(0, None), (1, None)]
     legend = [t.get_text() for t in figures.tps_figure(one).axes[0].get_legend().get_texts()]
     assert legend == ["4", "16"]

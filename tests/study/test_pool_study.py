@@ -39,12 +39,12 @@ def test_each_block_goes_whole_to_one_machine(tmp_path: Path) -> None:
     assert schedule.run(b, slots, out, retries=0) == []
     stored = results.load_samples(out)
     assert len(stored) == len(slots) == 16
-    per = Counter((s["target"]["machine"], s["label"]) for s in stored)
+    per = Counter((s.machine, s.label) for s in stored)
     # 4 blocks over 2 machines: each machine booted every kernel in every cell twice
     assert per == {(m, label): 2 for m in ("m1", "m2") for label in {s.label for s in slots}}
     # the machine is the block: each boots its blocks (k mod 2) in their shuffled orders
     for j, m in enumerate(("m1", "m2")):
-        booted = [s["label"] for s in stored if s["target"]["machine"] == m]
+        booted = [s.label for s in stored if s.machine == m]
         assert booted == [s.label for s in slots if s.block % 2 == j]
     orders = [[s.label for s in slots if s.block == b] for b in range(4)]
     assert len({tuple(o) for o in orders}) > 1  # randomized within a machine, not one order
@@ -59,5 +59,5 @@ def test_a_failing_machine_is_quarantined_and_its_later_slots_move(
     (out / results.SAMPLES).mkdir(parents=True)
     schedule.run(b, slots, out, retries=0)
     assert "machine bad quarantined" in capsys.readouterr().err
-    ok = [s for s in results.load_samples(out) if s["status"] == "ok"]
-    assert {s["target"]["machine"] for s in ok} == {"m1"}
+    ok = [s for s in results.load_samples(out) if s.ok]
+    assert {s.machine for s in ok} == {"m1"}

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 from scipy import stats as scipy_stats
 
+from kbisect.measure.record import Sample
 from kbisect.scenario import scenario
 from kbisect.stats import inference, ratio
 from kbisect.study import analysis, axes, bisectline, budget, fanout, kernels, schedule, spec, store
@@ -310,8 +311,8 @@ def definition(
     }
 
 
-def sample(k: int, c: int, tps: float) -> dict[str, Any]:
-    return {"label": store.label(k, c), "status": "ok", "tps": tps, "fingerprint": {}}
+def sample(k: int, c: int, tps: float) -> Sample:
+    return Sample.of({"label": store.label(k, c), "status": "ok", "tps": tps, "fingerprint": {}})
 
 
 def test_steps_are_found_where_planted_with_the_reference_p_values() -> None:

@@ -101,12 +101,12 @@ def check_switch(kernel: Kernel, out: Path) -> None:
     with t:
         taken = sample.take(t, sample.Boot(kernel, scen, out, "kbisect.e2e=1", "A"))
         assert t.switched
-    assert taken["status"] == "ok" and taken["tps"] > 0
-    fp = taken["fingerprint"]
+    assert taken.ok and (taken.tps or 0) > 0
+    fp = taken.fingerprint
     assert fp["uname_r"] == image.manifest()["release"]  # type: ignore[index]
     assert "kbisect.boot=" in fp["cmdline"] and "kbisect.e2e=1" in fp["cmdline"]
     assert fp["cpu_threads"] == 2 and fp["dmi_product"]
-    assert taken["target"]["known_good"]["build_id"]
+    assert taken.target["known_good"]["build_id"]
     assert on_known_good(machine())  # close() rebooted it, verified
 
 

@@ -9,12 +9,12 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from kbisect.core import arch
 from kbisect.measure import results, sample
+from kbisect.measure.record import Sample
 from kbisect.scenario import scenario
 from kbisect.targets import monitor
 from kbisect.targets.base import Kernel, Target
@@ -154,13 +154,13 @@ def test_every_sample_records_its_disturbance(tmp_path: Path, monkeypatch: pytes
     """sample.take around a fake target (a real child process) stores the Monitor's record
     (the real one, which reads /proc, in place of the fake target's scripted one)."""
     monkeypatch.setattr(FakeTarget, "monitor", Target.monitor)
-    stored: list[dict[str, Any]] = []
+    stored: list[Sample] = []
     monkeypatch.setattr(results, "write_sample", lambda _, data: stored.append(data))
     image = tmp_path / "bzImage"
     image.write_text("fake kernel\n")
     target = FakeTarget("fake", arch.get("x86_64"), {"delay_s": 1.5})
     data = sample.take(target, sample.Boot(Kernel.find(image), scenario.load("smoke"), tmp_path))
-    record = data["disturbance"]
+    record = data.disturbance
     assert record["seconds"] >= 1.5 and record["threshold"] == monitor.THRESHOLD
     assert set(record) >= {
         "host_busy_share",

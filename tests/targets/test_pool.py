@@ -127,16 +127,16 @@ def test_each_sample_records_the_machine_that_took_it(pool: Pool, tmp_path: Path
 
     def take(machine: Target) -> str:
         boot = sample.Boot(kernel, scen, out, label="A")
-        return str(sample.take(machine, boot)["target"]["machine"])
+        return sample.take(machine, boot).machine
 
     done = dispatch.run_batch(pool, [dispatch.Task(take, m) for m in ("m3", "m1", "m2")])
     assert [d.get() for d in done] == ["m3", "m1", "m2"]
     stored = results.load_samples(out)  # validated against the schema
-    assert sorted(s["target"]["machine"] for s in stored) == ["m1", "m2", "m3"]
-    assert {s["target"]["pool"] for s in stored} == {"pool"}
+    assert sorted(s.machine for s in stored) == ["m1", "m2", "m3"]
+    assert {s.target["pool"] for s in stored} == {"pool"}
     # used plainly, the pool boots on its first machine, and says so in the sample
     s = sample.take(pool, sample.Boot(kernel, scen, out, label="B"))
-    assert s["target"]["machine"] == "m1"
+    assert s.machine == "m1"
 
 
 def test_at_most_one_task_per_machine_and_results_in_order(pool: Pool) -> None:
@@ -309,5 +309,5 @@ def test_an_interruption_ends_the_boots_under_way_on_the_other_machines(
         dispatch.run_batch(t, [dispatch.Task(run, m) for m in ("m1", "m2", "m3")])
     assert time.monotonic() - start < 30
     stored = results.load_samples(tmp_path / "run")
-    assert sorted(s["target"]["machine"] for s in stored) == ["m2", "m3"]  # one try each
-    assert all(s["status"] == "boot-failed" for s in stored)
+    assert sorted(s.machine for s in stored) == ["m2", "m3"]  # one try each
+    assert all(s.status == "boot-failed" for s in stored)

@@ -109,34 +109,35 @@ def test_compare_two_command_lines_on_one_kernel(
     assert (out / "report.md").exists()
     samples = results.load_samples(out)
     for s in samples:
-        results.validate(s, "sample")
+        results.validate(s.data, "sample")
     # A boot that dies under TCG (seen: an early "Oops: int3") is stored as boot-failed
     # and retried, and on a busy host a disturbed sample is kept on disk but set aside
     # and retaken; so the run may hold extra samples; the ok ones are 2 per side.
-    aside = [s for s in samples if s["status"] == "disturbed"]
-    assert all(s["disturbance"]["disturbed"] and s["tps"] > 0 for s in aside)
-    failed = [s for s in samples if s["status"] not in ("ok", "disturbed")]
-    assert all(s["status"] == "boot-failed" and s["tps"] is None for s in failed)
-    assert summary["failed"] == {side: sum(s["label"] == side for s in failed) for side in "AB"}
-    ok = [s for s in samples if s["status"] == "ok"]
-    assert sorted(s["label"] for s in ok) == ["A", "A", "B", "B"]
+    aside = [s for s in samples if s.status == "disturbed"]
+    assert all(s.disturbed and (s.tps or 0) > 0 for s in aside)
+    failed = [s for s in samples if s.status not in ("ok", "disturbed")]
+    assert all(s.status == "boot-failed" and s.tps is None for s in failed)
+    assert summary["failed"] == {side: sum(s.label == side for s in failed) for side in "AB"}
+    ok = [s for s in samples if s.ok]
+    assert sorted(s.label or "" for s in ok) == ["A", "A", "B", "B"]
     for s in ok:
-        assert s["tps"] > 0
-        want = "none" if s["label"] == "A" else "full"
-        assert s["fingerprint"]["preempt"] == want, s["fingerprint"]
-        assert f"preempt={want}" in s["fingerprint"]["cmdline"]
-        major, suite = (15, "bookworm") if s["label"] == "A" else (17, "trixie")
-        assert s["fingerprint"]["pg_version"].startswith(f"{major}.")
-        assert s["fingerprint"]["pg_server"].startswith(f"PostgreSQL {major}.")
-        assert len(s["fingerprint"]["pg_binary_sha256"]) == 64
-        assert s["userland"]["source"] == "image" and s["userland"]["suite"] == suite
+        fp, userland = s.fingerprint, s.userland
+        assert (s.tps or 0) > 0
+        want = "none" if s.label == "A" else "full"
+        assert fp["preempt"] == want, fp
+        assert f"preempt={want}" in fp["cmdline"]
+        major, suite = (15, "bookworm") if s.label == "A" else (17, "trixie")
+        assert fp["pg_version"].startswith(f"{major}.")
+        assert fp["pg_server"].startswith(f"PostgreSQL {major}.")
+        assert len(fp["pg_binary_sha256"]) == 64
+        assert userland["source"] == "image" and userland["suite"] == suite
         manifest = json.loads(
-            (real_cache / "images" / s["userland"]["image"] / "image.json").read_text()
+            (real_cache / "images" / userland["image"] / "image.json").read_text()
         )
-        assert s["userland"]["content_hash"] == manifest["content_hash"]
+        assert userland["content_hash"] == manifest["content_hash"]
         debian = manifest["postgres_debian_version"]
-        assert s["fingerprint"]["pg_version"].endswith(f"(Debian {debian})")
-        assert s["kernel"]["commit"] is not None
+        assert fp["pg_version"].endswith(f"(Debian {debian})")
+        assert s.commit is not None
 
 
 # vng appends its own init= and root flags after ours, so the panic comes from
@@ -148,7 +149,7 @@ def test_panic_is_a_boot_failure(kernel: Path, real_cache: Path, tmp_path: Path)
     assert proc.returncode == 5, proc.stderr[-2000:]
     assert "panic" in proc.stderr.lower()
     [sample] = results.load_samples(tmp_path / "p")
-    assert sample["status"] == "boot-failed" and sample["tps"] is None
+    assert sample.status == "boot-failed" and sample.tps is None
 
 
 def test_pgbench_failure_is_a_benchmark_failure(
@@ -165,11 +166,11 @@ def test_pgbench_failure_is_a_benchmark_failure(
     proc = run_on(kernel, tmp_path / "b", "--scenario", str(tmp_path / "broken.toml"), *host)
     assert proc.returncode == 6, proc.stderr[-2000:]
     [sample] = results.load_samples(tmp_path / "b")
-    assert sample["status"] == "benchmark-failed" and sample["tps"] is None
-    assert sample["runs"] == []
-    assert sample["userland"] == {"source": "host", "postgres_major": 15}
-    assert "kbisect_no_such_table" in sample["error"]
-    assert sample["fingerprint"]["pg_server"].startswith("PostgreSQL 15.")
+    assert sample.status == "benchmark-failed" and sample.tps is None
+    assert sample.runs == []
+    assert sample.userland == {"source": "host", "postgres_major": 15}
+    assert "kbisect_no_such_table" in (sample.error or "")
+    assert sample.fingerprint["pg_server"].startswith("PostgreSQL 15.")
 
 
 def test_hang_is_a_timeout(kernel: Path, real_cache: Path, tmp_path: Path) -> None:
@@ -180,4 +181,4 @@ def test_hang_is_a_timeout(kernel: Path, real_cache: Path, tmp_path: Path) -> No
     assert proc.returncode == 5, proc.stderr[-2000:]
     assert "longer than" in proc.stderr
     [sample] = results.load_samples(tmp_path / "h")
-    assert sample["status"] == "boot-failed" and sample["tps"] is None
+    assert sample.status == "boot-failed" and sample.tps is None

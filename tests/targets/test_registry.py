@@ -122,7 +122,7 @@ def test_a_drifting_fake_host_moves_by_drift_per_call(tmp_path: Path) -> None:
     target = fake_target(tmp_path, cv=0.0, drift_per_call=0.1)
     argv = ["run", "--kernel", str(image), "--scenario", "smoke", "--runs", "4"]
     assert cli.main([*argv, "--target", str(target), "--out", str(tmp_path / "r")]) == 0
-    got = [s["tps"] for s in results.load_samples(tmp_path / "r")]
+    got = [s.tps for s in results.load_samples(tmp_path / "r")]
     assert got == pytest.approx([1000.0, 1100.0, 1200.0, 1300.0])
     with pytest.raises(UserError, match="drift_per_call must be a float"):
         registry.get(str(fake_target(tmp_path, name="bad", drift_per_call="fast")), None)

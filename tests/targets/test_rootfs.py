@@ -183,7 +183,7 @@ def test_foreign_guest_boots_the_root_fs_with_the_host_dirs_under_kbisect(
 ) -> None:
     state, a, root, kernel, target = fake_vng_with_root(tmp_path, monkeypatch, "arm64")
     s = sample.take(target, sample.Boot(kernel, scenario.load("smoke"), tmp_path / "run"))
-    assert s["status"] == "ok" and s["tps"] > 0
+    assert s.ok and (s.tps or 0) > 0
     [call] = vng_calls(state)
     argv = call["argv"]
     assert argv[argv.index("--arch") + 1] == "arm64"
@@ -191,7 +191,7 @@ def test_foreign_guest_boots_the_root_fs_with_the_host_dirs_under_kbisect(
     assert argv[argv.index("--rodir") + 1] == f"/kbisect/harness={paths.harness_dir()}"
     rw = [argv[i + 1] for i, x in enumerate(argv) if x == "--rwdir"]
     assert rw == [
-        f"/kbisect/out={s['boot_dir']}",
+        f"/kbisect/out={s.boot_dir}",
         f"/kbisect/templates={tmp_path}/cache/pg-templates",
         f"/kbisect/pycache={tmp_path}/cache/pycache/{rootfs.key(a, server.Pin(15))}",
     ]
@@ -204,7 +204,7 @@ def test_foreign_guest_boots_the_root_fs_with_the_host_dirs_under_kbisect(
     ]
     assert guest[guest.index("--out") + 1] == "/kbisect/out"
     assert guest[guest.index("--scenario-json") + 1] == "/kbisect/out/scenario.json"
-    assert s["userland"]["image"] == rootfs.key(a, server.Pin(15))
+    assert s.userland["image"] == rootfs.key(a, server.Pin(15))
 
 
 def test_a_native_guest_boots_the_image_of_its_pin_unless_the_scenario_says_host(
@@ -218,7 +218,7 @@ def test_a_native_guest_boots_the_image_of_its_pin_unless_the_scenario_says_host
     assert "--arch" not in first and first[first.index("--root") + 1] == str(root)
     assert "--root" not in second and "--arch" not in second
     manifest = json.loads((root.parent / rootfs.MANIFEST).read_text())
-    assert image["userland"] == {
+    assert image.userland == {
         "source": "image",
         "image": rootfs.key(a, server.Pin(15)),
         "suite": "bookworm",
@@ -226,7 +226,7 @@ def test_a_native_guest_boots_the_image_of_its_pin_unless_the_scenario_says_host
         "postgres_debian_version": "15.0-1",
         "content_hash": manifest["content_hash"],
     }
-    assert host["userland"] == {"source": "host", "postgres_major": 15}
+    assert host.userland == {"source": "host", "postgres_major": 15}
 
 
 def test_build_refuses_an_unknown_major_and_a_missing_mmdebstrap(

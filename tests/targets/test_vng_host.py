@@ -9,6 +9,7 @@ import json
 from pathlib import Path
 
 from kbisect.db import schema
+from kbisect.measure.record import Sample
 from kbisect.report import text
 from kbisect.targets.vng import host
 
@@ -54,8 +55,10 @@ def test_two_hosts_are_two_machines_and_old_samples_keep_their_hash() -> None:
 
 
 def test_the_text_report_names_the_host_when_recorded() -> None:
-    a = _sample(cpu_model="AMD EPYC", cpus=2, memory_mb=24105, kernel="6.1.0", qemu="QEMU 7.2")
+    a = Sample.of(
+        _sample(cpu_model="AMD EPYC", cpus=2, memory_mb=24105, kernel="6.1.0", qemu="QEMU 7.2")
+    )
     assert text.host_line([a]) == ["AMD EPYC, 2 CPUs, 23 GiB, Linux 6.1.0, QEMU 7.2"]
     lines = text.machine([a])
     assert any(x.strip().startswith("host: AMD EPYC") for x in lines)
-    assert not any("host:" in x for x in text.machine([_sample()]))
+    assert not any("host:" in x for x in text.machine([Sample.of(_sample())]))

@@ -15,6 +15,7 @@ import pytest
 from kbisect.commands import cli
 from kbisect.core.exceptions import EXIT_BENCHMARK, EXIT_BOOT, EXIT_USER, BootError
 from kbisect.measure import results, sample
+from kbisect.measure.record import Sample
 from kbisect.scenario import scenario
 from kbisect.targets import registry
 from kbisect.targets.base import Kernel, KernelNotFound
@@ -82,7 +83,7 @@ def smoke(*overrides: str) -> scenario.Scenario:
     return scenario.load("smoke").with_overrides(list(overrides))
 
 
-def stored(out: Path) -> list[dict[str, Any]]:
+def stored(out: Path) -> list[Sample]:
     return results.load_samples(out)  # validates each against the schema
 
 
@@ -91,23 +92,24 @@ def stored(out: Path) -> list[dict[str, Any]]:
 
 def vng_sample(
     image: Path, scen: scenario.Scenario, out: Path, append: str = "", label: str | None = None
-) -> dict[str, Any]:
+) -> Sample:
     return sample.take(registry.get("vng"), sample.Boot(Kernel(image), scen, out, append, label))
 
 
 def test_a_vng_sample_records_the_target_and_accelerator(tmp_path: Path, state: Path) -> None:
     s = vng_sample(fake_image(tmp_path / "k"), smoke(), tmp_path / "run", label="A")
-    results.validate(s, "sample")
-    host = s["target"].pop("vm_host")  # the machine under the guest: this host
-    assert s["target"] == {
+    results.validate(s.data, "sample")
+    target = dict(s.target)
+    host = target.pop("vm_host")  # the machine under the guest: this host
+    assert target == {
         "kind": "vng",
         "name": "vng",
         "arch": "x86_64",
         "accel": "tcg",
     }
     assert host["cpus"] == os.cpu_count() and host["qemu"].startswith("QEMU emulator")
-    assert s["userland"]["source"] == "image" and s["userland"]["postgres_major"] == 15
-    assert s["kernel"]["image"] == str((tmp_path / "k" / "bzImage").resolve())
+    assert s.userland["source"] == "image" and s.userland["postgres_major"] == 15
+    assert s.image == str((tmp_path / "k" / "bzImage").resolve())
 
 
 def test_the_vng_command_and_the_boot_dir(tmp_path: Path, state: Path) -> None:
@@ -124,7 +126,7 @@ def test_the_vng_command_and_the_boot_dir(tmp_path: Path, state: Path) -> None:
     ]
     guest = shlex.split(argv[argv.index("--exec") + 1])
     boot_dir = Path(guest[guest.index("--out") + 1])
-    assert boot_dir.parent == out / "boots" and s["boot_dir"] == str(boot_dir)
+    assert boot_dir.parent == out / "boots" and s.boot_dir == str(boot_dir)
     assert argv[argv.index("--rwdir") + 1] == str(boot_dir)
     sent = json.loads((boot_dir / "scenario.json").read_text())
     assert sent == on_host.data
@@ -143,7 +145,7 @@ def test_a_guest_panic_is_a_boot_failure(
     with pytest.raises(BootError, match="Kernel panic"):
         vng_sample(fake_image(tmp_path / "k"), smoke(), tmp_path / "run", label="B")
     [s] = stored(tmp_path / "run")
-    assert (s["status"], s["tps"], s["label"]) == ("boot-failed", None, "B")
+    assert (s.status, s.tps, s.label) == ("boot-failed", None, "B")
 
 
 def test_failure_exit_codes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, state: Path) -> None:
@@ -153,7 +155,7 @@ def test_failure_exit_codes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, sta
     assert cli.main(argv) == EXIT_BOOT
     monkeypatch.setenv("FAKEVNG_MODE", "pgfail")
     assert cli.main(argv) == EXIT_BENCHMARK
-    assert [s["status"] for s in stored(tmp_path / "r")] == ["boot-failed", "benchmark-failed"]
+    assert [s.status for s in stored(tmp_path / "r")] == ["boot-failed", "benchmark-failed"]
 
 
 # -- kbisect run -----------------------------------------------------------------------
@@ -183,7 +185,7 @@ def test_run_cli_takes_one_sample_per_boot(
     ]
     assert cli.main(argv) == 0
     samples = stored(tmp_path / "r")
-    assert [s["kernel"]["commit"] for s in samples] == ["c" * 40] * 2
+    assert [s.commit for s in samples] == ["c" * 40] * 2
     assert len(vng_calls(state)) == 2
     out = capsys.readouterr().out
     assert "boot 1: 990.0 tps" in out and "boot 2: 1000.0 tps" in out

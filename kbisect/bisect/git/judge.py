@@ -169,7 +169,7 @@ def stale_warning(store: Path, good: str, bad: str, now: float) -> list[str]:
             f"changed since, it is stale; pass --reference-good {good[:12]} --reference-bad "
             f"{bad[:12]} to re-measure them alongside (one boot in 4 more)"
         )
-    rows = timeline.timed(loaded, lambda s: str(s["_commit"]))
+    rows = timeline.timed(loaded, lambda s: s.revision)
     line = timeline.check(
         rows,
         "the endpoints' stored samples",

@@ -301,7 +301,7 @@ def booted_step(spec: step.Step, image: Path | None) -> int:
 
     def draw() -> float:
         taken = sample.take(booted, sample.Boot(kernel, scen, out, label="ktest"))
-        return float(taken["tps"])
+        return taken.tps or 0.0
 
     try:
         d = judge.sample_until([], draw, policy)

@@ -19,7 +19,7 @@ from kbisect.bisect.references import Schedule
 from kbisect.bisect.state import Run
 from kbisect.core import reading
 from kbisect.core.exceptions import InfraError
-from kbisect.measure import results, retake, sample, timeline
+from kbisect.measure import record, results, retake, timeline
 from kbisect.targets import monitor
 
 
@@ -126,29 +126,29 @@ class Store:
         new = []
         for path in results.sample_paths(out):
             if str(path) not in self.seen:
-                s = reading.json_table(path, reading.SAMPLE_RECOVER)
+                s = record.Sample.of(reading.json_table(path, reading.SAMPLE_RECOVER))
                 self.seen[str(path)] = _when(s)
                 new.append(s)
         ok_ones = []
         pooled = self.width() > 1  # each sample's machine in the likelihood
         for s in sorted(new, key=_when):
-            if s.get("status") == retake.DISTURBED or (s.get("tps") and not retake.counts(s)):
+            if s.status == retake.DISTURBED or (s.tps and not retake.counts(s)):
                 continue  # disturbed, not counted (retake.py): no evidence
             ok = retake.counts(s)
-            t, load = _when(s) - self.t0, monitor.load(s)
-            machine = sample.machine(s) if pooled else ""
+            t, load = _when(s) - self.t0, monitor.load(s.disturbance)
+            machine = s.machine if pooled else ""
             self.rows.append(
                 {
                     "commit": commit,
                     "t": t,
-                    "tps": s["tps"] if ok else None,
+                    "tps": s.tps if ok else None,
                     "load": load,
                     "role": role if t >= 0 else self._before(commit),
-                    "error": s.get("error"),
+                    "error": s.error,
                 }
             )
             if ok:
-                ok_ones.append(Sample(commit, t, float(s["tps"]), load, machine))
+                ok_ones.append(Sample(commit, t, s.tps or 0.0, load, machine))
         return ok_ones
 
     def _before(self, commit: str) -> str:
@@ -217,9 +217,9 @@ class Store:
         return True
 
 
-def _when(sample: dict[str, Any]) -> float:
+def _when(sample: record.Sample) -> float:
     """When a stored sample was taken (every one has a time)."""
     t = timeline.when(sample)
     if t is None:
-        raise InfraError(f"a stored sample without a time: {sample.get('boot_dir')}")
+        raise InfraError(f"a stored sample without a time: {sample.boot_dir}")
     return t

@@ -51,10 +51,10 @@ def render(run_dir: Path, s: Mapping[str, Any]) -> mbox.Mail:
         lines += ["one of these commits (skipped revisions hide which):"]
         for c in s.get("candidates") or []:
             lines += para(f"{c['commit']} {c['subject']}", "  ", "  ")
-    describe = next((build.manifest(x).get("describe") for x in culprit), None)
+    describe = next((x.manifest.get("describe") for x in culprit), None)
     tree = build.facts(culprit + parent).get("tree") or build.tree_name(s.get("tree")) or "?"
     lines += [f"tree: {tree}" + (f", describe {describe}" if describe else ""), ""]
-    settings: Mapping[str, Any] = next((x["scenario"]["settings"] for x in culprit + parent), {})
+    settings: Mapping[str, Any] = next((x.settings for x in culprit + parent), {})
     digest = (s.get("scenario") or {}).get("hash") or ""
     lines += [*mbox.testcase(settings, scen, digest), ""]
     lines += [*mbox.machine(culprit + parent), ""]

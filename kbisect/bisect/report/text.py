@@ -11,6 +11,7 @@ from typing import Any
 from kbisect.bisect import state
 from kbisect.bisect.report import table
 from kbisect.measure import results
+from kbisect.measure.record import Sample
 from kbisect.report import build, patches
 from kbisect.report.text import (
     change,
@@ -24,7 +25,7 @@ from kbisect.report.text import (
 )
 
 
-def _bisect_samples(run_dir: Path, commit: str | None) -> list[dict[str, Any]]:
+def _bisect_samples(run_dir: Path, commit: str | None) -> list[Sample]:
     """A bisected revision's samples from the bisect store, when the run still has it
     (state.samples_store: a `store/` beside it when copied with its samples)."""
     if commit is None or not (run_dir / state.STATE_FILE).is_file():
@@ -36,15 +37,13 @@ def _bisect_samples(run_dir: Path, commit: str | None) -> list[dict[str, Any]]:
         return []
 
 
-def samples(run_dir: Path, s: Mapping[str, Any]) -> tuple[list[dict[str, Any]], ...]:
+def samples(run_dir: Path, s: Mapping[str, Any]) -> tuple[list[Sample], ...]:
     """The re-checked parent's and culprit's samples, when the bisect store is here."""
     rc = s.get("recheck") or {}
     return _bisect_samples(run_dir, rc.get("parent")), _bisect_samples(run_dir, rc.get("culprit"))
 
 
-def build_lines(
-    s: Mapping[str, Any], parent: list[dict[str, Any]], culprit: list[dict[str, Any]]
-) -> list[str]:
+def build_lines(s: Mapping[str, Any], parent: list[Sample], culprit: list[Sample]) -> list[str]:
     """The build of the parent and the culprit (from their samples), else the tree and the
     base config the summary recorded."""
     if parent or culprit:
@@ -93,8 +92,8 @@ def render(run_dir: Path, s: Mapping[str, Any]) -> str:
     lines += ["", "reproduce:", *command(s["command"]), ""]
     parent, culprit = samples(run_dir, s)
     fps = {
-        "parent": [x.get("fingerprint") or {} for x in parent],
-        "culprit": [x.get("fingerprint") or {} for x in culprit],
+        "parent": [x.fingerprint for x in parent],
+        "culprit": [x.fingerprint for x in culprit],
     }
     lines += ["fingerprint differences (parent, culprit):"]
     lines += (
