@@ -363,7 +363,7 @@ def test_fake_tree_knows_every_symbol_the_fragments_set() -> None:
 
 # Options that make the kernel rewrite its own text (text_poke_bp: an int3 on each site,
 # then the new bytes) after the other CPUs are up. Under QEMU's multi-threaded TCG a vCPU
-# can still run the int3 once the patch is done: "Oops: int3" (docs/benchmarks.md).
+# can still run the int3 once the patch is done: "Oops: int3" (docs/benchmarks-history.md).
 RUNTIME_TEXT_PATCHERS = [
     "CONFIG_JUMP_LABEL",
     "CONFIG_FUNCTION_TRACER",

@@ -22,7 +22,8 @@ HASHES = {
     "io-bound-2vcpu": "0af48f9b776f0a6335c2e1d65cd56ecb315c542eea08340501a209d7d3aaf9d8",
     "m8g-7dadeaa6e851": "f408a23136e7dd8b8a2b34add2a785bd80b0294d7fd9d34592329854ec728ead",
     "m8g-io-bound": "202183ec9083db5091adb8e790d01b43bdd773f069c19153d3c9ca95806aa2c8",
-    # both changed on purpose: a 10 s warm-up (docs/benchmarks.md "Where a boot's time goes")
+    # both changed on purpose: a 10 s warm-up
+    # (docs/benchmarks-history.md "Where a boot's time goes")
     "simple-update-2vcpu": "a7b9d41364a9a3f7f6118f7aefc5c18a941b42a404186c59ccf2f071c61e0b03",
     "simple-update-2vcpu-hugepages": (
         "479d787d863080c78308600bbda112a092567308e60ec8986bf665a4a05b212b"

@@ -1,5 +1,5 @@
 """scripts/simulate-sequential: the sequential compare's table, without and with a noise
-prior (a few trials: the figures are docs/benchmarks.md's, at 10,000 a row)."""
+prior (a few trials: the figures are docs/benchmarks-history.md's, at 10,000 a row)."""
 
 from __future__ import annotations
 
