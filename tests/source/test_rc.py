@@ -309,16 +309,18 @@ def record(hist: Path, result: Path, *extra: str) -> int:
     return kbisect_rc(["record", "--history", str(hist), "--result", str(result), *extra])
 
 
+HASH = "abc" * 21 + "d"  # a scenario hash: 64 hex digits
+DEMO_SAMPLE = Path(__file__).resolve().parents[2] / "docs/examples/demo/samples/001-A.json"
+
+
 def sample(commit: str, tps: float | None, status: str = "ok", label: str = "B") -> dict[str, Any]:
-    return {
-        "version": 1,
-        "kind": "sample",
-        "label": label,
-        "status": status,
-        "tps": tps,
-        "scenario": {"name": "smoke", "hash": "abc"},
-        "kernel": {"commit": commit},
-    }
+    """A real sample (the demo's first), of `commit`, as measure/results.py writes one."""
+    data: dict[str, Any] = json.loads(DEMO_SAMPLE.read_text())
+    kernel = {**data["kernel"], "commit": commit}
+    scenario = {**data["scenario"], "hash": HASH}
+    error = None if status == "ok" else "the guest did not boot"
+    changed = {"label": label, "status": status, "tps": tps, "error": error}
+    return {**data, **changed, "kernel": kernel, "scenario": scenario}
 
 
 def test_record_then_next(tree: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -353,12 +355,14 @@ def test_record_reads_samples(tmp_path: Path) -> None:
         sample(commit, None, "boot-failed"),
         sample(other, 900.0, label="A"),
     ]
+    (result / "samples").mkdir()
     for i, s in enumerate(samples):
-        (result / "boots" / f"{i}.json").write_text(json.dumps(s))
+        (result / "samples" / f"{i + 1:03d}-{s['label']}.json").write_text(json.dumps(s))
+    (result / "boots" / "guest-result.json").write_text(json.dumps(sample(commit, 1.0)))
     (result / "summary.json").write_text(json.dumps({"kind": "compare"}))
     assert record(tmp_path / "h", result, "--tag", "v6.13-rc1", "--commit", commit) == 0
     [entry] = rc.load_history(tmp_path / "h")
-    assert (entry["scenario_hash"], entry["tps_mean"]) == ("abc", 105.0)
+    assert (entry["scenario_hash"], entry["tps_mean"]) == (HASH, 105.0)
 
 
 @pytest.mark.parametrize(
@@ -433,6 +437,5 @@ def test_record_keeps_every_tps_and_old_entries_load(tmp_path: Path) -> None:
     assert (entry["tps"], entry["n"], entry["tps_mean"]) == ([100.0, 110.0, 120.0], 3, 110.0)
     old = history(tmp_path, "v6.12")  # entries without the values still load
     assert "tps" not in rc.load_history(old)[0]
-    rc.save_history(old, [{"tag": "v6.12", "tps": [1.0, "x"]}])
     with pytest.raises(KbisectError, match="tps must be a list of positive numbers"):
-        rc.load_history(old)
+        rc.save_history(old, [{"tag": "v6.12", "tps": [1.0, "x"]}])
