@@ -55,7 +55,7 @@ def schema(name: str) -> dict[str, Any]:
 
 
 def _finite(checker: Any, value: Any) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+    return reading.number(value)
 
 
 def _integer(checker: Any, value: Any) -> bool:

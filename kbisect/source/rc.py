@@ -181,7 +181,7 @@ def entry_problem(entry: Any, where: str) -> str | None:
     if not isinstance(entry, dict):
         return f"{where}: not a table, got {reading.got(entry)}"
     try:
-        f = reading.Fields(entry, where, error=reading.CorruptFile)
+        f = reading.Fields(entry, "", f"{where}.", error=reading.CorruptFile)
         tag = f.string("tag")
         if not tag or not tag.isprintable():
             f.fail("tag", f"must be a tag name on one line, got {reading.got(tag)}")
@@ -190,12 +190,10 @@ def entry_problem(entry: Any, where: str) -> str | None:
         f.number("tps_mean", None)
         f.integer("n", None)
         values = f.items("tps", None)
-        if values is not None and not all(
-            type(v) in (int, float) and math.isfinite(v) and v > 0 for v in values
-        ):
+        if values is not None and not all(reading.number(v) and v > 0 for v in values):
             f.fail("tps", "must be a list of positive numbers")
     except reading.CorruptFile as exc:
-        return str(exc)
+        return str(exc).removeprefix(": ")  # no source: the caller names the file
     return None
 
 

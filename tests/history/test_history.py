@@ -233,4 +233,4 @@ def test_one_bad_rc_entry_costs_only_itself(
     assert history("--rc-history", str(tmp_path / "h"), "--format", "json") == 1
     captured = capsys.readouterr()
     assert [p["key"] for p in json.loads(captured.out)["points"]] == TAGS[:4] + TAGS[5:]
-    assert "entries[4]: tps must be a list of positive numbers: left out" in captured.err
+    assert "entries[4].tps must be a list of positive numbers: left out" in captured.err

@@ -484,9 +484,7 @@ def test_one_bad_entry_costs_only_itself(
         assert "left out; `kbisect rc repair` drops it for good" in captured.err
     assert kbisect_rc(["repair", "--history", str(tmp_path / "h")]) == 0
     out = capsys.readouterr().out.splitlines()
-    assert out[0].startswith("dropped entries[1]: ") and out[-1].endswith(
-        "2 entries kept, 1 dropped"
-    )
+    assert out[0].startswith("dropped entries[1]") and out[-1].endswith("2 entries kept, 1 dropped")
     kept = json.loads(file.read_text(), parse_constant=lambda c: pytest.fail(f"{c} kept"))
     assert [e["tag"] for e in kept["entries"]] == ["v6.12", "v6.13-rc2"]
     before = file.stat().st_mtime_ns
@@ -505,7 +503,7 @@ def test_record_keeps_the_readable_entries_and_never_writes_a_bad_one(
     assert record(hist, tmp_path / "run", *argv) == 0
     entries = json.loads((hist / "history.json").read_text())["entries"]
     assert [e["tag"] for e in entries] == ["v6.12", "v6.13-rc2"]
-    with pytest.raises(KbisectError, match=r"not written.*entries\[0\]: tps_mean"):
+    with pytest.raises(KbisectError, match=r"not written.*entries\[0\].tps_mean"):
         rc.save_history(hist, [_entry("v6.14", tps_mean=float("nan"))])
     assert [e["tag"] for e in rc.load_history(hist)] == ["v6.12", "v6.13-rc2"]
 
