@@ -425,7 +425,7 @@ def test_a_fake_target_path_that_is_relative_is_one_line(
 def test_a_damaged_rc_history_entry_is_left_out_naming_it(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], entry: dict[str, Any], field: str
 ) -> None:
-    """One damaged entry costs only itself (issue 50): named in a warning line, with the
+    """One damaged entry costs only itself: named in a warning line, with the
     command that drops it, the file left as it was."""
     history = tmp_path / "history"
     history.mkdir()

@@ -1,4 +1,4 @@
-"""Stored state damaged the way issue 50's audit found it, fed to every reader: sample
+"""Stored state damaged the way a hostile audit found it, fed to every reader: sample
 files named like copies or with odd names, samples whose figures are text, NaN, beyond 64
 bits or nested too deep, cells of the results index that are not what kbisect writes, a
 directory where the index goes, a bisection's state.json naming a phase it cannot be in
@@ -6,7 +6,7 @@ directory where the index goes, a bisection's state.json naming a phase it canno
 `rc record` reads. Besides the rules every fuzz case keeps (tests/fuzz/sandbox.py), a
 refusal rewrites nothing (plan.json, state.json, summary.json, history.json as they
 were), and the readable rest is never lost: `rc next` and `kbisect history` still see
-every good entry, the index every good row. The issue's concrete cases are the
+every good entry, the index every good row. The audit's concrete cases are the
 @example corpus of each property."""
 
 from __future__ import annotations
@@ -254,7 +254,7 @@ def damaged_index(fuzz: Fuzz, column: str, value: Any, directory: bool, reader: 
 @settings(settings.get_profile("fuzz"), max_examples=examples(12))
 @seed(SEED)
 @given(phase=st.one_of(st.sampled_from(PHASES), st.text(max_size=12)), report=st.booleans())
-@example(phase="zzz", report=True)  # the issue's case: rewritten, exit 0
+@example(phase="zzz", report=True)  # the audit's case: rewritten, exit 0
 @example(phase="done", report=True)
 def resumed_bisect_states(fuzz: Fuzz, phase: str, report: bool) -> None:
     """`bisect --resume` of a finished run whose state names a phase it cannot be in is
@@ -325,7 +325,7 @@ RC_READERS = [
     at=st.integers(0, 2),
     reader=st.sampled_from(RC_READERS),
 )
-@example(field="tps", value=[math.nan], at=1, reader=RC_READERS[0])  # the issue's NaN
+@example(field="tps", value=[math.nan], at=1, reader=RC_READERS[0])  # the audit's NaN
 @example(field="tps_mean", value=math.nan, at=2, reader=RC_READERS[2])
 @example(field="tag", value="a\nb", at=0, reader=RC_READERS[3])
 @example(field=None, value="junk", at=1, reader=RC_READERS[1])
@@ -365,8 +365,8 @@ def _no_constant(name: str) -> Any:
 @settings(settings.get_profile("fuzz"), max_examples=examples(12))
 @seed(SEED)
 @given(value=st.sampled_from(FIGURES), pick=st.integers(0, 5))
-@example(value="fast", pick=0)  # the issue's traceback
-@example(value=math.nan, pick=1)  # the issue's NaN written into history.json
+@example(value="fast", pick=0)  # the audit's traceback
+@example(value=math.nan, pick=1)  # the audit's NaN written into history.json
 def rc_record_samples(fuzz: Fuzz, value: Any, pick: int) -> None:
     """`rc record` reads the samples of --result through their schema: a tps that is
     text, NaN, infinite or beyond a float is one line, exit 3, and history.json stays as

@@ -441,7 +441,7 @@ def test_record_keeps_every_tps_and_old_entries_load(tmp_path: Path) -> None:
         rc.save_history(old, [{"tag": "v6.12", "tps": [1.0, "x"]}])
 
 
-# One bad input never costs the history (issue 50): every entry checked before writing,
+# One bad input never costs the history: every entry checked before writing,
 # readers keep what they can read, `rc repair` rewrites the file with it.
 
 
