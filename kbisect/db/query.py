@@ -4,7 +4,6 @@ typed rows (`select`), for `kbisect db query`, `kbisect export` and any other re
 from __future__ import annotations
 
 import json
-import math
 import re
 import sqlite3
 import types
@@ -14,7 +13,7 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any, TypeVar
 
-from kbisect.core import progress
+from kbisect.core import progress, reading
 from kbisect.core.exceptions import UserError
 from kbisect.db import index, schema
 
@@ -88,7 +87,7 @@ def _fits(value: Any, hint: Any) -> bool:
     kinds = typing.get_args(hint) if isinstance(hint, types.UnionType) else (hint,)
     return any(
         (value is None and k is type(None))
-        or (k is float and type(value) in (int, float) and math.isfinite(value))
+        or (k is float and reading.number(value))
         or (typing.get_origin(k) is list and isinstance(value, list))
         or type(value) is k
         for k in kinds

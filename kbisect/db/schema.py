@@ -6,13 +6,12 @@ A sample stays raw JSON here on purpose: rebuild reads its files unvalidated."""
 from __future__ import annotations
 
 import json
-import math
 import sqlite3
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from kbisect.core import digest
+from kbisect.core import digest, reading
 from kbisect.core.exceptions import InfraError
 from kbisect.db import runs
 
@@ -170,13 +169,7 @@ def _int(value: Any) -> int | None:
 
 def _number(value: Any) -> float | None:
     """A finite number as a float; None for anything else (10**400 too)."""
-    if not isinstance(value, int | float) or isinstance(value, bool):
-        return None
-    try:
-        number = float(value)
-    except OverflowError:
-        return None
-    return number if math.isfinite(number) else None
+    return float(value) if reading.number(value) else None
 
 
 def machine(fp: Mapping[str, Any], target: Mapping[str, Any]) -> str | None:

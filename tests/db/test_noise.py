@@ -100,6 +100,7 @@ def test_a_damaged_tps_cell_is_no_boot_of_the_prior(sample: dict[str, Any]) -> N
     """A tps cell that holds text (damage from outside: SQLite keeps any value in any
     column) is left out, not a ValueError in the middle of a compare."""
     scen, machine = sample["scenario"]["hash"], schema.sample_machine(sample)
+    assert machine is not None
     run = results.new_run_dir("compare", "one")
     for label, tps in (("A", 1000.0), ("A", 1100.0), ("B", 500.0), ("B", 520.0), ("B", 9.0)):
         _write(run, sample, label, tps)
