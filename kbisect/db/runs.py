@@ -110,11 +110,11 @@ def sample_files(folder: Path, odd: list[Path] | None = None) -> Iterator[Path]:
     file there not named as a sample is left out too, and said in `odd` if given."""
     for path in sorted(folder.rglob(f"{SAMPLES}/*.json")):
         rel = path.relative_to(folder).parts
-        if any(p.startswith(".") for p in rel) or not path.is_file():
+        if any(p.startswith(".") for p in rel):
             continue
         if sample_number(path) is not None:
             yield path
-        elif odd is not None:
+        elif odd is not None and path.is_file():
             odd.append(path)
 
 

@@ -236,10 +236,13 @@ def sample_paths(run_dir: Path) -> list[Path]:
     if not run_dir.is_dir():
         raise NoResults(f"no such results directory: {run_dir}")
     folder = run_dir / SAMPLES
-    found = [p for p in folder.iterdir() if p.is_file()] if folder.is_dir() else []
-    numbered = {p: runs.sample_number(p) for p in found}
+    try:
+        found = list(folder.iterdir()) if folder.is_dir() else []
+    except OSError as exc:
+        raise InvalidResult(f"{folder}: cannot be listed: {exc.strerror or exc}") from None
+    numbered = {p: runs.sample_number(p) for p in found}  # a sample damaged into a dir too
     for p in sorted(p for p, n in numbered.items() if n is None and p.suffix == ".json"):
-        if not p.name.startswith(".") and p not in _said:
+        if not p.name.startswith(".") and p.is_file() and p not in _said:
             _said.add(p)
             progress.warn(runs.odd_sample(p))
     return sorted(

@@ -256,8 +256,13 @@ def test_only_files_named_as_samples_are_read(tmp_path, capsys):
     (folder / "010-A.json").write_bytes(written[1].read_bytes())
     (folder / "notes.txt").write_text("mine")
     (folder / "004-A.json.d").mkdir()
+    (folder / "x.json").mkdir()
     for _ in range(2):
         assert results.sample_paths(run) == [*written, folder / "010-A.json"]
+    (folder / "012-A.json").mkdir()  # a sample damaged into a folder is one, refused
+    with pytest.raises(InvalidResult, match=r"012-A\.json: is a directory"):
+        results.load_samples(run)
+    (folder / "012-A.json").rmdir()
     warned = capsys.readouterr().err.splitlines()
     odd = sorted(n for n in ODD_NAMES if n.endswith(".json"))
     assert [line.split(": ")[2].rsplit("/", 1)[1] for line in warned] == odd
