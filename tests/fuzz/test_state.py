@@ -51,7 +51,11 @@ RUN_READERS = [
     ["export", "{compare_run}"],
     ["history", "{compare_run}"],
     ["db", "rebuild", "{compare_run}"],
+    ["report", "{study_run}"],
+    ["study", "--resume", "{study_run}", "--yes"],
+    ["export", "{study_run}"],
 ]
+OWN = ("plan.json", "summary.json", "study.json", "schedule.json")  # a refusal keeps them
 INDEX_READERS = [
     ["db", "query"],
     ["db", "info"],
@@ -101,6 +105,11 @@ def _unfinished(run: Path) -> None:
         (run / name).unlink(missing_ok=True)
 
 
+def _run_of(reader: list[str], places: Places) -> Path:
+    """The copy of the seed run the reader reads (the study's, else the compare's)."""
+    return Path(places["study_run" if any("{study_run}" in a for a in reader) else "compare_run"])
+
+
 def _case(fuzz: Fuzz) -> tuple[Sandbox, Places]:
     sb = fuzz.world.sandbox()
     return sb, Places(fuzz.world, fuzz.seeds, sb)
@@ -132,7 +141,7 @@ def odd_sample_names(fuzz: Fuzz, name: str, reader: list[str], unfinished: bool,
     leaves it out with a line (results.sample_paths), never a traceback; compare --resume
     of the unfinished run rewrites no plan before a refusal."""
     sb, places = _case(fuzz)
-    run = Path(places["compare_run"])
+    run = _run_of(reader, places)
     if unfinished:
         _unfinished(run)
     samples = sorted((run / "samples").glob("*.json"))
@@ -141,7 +150,7 @@ def odd_sample_names(fuzz: Fuzz, name: str, reader: list[str], unfinished: bool,
     except OSError:  # a name the file system refuses (too long): not a case
         _done(sb)
         return
-    before = _kept([run / "plan.json", run / "summary.json"])
+    before = _kept([run / name for name in OWN])
     o = check_case(fuzz.world, sb, resolve(reader, places), what=f"samples/{name!r}", keep=True)
     _refused_untouched(o, before)
     _done(sb)
@@ -175,7 +184,7 @@ def damaged_samples(
     nested too deep for json: each reader refuses it in one line (exit 3) or leaves it
     out with one (the index), before anything of the run is rewritten."""
     sb, places = _case(fuzz)
-    run = Path(places["compare_run"])
+    run = _run_of(reader, places)
     if unfinished:
         _unfinished(run)
     samples = sorted((run / "samples").glob("*.json"))
@@ -188,7 +197,7 @@ def damaged_samples(
         _set(doc, field, value)
         file.write_text(_dumps(doc))
         what = f"{file.name}: {field} := {value!r:.40}"
-    before = _kept([run / "plan.json", run / "summary.json"])
+    before = _kept([run / name for name in OWN])
     o = check_case(fuzz.world, sb, resolve(reader, places), what=what, keep=True)
     _refused_untouched(o, before)
     _done(sb)
