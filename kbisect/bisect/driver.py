@@ -171,12 +171,11 @@ def _phases(ctx: samples.Context, top: Path, run_dir: Path, run: Run) -> int:
     if run.phase == "recheck":
         run.recheck = recheck.run_git(ctx, top, run_dir, run.options, outcome)
         run.phase = "done"
-    assert run.recheck is not None
-    run.exit = EXIT_OK if run.recheck["confirmed"] else EXIT_NEGATIVE
-    state.save(run_dir, run)
+    assert run.recheck is not None  # state.load refuses a finished state without one
+    code = _finished(run_dir, run, EXIT_OK if run.recheck["confirmed"] else EXIT_NEGATIVE)
     summary = files.summary(top, run_dir, run)
     _print_answer(top, outcome, run.recheck, files.write(run_dir, summary))
-    return run.exit
+    return code
 
 
 def _posterior(ctx: samples.Context, top: Path, run_dir: Path, run: Run) -> int:
@@ -188,11 +187,19 @@ def _posterior(ctx: samples.Context, top: Path, run_dir: Path, run: Run) -> int:
         run.phase = "done"
         state.save(run_dir, run)
     summary = files.summary(top, run_dir, run)
-    run.exit = EXIT_OK if summary["confirmed"] else EXIT_NEGATIVE
-    state.save(run_dir, run)
-    written = files.write(run_dir, {**summary, "exit": run.exit})
+    code = _finished(run_dir, run, EXIT_OK if summary["confirmed"] else EXIT_NEGATIVE)
+    written = files.write(run_dir, {**summary, "exit": code})
     answer_report.print_answer(summary, written)
-    return run.exit
+    return code
+
+
+def _finished(run_dir: Path, run: Run, code: int) -> int:
+    """The bisection's exit code, saved in its state; a finished state resumed to write
+    its summary and report again is not rewritten."""
+    if run.exit != code:
+        run.exit = code
+        state.save(run_dir, run)
+    return code
 
 
 def _print_answer(top: Path, outcome: Outcome, rc: dict[str, Any], written: Path) -> None:

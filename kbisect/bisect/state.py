@@ -299,6 +299,7 @@ def save(run_dir: Path, run: Run) -> None:
     atomic.write_json(run_dir / STATE_FILE, {**run.as_dict(), "kind": STATE_KIND})
 
 
+PHASES = ("endpoints", "bisecting", "recheck", "done")  # in order; "recheck": git's only
 COPIED_STORE = "store"  # beside state.json: the run's samples, copied with it
 REQUIRED = ("version", "options", "scenario", "tree", "good", "bad", "store", "phase")
 
@@ -332,9 +333,15 @@ def load(run_dir: Path) -> Run:
     except (TypeError, KeyError, ValueError) as exc:
         reading.fail(f, f"its options do not parse ({exc})", RECOVER)
     try:
-        return Run.from_dict(data)
+        run = Run.from_dict(data)
     except (TypeError, KeyError, ValueError) as exc:
         reading.fail(f, f"does not parse ({exc})", RECOVER)
+    git = run.options.method == "git"
+    if run.phase not in (known := PHASES if git else tuple(p for p in PHASES if p != "recheck")):
+        reading.fail(f, f"phase {reading.got(run.phase)} is none of {', '.join(known)}", RECOVER)
+    if run.phase == "done" and not run.refused and (run.recheck if git else run.answer) is None:
+        reading.fail(f, f"phase done without its {'re-check' if git else 'answer'}", RECOVER)
+    return run
 
 
 def samples_store(run_dir: Path) -> Path:

@@ -1,5 +1,5 @@
-"""`kbisect rc`: the next -rc (or linux-next) tag to measure and its baseline, and the
-history of measured tags (kbisect/source/rc.py; docs/github-actions.md)."""
+"""`kbisect rc`: the next -rc (or linux-next) tag to measure and its baseline, the
+history of measured tags, and its repair (kbisect/source/rc.py; docs/github-actions.md)."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 from kbisect.commands import options
+from kbisect.history import source
 from kbisect.source import rc, release
 
 
@@ -19,7 +20,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     which = nxt.add_mutually_exclusive_group()
     which.add_argument("--pattern", default=rc.DEFAULT_PATTERN, help="tag glob (default v*-rc*)")
     which.add_argument("--linux-next", action="store_true", help="linux-next tags next-YYYYMMDD")
-    nxt.add_argument("--history", type=Path, help="history dir (default $KBISECT_HISTORY)")
+    nxt.add_argument("--history", type=Path, help="history dir or file (default $KBISECT_HISTORY)")
     nxt.add_argument("--json", action="store_true", help="print JSON instead of key=value")
     nxt.add_argument(
         "--missed", action="store_true",
@@ -32,6 +33,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
     rec.add_argument("--result", type=Path, required=True, help="the run's results dir")
     rec.add_argument("--scenario-hash", help="default: from the result's samples of --commit")
     rec.add_argument("--tps", type=options.positive, help="mean tps (default: from the samples)")
+    rep = sub.add_parser("repair", help="rewrite the history with every entry that can be read")
+    rep.add_argument("--history", type=Path, help="history dir or file (default $KBISECT_HISTORY)")
 
 
 def _next(args: argparse.Namespace) -> int:
@@ -74,11 +77,20 @@ def _missed(picked: list[dict[str, str]], pattern: str, as_json: bool) -> int:
 def _record(args: argparse.Namespace) -> int:
     directory = args.history or rc.default_history()
     path, tps = rc.record(
-        directory, args.tag, args.commit, args.result, args.scenario_hash, args.tps
+        directory, args.tag, args.commit, args.result, args.scenario_hash, args.tps, source.measured
     )
     print(f"recorded {args.tag} ({tps:.1f} tps) in {path}")
     return 0
 
 
+def _repair(args: argparse.Namespace) -> int:
+    path, kept, dropped = rc.repair(args.history or rc.default_history())
+    for line in dropped:
+        print(f"dropped {line}")
+    print(f"{path}: {kept} entries kept, {len(dropped)} dropped")
+    return 0
+
+
 def main(args: argparse.Namespace) -> int:
-    return _next(args) if args.rc_command == "next" else _record(args)
+    actions = {"next": _next, "record": _record, "repair": _repair}
+    return actions[args.rc_command](args)

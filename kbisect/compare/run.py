@@ -161,9 +161,10 @@ def _exclusive(out: Path) -> Iterator[None]:
 
 def _run(target: Target, sides: dict[str, Side], plan: schedule.Plan, out: Path) -> int:
     with _exclusive(out):
+        # the stored samples read (a damaged one refused, exit 3) before the plan is written
+        st = schedule.standing(plan.order, plan.retries, results.load_samples(out))
         schedule.save(out, plan)
         progress.set_resume(["kbisect", "compare", "--resume", str(out.resolve())])
-        st = schedule.standing(plan.order, plan.retries, results.load_samples(out))
         target.warn_if_busy()
         rule = plan.rule
         if len(st.todo) < len(plan.order) or any(st.todo.values()):

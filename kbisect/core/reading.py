@@ -171,8 +171,8 @@ class Fields:
         if type(value) not in kinds:  # a boolean is not a number
             kind = "an integer" if kinds == (int,) else "a number"
             self.fail(key, f"must be {kind}, got {got(value)}")
-        if isinstance(value, float) and not math.isfinite(value):
-            self.fail(key, f"must be a finite number, got {value}")
+        if not number(value):
+            self.fail(key, f"must be a finite number, got {str(value)[:80]}")
         if value < low or (high is not None and value > high):
             span = f"at least {low}" if high is None else f"{low} to {high}"
             self.fail(key, f"must be {span}, got {value}")
@@ -250,6 +250,17 @@ def own_fields(data: Any, path: Path, recover: str, prefix: str = "") -> Fields:
     """Fields of a file kbisect wrote (of its part at `prefix`): a wrong one is
     CorruptFile, ending with `recover`."""
     return Fields(data, str(path), prefix, lambda line: CorruptFile(f"{line}; {recover}"))
+
+
+def number(value: Any) -> bool:
+    """A finite number: an int or float (not a boolean), NaN, infinity and an int beyond
+    any float (10**400, which JSON may hold) left out."""
+    if type(value) not in (int, float):
+        return False
+    try:
+        return math.isfinite(value)
+    except OverflowError:
+        return False
 
 
 def finite(value: Any) -> bool:

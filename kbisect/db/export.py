@@ -13,6 +13,7 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
+from kbisect.core import progress
 from kbisect.db import query, rebuild, runs, schema
 
 
@@ -45,6 +46,8 @@ def run_rows(run_dir: Path) -> list[query.Row]:
         counts = rebuild.Counts()
         for d in runs.run_dirs(run_dir):
             rebuild.index_run(conn, d, counts)
+        for line in counts.skipped:
+            progress.warn(f"skipped {line}")
         return query.matching(conn)
     finally:
         conn.close()

@@ -50,6 +50,17 @@ def db_path() -> Path:
     return paths.results_dir() / schema.FILE
 
 
+def check_file(path: Path) -> None:
+    """DbError, one line, when something other than a file stands where the database
+    goes (a directory): neither opened nor replaced, it is the user's to move."""
+    if path.exists() and not path.is_file():
+        kind = "a directory" if path.is_dir() else "not a regular file"
+        raise schema.DbError(
+            f"{path}: {kind} where the results database goes; move it aside, then "
+            "run `kbisect db rebuild`"
+        )
+
+
 def open_db(path: Path | None = None, timeout: float = LOCK_WAIT_S) -> sqlite3.Connection:
     """The database (created with its folder if missing); DbError when it cannot be."""
     path = path or db_path()

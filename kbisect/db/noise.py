@@ -17,7 +17,7 @@ RECENT = 10  # the newest runs read
 _BOOTS = (
     "SELECT run_id, coalesce(label, ''), tps FROM samples "
     "WHERE scenario_hash = ? AND machine = ? AND run_id != ? AND status = 'ok' "
-    "AND disturbed = 0 AND tps IS NOT NULL AND tps > 0 "
+    "AND disturbed = 0 AND typeof(tps) IN ('real', 'integer') AND tps > 0 "
     "AND run_id IN (SELECT run_id FROM samples WHERE scenario_hash = ? AND machine = ? "
     "AND run_id != ? AND status = 'ok' AND disturbed = 0 "
     "GROUP BY run_id ORDER BY max(coalesce(started, '')) DESC, run_id DESC LIMIT ?) "

@@ -6,11 +6,14 @@ from __future__ import annotations
 import json
 import re
 import sqlite3
+import types
+import typing
 from collections.abc import Callable
 from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any, TypeVar
 
+from kbisect.core import progress, reading
 from kbisect.core.exceptions import UserError
 from kbisect.db import index, schema
 
@@ -79,11 +82,35 @@ HEX = re.compile(r"^[0-9a-f]{1,64}$")
 DATE = re.compile(r"^\d{4}-\d{2}-\d{2}(T\d{2}:\d{2}(:\d{2})?Z?)?$")
 
 
-def _row(values: tuple[Any, ...]) -> Row:
+def _fits(value: Any, hint: Any) -> bool:
+    """A cell read back is of its Row field's type (a finite number where a float goes)."""
+    kinds = typing.get_args(hint) if isinstance(hint, types.UnionType) else (hint,)
+    return any(
+        (value is None and k is type(None))
+        or (k is float and reading.number(value))
+        or (typing.get_origin(k) is list and isinstance(value, list))
+        or type(value) is k
+        for k in kinds
+    )
+
+
+_HINTS = typing.get_type_hints(Row)
+
+
+def _row(values: tuple[Any, ...]) -> Row | None:
+    """The Row of one result row; None when a cell is not what kbisect writes there (not
+    JSON where JSON goes, text where a number goes: damage from outside)."""
     d = dict(zip(COLUMNS, values, strict=True))
-    d["disturbed"] = bool(d["disturbed"])
-    d["tps_runs"] = json.loads(d["tps_runs"] or "[]")
-    d["patches"] = json.loads(d["patches"]) if d["patches"] else None
+    d["disturbed"] = d["disturbed"] in (1, True)
+    try:
+        d["tps_runs"] = json.loads(d["tps_runs"] or "[]")
+        d["patches"] = json.loads(d["patches"]) if d["patches"] else None
+    except (TypeError, ValueError, RecursionError):
+        return None
+    if not all(_fits(d[c], _HINTS[c]) for c in COLUMNS) or not all(
+        _fits(x, float) for x in d["tps_runs"]
+    ):
+        return None
     return Row(**d)
 
 
@@ -145,6 +172,7 @@ def where(**filters: str | None) -> tuple[str, list[Any]]:
 def connect(db_path: Path | None = None) -> sqlite3.Connection:
     """The database to read; NoDatabase (one line) when there is none."""
     path = db_path or index.db_path()
+    index.check_file(path)
     if not path.is_file():
         raise NoDatabase(f"no results database at {path}: run `kbisect db rebuild`")
     return index.open_db(path, timeout=10.0)
@@ -154,7 +182,13 @@ def matching(conn: sqlite3.Connection, **filters: Any) -> list[Row]:
     """The samples that match `filters` (see `where`), oldest first."""
     clause, params = where(**filters)
     found = conn.execute(f"{SELECT}{clause} ORDER BY s.started, s.run_id, s.path", params)
-    return [_row(v) for v in found.fetchall()]
+    rows = [(v, _row(v)) for v in found.fetchall()]
+    if bad := [v[0] for v, row in rows if row is None]:
+        progress.warn(
+            f"{len(bad)} rows of the results database cannot be read (the first: sample "
+            f"{str(bad[0])[:200]!r}): left out; run `kbisect db rebuild` to index them again"
+        )
+    return [row for _v, row in rows if row is not None]
 
 
 def _read(db_path: Path | None, read: Callable[[sqlite3.Connection], T]) -> T:

@@ -4,13 +4,14 @@ never half of one)."""
 
 from __future__ import annotations
 
-import json
 import os
 import sqlite3
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
-from kbisect.core import atomic
+from kbisect.core import atomic, reading
 from kbisect.db import index, runs, schema
 
 
@@ -21,30 +22,41 @@ class Counts:
     skipped: list[str] = field(default_factory=list)  # files that could not be read
 
 
-def _json(path: Path) -> dict[str, object] | None:
+def _json(path: Path) -> dict[str, Any] | None:
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        return reading.json_table(path, "")
+    except reading.CorruptFile:
         return None
-    return data if isinstance(data, dict) else None
 
 
 def index_run(conn: sqlite3.Connection, run_dir: Path, counts: Counts) -> None:
-    """Every sample of one run directory, and its row (no transaction of its own)."""
+    """Every sample of one run directory, and its row (no transaction of its own); what
+    cannot be read or indexed is skipped, with a line in `counts`, never the others."""
     counts.runs += 1
     summary = _json(run_dir / runs.SUMMARY) if (run_dir / runs.SUMMARY).is_file() else None
-    index.put_run(
-        conn, run_dir, summary if summary and isinstance(summary.get("kind"), str) else None
-    )
-    for path in runs.sample_files(run_dir):
+    kind = summary if summary and isinstance(summary.get("kind"), str) else None
+    _put(counts, run_dir / runs.SUMMARY, index.put_run, conn, run_dir, kind)
+    odd: list[Path] = []
+    for path in runs.sample_files(run_dir, odd):
         if runs.run_of(path.resolve()) != run_dir:
             continue  # a run nested in this one is indexed on its own
         sample = _json(path)
         if sample is None or sample.get("kind") != "sample":
             counts.skipped.append(f"{path}: not a readable kbisect sample")
-            continue
-        index.put_sample(conn, path, sample)
-        counts.samples += 1
+        elif _put(counts, path, index.put_sample, conn, path, sample):
+            counts.samples += 1
+    counts.skipped += [runs.odd_sample(p) for p in odd if runs.run_of(p.resolve()) == run_dir]
+
+
+def _put(counts: Counts, path: Path, put: Callable[..., None], *args: Any) -> bool:
+    """put(*args); False, and a line in counts, when the index cannot hold what `path`
+    says (a figure beyond SQLite's integers, nesting too deep for json)."""
+    try:
+        put(*args)
+    except (sqlite3.Error, ValueError, OverflowError, RecursionError) as exc:
+        counts.skipped.append(f"{path}: cannot be indexed ({' '.join(str(exc).split())})")
+        return False
+    return True
 
 
 def _keep_others(old: Path, new: sqlite3.Connection, dirs: list[Path]) -> None:
@@ -74,6 +86,7 @@ def rebuild(folders: list[Path] | None = None, db: Path | None = None) -> Counts
     """Index the run directories under `folders` (default: the whole results dir, from
     scratch); with folders, the other runs of the old index are kept."""
     db = db or index.db_path()
+    index.check_file(db)
     db.parent.mkdir(parents=True, exist_ok=True)
     dirs = sorted({d for f in folders or [db.parent] for d in runs.run_dirs(f)})
     tmp = db.with_name(f".{db.name}.{os.getpid()}.tmp")

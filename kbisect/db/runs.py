@@ -28,6 +28,9 @@ MARKERS = {
 STORE = "bisect-store"
 KINDS = ("run", "compare", "bisect", "study", "ktest")
 STAMP = re.compile(r"^(\d{8}T\d{6}Z)-([a-z]+)-(.+)$")
+# How measure/results.py names a sample: its boot number, its label made a slug. Any other
+# .json in a samples folder (a copy, `001 (copy)-A.json`) is not read as a sample.
+SAMPLE_NAME = re.compile(r"([0-9]+)-[A-Za-z0-9._-]+\.json", re.ASCII)
 UP = 3  # how far above a samples folder's owner a run may sit (recheck/<culprit>/<commit>)
 
 
@@ -87,12 +90,32 @@ def stamp_time(run_dir: Path) -> str | None:
     return f"{s[0:4]}-{s[4:6]}-{s[6:8]}T{s[9:11]}:{s[11:13]}:{s[13:15]}Z"
 
 
-def sample_files(folder: Path) -> Iterator[Path]:
-    """Every sample file under folder (hidden folders and temp files left out)."""
-    for path in sorted(folder.rglob(f"{SAMPLES}/[0-9]*-*.json")):
+def sample_number(path: Path) -> int | None:
+    """The boot number of a file named as kbisect names a sample (NNN-LABEL.json); None
+    for any other name."""
+    m = SAMPLE_NAME.fullmatch(path.name)
+    return int(m.group(1)) if m else None
+
+
+def odd_sample(path: Path) -> str:
+    """The line that says a .json file in a samples folder is not read as a sample."""
+    return (
+        f"{path}: not named as kbisect names a sample (NNN-LABEL.json, a copy?): "
+        "not read; rename or move it out of the samples folder"
+    )
+
+
+def sample_files(folder: Path, odd: list[Path] | None = None) -> Iterator[Path]:
+    """Every sample file under folder (hidden folders and temp files left out); a .json
+    file there not named as a sample is left out too, and said in `odd` if given."""
+    for path in sorted(folder.rglob(f"{SAMPLES}/*.json")):
         rel = path.relative_to(folder).parts
-        if not any(p.startswith(".") for p in rel):
+        if any(p.startswith(".") for p in rel):
+            continue
+        if sample_number(path) is not None:
             yield path
+        elif odd is not None and path.is_file():
+            odd.append(path)
 
 
 def run_dirs(folder: Path) -> list[Path]:

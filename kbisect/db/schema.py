@@ -6,14 +6,14 @@ A sample stays raw JSON here on purpose: rebuild reads its files unvalidated."""
 from __future__ import annotations
 
 import json
-import re
 import sqlite3
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from kbisect.core import digest
+from kbisect.core import digest, reading
 from kbisect.core.exceptions import InfraError
+from kbisect.db import runs
 
 VERSION = 1
 FILE = "kbisect.sqlite"
@@ -151,7 +151,7 @@ def connect(path: Path, *, timeout: float = 5.0) -> sqlite3.Connection:
 # What names a machine: the same figures on every boot of it, whatever kernel runs there
 # (memory in whole GiB: each kernel reserves a little of it for itself).
 MACHINE_FIELDS = ("cpu_model", "cpu_cores", "cpu_threads", "numa_nodes", "dmi_product", "machine")
-BOOT = re.compile(r"^(\d+)-")
+INT64 = 2**63  # SQLite's integers: a larger one is no figure kbisect wrote (NULL)
 
 
 def _table(value: Any) -> Mapping[str, Any]:
@@ -163,12 +163,13 @@ def _text(value: Any) -> str | None:
 
 
 def _int(value: Any) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
+    ok = isinstance(value, int) and not isinstance(value, bool) and -INT64 <= value < INT64
+    return value if ok else None
 
 
 def _number(value: Any) -> float | None:
-    ok = isinstance(value, int | float) and not isinstance(value, bool)
-    return float(value) if ok else None
+    """A finite number as a float; None for anything else (10**400 too)."""
+    return float(value) if reading.number(value) else None
 
 
 def machine(fp: Mapping[str, Any], target: Mapping[str, Any]) -> str | None:
@@ -233,13 +234,12 @@ def sample_row(path: Path, sample: Mapping[str, Any], run_id: str, run_dir: Path
     target = _target(sample)
     scenario = _table(sample.get("scenario"))
     mem = _int(fp.get("mem_total_kb"))
-    boot = BOOT.match(path.name)
     patches = manifest.get("patches")
     return {
         "path": str(path),
         "run_id": run_id,
         "label": label(path, sample, run_dir),
-        "boot": int(boot.group(1)) if boot else None,
+        "boot": _int(runs.sample_number(path)),
         "status": _text(sample.get("status")),
         "disturbed": int(disturbed(sample)),
         "tps": _number(sample.get("tps")),

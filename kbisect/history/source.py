@@ -89,18 +89,25 @@ def run_dirs(given: Iterable[Path]) -> list[Path]:
 def indexed(db: Path, scenario: str | None = None) -> Iterator[Obs]:
     """The samples the results database indexes (of `scenario` when given); a sample file
     that is gone since it was indexed is left out and counted in one warning line."""
-    gone = 0
+    gone, damaged = 0, []
     for row in query.select(db, scenario=scenario):
         path = Path(row.path)
         if not path.is_file():
             gone += 1
             continue
-        yield from_sample(results.load_sample(path), row.path, Path(row.run_id).name)
+        try:
+            sample = results.load_sample(path)
+        except results.InvalidResult as exc:
+            damaged.append(str(exc))
+            continue
+        yield from_sample(sample, row.path, Path(row.run_id).name)
     if gone:
         progress.warn(
             f"{gone} indexed samples are gone from disk and left out; "
             "`kbisect db rebuild` forgets them"
         )
+    if damaged:
+        progress.warn(f"{len(damaged)} indexed samples cannot be read, left out: {damaged[0]}")
 
 
 def collect(dirs: Iterable[Path] = (), scenario: str | None = None) -> Iterator[Obs]:
@@ -115,6 +122,28 @@ def collect(dirs: Iterable[Path] = (), scenario: str | None = None) -> Iterator[
             yield from_sample(sample, str(p), run.name)
 
 
+def measured(result: Path, commit: str) -> tuple[str, list[float]]:
+    """(scenario hash, tps of each ok sample) of `commit` in every samples folder under
+    `result` (`kbisect rc record`), each sample read through its schema: a damaged one
+    (a tps that is text, NaN) is InvalidResult, exit 3, naming it, before anything is
+    written; a file not named as a sample is left out with a line (results.sample_paths)."""
+    tps: list[float] = []
+    hashes: set[str] = set()
+    owners = sorted({d.parent for d in result.rglob(results.SAMPLES) if d.is_dir()})
+    for owner in owners:
+        for path in results.sample_paths(owner):
+            s = results.load_sample(path)
+            if s.ok and s.commit == commit and s.tps is not None:
+                tps.append(s.tps)
+                hashes.add(s.scenario_hash)
+    if not tps or len(hashes) != 1:
+        raise rc.RcError(
+            f"{result}: no ok samples of {commit[:12]} with one scenario hash; "
+            "pass --scenario-hash and --tps"
+        )
+    return hashes.pop(), tps
+
+
 def from_rc_history(directory: Path) -> Iterator[Obs]:
     """The samples of every tag in the rc history dir (`kbisect rc record`): those of the
     tag's commit in its result dir while that dir exists, else the tps values the entry
@@ -127,16 +156,19 @@ def from_rc_history(directory: Path) -> Iterator[Obs]:
         found: list[Obs] = []
         result = Path(str(e.get("result_dir") or ""))
         if e.get("result_dir") and result.is_dir():
-            found = [
-                Obs(**{**vars(o), "kernel_tag": tag})
-                for o in collect([result])
-                if commit and o.kernel_commit == commit
-            ]
+            try:
+                found = [
+                    Obs(**{**vars(o), "kernel_tag": tag})
+                    for o in collect([result])
+                    if commit and o.kernel_commit == commit
+                ]
+            except results.InvalidResult as exc:  # the values the entry kept stand in
+                progress.warn(f"{tag}: its result dir is not read ({exc})")
         if not found:
             values = e.get("tps") or ([e["tps_mean"]] if e.get("tps_mean") else [])
             found = [
                 Obs(
-                    path=str(directory / rc.HISTORY_FILE),
+                    path=str(rc.history_file(directory)),
                     tps=float(v),
                     status="ok",
                     disturbed=False,

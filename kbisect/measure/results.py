@@ -23,10 +23,10 @@ from typing import Any
 
 import jsonschema
 
-from kbisect.core import atomic, clock, paths, reading
+from kbisect.core import atomic, clock, paths, progress, reading
 from kbisect.core.exceptions import InfraError, UserError
 from kbisect.core.reading import CorruptFile
-from kbisect.db import index
+from kbisect.db import index, runs
 from kbisect.measure.record import Sample
 
 SAMPLES = "samples"
@@ -55,7 +55,7 @@ def schema(name: str) -> dict[str, Any]:
 
 
 def _finite(checker: Any, value: Any) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+    return reading.number(value)
 
 
 def _integer(checker: Any, value: Any) -> bool:
@@ -182,8 +182,7 @@ def _slug(text: str) -> str:
 
 
 def _next_number(folder: Path) -> int:
-    numbers = [int(m.group(1)) for p in folder.iterdir() if (m := re.match(r"(\d+)-", p.name))]
-    return max(numbers, default=0) + 1
+    return max(filter(None, map(runs.sample_number, folder.iterdir())), default=0) + 1
 
 
 def write_sample(run_dir: Path, record: Sample) -> Path:
@@ -227,11 +226,28 @@ def _read(path: Path, schema_name: str) -> dict[str, Any]:
     return obj
 
 
+_said: set[Path] = set()  # odd files named once per process, however often read
+
+
 def sample_paths(run_dir: Path) -> list[Path]:
+    """The run's sample files, in the order they were taken: the one place that decides
+    which files of samples/ are samples (db/runs.py SAMPLE_NAME); another .json there
+    (`001 (copy)-A.json`) is left out, with one warning line."""
     if not run_dir.is_dir():
         raise NoResults(f"no such results directory: {run_dir}")
-    found = (run_dir / SAMPLES).glob("[0-9]*-*.json")
-    return sorted(found, key=lambda p: (int(p.name.split("-", 1)[0]), p.name))
+    folder = run_dir / SAMPLES
+    try:
+        found = list(folder.iterdir()) if folder.is_dir() else []
+    except OSError as exc:
+        raise InvalidResult(f"{folder}: cannot be listed: {exc.strerror or exc}") from None
+    numbered = {p: runs.sample_number(p) for p in found}  # a sample damaged into a dir too
+    for p in sorted(p for p, n in numbered.items() if n is None and p.suffix == ".json"):
+        if not p.name.startswith(".") and p.is_file() and p not in _said:
+            _said.add(p)
+            progress.warn(runs.odd_sample(p))
+    return sorted(
+        (p for p, n in numbered.items() if n is not None), key=lambda p: (numbered[p], p.name)
+    )
 
 
 def load_sample(path: Path) -> Sample:

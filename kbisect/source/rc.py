@@ -7,21 +7,25 @@ one (older tags are not back-filled) and a baseline: the previous measured tag o
 same series, else the previous final release vX.Y, else the newest measured tag before
 it; `next --missed`, every unmeasured tag newer than the newest measured release, oldest
 first. `record` adds a measured tag to the history, with each ok sample's tps (`tps`,
-`n`) so `kbisect history` has intervals after the result dir is gone.
+`n`) so `kbisect history` has intervals after the result dir is gone. Every entry is
+checked before the file is written (atomic), and a reader keeps every entry it can
+read, saying which it left out; `repair` rewrites the file with those alone.
 """
 
 from __future__ import annotations
 
 import fnmatch
+import json
 import math
 import os
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from kbisect.core import atomic, clock, paths, reading
-from kbisect.core.exceptions import UserError
+from kbisect.core import atomic, clock, paths, progress, reading
+from kbisect.core.exceptions import InfraError, UserError
 from kbisect.source import git
 
 HISTORY_FILE = "history.json"
@@ -130,36 +134,67 @@ def default_history() -> Path:
     return paths.results_dir() / "rc-history"
 
 
-def load_history(directory: Path) -> list[dict[str, Any]]:
-    path = directory / HISTORY_FILE
+def history_file(given: Path) -> Path:
+    """The history `--history` names: that file when it is one, else history.json in
+    that directory."""
+    return given if given.is_file() else given / HISTORY_FILE
+
+
+# what to do about a history.json that is not one at all (no entry can be read)
+RECOVER = "move it aside to start a new history"
+
+
+def read_history(given: Path) -> tuple[list[dict[str, Any]], list[str]]:
+    """The readable entries of the history (none when it does not exist yet), and one
+    line for each that cannot be read; CorruptFile (exit 3) when the file is no history
+    at all (not JSON, no list of entries)."""
+    path = history_file(given)
     if not path.exists():
-        return []
-    recover = "move it aside to start a new history"
-    data = reading.json_file(path, recover)
+        return [], []
+    data = reading.json_file(path, RECOVER)
     entries = data.get("entries") if isinstance(data, dict) else None
-    if not isinstance(entries, list) or not all(
-        isinstance(e, dict) and "tag" in e for e in entries
-    ):
-        reading.fail(path, "not a kbisect rc history (expected {'entries': [...]})", recover)
+    if not isinstance(entries, list):
+        reading.fail(path, "not a kbisect rc history (expected {'entries': [...]})", RECOVER)
+    kept, dropped = [], []
     for i, entry in enumerate(entries):
-        _check_entry(entry, path, f"entries[{i}].", recover)
+        if (problem := entry_problem(entry, f"entries[{i}]")) is None:
+            kept.append(entry)
+        else:
+            dropped.append(problem)
+    return kept, dropped
+
+
+def load_history(given: Path) -> list[dict[str, Any]]:
+    """The readable entries of the history; each entry that cannot be read is left out
+    with one warning line (one bad entry never costs the others)."""
+    entries, dropped = read_history(given)
+    for line in dropped:
+        progress.warn(
+            f"{history_file(given)}: {line}: left out; `kbisect rc repair` drops it for good"
+        )
     return entries
 
 
-def _check_entry(entry: dict[str, Any], path: Path, prefix: str, recover: str) -> None:
-    """One measured tag as `record` writes it: its fields of their types (older entries may
-    lack any but the tag)."""
-    f = reading.own_fields(entry, path, recover, prefix)
-    f.string("tag")
-    for key in ("commit", "result_dir", "scenario_hash", "recorded"):
-        f.string(key, None)
-    f.number("tps_mean", None)
-    f.integer("n", None)
-    values = f.items("tps", None)
-    if values is not None and not all(
-        type(v) in (int, float) and math.isfinite(v) and v > 0 for v in values
-    ):
-        reading.fail(path, f"{prefix}tps must be a list of positive numbers", recover)
+def entry_problem(entry: Any, where: str) -> str | None:
+    """Why `entry` is not a measured tag as `record` writes one (its fields of their
+    types; older entries may lack any but the tag), in one line; None when it is one."""
+    if not isinstance(entry, dict):
+        return f"{where}: not a table, got {reading.got(entry)}"
+    try:
+        f = reading.Fields(entry, "", f"{where}.", error=reading.CorruptFile)
+        tag = f.string("tag")
+        if not tag or not tag.isprintable():
+            f.fail("tag", f"must be a tag name on one line, got {reading.got(tag)}")
+        for key in ("commit", "result_dir", "scenario_hash", "recorded"):
+            f.string(key, None)
+        f.number("tps_mean", None)
+        f.integer("n", None)
+        values = f.items("tps", None)
+        if values is not None and not all(reading.number(v) and v > 0 for v in values):
+            f.fail("tps", "must be a list of positive numbers")
+    except reading.CorruptFile as exc:
+        return str(exc).removeprefix(": ")  # no source: the caller names the file
+    return None
 
 
 def add_entry(entries: list[dict[str, Any]], entry: dict[str, Any]) -> list[dict[str, Any]]:
@@ -169,33 +204,28 @@ def add_entry(entries: list[dict[str, Any]], entry: dict[str, Any]) -> list[dict
     return [*kept, entry]
 
 
-def save_history(directory: Path, entries: list[dict[str, Any]]) -> Path:
-    path = directory / HISTORY_FILE
-    atomic.write_json(path, {"version": HISTORY_VERSION, "kind": "rc-history", "entries": entries})
+def save_history(given: Path, entries: list[dict[str, Any]]) -> Path:
+    """The history written whole (atomic), each entry checked first: one that `load`
+    could not read back is refused (exit 3), and the file is left as it was."""
+    path = history_file(given)
+    for i, entry in enumerate(entries):
+        if (problem := entry_problem(entry, f"entries[{i}]")) is not None:
+            raise InfraError(f"{path}: not written, it would not read back: {problem}")
+    data = {"version": HISTORY_VERSION, "kind": "rc-history", "entries": entries}
+    atomic.write_text(path, json.dumps(data, indent=2, sort_keys=True, allow_nan=False) + "\n")
     return path
 
 
-def measured_from_samples(result: Path, commit: str) -> tuple[str, list[float]]:
-    """(scenario hash, tps of each ok sample) of `commit` under `result`; every JSON file
-    there is read unvalidated, as raw JSON, on purpose."""
-    tps: list[float] = []
-    hashes: set[str] = set()
-    for f in sorted(result.rglob("*.json")):
-        try:
-            s = reading.json_file(f, "")
-        except reading.CorruptFile:
-            continue  # not a sample of kbisect's, or a damaged one: not evidence
-        if not isinstance(s, dict) or s.get("kind") != "sample" or s.get("status") != "ok":
-            continue
-        if (s.get("kernel") or {}).get("commit") == commit and s.get("tps") is not None:
-            tps.append(float(s["tps"]))
-            hashes.add(str((s.get("scenario") or {}).get("hash")))
-    if not tps or len(hashes) != 1:
-        raise RcError(
-            f"{result}: no ok samples of {commit[:12]} with one scenario hash; "
-            "pass --scenario-hash and --tps"
-        )
-    return hashes.pop(), tps
+def repair(given: Path) -> tuple[Path, int, list[str]]:
+    """The history rewritten (atomic) with every entry that can be read: its path, how
+    many entries it keeps, and a line for each dropped (nothing is written when none is)."""
+    path = history_file(given)
+    if not path.is_file():
+        raise RcError(f"--history {given}: no {HISTORY_FILE} to repair")
+    kept, dropped = read_history(path)
+    if dropped:
+        save_history(path, kept)
+    return path, len(kept), dropped
 
 
 # The git part.
@@ -285,18 +315,20 @@ def record(
     tag: str,
     commit: str,
     result: Path,
-    scenario_hash: str | None = None,
-    tps: float | None = None,
+    scenario_hash: str | None,
+    tps: float | None,
+    measured: Callable[[Path, str], tuple[str, list[float]]],
 ) -> tuple[Path, float]:
     """Add a measured tag to the history in directory (its figures read from the samples
-    of commit in the result dir unless given); the history file and the tps recorded."""
+    of commit in the result dir, by `measured`, unless given); the history file and the
+    tps recorded. A damaged entry of the history is left out, with a line."""
     check_commit(commit)
     check_tps(tps)
     if not result.is_dir():
         raise RcError(f"--result {result}: no such directory")
     values: list[float] = []
     if scenario_hash is None or tps is None:
-        found_hash, found = measured_from_samples(result, commit)
+        found_hash, found = measured(result, commit)
         scenario_hash = scenario_hash or found_hash
         if tps is None:
             values, tps = found, sum(found) / len(found)

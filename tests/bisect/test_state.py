@@ -131,6 +131,10 @@ def test_unknown_options_are_refused_in_one_line(tmp_path: Path) -> None:
         ("options.sets", "a", 'options.sets must be a list, got "a"'),
         ("visited", {}, "visited must be a list, got {}"),
         ("options.threshold", True, "options.threshold must be a number, got true"),
+        # a phase resume would pass over, rewriting the state and summary
+        ("phase", "zzz", 'phase "zzz" is none of endpoints, bisecting, done'),
+        ("phase", "recheck", 'phase "recheck" is none of endpoints, bisecting, done'),
+        ("answer", None, "phase done without its answer"),
     ],
 )
 def test_a_state_with_a_wrong_field_names_it_and_how_to_recover(
@@ -146,3 +150,13 @@ def test_a_state_with_a_wrong_field_names_it_and_how_to_recover(
     with pytest.raises(reading.CorruptFile) as info:
         state.load(tmp_path)
     assert str(info.value) == f"{tmp_path}/state.json: {problem}; {state.RECOVER}"
+
+
+@pytest.mark.parametrize(("phase", "recheck"), [("DONE", {"confirmed": True}), ("done", None)])
+def test_a_git_state_of_no_phase_it_has_is_damaged(
+    tmp_path: Path, phase: str, recheck: object
+) -> None:
+    (tmp_path / state.STATE_FILE).write_text(json.dumps(git_state(phase=phase, recheck=recheck)))
+    with pytest.raises(reading.CorruptFile, match="phase") as info:
+        state.load(tmp_path)
+    assert info.value.exit_code == EXIT_INFRA

@@ -94,3 +94,19 @@ def test_an_unreadable_database_is_a_reason_not_an_error(
     bad.write_text("not a database")
     got, why = noise.prior(sample["scenario"]["hash"], "0" * 16, db_path=bad)
     assert got is None and why.startswith("the results database cannot be read")
+
+
+def test_a_damaged_tps_cell_is_no_boot_of_the_prior(sample: dict[str, Any]) -> None:
+    """A tps cell that holds text (damage from outside: SQLite keeps any value in any
+    column) is left out, not a ValueError in the middle of a compare."""
+    scen, machine = sample["scenario"]["hash"], schema.sample_machine(sample)
+    assert machine is not None
+    run = results.new_run_dir("compare", "one")
+    for label, tps in (("A", 1000.0), ("A", 1100.0), ("B", 500.0), ("B", 520.0), ("B", 9.0)):
+        _write(run, sample, label, tps)
+    conn = index.open_db()
+    with conn:
+        conn.execute("UPDATE samples SET tps = 'fast' WHERE tps = 9.0")
+    conn.close()
+    got, why = noise.prior(scen, machine)
+    assert got is not None and (got.boots, got.runs) == (4, 1), why

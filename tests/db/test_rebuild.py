@@ -123,3 +123,44 @@ def test_rebuild_refuses_what_is_not_a_run(
     err = capsys.readouterr().err
     assert len(err.strip().splitlines()) == 1 and given in err
     assert not index.db_path().exists()
+
+
+def test_one_bad_sample_does_not_stop_a_rebuild(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Samples the index cannot hold (a figure beyond 64 bits, nesting too deep for json,
+    not JSON) or that are not named as samples (a copy): each skipped with one line, the
+    others indexed; a huge figure where the index keeps none is no figure (NULL)."""
+    run = tmp_path / "results" / "20261201T000000Z-run-x"
+    shutil.copytree(EXAMPLES / "demo" / "samples", run / "samples")
+    s = json.loads(DEMO_SAMPLE.read_text())
+    huge = {"cpu_cores": 10**30, "nproc": 2**63, "mem_total_kb": 10**400}
+    big = {**s, "fingerprint": {**s["fingerprint"], **huge}, "tps": 10**400}
+    (run / "samples" / "011-A.json").write_text(json.dumps(big))
+    (run / "samples" / "012-A.json").write_text("[" * 100_000 + "]" * 100_000)
+    (run / "samples" / "013-A.json").write_text("{")
+    (run / "samples" / "001 (copy)-A.json").write_bytes(DEMO_SAMPLE.read_bytes())
+    (run / "samples" / "99999999999999999999999-A.json").write_bytes(DEMO_SAMPLE.read_bytes())
+    assert cli.main(["db", "rebuild"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    skipped = [line for line in out if line.startswith("skipped ")]
+    assert [line.split(": ")[0].rsplit("/", 1)[1] for line in skipped] == [
+        "012-A.json", "013-A.json", "001 (copy)-A.json"
+    ]  # fmt: skip
+    assert out[-1].startswith("indexed 12 samples of 1 runs")
+    rows = {Path(r.path).name: r for r in query.select()}
+    assert (rows["011-A.json"].cores, rows["011-A.json"].memory_mb) == (None, None)
+    assert rows["011-A.json"].tps is None and rows["011-A.json"].machine is not None
+    assert rows["99999999999999999999999-A.json"].boot is None
+
+
+def test_a_directory_where_the_index_goes_is_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    db = tmp_path / "results" / schema.FILE
+    (db / "inside").mkdir(parents=True)
+    for argv in (["db", "rebuild"], ["db", "info"], ["db", "query"], ["export", "--query"]):
+        assert cli.main(argv) == 3, argv
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and f"{db}: a directory where the results database goes" in err[0]
+    assert (db / "inside").is_dir()  # left for the user to move

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import copy
 import json
+import sqlite3
 from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
@@ -192,3 +193,44 @@ def test_two_hosts_under_vng_are_two_machines(
     err = capsys.readouterr().err
     assert "vng@AMD EPYC/2" in err and "vng@Intel Xeon/2" in err
     assert history(str(root), "--machine", "vng@AMD EPYC/2", "--format", "json") == 0
+
+
+@pytest.mark.parametrize(
+    ("column", "value"),
+    [("tps_runs", "not json"), ("patches", "{"), ("tps", "fast"), ("path", b"\xff"), ("boot", "x")],
+)
+def test_one_bad_index_row_costs_only_itself(
+    tmp_path: Path, column: str, value: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A cell of the results database that is not what kbisect writes (damage from
+    outside): `kbisect history` and `db query` read the other rows, one warning line."""
+    root = write_series(tmp_path / "elsewhere", drift_levels(), seed=2)
+    assert cli.main(["db", "rebuild", str(root)]) == 0
+    conn = sqlite3.connect(tmp_path / "results" / "kbisect.sqlite")
+    with conn:
+        bad = f"{next(root.glob('*v7.0-rc3/samples/001-A.json')).resolve()}"
+        conn.execute(f'UPDATE samples SET "{column}" = ? WHERE path = ?', (value, bad))
+    conn.close()
+    capsys.readouterr()
+    assert history("--scenario", "simple-update-2vcpu", "--format", "json") == 1
+    captured = capsys.readouterr()
+    assert [p["n"] for p in json.loads(captured.out)["points"]] == [5, 5, 5, 4, 5, 5, 5, 5, 5]
+    assert len(captured.err.splitlines()) == 1 and "kbisect db rebuild" in captured.err
+    assert cli.main(["db", "query"]) == 0
+    assert capsys.readouterr().out.strip().endswith(f"{len(TAGS) * 5 - 1} samples")
+
+
+def test_one_bad_rc_entry_costs_only_itself(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    entries: list[Any] = [
+        {"tag": tag, "scenario_hash": "ab" * 32, "tps_mean": level, "tps": [level] * 3}
+        for tag, level in zip(TAGS, drift_levels(), strict=True)
+    ]
+    entries[4] = {**entries[4], "tps": [float("nan")]}
+    (tmp_path / "h").mkdir()
+    (tmp_path / "h" / "history.json").write_text(json.dumps({"entries": entries}))
+    assert history("--rc-history", str(tmp_path / "h"), "--format", "json") == 1
+    captured = capsys.readouterr()
+    assert [p["key"] for p in json.loads(captured.out)["points"]] == TAGS[:4] + TAGS[5:]
+    assert "entries[4].tps must be a list of positive numbers: left out" in captured.err

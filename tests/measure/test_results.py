@@ -238,3 +238,33 @@ def test_write_sample_fsyncs_the_samples_directory_after_the_link(tmp_path, monk
     assert seen[-1] == ident(run / "samples")
     assert ident(path) in [(d, i, False) for d, i, _ in seen]  # the file's data first
     assert results.load_samples(run)[0].tps == 100.0
+
+
+ODD_NAMES = ["001 (copy)-A.json", "abc-A.json", "01-.json", "002-Ä b.json", "٣-A.json", "7-A.JSON"]
+
+
+def test_only_files_named_as_samples_are_read(tmp_path, capsys):
+    """sample_paths decides which files of samples/ are samples: one written as NNN-LABEL
+    (the label a slug), in boot order; another .json (a copy, spaces, unicode, no number)
+    is left out with one warning line, once; a file that is clearly no sample (not
+    .json, hidden, a folder) silently."""
+    run = tmp_path / "run"
+    written = [results.write_sample(run, Sample(sample(x, 100.0 + i))) for i, x in enumerate("AB")]
+    folder = run / "samples"
+    for name in ODD_NAMES:
+        (folder / name).write_bytes(written[0].read_bytes())
+    (folder / "010-A.json").write_bytes(written[1].read_bytes())
+    (folder / "notes.txt").write_text("mine")
+    (folder / "004-A.json.d").mkdir()
+    (folder / "x.json").mkdir()
+    for _ in range(2):
+        assert results.sample_paths(run) == [*written, folder / "010-A.json"]
+    (folder / "012-A.json").mkdir()  # a sample damaged into a folder is one, refused
+    with pytest.raises(InvalidResult, match=r"012-A\.json: is a directory"):
+        results.load_samples(run)
+    (folder / "012-A.json").rmdir()
+    warned = capsys.readouterr().err.splitlines()
+    odd = sorted(n for n in ODD_NAMES if n.endswith(".json"))
+    assert [line.split(": ")[2].rsplit("/", 1)[1] for line in warned] == odd
+    assert all("not named as kbisect names a sample" in line for line in warned)
+    assert results.write_sample(run, Sample(sample())).name == "011-A.json"

@@ -309,16 +309,18 @@ def record(hist: Path, result: Path, *extra: str) -> int:
     return kbisect_rc(["record", "--history", str(hist), "--result", str(result), *extra])
 
 
+HASH = "abc" * 21 + "d"  # a scenario hash: 64 hex digits
+DEMO_SAMPLE = Path(__file__).resolve().parents[2] / "docs/examples/demo/samples/001-A.json"
+
+
 def sample(commit: str, tps: float | None, status: str = "ok", label: str = "B") -> dict[str, Any]:
-    return {
-        "version": 1,
-        "kind": "sample",
-        "label": label,
-        "status": status,
-        "tps": tps,
-        "scenario": {"name": "smoke", "hash": "abc"},
-        "kernel": {"commit": commit},
-    }
+    """A real sample (the demo's first), of `commit`, as measure/results.py writes one."""
+    data: dict[str, Any] = json.loads(DEMO_SAMPLE.read_text())
+    kernel = {**data["kernel"], "commit": commit}
+    scenario = {**data["scenario"], "hash": HASH}
+    error = None if status == "ok" else "the guest did not boot"
+    changed = {"label": label, "status": status, "tps": tps, "error": error}
+    return {**data, **changed, "kernel": kernel, "scenario": scenario}
 
 
 def test_record_then_next(tree: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -353,12 +355,14 @@ def test_record_reads_samples(tmp_path: Path) -> None:
         sample(commit, None, "boot-failed"),
         sample(other, 900.0, label="A"),
     ]
+    (result / "samples").mkdir()
     for i, s in enumerate(samples):
-        (result / "boots" / f"{i}.json").write_text(json.dumps(s))
+        (result / "samples" / f"{i + 1:03d}-{s['label']}.json").write_text(json.dumps(s))
+    (result / "boots" / "guest-result.json").write_text(json.dumps(sample(commit, 1.0)))
     (result / "summary.json").write_text(json.dumps({"kind": "compare"}))
     assert record(tmp_path / "h", result, "--tag", "v6.13-rc1", "--commit", commit) == 0
     [entry] = rc.load_history(tmp_path / "h")
-    assert (entry["scenario_hash"], entry["tps_mean"]) == ("abc", 105.0)
+    assert (entry["scenario_hash"], entry["tps_mean"]) == (HASH, 105.0)
 
 
 @pytest.mark.parametrize(
@@ -433,6 +437,106 @@ def test_record_keeps_every_tps_and_old_entries_load(tmp_path: Path) -> None:
     assert (entry["tps"], entry["n"], entry["tps_mean"]) == ([100.0, 110.0, 120.0], 3, 110.0)
     old = history(tmp_path, "v6.12")  # entries without the values still load
     assert "tps" not in rc.load_history(old)[0]
-    rc.save_history(old, [{"tag": "v6.12", "tps": [1.0, "x"]}])
     with pytest.raises(KbisectError, match="tps must be a list of positive numbers"):
-        rc.load_history(old)
+        rc.save_history(old, [{"tag": "v6.12", "tps": [1.0, "x"]}])
+
+
+# One bad input never costs the history: every entry checked before writing,
+# readers keep what they can read, `rc repair` rewrites the file with it.
+
+
+def _raw_history(hist: Path, entries: list[Any]) -> Path:
+    """history.json written as a damaged one is: bypassing save_history's checks."""
+    hist.mkdir(parents=True, exist_ok=True)
+    body = {"version": 1, "kind": "rc-history", "entries": entries}
+    (hist / "history.json").write_text(json.dumps(body))  # NaN written as json writes it
+    return hist / "history.json"
+
+
+def _entry(tag: str, **extra: Any) -> dict[str, Any]:
+    return {"tag": tag, "commit": "0" * 40, "scenario_hash": "h", "tps_mean": 1.0, **extra}
+
+
+BAD_ENTRIES = [
+    _entry("v6.13-rc1", tps=[float("nan")]),  # a NaN written before record checked
+    _entry("v6.13-rc1", tps_mean="fast"),
+    _entry("", tps_mean=1.0),
+    _entry("v6.13-rc1\nv6.13-rc2"),
+    {"commit": "0" * 40},  # no tag
+    "junk",
+    _entry("v6.13-rc1", n=2**70 + 0.5),
+]
+
+
+@pytest.mark.parametrize("bad", BAD_ENTRIES, ids=lambda b: reading.got(b)[:40])
+def test_one_bad_entry_costs_only_itself(
+    tree: Path, tmp_path: Path, bad: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`rc next` still sees every readable tag (one warning line for the bad one), and
+    `rc repair` drops the bad entry alone, saying why, atomically; a second repair has
+    nothing to drop and writes nothing."""
+    file = _raw_history(tmp_path / "h", [_entry("v6.12"), bad, _entry("v6.13-rc2")])
+    for given in (tmp_path / "h", file):  # the dir, or the file itself
+        assert rc_command.main(next_args(tree, given)) == 0
+        captured = capsys.readouterr()
+        assert "tag=\n" in captured.out, "v6.13-rc2 is measured: nothing new"
+        assert len(captured.err.splitlines()) == 2, "the bad entry named, and nothing new"
+        assert "left out; `kbisect rc repair` drops it for good" in captured.err
+    assert kbisect_rc(["repair", "--history", str(tmp_path / "h")]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].startswith("dropped entries[1]") and out[-1].endswith("2 entries kept, 1 dropped")
+    kept = json.loads(file.read_text(), parse_constant=lambda c: pytest.fail(f"{c} kept"))
+    assert [e["tag"] for e in kept["entries"]] == ["v6.12", "v6.13-rc2"]
+    before = file.stat().st_mtime_ns
+    assert kbisect_rc(["repair", "--history", str(file)]) == 0
+    assert capsys.readouterr().out.strip().endswith("2 entries kept, 0 dropped")
+    assert file.stat().st_mtime_ns == before and not list(file.parent.glob(".*.tmp"))
+
+
+def test_record_keeps_the_readable_entries_and_never_writes_a_bad_one(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    hist = tmp_path / "h"
+    _raw_history(hist, [_entry("v6.12"), BAD_ENTRIES[0]])
+    (tmp_path / "run").mkdir()
+    argv = ["--tag", "v6.13-rc2", "--commit", "a" * 40, "--scenario-hash", "h", "--tps", "5"]
+    assert record(hist, tmp_path / "run", *argv) == 0
+    entries = json.loads((hist / "history.json").read_text())["entries"]
+    assert [e["tag"] for e in entries] == ["v6.12", "v6.13-rc2"]
+    with pytest.raises(KbisectError, match=r"not written.*entries\[0\].tps_mean"):
+        rc.save_history(hist, [_entry("v6.14", tps_mean=float("nan"))])
+    assert [e["tag"] for e in rc.load_history(hist)] == ["v6.12", "v6.13-rc2"]
+
+
+@pytest.mark.parametrize(
+    ("tps", "message"),
+    [("fast", '$.tps: must be number or null, got "fast"'), (float("nan"), "NaN or Infinity")],
+)
+def test_record_reads_the_samples_through_their_schema(
+    tmp_path: Path, tps: Any, message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A sample of --result with a tps that is text, or NaN: one line naming it, exit 3,
+    and the history as it was (the NaN never reaches history.json)."""
+    hist, result, commit = tmp_path / "h", tmp_path / "run", "a" * 40
+    (result / "samples").mkdir(parents=True)
+    _raw_history(hist, [_entry("v6.12")])
+    before = (hist / "history.json").read_bytes()
+    for i, value in enumerate((100.0, tps, 110.0)):
+        s = sample(commit, 1.0)
+        (result / "samples" / f"{i + 1:03d}-B.json").write_text(json.dumps({**s, "tps": value}))
+    assert record(hist, result, "--tag", "v6.13-rc1", "--commit", commit) == 3
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "002-B.json" in err[0] and message in err[0]
+    assert (hist / "history.json").read_bytes() == before
+
+
+def test_repair_refuses_what_is_no_history(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "h").mkdir()
+    assert kbisect_rc(["repair", "--history", str(tmp_path / "h")]) == 2  # nothing there
+    (tmp_path / "h" / "history.json").write_text('{"entries": [')
+    assert kbisect_rc(["repair", "--history", str(tmp_path / "h")]) == 3
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 2 and "move it aside to start a new history" in err[1]
+    assert (tmp_path / "h" / "history.json").read_text() == '{"entries": ['
