@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 from kbisect.commands import options
+from kbisect.core import paths
 from kbisect.source import rc, release
 
 
@@ -36,6 +37,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 def _next(args: argparse.Namespace) -> int:
     pattern = rc.NEXT_PATTERN if args.linux_next else rc.check_pattern(args.pattern)
+    paths.look(args.history or rc.default_history(), "--history", "dir")
     measured = {e["tag"] for e in rc.load_history(args.history or rc.default_history())}
     repo = release.resolve(args.tree) if release.is_release(args.tree) else Path(args.tree)
     if args.missed:
@@ -73,6 +75,8 @@ def _missed(picked: list[dict[str, str]], pattern: str, as_json: bool) -> int:
 
 def _record(args: argparse.Namespace) -> int:
     directory = args.history or rc.default_history()
+    paths.writable(directory, "--history")
+    paths.look(args.result, "--result", "dir")
     path, tps = rc.record(
         directory, args.tag, args.commit, args.result, args.scenario_hash, args.tps
     )
