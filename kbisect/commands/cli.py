@@ -108,18 +108,23 @@ class _Stdout(io.TextIOBase):
 
     def __init__(self, inner: TextIO) -> None:
         self.inner = inner
+        self.lost = False
 
     def write(self, text: str, /) -> int:
         try:
             return self.inner.write(text)
         except OSError as exc:
-            raise StdoutLost(exc) from None
+            raise self._lost(exc) from None
 
     def flush(self) -> None:
         try:
             self.inner.flush()
         except OSError as exc:
-            raise StdoutLost(exc) from None
+            raise self._lost(exc) from None
+
+    def _lost(self, exc: OSError) -> StdoutLost:
+        self.lost = True
+        return StdoutLost(exc)
 
     def fileno(self) -> int:
         return self.inner.fileno()
@@ -144,11 +149,12 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:  # Ctrl-C, SIGTERM or SIGHUP before anything started
         print("kbisect: interrupted before it started; nothing was done", file=sys.stderr)
         return EXIT_INTERRUPTED
-    stdout, sys.stdout = sys.stdout, _Stdout(sys.stdout)
+    stdout = sys.stdout
+    sys.stdout = guarded = _Stdout(stdout)
     try:
         return _run(args, sys.argv[1:] if argv is None else argv)
-    finally:
-        sys.stdout = stdout
+    finally:  # a lost stdout is not flushed again (by leave or at exit: exit 120)
+        sys.stdout = None if guarded.lost else stdout  # type: ignore[assignment]
 
 
 def _run(args: argparse.Namespace, argv: list[str]) -> int:

@@ -179,3 +179,77 @@ def test_a_signal_while_loading_is_one_line_and_exit_130(sig: str) -> None:
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert done.returncode == 130
     assert done.stderr == "kbisect: interrupted before it started; nothing was done\n"
+
+
+# a subcommand that prints N characters, run as `python -m kbisect` runs main
+PRINTS = """
+import sys, types
+from kbisect.commands import cli
+m = types.ModuleType("prints")
+m.configure = lambda p: p.add_argument("n", type=int)
+m.main = lambda a: print("x" * a.n) or 0
+cli.COMMANDS = [("prints", m, "print")]
+raise SystemExit(cli.leave(cli.main(sys.argv[1:])))
+"""
+
+
+@pytest.mark.parametrize("unbuffered", ["", "1"])
+@pytest.mark.parametrize("size", [10, 200_000])  # flushed at the end; failing in a write
+def test_a_full_stdout_is_one_line_and_exit_3(tmp_path: Path, unbuffered: str, size: int) -> None:
+    env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": str(CHECKOUT), "PYTHONUNBUFFERED": unbuffered}
+    with open("/dev/full", "w") as full:
+        proc = subprocess.run(
+            [sys.executable, "-c", PRINTS, "prints", str(size)],
+            stdout=full,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=env,
+            timeout=60,
+            check=False,
+        )
+    assert proc.returncode == 3, proc.stderr
+    assert proc.stderr == "kbisect: cannot write to standard output: No space left on device\n"
+
+
+def test_a_closed_pipe_is_quiet_and_a_closed_stdout_one_line() -> None:
+    env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": str(CHECKOUT)}
+    argv = [sys.executable, "-c", PRINTS, "prints", "200000"]
+    reader = subprocess.Popen(["head", "-c", "1"], stdin=subprocess.PIPE, stdout=subprocess.DEVNULL)
+    assert reader.stdin is not None
+    proc = subprocess.run(
+        argv,
+        stdout=reader.stdin,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+        timeout=60,
+        check=False,
+    )
+    reader.stdin.close()
+    reader.wait()
+    assert "Traceback" not in proc.stderr and proc.returncode in (0, 3), proc.stderr
+    closed = subprocess.run(
+        ["sh", "-c", 'exec "$@" >&-', "sh", *argv],
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+        timeout=60,
+        check=False,
+    )
+    assert closed.returncode == 3
+    assert closed.stderr == (
+        "kbisect: standard output is closed; redirect it (to /dev/null to drop it)\n"
+    )
+
+
+def test_an_oserror_names_its_path_exit_2_if_given_else_3(
+    fake_command: types.ModuleType, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    error = PermissionError(13, "Permission denied", "/etc/kbisect-x")
+    fake_command.error = error  # type: ignore[attr-defined]
+    assert cli.main(["boom"]) == 3  # not a path the command line named: kbisect's or the host's
+    assert capsys.readouterr().err == "kbisect: /etc/kbisect-x: Permission denied\n"
+    given = tmp_path / "given"
+    assert cli._given(str(given / "x"), ["--out", str(given)])
+    assert cli._given(str(given), [f"--out={given}"])
+    assert not cli._given(str(tmp_path / "given2"), [str(given), "--code=3", "--out"])
