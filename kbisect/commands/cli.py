@@ -177,12 +177,25 @@ def _run(args: argparse.Namespace, argv: list[str]) -> int:
         if (full := paths.stopped(exc)) is not None:  # the disk filled or went read-only
             print(_go_on(str(full)), file=sys.stderr)
             return full.exit_code
-        where = f"{exc.filename}: " if exc.filename else ""
-        print(f"kbisect: {where}{exc.strerror or exc}", file=sys.stderr)
-        return EXIT_USER if _given(exc.filename, argv) else EXIT_INFRA
+        return _os_error(exc, argv)
+    except RuntimeError as exc:  # Python 3.11's Path.resolve() on a loop of links
+        if not str(exc).startswith(LOOP):
+            raise
+        loop = str(exc).removeprefix(LOOP).strip("'")
+        return _os_error(OSError(errno.ELOOP, "a loop of symbolic links", loop), argv)
     except KeyboardInterrupt:
         print(_go_on("interrupted; what was finished is saved"), file=sys.stderr)
         return EXIT_INTERRUPTED
+
+
+LOOP = "Symlink loop from "
+
+
+def _os_error(exc: OSError, argv: list[str]) -> int:
+    """One line naming the file; exit 2 for a path the command line named, else 3."""
+    where = f"{exc.filename}: " if exc.filename else ""
+    print(f"kbisect: {where}{exc.strerror or exc}", file=sys.stderr)
+    return EXIT_USER if _given(exc.filename, argv) else EXIT_INFRA
 
 
 def _given(filename: object, argv: list[str]) -> bool:

@@ -253,3 +253,15 @@ def test_an_oserror_names_its_path_exit_2_if_given_else_3(
     assert cli._given(str(given / "x"), ["--out", str(given)])
     assert cli._given(str(given), [f"--out={given}"])
     assert not cli._given(str(tmp_path / "given2"), [str(given), "--code=3", "--out"])
+
+
+def test_a_loop_of_links_met_by_resolve_is_one_line(
+    fake_command: types.ModuleType, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Python 3.11's Path.resolve() raises RuntimeError on a loop: one line, like ELOOP."""
+    fake_command.error = RuntimeError("Symlink loop from '/tmp/kbisect-loop'")  # type: ignore[attr-defined]
+    assert cli.main(["boom"]) == 3
+    assert capsys.readouterr().err == "kbisect: /tmp/kbisect-loop: a loop of symbolic links\n"
+    fake_command.error = RuntimeError("a bug")  # type: ignore[attr-defined]
+    with pytest.raises(RuntimeError, match="a bug"):
+        cli.main(["boom"])

@@ -92,6 +92,10 @@ SLOTS: dict[str, Slot] = {
     "run --scenario": Slot([*RUN[:4], "{P}", *RUN[5:], "--out", "{out}"], FILE_IN),
     "run --target": Slot([*RUN[:6], "{P}", "--out", "{out}"], FILE_IN),
     "study FILE": Slot(["study", "{P}", "--target", "{target}", "--yes", "--dry-run"], FILE_IN),
+    "run --kernel": Slot([*RUN[:2], "{P}", *RUN[3:], "--out", "{out}"], IN),
+    "build --tree": Slot(["build", "--tree", "{P}"], DIR_IN),
+    "build --patch": Slot(["build", "--tree", "{repo}", "--patch", "{P}"], FILE_IN),
+    "compare --resume": Slot(["compare", "--resume", "{P}"], DIR_IN),
     "KBISECT_RESULTS": Slot(RUN, DIR_WRITE, env="KBISECT_RESULTS", codes=ROOM),
     "KBISECT_CACHE": Slot(RUN, DIR_IN, env="KBISECT_CACHE", codes=ROOM),
 }
