@@ -132,6 +132,10 @@ class _Stdout(io.TextIOBase):
     def isatty(self) -> bool:
         return self.inner.isatty()
 
+    @property
+    def encoding(self) -> str:  # type: ignore[override]
+        return self.inner.encoding
+
 
 def main(argv: list[str] | None = None) -> int:
     if sys.stdout is None:  # started with stdout closed: fd 1 would be the next file opened
@@ -159,7 +163,8 @@ def main(argv: list[str] | None = None) -> int:
 
 def _run(args: argparse.Namespace, argv: list[str]) -> int:
     try:
-        paths.environment()
+        if args._main is not bisect_step.main:  # a step answers git: it checks its own
+            paths.environment()
         code: int = args._main(args)
         sys.stdout.flush()
         return code

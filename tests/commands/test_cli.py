@@ -265,3 +265,19 @@ def test_a_loop_of_links_met_by_resolve_is_one_line(
     fake_command.error = RuntimeError("a bug")  # type: ignore[attr-defined]
     with pytest.raises(RuntimeError, match="a bug"):
         cli.main(["boom"])
+
+
+def test_the_environment_dirs_are_checked_before_any_command(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A dangling $KBISECT_CACHE: one line, exit 3; a bisect step aborts instead (128),
+    since git reads 3 as "bad"."""
+    (tmp_path / "cache").symlink_to(tmp_path / "nowhere")
+    monkeypatch.setenv("KBISECT_CACHE", str(tmp_path / "cache"))
+    assert cli.main(["db", "info"]) == 3
+    line = f"kbisect: the cache ($KBISECT_CACHE) {tmp_path}/cache: a symbolic link to nothing\n"
+    assert capsys.readouterr().err == line
+    step = ["bisect-step", "--scenario", "smoke", "--target", "fake", "--threshold", "5"]
+    assert cli.main(step) == 128
+    assert capsys.readouterr().err.endswith(line)
+    assert not (tmp_path / "nowhere").exists()
