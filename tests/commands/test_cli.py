@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import shutil
 import signal
 import subprocess
 import sys
@@ -281,3 +282,26 @@ def test_the_environment_dirs_are_checked_before_any_command(
     assert cli.main(step) == 128
     assert capsys.readouterr().err.endswith(line)
     assert not (tmp_path / "nowhere").exists()
+
+
+@pytest.mark.parametrize("command", ["report", "history"])
+def test_report_and_history_into_a_full_stdout(tmp_path: Path, command: str) -> None:
+    """The audit's cases: `kbisect report RUN > /dev/full`, `kbisect history > /dev/full`."""
+    run = tmp_path / "run"
+    shutil.copytree(CHECKOUT / "docs" / "examples" / "contention-6.12", run)
+    argv = [str(run), "--format", "text"]
+    if command == "history":  # reads only: every example run
+        argv = [str(CHECKOUT / "docs" / "examples"), "--scenario", "smoke", "--machine", "fake1"]
+    env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": str(CHECKOUT), "KBISECT_RESULTS": str(tmp_path)}
+    with open("/dev/full", "w") as full:
+        proc = subprocess.run(
+            [sys.executable, "-m", "kbisect", command, *argv],
+            stdout=full,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=env,
+            timeout=120,
+            check=False,
+        )
+    assert proc.returncode == 3, proc.stderr
+    assert proc.stderr == "kbisect: cannot write to standard output: No space left on device\n"
