@@ -1,6 +1,9 @@
 """Command-line entry: builds the parser, dispatches to one module per subcommand.
 
-Every subcommand module exposes `configure(parser)` and `main(args) -> int`.
+Every subcommand module exposes `configure(parser)` and `main(args) -> int`. `main` turns
+every error into one line and an exit code (docs/exit-codes.md): kbisect's own errors by
+their class, an OSError left over by its file (2 when the command line named that path,
+else 3), a stdout that cannot be written (`> /dev/full`, closed) by 3; never a traceback.
 """
 
 from __future__ import annotations
