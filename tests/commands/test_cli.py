@@ -305,3 +305,17 @@ def test_report_and_history_into_a_full_stdout(tmp_path: Path, command: str) -> 
         )
     assert proc.returncode == 3, proc.stderr
     assert proc.stderr == "kbisect: cannot write to standard output: No space left on device\n"
+
+
+def test_history_out_is_not_made_before_the_inputs_are_accepted(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The audit's case: `history --out DIR` made DIR, then refused its input."""
+    monkeypatch.setenv("KBISECT_RESULTS", str(tmp_path / "results"))
+    out = tmp_path / "new" / "out"
+    assert cli.main(["history", str(tmp_path / "empty"), "--out", str(out)]) == 2
+    assert len(capsys.readouterr().err.splitlines()) == 1
+    (tmp_path / "empty").mkdir()
+    assert cli.main(["history", str(tmp_path / "empty"), "--out", str(out)]) == 2
+    assert len(capsys.readouterr().err.splitlines()) == 1
+    assert not (tmp_path / "new").exists()
