@@ -74,6 +74,7 @@ def spec(args: argparse.Namespace) -> step.Step:
 def main(args: argparse.Namespace) -> int:
     """One step; returns git bisect's exit code, never raises."""
     try:
+        paths.environment()
         s = spec(args)
         code = ktest.booted_step(s, args.kernel) if args.booted else step.step(s)
         liveness.check_driver()  # no verdict for a driver that died meanwhile

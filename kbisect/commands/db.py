@@ -11,6 +11,7 @@ import argparse
 from pathlib import Path
 
 from kbisect.commands import options
+from kbisect.core import paths
 from kbisect.core.exceptions import EXIT_OK, UserError
 from kbisect.db import index, query, rebuild, runs
 
@@ -52,7 +53,7 @@ def filters(args: argparse.Namespace) -> dict[str, str | None]:
 def run_dirs(given: list[Path]) -> list[Path]:
     """Each directory named, checked: it exists and holds a run (or runs)."""
     for d in given:
-        if not d.is_dir():
+        if not paths.look(d, "DIR", "dir"):
             raise NotARunDir(f"{d}: no such directory")
         if not runs.run_dirs(d):
             raise NotARunDir(f"{d}: holds no kbisect run (no samples/, summary.json or plan)")
@@ -76,6 +77,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 def _rebuild(given: list[Path]) -> int:
     dirs = options.paths(run_dirs(given))
+    paths.look(index.db_path(), "the results database", "file", paths.UnusableDir)
     counts = rebuild.rebuild(list(dirs) or None)
     for line in counts.skipped:
         print(f"skipped {line}")

@@ -6,6 +6,7 @@ import argparse
 import json
 
 from kbisect.commands import options
+from kbisect.core import paths
 from kbisect.targets.emu import image, vm, where
 
 
@@ -29,6 +30,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 def main(args: argparse.Namespace) -> int:
     action = args.emu_command
+    paths.name(args.name, "--name")  # a dir under the cache: it must stay there
     if action == "image":
         print(image.build(args.mirror, args.force))
     elif action == "up":

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 from kbisect.commands import db as db_command
-from kbisect.core import atomic
+from kbisect.core import atomic, paths
 from kbisect.core.exceptions import EXIT_OK, UserError
 from kbisect.db import export, query
 from kbisect.report.formats import Renderer
@@ -49,12 +49,12 @@ def rows(args: argparse.Namespace) -> list[query.Row]:
 
 
 def main(args: argparse.Namespace) -> int:
+    if args.output is not None:
+        paths.output(args.output, "-o", "file")
     text = FORMATS[args.format](rows(args))
     if args.output is None:
         sys.stdout.write(text)
     else:
-        if args.output.is_dir():
-            raise BadExport(f"-o {args.output}: is a directory")
         try:
             atomic.write_text(args.output, text)
         except OSError as exc:

@@ -7,6 +7,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from kbisect.core import paths
 from kbisect.history import output, series, source
 from kbisect.history.series import History
 from kbisect.report.formats import Renderer
@@ -42,11 +43,12 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    if args.out is not None:
-        try:  # before any reading: a bad --out is one line, exit 2
-            args.out.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            raise series.SeriesError(f"--out {args.out}: {exc.strerror or exc}") from None
+    if args.out is not None:  # before any reading, making nothing: a bad --out is exit 2
+        paths.output(args.out, "--out", "dir")
+    for d in args.dirs:
+        paths.look(d, "DIR", "dir")
+    if args.rc_history is not None:
+        paths.look(args.rc_history, "--rc-history", "dir")
     if args.rc_history is not None and args.dirs:
         raise series.SeriesError("give run DIRs or --rc-history DIR, not both")
     if args.rc_history is not None and args.by != "tag":

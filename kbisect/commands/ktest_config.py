@@ -8,7 +8,7 @@ from pathlib import Path
 
 from kbisect.bisect.git import ktest
 from kbisect.commands import options
-from kbisect.core import atomic
+from kbisect.core import atomic, paths
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -53,6 +53,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
+    if args.out:
+        paths.output(args.out, "--out", "file")
     text = ktest.make(options.typed(ktest.Config, args))
     if args.out:
         atomic.write_text(args.out, text)

@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 from kbisect.commands import options
+from kbisect.core import paths
 from kbisect.history import source
 from kbisect.source import rc, release
 
@@ -39,6 +40,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 def _next(args: argparse.Namespace) -> int:
     pattern = rc.NEXT_PATTERN if args.linux_next else rc.check_pattern(args.pattern)
+    paths.look(args.history or rc.default_history(), "--history")
     measured = {e["tag"] for e in rc.load_history(args.history or rc.default_history())}
     repo = release.resolve(args.tree) if release.is_release(args.tree) else Path(args.tree)
     if args.missed:
@@ -76,6 +78,9 @@ def _missed(picked: list[dict[str, str]], pattern: str, as_json: bool) -> int:
 
 def _record(args: argparse.Namespace) -> int:
     directory = args.history or rc.default_history()
+    paths.look(directory, "--history")  # the history file, or the directory that holds it
+    paths.writable(rc.history_file(directory).parent, "--history")
+    paths.look(args.result, "--result", "dir")
     path, tps = rc.record(
         directory, args.tag, args.commit, args.result, args.scenario_hash, args.tps, source.measured
     )
@@ -84,7 +89,9 @@ def _record(args: argparse.Namespace) -> int:
 
 
 def _repair(args: argparse.Namespace) -> int:
-    path, kept, dropped = rc.repair(args.history or rc.default_history())
+    directory = args.history or rc.default_history()
+    paths.look(directory, "--history")
+    path, kept, dropped = rc.repair(directory)
     for line in dropped:
         print(f"dropped {line}")
     print(f"{path}: {kept} entries kept, {len(dropped)} dropped")

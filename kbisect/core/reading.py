@@ -21,6 +21,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NoReturn
 
+from kbisect.core import paths
 from kbisect.core.exceptions import InfraError, KbisectError, UserError
 
 MISSING: Any = object()  # a getter's default when the field must be there
@@ -39,6 +40,8 @@ class CorruptFile(InfraError):
 
 def _unreadable(path: Path) -> str | None:
     """Why `path` cannot be read as a file, before trying; None if it looks readable."""
+    if (why := paths.why_not(path)) is not None:  # too long, a dangling link, a loop
+        return why
     if path.is_dir():
         return "is a directory, not a file"
     if not path.exists():

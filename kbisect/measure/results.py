@@ -138,6 +138,8 @@ def check_out(given: Path | None, kind: str, need: int, *, fresh: bool = True) -
     dir a new one goes into) is a writable directory with `need` bytes free (core/paths.py, exit
     3); --out holds no run yet (exit 2: it would be overwritten), or without `fresh` (the
     samples of `kbisect run` add up) only such samples."""
+    if given is not None:
+        paths.not_a_link(given, "--out", "dir")
     paths.check(given or paths.results_dir(), need, "--out" if given else "results dir")
     if given is None or not given.is_dir():
         return

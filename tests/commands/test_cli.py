@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import shutil
 import signal
 import subprocess
 import sys
@@ -179,3 +180,142 @@ def test_a_signal_while_loading_is_one_line_and_exit_130(sig: str) -> None:
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert done.returncode == 130
     assert done.stderr == "kbisect: interrupted before it started; nothing was done\n"
+
+
+# a subcommand that prints N characters, run as `python -m kbisect` runs main
+PRINTS = """
+import sys, types
+from kbisect.commands import cli
+m = types.ModuleType("prints")
+m.configure = lambda p: p.add_argument("n", type=int)
+m.main = lambda a: print("x" * a.n) or 0
+cli.COMMANDS = [("prints", m, "print")]
+raise SystemExit(cli.leave(cli.main(sys.argv[1:])))
+"""
+
+
+@pytest.mark.parametrize("unbuffered", ["", "1"])
+@pytest.mark.parametrize("size", [10, 200_000])  # flushed at the end; failing in a write
+def test_a_full_stdout_is_one_line_and_exit_3(tmp_path: Path, unbuffered: str, size: int) -> None:
+    env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": str(CHECKOUT), "PYTHONUNBUFFERED": unbuffered}
+    with open("/dev/full", "w") as full:
+        proc = subprocess.run(
+            [sys.executable, "-c", PRINTS, "prints", str(size)],
+            stdout=full,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=env,
+            timeout=60,
+            check=False,
+        )
+    assert proc.returncode == 3, proc.stderr
+    assert proc.stderr == "kbisect: cannot write to standard output: No space left on device\n"
+
+
+def test_a_closed_pipe_is_quiet_and_a_closed_stdout_one_line() -> None:
+    env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": str(CHECKOUT)}
+    argv = [sys.executable, "-c", PRINTS, "prints", "200000"]
+    reader = subprocess.Popen(["head", "-c", "1"], stdin=subprocess.PIPE, stdout=subprocess.DEVNULL)
+    assert reader.stdin is not None
+    proc = subprocess.run(
+        argv,
+        stdout=reader.stdin,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+        timeout=60,
+        check=False,
+    )
+    reader.stdin.close()
+    reader.wait()
+    assert "Traceback" not in proc.stderr and proc.returncode in (0, 3), proc.stderr
+    closed = subprocess.run(
+        ["sh", "-c", 'exec "$@" >&-', "sh", *argv],
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+        timeout=60,
+        check=False,
+    )
+    assert closed.returncode == 3
+    assert closed.stderr == (
+        "kbisect: standard output is closed; redirect it (to /dev/null to drop it)\n"
+    )
+
+
+def test_an_oserror_names_its_path_exit_2_if_given_else_3(
+    fake_command: types.ModuleType, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    error = PermissionError(13, "Permission denied", "/etc/kbisect-x")
+    fake_command.error = error  # type: ignore[attr-defined]
+    assert cli.main(["boom"]) == 3  # not a path the command line named: kbisect's or the host's
+    assert capsys.readouterr().err == "kbisect: /etc/kbisect-x: Permission denied\n"
+    given = tmp_path / "given"
+    assert cli._given(str(given / "x"), ["--out", str(given)])
+    assert cli._given(str(given), [f"--out={given}"])
+    assert not cli._given(str(tmp_path / "given2"), [str(given), "--code=3", "--out"])
+
+
+def test_a_loop_of_links_met_by_resolve_is_one_line(
+    fake_command: types.ModuleType, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Python 3.11's Path.resolve() raises RuntimeError on a loop: one line, like ELOOP."""
+    fake_command.error = RuntimeError("Symlink loop from '/tmp/kbisect-loop'")  # type: ignore[attr-defined]
+    assert cli.main(["boom"]) == 3
+    assert capsys.readouterr().err == "kbisect: /tmp/kbisect-loop: a loop of symbolic links\n"
+    fake_command.error = RuntimeError("a bug")  # type: ignore[attr-defined]
+    with pytest.raises(RuntimeError, match="a bug"):
+        cli.main(["boom"])
+
+
+def test_the_environment_dirs_are_checked_before_any_command(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A dangling $KBISECT_CACHE: one line, exit 3; a bisect step aborts instead (128),
+    since git reads 3 as "bad"."""
+    (tmp_path / "cache").symlink_to(tmp_path / "nowhere")
+    monkeypatch.setenv("KBISECT_CACHE", str(tmp_path / "cache"))
+    assert cli.main(["db", "info"]) == 3
+    line = f"kbisect: the cache ($KBISECT_CACHE) {tmp_path}/cache: a symbolic link to nothing\n"
+    assert capsys.readouterr().err == line
+    step = ["bisect-step", "--scenario", "smoke", "--target", "fake", "--threshold", "5"]
+    assert cli.main(step) == 128
+    assert capsys.readouterr().err.endswith(line)
+    assert not (tmp_path / "nowhere").exists()
+
+
+@pytest.mark.parametrize("command", ["report", "history"])
+def test_report_and_history_into_a_full_stdout(tmp_path: Path, command: str) -> None:
+    """The audit's cases: `kbisect report RUN > /dev/full`, `kbisect history > /dev/full`."""
+    run = tmp_path / "run"
+    shutil.copytree(CHECKOUT / "docs" / "examples" / "contention-6.12", run)
+    argv = [str(run), "--format", "text"]
+    if command == "history":  # reads only: every example run
+        argv = [str(CHECKOUT / "docs" / "examples"), "--scenario", "smoke", "--machine", "fake1"]
+    env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": str(CHECKOUT), "KBISECT_RESULTS": str(tmp_path)}
+    with open("/dev/full", "w") as full:
+        proc = subprocess.run(
+            [sys.executable, "-m", "kbisect", command, *argv],
+            stdout=full,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=env,
+            timeout=120,
+            check=False,
+        )
+    assert proc.returncode == 3, proc.stderr
+    assert proc.stderr == "kbisect: cannot write to standard output: No space left on device\n"
+
+
+def test_history_out_is_not_made_before_the_inputs_are_accepted(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The audit's case: `history --out DIR` made DIR, then refused its input."""
+    monkeypatch.setenv("KBISECT_RESULTS", str(tmp_path / "results"))
+    out = tmp_path / "new" / "out"
+    assert cli.main(["history", str(tmp_path / "empty"), "--out", str(out)]) == 2
+    assert len(capsys.readouterr().err.splitlines()) == 1
+    (tmp_path / "empty").mkdir()
+    assert cli.main(["history", str(tmp_path / "empty"), "--out", str(out)]) == 2
+    assert len(capsys.readouterr().err.splitlines()) == 1
+    assert not (tmp_path / "new").exists()
