@@ -77,7 +77,6 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 def _rebuild(given: list[Path]) -> int:
     dirs = options.paths(run_dirs(given))
-    paths.look(index.db_path(), "the results database", "file", paths.UnusableDir)
     counts = rebuild.rebuild(list(dirs) or None)
     for line in counts.skipped:
         print(f"skipped {line}")
