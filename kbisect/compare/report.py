@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kbisect.compare import machines, sequential
+from kbisect.compare import machines, revert, sequential
 from kbisect.core import progress
 from kbisect.core.exceptions import UserError
 from kbisect.measure import fiodiff, preempt, results, retake, timeline
@@ -136,14 +136,12 @@ def stopped(summary: Mapping[str, Any]) -> str | None:
     return str(seq["reason"]) if isinstance(seq, Mapping) else None
 
 
-def verdict_line(v: means.Verdict) -> str:
-    """`B/A = 0.512x [0.471, 0.556] (95% CI, ...): regression`."""
+def verdict_line(summary: Mapping[str, Any], v: means.Verdict) -> str:
+    """The verdict in words (revert.said) with B/A, its interval's level and method:
+    `a regression (B/A = 0.512x [0.471, 0.556], 95% CI, ...)`."""
     r = v.ratio
-    method = METHODS.get(r.method, r.method)
-    return (
-        f"B/A = {r.ratio:.3f}x [{r.low:.3f}, {r.high:.3f}] "
-        f"({r.confidence * 100:g}% CI, {method}): {v.kind}"
-    )
+    how = f"{revert.ratio(r)}, {r.confidence * 100:g}% CI, {METHODS.get(r.method, r.method)}"
+    return f"{revert.said(summary, v, ba=False)} ({how})"
 
 
 # -- the Warnings section: a side that did not get the preemption model it asked for,

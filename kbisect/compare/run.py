@@ -198,8 +198,9 @@ def _run(target: Target, sides: dict[str, Side], plan: schedule.Plan, out: Path)
     duration = time.time() - plan.started
     taken = dataclasses.replace(plan, order=order)
     seq = stopping.as_dict(stop, rule) if stop is not None and rule is not None else None
-    results.write_summary(out, summaries.summary(sides, taken, verdict, duration, out, seq))
-    summaries.print_table(sides, verdict, stored)
+    summary = summaries.summary(sides, taken, verdict, duration, out, seq)
+    results.write_summary(out, summary)
+    summaries.print_table(summary, verdict, stored)
     for line in machines.lines(stored):
         print(f"  {line}")
     for x in NAMES:
