@@ -196,16 +196,24 @@ def preempt_lines(run: Run) -> list[str]:
 
 def left_disturbed(run: Run, side: str) -> str | None:
     """Fewer boots count on a side than planned because disturbed samples never count:
-    how many do, and how to take the rest."""
+    how many do, and how to take the rest (`again`)."""
     planned, n = run.planned(side), len(ok_tps(run.side(side)))
     missing = min(run.left_out.get(side, 0), (planned or n) - n)
     if missing <= 0:
         return None
     return (
         f"side {side}: {n} of {planned} boots count: {missing} slot(s) left without an "
-        "undisturbed sample (a disturbed sample never counts; see Disturbed samples): "
-        f"`kbisect compare --resume {run.dir}` takes them again"
+        "undisturbed sample (a disturbed sample never counts; see Disturbed samples)"
+        f"{again(run.verdict, run.min_effect, run.dir)}"
     )
+
+
+def again(v: means.Verdict, min_effect: float, run_dir: Path) -> str:
+    """`: kbisect compare --resume RUN takes them again`, for slots left disturbed; nothing
+    once the interval settles the verdict (ratio.settles): more boots would not change it."""
+    if ratio.settles(v.ratio, min_effect):
+        return ""
+    return f": `kbisect compare --resume {run_dir}` takes them again"
 
 
 def storage(run: Run) -> list[fiodiff.Row]:

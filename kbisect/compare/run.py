@@ -19,6 +19,7 @@ from functools import partial
 from pathlib import Path
 
 from kbisect.compare import machines, markdown, pgsides, schedule, sequential
+from kbisect.compare import report as compare_report
 from kbisect.compare import sides as sides_mod
 from kbisect.compare import summary as summaries
 from kbisect.compare.sides import NAMES, Side, Spec
@@ -207,8 +208,8 @@ def _run(target: Target, sides: dict[str, Side], plan: schedule.Plan, out: Path)
         if left := [i for i in st.open if order[i] == x]:
             progress.warn(
                 f"side {x}: {len(sides[x].tps)} of {order.count(x)} boots count: "
-                f"{len(left)} slot(s) left disturbed (retakes used up); "
-                f"`kbisect compare --resume {out}` takes them again"
+                f"{len(left)} slot(s) left disturbed (retakes used up)"
+                f"{compare_report.again(verdict, plan.min_effect, out)}"
             )
     if moved := timeline.sides(stored)[1]:
         progress.warn(moved)

@@ -14,6 +14,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from kbisect.commands import cli
+from kbisect.compare import report as compare_report
 from kbisect.compare import revert, sequential
 from kbisect.stats import means, ratio
 
@@ -122,3 +123,13 @@ def test_the_demo_reads_as_a_maintainer_writes_it(
     text = (run / "report.md").read_text()
     assert text.startswith(f"# simple-update-2vcpu: {words}\n")
     assert "add boots" not in text and "use --" not in text
+
+
+def test_slots_left_disturbed_are_worth_taking_again_only_while_the_verdict_is_open() -> None:
+    run = Path("/r/run")
+    settled = verdict([x * 2 for x in A])
+    assert compare_report.again(settled, 0.02, run) == ""
+    open_ = verdict([x * 1.01 for x in A])
+    assert compare_report.again(open_, 0.02, run) == (
+        ": `kbisect compare --resume /r/run` takes them again"
+    )
