@@ -14,8 +14,12 @@ import io
 import os
 import signal
 import sys
+from collections.abc import Sequence
+from pathlib import Path
 from types import ModuleType
-from typing import NoReturn, TextIO
+from typing import Any, NoReturn, TextIO
+
+import shtab
 
 import kbisect
 from kbisect import __version__
@@ -40,7 +44,7 @@ from kbisect.commands import (
     tree,
 )
 from kbisect.commands import emu as emu_command
-from kbisect.core import interrupt, paths, progress
+from kbisect.core import interrupt, paths, proc, progress
 from kbisect.core.exceptions import (
     EXIT_INFRA,
     EXIT_INTERRUPTED,
@@ -48,6 +52,7 @@ from kbisect.core.exceptions import (
     InfraError,
     KbisectError,
 )
+from kbisect.source import git
 
 # (name, module, one-line help); each module has configure(parser) and main(args)
 COMMANDS: list[tuple[str, ModuleType, str]] = [
@@ -79,9 +84,40 @@ class _Parser(argparse.ArgumentParser):
         self.exit(EXIT_USER, f"{self.prog}: error: {one}\n")
 
 
+def commit() -> str:
+    """The checkout kbisect runs from, as `git describe` names it (`-dirty` with local
+    changes); "unknown" when it is no git checkout or git cannot tell."""
+    home = Path(kbisect.__file__).resolve().parent.parent
+    if not (home / ".git").exists():
+        return "unknown"
+    try:
+        found = proc.run(
+            git.command(home, "describe", "--tags", "--always", "--dirty", "--abbrev=12"),
+            check=False,
+            capture=True,
+            timeout=10,
+        )
+    except (KbisectError, OSError):
+        return "unknown"
+    named = found.output.strip()
+    return named if found.returncode == 0 and named and "\n" not in named else "unknown"
+
+
+class _Version(argparse.Action):
+    """--version: the version and the commit, looked up only when asked."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str, **kwargs: Any) -> None:
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, **kwargs)
+
+    def __call__(self, parser: argparse.ArgumentParser, *_: object) -> NoReturn:
+        print(f"kbisect {__version__} ({commit()})")
+        parser.exit()
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="kbisect", description=kbisect.__doc__)
-    parser.add_argument("--version", action="version", version=f"kbisect {__version__}")
+    parser.add_argument("--version", action=_Version, help="print the version and commit")
+    shtab.add_argument_to(parser, help="print a completion script for this shell")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     sub.required = True
     for name, module, help_text in COMMANDS:

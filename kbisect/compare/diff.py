@@ -150,7 +150,7 @@ def as_run(a: Set, b: Set, min_effect: float) -> compare_report.Run:
     ]
     tps = [compare_report.ok_tps([s for s in samples if s.label == x]) for x in SIDES]
     try:
-        v = ratio.verdict(*tps, min_effect=min_effect)
+        v = ratio.verdict(*tps, min_effect=min_effect, settled_asks=False)
     except means.StatsError as exc:
         raise BadSet(f"{a.spec} vs {b.spec}: {exc}") from exc
     summary = {

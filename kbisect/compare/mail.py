@@ -1,7 +1,7 @@
 """A compare run as a mail (`kbisect report RUN_DIR --format mbox`), in the kernel test
-robot's order (kbisect/report/mbox.py writes the message): a revert check names what
-reverting the commit does and what the commit costs; any other compare what B does
-against A."""
+robot's order (kbisect/report/mbox.py writes the message), opening with the finding in a
+maintainer's words (text.head: what reverting a commit restores and what it costs, what
+a patch changes, else B/A)."""
 
 from __future__ import annotations
 
@@ -28,8 +28,8 @@ def subject(run: Run) -> str:
     v, s = run.verdict, run.summary
     scen = s["scenario"]["name"]
     if rev := revert.of(s):
-        verb = {"improvement": "restores", "regression": "loses"}.get(v.kind)
-        what = f"{verb} {change(v.ratio.ratio)}" if verb else "changes nothing significant in"
+        verb = revert.VERBS.get(v.kind)
+        what = f"{verb[0]} {change(v.ratio.ratio)}" if verb else "changes nothing significant in"
         return f"reverting {rev.named()} {what} pgbench.tps ({scen})"
     figure = change(v.ratio.ratio) if v.kind in ("regression", "improvement") else "no change in"
     a, b = (s["sides"][x] for x in SIDES)
@@ -41,21 +41,11 @@ def subject(run: Run) -> str:
     return f"{what}: {figure} pgbench.tps ({scen})"
 
 
-def _change_line(run: Run) -> list[str]:
-    v, scen = run.verdict, run.summary["scenario"]["name"]
-    if revert.of(run.summary):
-        found = text.head(run).removeprefix("kbisect checked a revert: ")
-        return para(found[:1].upper() + found[1:])
-    if v.kind in ("regression", "improvement"):
-        return para(f"kbisect noticed a {change(v.ratio.ratio)} {v.kind} of pgbench.tps ({scen}).")
-    return para(f"kbisect noticed no significant change of pgbench.tps ({scen}).")
-
-
 def render(run: Run) -> mbox.Mail:
     s, v = run.summary, run.verdict
     a, b = (s["sides"][x] for x in SIDES)
     trees = build.facts(run.samples).get("tree") or "?"
-    lines = ["Hello,", "", *_change_line(run), ""]
+    lines = ["Hello,", "", *para(text.head(run)), ""]
     for side, info in (("A", a), ("B", b)):
         k = info.get("kernel") or {}
         subj = f' ("{k["subject"]}")' if k.get("subject") else ""
@@ -70,11 +60,6 @@ def render(run: Run) -> mbox.Mail:
     lines += [*mbox.build_lines({x: run.side(x) for x in SIDES}), ""]
     rows = [(x, _short(s["sides"][x]), ok_tps(run.side(x))) for x in SIDES]
     lines += ["comparison:", *mbox.table(rows, v.ratio, "B/A"), ""]
-    if rev := revert.of(s):
-        lines += para(f"the revert's effect, that is what {rev.named()} does:", "", "  ")
-        lines += [*para(revert.cost_line(v), "  ", "  "), ""]
-    else:
-        lines += ["verdict:", *para(f"{v.kind}, B against A", "  "), ""]
     lines += ["reproduce:", *command(s.get("command") or "(not recorded)")]
     lines += warning_lines(v.warnings)
     return mbox.Mail(subject(run), [*lines, *mbox.closing()], s.get("created"))

@@ -8,7 +8,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from kbisect.compare import machines
+from kbisect.compare import machines, revert
 from kbisect.compare.report import (
     SIDES,
     Run,
@@ -53,9 +53,9 @@ def _kernel(k: Mapping[str, Any]) -> str:
 def _sentence(run: Run) -> str:
     v = run.verdict
     return (
-        f"{run.summary['scenario']['name']}: B ({run.name('B')}) vs A ({run.name('A')}), "
-        f"{verdict_line(v)} ({v.a.n} + {v.b.n} boots; changes under "
-        f"{run.min_effect * 100:g}% are not called)."
+        f"{run.summary['scenario']['name']}, B ({run.name('B')}) vs A ({run.name('A')}): "
+        f"{verdict_line(run.summary, v)}, {v.a.n} + {v.b.n} boots; changes under "
+        f"{run.min_effect * 100:g}% are not called."
     )
 
 
@@ -189,7 +189,7 @@ def markdown(run: Run, *, override: bool = False) -> str:
         else []
     )
     lines = [
-        f"# {scen['name']}: {'PARTIAL, ' if partial else ''}{v.kind} (B/A = {v.ratio.ratio:.3f}x)",
+        f"# {scen['name']}: {'PARTIAL, ' if partial else ''}{revert.said(s, v)}",
         "",
         *partial,
         *reproduce(s.get("command") or "(not recorded)"),
@@ -225,4 +225,4 @@ def render(
     run = load(run_dir, load_summary(run_dir) if summary is None else summary, min_effect)
     path = run_dir / REPORT
     atomic.write_text(path, markdown(run, override=min_effect is not None))
-    return path, verdict_line(run.verdict)
+    return path, verdict_line(run.summary, run.verdict)

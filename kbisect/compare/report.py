@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kbisect.compare import machines, sequential
+from kbisect.compare import machines, revert, sequential
 from kbisect.core import progress
 from kbisect.core.exceptions import UserError
 from kbisect.measure import fiodiff, preempt, results, retake, timeline
@@ -136,14 +136,12 @@ def stopped(summary: Mapping[str, Any]) -> str | None:
     return str(seq["reason"]) if isinstance(seq, Mapping) else None
 
 
-def verdict_line(v: means.Verdict) -> str:
-    """`B/A = 0.512x [0.471, 0.556] (95% CI, ...): regression`."""
+def verdict_line(summary: Mapping[str, Any], v: means.Verdict) -> str:
+    """The verdict in words (revert.said) with B/A, its interval's level and method:
+    `a regression (B/A = 0.512x [0.471, 0.556], 95% CI, ...)`."""
     r = v.ratio
-    method = METHODS.get(r.method, r.method)
-    return (
-        f"B/A = {r.ratio:.3f}x [{r.low:.3f}, {r.high:.3f}] "
-        f"({r.confidence * 100:g}% CI, {method}): {v.kind}"
-    )
+    how = f"{revert.ratio(r)}, {r.confidence * 100:g}% CI, {METHODS.get(r.method, r.method)}"
+    return f"{revert.said(summary, v, ba=False)} ({how})"
 
 
 # -- the Warnings section: a side that did not get the preemption model it asked for,
@@ -198,16 +196,24 @@ def preempt_lines(run: Run) -> list[str]:
 
 def left_disturbed(run: Run, side: str) -> str | None:
     """Fewer boots count on a side than planned because disturbed samples never count:
-    how many do, and how to take the rest."""
+    how many do, and how to take the rest (`again`)."""
     planned, n = run.planned(side), len(ok_tps(run.side(side)))
     missing = min(run.left_out.get(side, 0), (planned or n) - n)
     if missing <= 0:
         return None
     return (
         f"side {side}: {n} of {planned} boots count: {missing} slot(s) left without an "
-        "undisturbed sample (a disturbed sample never counts; see Disturbed samples): "
-        f"`kbisect compare --resume {run.dir}` takes them again"
+        "undisturbed sample (a disturbed sample never counts; see Disturbed samples)"
+        f"{again(run.verdict, run.min_effect, run.dir)}"
     )
+
+
+def again(v: means.Verdict, min_effect: float, run_dir: Path) -> str:
+    """`: kbisect compare --resume RUN takes them again`, for slots left disturbed; nothing
+    once the interval settles the verdict (ratio.settles): more boots would not change it."""
+    if ratio.settles(v.ratio, min_effect):
+        return ""
+    return f": `kbisect compare --resume {run_dir}` takes them again"
 
 
 def storage(run: Run) -> list[fiodiff.Row]:

@@ -19,6 +19,7 @@ from functools import partial
 from pathlib import Path
 
 from kbisect.compare import machines, markdown, pgsides, schedule, sequential
+from kbisect.compare import report as compare_report
 from kbisect.compare import sides as sides_mod
 from kbisect.compare import summary as summaries
 from kbisect.compare.sides import NAMES, Side, Spec
@@ -199,16 +200,17 @@ def _run(target: Target, sides: dict[str, Side], plan: schedule.Plan, out: Path)
     duration = time.time() - plan.started
     taken = dataclasses.replace(plan, order=order)
     seq = stopping.as_dict(stop, rule) if stop is not None and rule is not None else None
-    results.write_summary(out, summaries.summary(sides, taken, verdict, duration, out, seq))
-    summaries.print_table(sides, verdict, stored)
+    summary = summaries.summary(sides, taken, verdict, duration, out, seq)
+    results.write_summary(out, summary)
+    summaries.print_table(summary, verdict, stored)
     for line in machines.lines(stored):
         print(f"  {line}")
     for x in NAMES:
         if left := [i for i in st.open if order[i] == x]:
             progress.warn(
                 f"side {x}: {len(sides[x].tps)} of {order.count(x)} boots count: "
-                f"{len(left)} slot(s) left disturbed (retakes used up); "
-                f"`kbisect compare --resume {out}` takes them again"
+                f"{len(left)} slot(s) left disturbed (retakes used up)"
+                f"{compare_report.again(verdict, plan.min_effect, out)}"
             )
     if moved := timeline.sides(stored)[1]:
         progress.warn(moved)

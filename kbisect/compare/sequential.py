@@ -181,7 +181,8 @@ def verdict(
 ) -> means.Verdict:
     """A compare's verdict at `confidence`: a fixed one's (`planned` boots a side), or a
     sequential one's (at most `most` boots a side: the few-boots warning is for a run
-    that could not have had more, and the warnings point at --max-boots). `interval`:
+    that could not have had more, and the warnings point at --max-boots); no warning asks
+    for boots once the interval settles the question (ratio.settles). `interval`:
     a pool's, within machines (machines.py); None, the single-target one; `blocks`, a
     pool's machines of each side's boots (machines.blocks), for warnings within them."""
     if most is None:
@@ -193,6 +194,7 @@ def verdict(
             planned=planned,
             interval=interval,
             blocks=blocks,
+            settled_asks=False,
         )
     return ratio.verdict(
         a,
@@ -203,4 +205,5 @@ def verdict(
         boots_flag=FLAG,
         interval=interval,
         blocks=blocks,
+        settled_asks=False,
     )

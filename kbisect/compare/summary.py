@@ -9,11 +9,12 @@ from pathlib import Path
 from typing import Any
 
 from kbisect.compare import machines, schedule
+from kbisect.compare.report import verdict_line
 from kbisect.compare.sides import NAMES, Side
 from kbisect.core import clock, progress
 from kbisect.measure import results
 from kbisect.measure.record import Sample
-from kbisect.stats import blocked, means
+from kbisect.stats import means
 
 
 def sample_files(out: Path) -> dict[str, list[str]]:
@@ -92,43 +93,39 @@ def partial(out: Path) -> dict[str, Any]:
 
 
 def print_table(
-    sides: dict[str, Side], verdict: means.Verdict, samples: Sequence[Sample] = ()
+    summary: Mapping[str, Any], verdict: means.Verdict, samples: Sequence[Sample] = ()
 ) -> None:
-    """The table printed at a compare's end: each side's figures, B/A and the warnings.
-    Over a pool (`samples` from more than one machine), a row per side and machine: a
-    side's CV, min and max over all machines would show their spread, not the noise."""
+    """The table printed at a compare's end: each side's figures, the verdict in words
+    with its interval (report.verdict_line) and the warnings. Over a pool (`samples` from
+    more than one machine), a row per side and machine: a side's CV, min and max over all
+    machines would show their spread, not the noise."""
+    labels = {x: str(summary["sides"][x].get("label") or x) for x in NAMES}
     split = {x: machines.parts(samples, x) for x in NAMES}
     if any(split.values()):
-        _print_pool(sides, split)
+        _print_pool(labels, split)
     else:
         print(
             f"{'side':<4} {'label':<44} {'n':>3} {'mean':>9} {'median':>9} {'CV':>6} "
             f"{'min':>9} {'max':>9}"
         )
         for name, s in zip(NAMES, (verdict.a, verdict.b), strict=True):
-            label = sides[name].label
             print(
-                f"{name:<4} {label[:44]:<44} {s.n:>3} {s.mean:>9.1f} {s.median:>9.1f} "
+                f"{name:<4} {labels[name][:44]:<44} {s.n:>3} {s.mean:>9.1f} {s.median:>9.1f} "
                 f"{s.cv * 100:>5.1f}% {s.min:>9.1f} {s.max:>9.1f}"
             )
-    r = verdict.ratio
-    within = ", within machines" if r.method == blocked.METHOD else ""
-    print(
-        f"B/A = {r.ratio:.3f}x [{r.low:.3f}, {r.high:.3f}] ({r.confidence * 100:.4g}% CI"
-        f"{within}): {verdict.kind}"
-    )
+    print(verdict_line(summary, verdict))
     for w in verdict.warnings:
         progress.warn(w)
 
 
-def _print_pool(sides: dict[str, Side], split: Mapping[str, list[machines.Part]]) -> None:
+def _print_pool(labels: Mapping[str, str], split: Mapping[str, list[machines.Part]]) -> None:
     """The side table over a pool: the label column shares its width with the machine."""
     print(
         f"{'side':<4} {'label':<29} {'machine':<14} {'n':>3} {'mean':>9} {'median':>9} "
         f"{'CV':>6} {'min':>9} {'max':>9}"
     )
     for name in NAMES:
-        label = sides[name].label
+        label = labels[name]
         for part in split[name]:
             head = f"{name:<4} {label[:29]:<29} {part.machine[:14]:<14} {len(part.tps):>3}"
             if not part.tps:

@@ -53,31 +53,28 @@ def _kernel(info: Mapping[str, Any]) -> str:
 
 
 def head(run: Run) -> str:
-    """The finding in one sentence: a revert check's effect, else B against A."""
-    v, scen = run.verdict, run.summary["scenario"]["name"]
-    if rev := revert.of(run.summary):
-        return f"kbisect checked a revert: {revert.finding(rev, v, scen)}"
-    what = {"regression": "a regression", "improvement": "an improvement"}.get(v.kind)
-    if what:
-        return (
-            f"kbisect noticed {what} of {change(v.ratio.ratio)} in pgbench tps ({scen}): "
-            f"B ({run.name('B')}) against A ({run.name('A')})."
-        )
+    """The finding in one sentence, in a maintainer's words (revert.said)."""
+    s = run.summary
+    did = (
+        "checked a revert"
+        if revert.of(s)
+        else "checked a patch"
+        if revert.patches(s)
+        else f"compared B ({run.name('B')}) with A ({run.name('A')})"
+    )
     return (
-        f"kbisect found no significant change in pgbench tps ({scen}) between "
-        f"A ({run.name('A')}) and B ({run.name('B')})."
+        f"kbisect {did} in pgbench tps ({s['scenario']['name']}): "
+        f"{revert.said(s, run.verdict, full=True)}."
     )
 
 
 def figures(run: Run) -> list[str]:
-    """B/A with its interval (and a revert's A/B), each side's mean, CV and n."""
+    """B/A with its interval, each side's mean, CV and n."""
     v, r = run.verdict, run.verdict.ratio
     failed = {x: len(run.side(x)) - n for x, n in zip(SIDES, (v.a.n, v.b.n), strict=True)}
-    rev = revert.of(run.summary)
     return [
         f"  B/A {r.ratio:.3f}x ({change(r.ratio)}), {r.confidence * 100:g}% CI "
         f"[{r.low:.3f}, {r.high:.3f}]",
-        *(para(revert.cost_line(v), "  ", "  ") if rev else []),
         *(para(how, "  ", "  ") if (how := stopped(run.summary)) else []),
         *(
             per_side(run)

@@ -115,18 +115,32 @@ def interval(
     )
 
 
+SIGNIFICANT, EQUIVALENT = "significant", "equivalent"
+
+
+def settles(r: means.RatioCI, min_effect: float) -> str | None:
+    """What the interval settles, which more boots would not change: SIGNIFICANT, wholly
+    beyond 1 ± m (a change of at least m); EQUIVALENT, m > 0 and wholly within it (no
+    change as large); None, neither (stats/stopping.py's rule stops at the first two)."""
+    m = min_effect
+    if r.high < 1.0 - m or r.low > 1.0 + m:
+        return SIGNIFICANT
+    return EQUIVALENT if m > 0 and 1.0 - m < r.low and r.high < 1.0 + m else None
+
+
 def _side_warnings(
     name: str,
     xs: Sequence[float],
     s: means.Summary,
-    flag: str,
+    flag: str | None,
     where: str = "",
     index: Sequence[int] | None = None,
 ) -> list[str]:
-    """A side's CV and outlier warnings; `where` (" on m1") and `index` (each x's place
-    among the side's boots) for the boots of one block of a side."""
+    """A side's CV and outlier warnings (no CV one without a `flag` to raise); `where`
+    (" on m1") and `index` (each x's place among the side's boots) for the boots of one
+    block of a side."""
     out = []
-    if s.cv > means.HIGH_CV:
+    if flag and s.cv > means.HIGH_CV:
         n = means.boots_needed(s.cv, means.REFERENCE_EFFECT)
         out.append(
             f"side {name}{where}: CV {s.cv * 100:.1f}% is high: add boots "
@@ -142,7 +156,7 @@ def _side_warnings(
 
 
 def _blocked_warnings(
-    name: str, xs: Sequence[float], blocks: Sequence[str], flag: str
+    name: str, xs: Sequence[float], blocks: Sequence[str], flag: str | None
 ) -> list[str]:
     """A side's warnings within each block (a pool's machine), blocks in order of first
     boot: a spread between blocks is theirs (a machine effect), not noise."""
@@ -165,6 +179,7 @@ def verdict(
     planned: int | None = None,
     interval: means.Interval | None = None,
     blocks: tuple[Sequence[str], Sequence[str]] | None = None,
+    settled_asks: bool = True,
 ) -> means.Verdict:
     """Regression, improvement, or no significant difference, for B against A.
     `boots_flag` is the option the warnings tell the user to raise for more boots;
@@ -172,19 +187,21 @@ def verdict(
     and asking for more would not help); `interval(a, b, confidence)`, the ratio's
     interval when not Welch's ratio_ci (the bisect gate's robust one); `blocks`,
     each boot's block per side (a pool's machine: compare/machines.py), the CV and
-    outlier warnings then computed within each block."""
+    outlier warnings then computed within each block; `settled_asks` False: no warning
+    asks for boots once the interval settles the question (`settles`: a compare's)."""
     sa, sb = means.checked(a, "side A"), means.checked(b, "side B")
     r = ratio_ci(a, b, confidence) if interval is None else interval(a, b, confidence)
     significant = r.low > 1.0 or r.high < 1.0
     kind = means.NO_DIFFERENCE
     if significant and abs(r.ratio - 1.0) >= min_effect:
         kind = "regression" if (r.ratio < 1.0) == higher_is_better else "improvement"
+    flag = boots_flag if settled_asks or settles(r, min_effect) is None else None
     if blocks is None:
-        warnings = _side_warnings("A", a, sa, boots_flag) + _side_warnings("B", b, sb, boots_flag)
+        warnings = _side_warnings("A", a, sa, flag) + _side_warnings("B", b, sb, flag)
     else:
-        warnings = _blocked_warnings("A", a, blocks[0], boots_flag)
-        warnings += _blocked_warnings("B", b, blocks[1], boots_flag)
-    if (min(sa.n, sb.n) if planned is None else planned) < means.FEW_BOOTS:
+        warnings = _blocked_warnings("A", a, blocks[0], flag)
+        warnings += _blocked_warnings("B", b, blocks[1], flag)
+    if flag and (min(sa.n, sb.n) if planned is None else planned) < means.FEW_BOOTS:
         warnings.append(
             f"{sa.n} boots on side A and {sb.n} on side B: the interval is wide "
             f"below {means.FEW_BOOTS} per side: use {boots_flag} {means.FEW_BOOTS} or more"

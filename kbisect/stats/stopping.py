@@ -47,7 +47,8 @@ from kbisect.stats import prior as priors
 
 LEAST = 3  # boots a side before the first look: at 2 the interval is too wide to decide
 MOST = 10  # the default most boots a side
-SIGNIFICANT, EQUIVALENT, MORE, UNDECIDED = "significant", "equivalent", "more", "undecided"
+SIGNIFICANT, EQUIVALENT = ratio.SIGNIFICANT, ratio.EQUIVALENT  # what an interval settles
+MORE, UNDECIDED = "more", "undecided"
 FINAL = (SIGNIFICANT, EQUIVALENT, UNDECIDED)
 
 
@@ -198,13 +199,7 @@ def decide(
 def _settle(
     rule: Rule, n: int, look: int | None, r: means.RatioCI, last: bool, dropped: int | None
 ) -> Stop:
-    m = rule.min_effect
-    if r.high < 1.0 - m or r.low > 1.0 + m:
-        kind = SIGNIFICANT
-    elif m > 0 and 1.0 - m < r.low and r.high < 1.0 + m:
-        kind = EQUIVALENT
-    else:
-        kind = UNDECIDED if last or n >= rule.most else MORE
+    kind = ratio.settles(r, rule.min_effect) or (UNDECIDED if last or n >= rule.most else MORE)
     return Stop(kind, n, n - rule.least + 1 if look is None else look, r, dropped)
 
 

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import argparse
+import os
+import re
 import shutil
 import signal
 import subprocess
@@ -39,9 +41,68 @@ def test_help_lists_the_subcommands() -> None:
     assert proc.stderr == ""
 
 
-def test_version() -> None:
+def test_version_names_the_commit_of_the_checkout() -> None:
+    """`git describe` of the checkout kbisect runs from, as git itself prints it."""
     proc = kbisect("--version")
-    assert (proc.returncode, proc.stdout.strip()) == (0, f"kbisect {__version__}")
+    described = subprocess.run(
+        ["git", "-C", str(CHECKOUT), "describe", "--tags", "--always", "--dirty", "--abbrev=12"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+    assert (proc.returncode, proc.stdout) == (0, f"kbisect {__version__} ({described})\n")
+    assert proc.stderr == ""
+
+
+@pytest.mark.parametrize("case", ["no checkout", "no git", "a broken .git"])
+def test_version_says_unknown_when_there_is_no_commit_to_name(
+    case: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An installed copy (no .git), a host without git, a .git that leads nowhere: the
+    version and "unknown", exit 0, never an error."""
+    home = tmp_path / "copy"
+    shutil.copytree(CHECKOUT / "kbisect", home / "kbisect")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(home), *sys.path])}
+    if case == "no git":
+        (home / ".git").mkdir()
+        env["PATH"] = str(tmp_path / "empty")
+    if case == "a broken .git":
+        (home / ".git").write_text("gitdir: /nonexistent/worktree\n")
+    proc = subprocess.run(
+        [sys.executable, "-m", "kbisect", "--version"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert (proc.returncode, proc.stdout, proc.stderr) == (
+        0,
+        f"kbisect {__version__} (unknown)\n",
+        "",
+    )
+
+
+def test_bash_completion_knows_every_subcommand_and_their_options(tmp_path: Path) -> None:
+    """`kbisect --print-completion bash` (what scripts/setup installs) is generated from the
+    parsers: it names every subcommand, bash reads it (`bash -n`), and bash completes with
+    it: `kbisect comp<TAB>` to compare, `kbisect compare --max<TAB>` to --max-boots."""
+    proc = kbisect("--print-completion", "bash")
+    assert proc.returncode == 0, proc.stderr
+    script = tmp_path / "kbisect.bash"
+    script.write_text(proc.stdout)
+    listed = re.search(r"^_shtab_kbisect_subparsers=\((.*)\)$", proc.stdout, re.MULTILINE)
+    assert listed is not None
+    assert listed.group(1).split() == [name for name, _, _ in cli.COMMANDS]
+    subprocess.run(["bash", "-n", str(script)], check=True)
+    complete = (
+        f"source {script}; "
+        "COMP_WORDS=(kbisect comp); COMP_CWORD=1; _shtab_kbisect; echo ${COMPREPLY[@]}; "
+        "COMP_WORDS=(kbisect compare --max); COMP_CWORD=2; _shtab_kbisect; echo ${COMPREPLY[@]}"
+    )
+    got = subprocess.run(["bash", "-c", complete], capture_output=True, text=True, check=True)
+    assert got.stdout.splitlines() == ["compare", "--max-boots"]
 
 
 @pytest.mark.parametrize(

@@ -60,7 +60,8 @@ def test_the_run_re_renders_from_its_undisturbed_samples(tmp_path: Path) -> None
     assert "add boots" not in text and "outlier" not in text
     assert "use --boots" not in text  # 5 a side were asked for
     assert "side A: 4 of 5 boots count: 1 slot(s) left without an undisturbed sample" in text
-    assert "(4 + 5 boots;" in text
+    assert "takes them again" not in text  # 2.3x settled: retaking it would change nothing
+    assert ", 4 + 5 boots;" in text
     assert "| 003-A.json | A | 264.8 |" in text
     assert "kept, not counted (a disturbed sample never counts)" in text
     boots = text.split("## Boots, in run order")[1].split("## Plots")[0]

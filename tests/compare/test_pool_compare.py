@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 from collections import Counter
 from pathlib import Path
-from types import SimpleNamespace
 
 import pytest
 
@@ -57,10 +56,10 @@ def test_a_compare_over_three_machines_one_faster(
     out = tmp_path / "out"
     assert cli.main(argv(pool, fake_image(tmp_path / "k"), out, 6)) == EXIT_OK
     printed = capsys.readouterr().out
-    assert "no significant difference" in printed
+    assert "no significant change (B/A = " in printed
     rows = [line.split() for line in printed.splitlines() if line[:2] in ("A ", "B ")]
     assert sorted(r[0] + r[-7] for r in rows) == [x + m for x in "AB" for m in ("m1", "m2", "m3")]
-    assert "(95% CI, within machines): no significant difference" in printed
+    assert "95% CI, log tps with a machine fixed effect: B/A within machines)" in printed
     plan = schedule.load(out)
     assert Counter(plan.machines or []) == {"m1": 4, "m2": 4, "m3": 4}
     stored = results.load_samples(out)
@@ -122,13 +121,16 @@ A    head                          fake1            2    1000.8    1000.8   1.6%
 A    head                          vng1             2     146.3     146.3   9.1%     136.9     155.8
 B    revert                        fake1            2     999.4     999.4   1.9%     985.9    1013.0
 B    revert                        vng1             2     288.9     288.9  29.7%     228.2     349.7
-B/A = 1.390x [0.878, 2.199] (95% CI, within machines): no significant difference
+no significant change (B/A = 1.390x [0.878, 2.199], 95% CI, log tps with a machine fixed \
+effect: B/A within machines)
 """
 ONE_TABLE = """\
 side label                                          n      mean    median     CV       min       max
 A    base v6.12-debian-16-g497e2bae621e             5     508.6     502.4   6.1%     471.8     547.5
 B    revert d59fc21905a7 (net/unix: [kbisect demo   5    1012.3    1017.8  13.5%     833.1    1158.4
-B/A = 1.991x [1.688, 2.347] (95% CI): improvement
+reverting d59fc21905a7 restores +99.1% [+68.8%, +134.7%]: d59fc21905a7 costs -49.8% \
+[-57.4%, -40.8%] (B/A = 1.991x [1.688, 2.347], 95% CI, delta method on the log ratio, \
+Welch df)
 """
 
 
@@ -141,8 +143,7 @@ def test_the_printed_table_has_a_row_per_side_and_machine_over_a_pool(
     the two machines mixed would show 86%); on one machine the table as it always was."""
     run_dir = EXAMPLES / example
     run = report.load(run_dir, report.load_summary(run_dir), None)
-    sides = {x: SimpleNamespace(label=run.name(x)) for x in "AB"}
-    summaries.print_table(sides, run.verdict, run.samples)  # type: ignore[arg-type]
+    summaries.print_table(run.summary, run.verdict, run.samples)
     got = capsys.readouterr()
     assert got.out == table
     assert ("side B on vng1: CV 29.7%" in got.err) == (example == "pool-fake-vng")

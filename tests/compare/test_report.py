@@ -202,16 +202,17 @@ def test_reproduce_command_and_verdict_line(rendered: str) -> None:
     v = ratio.verdict(ok_tps("A"), ok_tps("B"), min_effect=0.02)
     assert v.kind == "regression"
     assert f"Reproduce:\n\n```sh\n{COMMAND}\n```" in rendered
-    assert compare_report.verdict_line(v) in rendered
-    assert rendered.startswith(f"# smoke: regression (B/A = {v.ratio.ratio:.3f}x)\n")
-    assert f"[{v.ratio.low:.3f}, {v.ratio.high:.3f}]" in rendered
+    r = v.ratio
+    assert compare_report.verdict_line({"command": COMMAND}, v) in rendered
+    head = f"# smoke: a regression (B/A = {r.ratio:.3f}x [{r.low:.3f}, {r.high:.3f}])\n"
+    assert rendered.startswith(head)
 
 
 def test_sections_in_order(rendered: str) -> None:
     marks = [
-        "# smoke: regression",
+        "# smoke: a regression",
         "Reproduce:",
-        "smoke: B (preempt=full) vs A",
+        "smoke, B (preempt=full) vs A",
         "## Sides",
         "## Warnings",
         "## Fingerprints",
@@ -291,7 +292,7 @@ def test_min_effect_override(run: Path, capsys: pytest.CaptureFixture[str]) -> N
     assert cli.main(["report", str(run), "--min-effect", "0.6"]) == 0
     out = capsys.readouterr().out.splitlines()
     assert out[0] == str(run / "report.md")
-    assert out[1].endswith(": no significant difference")
+    assert out[1].startswith("no significant change (B/A = ")
     text = (run / "report.md").read_text()
     assert "--min-effect 0.6 given to `kbisect report`" in text
     assert "summary.json says 'regression'" in text

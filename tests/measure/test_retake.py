@@ -113,7 +113,7 @@ def test_retakes_0_leaves_the_slot_out_and_the_verdict_says_n_per_side(
     verdict = results.load_summary(out)["verdict"]
     assert (verdict["a"]["n"], verdict["b"]["n"]) == (3, 2)  # the disturbed one left out
     report = (out / "report.md").read_text()
-    assert "(3 + 2 boots;" in report and "side B: 2 of 3 boots count" in report
+    assert ", 3 + 2 boots;" in report and "side B: 2 of 3 boots count" in report
     assert "not counted, no retakes left (kept on disk)" in report
 
 

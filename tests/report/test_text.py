@@ -30,7 +30,10 @@ def test_compare_text_puts_the_finding_first(
     out = text_of(make_run(tmp_path), capsys)
     v = ratio.verdict(ok_tps("A"), ok_tps("B"))
     change = f"{(v.ratio.ratio - 1) * 100:+.1f}%"
-    assert out.startswith(f"kbisect noticed a regression of {change} in pgbench tps (smoke)")
+    assert " ".join(out.split()).startswith(
+        "kbisect compared B (preempt=full) with A (preempt=none) in pgbench tps (smoke): a "
+        f"regression (B/A = {v.ratio.ratio:.3f}x"
+    )
     assert f"B/A {v.ratio.ratio:.3f}x ({change}), 95% CI [{v.ratio.low:.3f}, " in out
     assert f"{v.a.n} boots (0 failed)" in out and f"{v.b.n} boots (2 failed)" in out
     order = [
