@@ -14,6 +14,7 @@ from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
+from kbisect.core import reading
 from kbisect.core.reading import Fields
 
 OPTIONAL = ("tree", "command", "description", "source", "target_spec")
@@ -106,7 +107,7 @@ def check(f: Fields) -> None:
     f.integer("retries", 0)
     f.integer("baseline", None, high=len(kernels) - 1)
     f.integer("seed", None)
-    f.number("min_effect", 0.02, high=1.0)
+    f.number("min_effect", 0.02, rule=reading.fraction)
     scenario = f.table("scenario", required=True)
     for key in ("name", "hash", "source"):
         scenario.string(key)

@@ -43,7 +43,8 @@ NUMERIC = [
     (w, o)
     for w, o, a in typed_options()
     if a.type not in (int, float)
-    and getattr(a.type, "__name__", "") not in ("Path", "str", "out_path")  # a path, not a number
+    and getattr(a.type, "__name__", "")
+    not in ("Path", "str", "out_path", "line", "label", "tag", "name", "target")  # not a number
 ]
 
 
