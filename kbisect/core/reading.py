@@ -66,9 +66,9 @@ def label(text: str) -> str | None:
 
 def tag(text: str) -> str | None:
     """A kernel tag (rc record): one word, not empty."""
-    if any(c.isspace() for c in text.strip()):
-        return "holds a space: a tag is one word"
-    return label(text)
+    if problem := label(text):
+        return problem
+    return "holds a space: a tag is one word" if any(c.isspace() for c in text) else None
 
 
 def name(text: str) -> str | None:
@@ -213,16 +213,14 @@ class Fields:
         return self._number(key, default, (int,), low, high)
 
     def number(
-        self,
-        key: str,
-        default: Any = MISSING,
-        low: float = 0.0,
-        high: float | None = None,
-        rule: Rule | None = None,
+        self, key: str, default: Any = MISSING, low: float = 0.0, high: float | None = None
     ) -> Any:
-        """A finite number in low..high (an integer too; a boolean is not one) that obeys
-        `rule` when given."""
-        return self._ruled(key, self._number(key, default, (int, float), low, high), rule)
+        """A finite number in low..high (an integer too; a boolean is not one)."""
+        return self._number(key, default, (int, float), low, high)
+
+    def fraction(self, key: str, default: Any = MISSING) -> Any:
+        """A number in [0, 1) by the rule an option's fraction obeys (--min-effect)."""
+        return self._ruled(key, self._number(key, default, (int, float), -math.inf, None), fraction)
 
     def _ruled(self, key: str, value: Any, rule: Rule | None) -> Any:
         if rule and key in self.data and value is not None and (problem := rule(value)):

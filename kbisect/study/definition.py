@@ -14,7 +14,6 @@ from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
-from kbisect.core import reading
 from kbisect.core.reading import Fields
 
 OPTIONAL = ("tree", "command", "description", "source", "target_spec")
@@ -107,7 +106,7 @@ def check(f: Fields) -> None:
     f.integer("retries", 0)
     f.integer("baseline", None, high=len(kernels) - 1)
     f.integer("seed", None)
-    f.number("min_effect", 0.02, rule=reading.fraction)
+    f.fraction("min_effect", 0.02)
     scenario = f.table("scenario", required=True)
     for key in ("name", "hash", "source"):
         scenario.string(key)

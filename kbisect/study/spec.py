@@ -217,7 +217,7 @@ def from_dict(data: dict[str, Any], src: str) -> Study:
         "retries": f.integer("retries", 1, low=0, high=100),
         "seed": f.integer("seed", None, low=0),
         "budget_hours": float(f.number("budget_hours", DEFAULT_BUDGET_H)),
-        "min_effect": float(f.number("min_effect", 0.02, rule=reading.fraction)),
+        "min_effect": float(f.fraction("min_effect", 0.02)),
     }
     study = Study(
         name=f.string("name", rule=reading.name),

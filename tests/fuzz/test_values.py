@@ -162,8 +162,13 @@ STUDY_BAD: dict[str, list[Any]] = {
     "min_effect": [1, 1.0, 1.5, -0.01, 100],
     "kernels.images.0": ["/no/such/image", "v6.12-typo", "HEAD"],
 }
-RUN = ["run", "--kernel", "{image}", "--target", "{target}", "--out", "{out}", "--scenario"]
-STUDY = ["--target", "{target}", "--yes", "--out", "{out}"]
+MACHINE_FIELDS = {"host": "192.0.2.1", "arch": "x86_64", "user": "root", "workdir": "/var/lib/k"}
+RUN = ["run", "--kernel", "{image}", "--out", "{out}"]
+READERS = {  # the command line that reads a file of each kind, given its path
+    "scenario": lambda path: [*RUN, "--target", "{target}", "--scenario", path],
+    "machine": lambda path: [*RUN, "--scenario", "{scenario}", "--target", path],
+    "study": lambda path: ["study", path, "--target", "{target}", "--yes", "--out", "{out}"],
+}
 
 
 def _text_field(data: st.DataObject, good: str) -> str:
@@ -180,8 +185,7 @@ def _file_case(
     doc = tomllib.loads(path.read_text())
     _set(doc, dotted, value)
     path.write_text(mutate.toml(doc))
-    argv = [*RUN, str(path)] if kind == "scenario" else ["study", str(path), *STUDY]
-    argv += ["--dry-run"] if dry else []
+    argv = READERS[kind](str(path)) + (["--dry-run"] if dry else [])
     what = f"{kind} {dotted} = {value!r}"
     _refused_in(fuzz, sb, places, gen.resolve(argv, places), what, says)
 
@@ -190,10 +194,13 @@ def _file_case(
 @seed(SEED)
 @given(data=st.data())
 def a_file_field(fuzz: Fuzz, data: st.DataObject) -> None:
-    """A scenario's or a study's field of a kind with a rule, with a bad value."""
-    if data.draw(st.booleans(), label="scenario"):
-        dotted = data.draw(st.sampled_from(sorted(SCENARIO_FIELDS)), label="field")
-        _file_case(fuzz, "scenario", dotted, _text_field(data, SCENARIO_FIELDS[dotted]))
+    """A scenario's, a machine target's or a study's field of a kind with a rule, with a
+    bad value."""
+    kind = data.draw(st.sampled_from(["scenario", "machine", "study"]), label="kind")
+    if kind != "study":
+        fields = SCENARIO_FIELDS if kind == "scenario" else MACHINE_FIELDS
+        dotted = data.draw(st.sampled_from(sorted(fields)), label="field")
+        _file_case(fuzz, kind, dotted, _text_field(data, fields[dotted]))
         return
     if data.draw(st.booleans(), label="text"):
         dotted = data.draw(st.sampled_from(sorted(STUDY_FIELDS)), label="field")
@@ -237,6 +244,7 @@ def test_corpus_option(fuzz: Fuzz, says: str, argv: list[str]) -> None:
 CORPUS_FILES = [
     ("scenario", "guest.append", "quiet\ninit=/bin/sh", False),
     ("scenario", "postgres.settings.work_mem", "4MB\nfsync = off", False),
+    ("machine", "workdir", "/var/lib/kbisect\n/", False),
     ("study", "min_effect", 1.0, False),  # a 0.69x step was "no significant step", exit 0
     ("study", "kernels.images.0", "v6.12-typo", True),  # --dry-run imported the tree
     ("study", "name", "../../escape", True),
@@ -246,7 +254,7 @@ CORPUS_FILES = [
 
 @pytest.mark.parametrize(("kind", "dotted", "value", "dry"), CORPUS_FILES)
 def test_corpus_file(fuzz: Fuzz, kind: str, dotted: str, value: Any, dry: bool) -> None:
-    says = dotted.split(".")[-1 if kind == "scenario" else 0]  # the field the line names
+    says = dotted.split(".")[0 if kind == "study" else -1]  # the field the line names
     _file_case(fuzz, kind, dotted, value, dry, says)
 
 
