@@ -44,7 +44,7 @@ from kbisect.commands import (
     tree,
 )
 from kbisect.commands import emu as emu_command
-from kbisect.core import interrupt, paths, proc, progress
+from kbisect.core import interrupt, paths, proc, progress, reading
 from kbisect.core.exceptions import (
     EXIT_INFRA,
     EXIT_INTERRUPTED,
@@ -79,6 +79,15 @@ COMMANDS: list[tuple[str, ModuleType, str]] = [
 
 
 class _Parser(argparse.ArgumentParser):
+    def _get_value(self, action: argparse.Action, arg_string: str) -> Any:
+        """Every argument's text, of every option and subcommand, before its type: bytes
+        that are not UTF-8 (lone surrogates here) are refused, as no file, log or
+        command line kbisect writes could hold them. (The top parser sees a
+        subcommand's arguments first, so the line names the argument, not its option.)"""
+        if problem := reading.utf8(arg_string):
+            self.error(f"argument {arg_string!r} {problem}: give it as UTF-8")
+        return super()._get_value(action, arg_string)
+
     def error(self, message: str) -> NoReturn:
         one = " ".join(message.splitlines())  # an echoed argument may hold a line break
         self.exit(EXIT_USER, f"{self.prog}: error: {one}\n")

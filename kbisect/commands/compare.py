@@ -34,8 +34,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
     options.add_set(s, "-a", " (side A)")
     options.add_set(s, "-b", " (side B)")
     options.add_pg(s)
-    s.add_argument("--label-a", help="name for side A in the report")
-    s.add_argument("--label-b", help="name for side B in the report")
+    s.add_argument("--label-a", type=options.label, help="name for side A in the report")
+    s.add_argument("--label-b", type=options.label, help="name for side B in the report")
     m = parser.add_argument_group("measurement")
     options.add_scenario(m, required=False)
     m.add_argument(

@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import json
 
+from kbisect.commands import options
 from kbisect.core import arch
 from kbisect.core.checks import FAIL
 from kbisect.core.exceptions import EXIT_NEGATIVE, EXIT_OK
@@ -26,6 +27,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--target",
+        type=options.target_name,
         metavar="NAME",
         help="also check a target (a machine: its ssh, kexec, PostgreSQL, kernel)",
     )

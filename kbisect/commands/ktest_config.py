@@ -13,7 +13,13 @@ from kbisect.core import atomic, paths
 
 def configure(parser: argparse.ArgumentParser) -> None:
     add = parser.add_argument
-    add("--target", required=True, metavar="NAME", help='a machine target (kind = "ssh")')
+    add(
+        "--target",
+        type=options.target_name,
+        required=True,
+        metavar="NAME",
+        help='a machine target (kind = "ssh")',
+    )
     options.add_scenario(parser)
     add(
         "--threshold",

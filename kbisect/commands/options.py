@@ -13,7 +13,9 @@
 --noise-prior off|auto             the sequential compare's noise prior (stats/prior.py)
 
 and the argparse types every numeric or structured option goes through (count, seed,
-fraction, confidence, positive, hours, share): a bad value is one line, exit 2.
+fraction, confidence, positive, hours, share) and every text option of a kind with a rule
+(kernel_line, label, tag, name, target_name: core/reading.py's value rules, the ones the
+study, scenario and target files obey): a bad value is one line, exit 2, before any work.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
+from kbisect.core import reading
 from kbisect.kernel import config, machinebase
 from kbisect.measure import retake
 from kbisect.study import fanout
@@ -38,6 +41,7 @@ T = TypeVar("T")
 def add_target(p: argparse.ArgumentParser | argparse._ArgumentGroup) -> None:
     p.add_argument(
         "--target",
+        type=target_name,
         default="vng",
         metavar="NAME",
         help="where kernels run: vng (a virtme-ng guest on this host, the default), fake, "
@@ -71,7 +75,9 @@ def add_scenario(
 def add_append(
     p: argparse.ArgumentParser | argparse._ArgumentGroup, suffix: str = "", what: str = ""
 ) -> None:
-    p.add_argument(f"--append{suffix}", default="", help=f"kernel command line extras{what}")
+    p.add_argument(
+        f"--append{suffix}", type=kernel_line, default="", help=f"kernel command line extras{what}"
+    )
 
 
 def add_pg(p: argparse.ArgumentParser | argparse._ArgumentGroup, sides: bool = True) -> None:
@@ -115,6 +121,7 @@ def add_set(
 ) -> None:
     p.add_argument(
         f"--set{suffix}",
+        type=kernel_line,
         action="append",
         default=[],
         metavar="KEY=VALUE",
@@ -174,11 +181,31 @@ def out_path(text: str) -> Path:
 
 
 def fraction(text: str) -> float:
-    """A finite number in [0, 1): a relative effect such as 0.02 (2%)."""
+    """A finite number in [0, 1): a relative effect such as 0.02 (2%); the rule a study
+    file's min_effect obeys too."""
     value = _finite(text)
-    if not 0 <= value < 1:
-        raise argparse.ArgumentTypeError(f"{text} is not in [0, 1) (0.02 means 2%)")
+    if problem := reading.fraction(value):
+        raise argparse.ArgumentTypeError(f"{text} {problem}")
     return value
+
+
+def ruled(rule: reading.Rule, kind: str) -> Callable[[str], str]:
+    """A text option that obeys `rule` (core/reading.py), kept as given."""
+
+    def parse(text: str) -> str:
+        if problem := rule(text):
+            raise argparse.ArgumentTypeError(f"{text!r} {problem}")
+        return text
+
+    parse.__name__ = kind
+    return parse
+
+
+kernel_line = ruled(reading.line, "line")  # --append, --set, --axis: one line of text
+label = ruled(reading.label, "label")  # --label-a/-b: not empty, one line
+tag = ruled(reading.tag, "tag")  # rc record --tag
+name = ruled(reading.name, "name")  # a name used as a path (study --name)
+target_name = ruled(reading.label, "target")  # --target: '' would silently mean vng
 
 
 SEED_MAX = 2**63 - 1

@@ -29,7 +29,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     )  # fmt: skip
     rec = sub.add_parser("record", help="add a measured tag to the history")
     rec.add_argument("--history", type=Path, help="history dir (default $KBISECT_HISTORY)")
-    rec.add_argument("--tag", required=True)
+    rec.add_argument("--tag", type=options.tag, required=True)
     rec.add_argument("--commit", required=True)
     rec.add_argument("--result", type=Path, required=True, help="the run's results dir")
     rec.add_argument("--scenario-hash", help="default: from the result's samples of --commit")

@@ -78,6 +78,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     options.add_scenario(c, required=False)
     c.add_argument(
         "--axis",
+        type=options.kernel_line,
         action="append",
         default=[],
         metavar="KEY=V1,V2",
@@ -109,7 +110,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
     )
     m.add_argument("--yes", action="store_true", help="run even if over the budget")
     m.add_argument("--dry-run", action="store_true", help="print the plan and stop")
-    m.add_argument("--name", help="the study's name without a study file (default: study)")
+    m.add_argument(
+        "--name", type=options.name, help="the study's name without a study file (default: study)"
+    )
     m.add_argument(
         "--share",
         type=options.share,

@@ -144,7 +144,7 @@ def _check(raw: dict[str, Any], path: Path) -> None:
     f.integer("retries", high=100)
     f.integer("retakes", 0, high=100)
     f.integer("resumed", 0)
-    f.number("min_effect", 0.02, high=1.0)
+    f.fraction("min_effect", 0.02)
     f.number("started", 0.0)
     for key in ("scenario", "target", "arch", "command"):
         f.string(key)

@@ -146,6 +146,11 @@ def check_conflicts(spec: Spec) -> None:
     for first, a, second, b in pairs:
         if a and b:
             raise ConflictingOptions(f"{first} and {second} both say which kernel to run: give one")
+    if spec.label_a and spec.label_a == spec.label_b:
+        raise ConflictingOptions(
+            f"--label-a and --label-b are both {spec.label_a!r}: the report could not tell "
+            "the sides apart; give two labels"
+        )
     if spec.max_boots is not None and spec.boots not in (None, sequential.AUTO):
         raise ConflictingOptions(f"--max-boots goes with --boots auto, not --boots {spec.boots}")
     prebuilt = [

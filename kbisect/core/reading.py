@@ -7,6 +7,11 @@ unknown key) becomes one line naming the file and the field. A file the user wri
 scenario, a study, a target) raises `BadInput`, exit 2; a file kbisect wrote itself
 (state.json, plan.json, summary.json, a sample, a cache) raises `CorruptFile`, exit 3,
 whose line ends with how to recover.
+
+The value rules are here too, one per kind of value (a kernel command line or a setting,
+a label, a tag, a name used as a path, a fraction such as a minimum effect): a file's
+field (`Fields`, rule=...) and an option (commands/options.py makes each an argparse
+type) are held to the same one.
 """
 
 from __future__ import annotations
@@ -14,6 +19,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+import re
 import tomllib
 import types
 import typing
@@ -28,6 +34,56 @@ MISSING: Any = object()  # a getter's default when the field must be there
 # A sample is written whole (by link): only damage from outside truncates one. Read by
 # stats, measure, bisect and study alike, so the advice is said here, once.
 SAMPLE_RECOVER = "move it out of the samples folder (its boot is lost) and run the command again"
+
+
+# --- value rules: each gives the problem (a phrase after the value's name) or None ------
+
+Rule = Callable[[Any], "str | None"]
+NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
+
+
+def utf8(text: str) -> str | None:
+    """Text that is UTF-8: an argument's bytes that are not arrive as lone surrogates."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        return f"is not valid UTF-8 text (character {exc.start + 1})"
+    return None
+
+
+def line(text: str) -> str | None:
+    """One line of text (a kernel command line, a PostgreSQL setting, a scenario
+    override): UTF-8, no newline, carriage return, NUL or other control character."""
+    if bad := next((c for c in text if c < " " or c == "\x7f"), None):
+        return f"holds a control character ({bad!a}): it must be one line of text"
+    return utf8(text)
+
+
+def label(text: str) -> str | None:
+    """A label that names a thing in a report (a compare side, a study's kernel or
+    level): one line, not empty."""
+    return "is empty" if not text.strip() else line(text)
+
+
+def tag(text: str) -> str | None:
+    """A kernel tag (rc record): one word, not empty."""
+    if problem := label(text):
+        return problem
+    return "holds a space: a tag is one word" if any(c.isspace() for c in text) else None
+
+
+def name(text: str) -> str | None:
+    """A name used as a path (a study, a machine, a pool): 1 to 64 letters, digits, '.',
+    '_' or '-', starting with a letter or digit."""
+    if NAME.fullmatch(text):
+        return None
+    return "must be 1 to 64 letters, digits, '.', '_' or '-', starting with a letter or digit"
+
+
+def fraction(value: float) -> str | None:
+    """A relative amount in [0, 1): a minimum effect (--min-effect, a study's or a run's
+    min_effect), a share of the host's CPUs."""
+    return None if 0 <= value < 1 else "is not in [0, 1) (0.02 means 2%)"
 
 
 class BadInput(UserError):
@@ -165,6 +221,15 @@ class Fields:
         """A finite number in low..high (an integer too; a boolean is not one)."""
         return self._number(key, default, (int, float), low, high)
 
+    def fraction(self, key: str, default: Any = MISSING) -> Any:
+        """A number in [0, 1) by the rule an option's fraction obeys (--min-effect)."""
+        return self._ruled(key, self._number(key, default, (int, float), -math.inf, None), fraction)
+
+    def _ruled(self, key: str, value: Any, rule: Rule | None) -> Any:
+        if rule and key in self.data and value is not None and (problem := rule(value)):
+            self.fail(key, f"{problem}, got {got(value)}")
+        return value
+
     def _number(
         self, key: str, default: Any, kinds: tuple[type, ...], low: float, high: float | None
     ) -> Any:
@@ -181,8 +246,10 @@ class Fields:
             self.fail(key, f"must be {span}, got {value}")
         return value
 
-    def string(self, key: str, default: Any = MISSING) -> Any:
-        return self._typed(key, default, str, "a string")
+    def string(self, key: str, default: Any = MISSING, rule: Rule | None = None) -> Any:
+        """A string that obeys `rule` when given (and not null)."""
+        value = self._typed(key, default, str, "a string")
+        return value if value is None else self._ruled(key, value, rule)
 
     def flag(self, key: str, default: Any = MISSING) -> Any:
         return self._typed(key, default, bool, "true or false")
@@ -196,11 +263,13 @@ class Fields:
             self.fail(key, f"must be {name}, got {got(value)}")
         return value
 
-    def strings(self, key: str) -> tuple[str, ...]:
-        """A list of strings, empty when absent."""
+    def strings(self, key: str, rule: Rule | None = None) -> tuple[str, ...]:
+        """A list of strings, each obeying `rule` when given; empty when absent."""
         value = self._get(key, [])
         if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
             self.fail(key, f"must be a list of strings, got {got(value)}")
+        for item in value:
+            self._ruled(key, item, rule)
         return tuple(value)
 
     def table(self, key: str, required: bool = False) -> Fields:

@@ -34,6 +34,8 @@ def check_setting(name: str, value: Any) -> str | None:
         return f"must be a string, number or boolean, got {got(value)}"
     if not reading.finite(value):
         return f"must be a finite number, got {got(value)}"
+    if isinstance(value, str) and (problem := reading.line(value)):
+        return f"{problem}, got {got(value)}"
     return None
 
 

@@ -8,6 +8,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
+from kbisect.core import reading
 from kbisect.core.exceptions import UserError
 from kbisect.scenario import profile, server, storage
 
@@ -115,7 +116,7 @@ FIELDS: dict[str, tuple[str, Any, Check | None]] = {
     "guest.thp": ("str", None, _one_of("always", "madvise", "never")),
     "guest.pgdata": ("str", "tmpfs", _one_of("tmpfs")),
     "guest.pgdata_size_mb": ("int", REQUIRED, _range(64, 4 * 1024 * 1024)),
-    "guest.append": ("str", "", None),
+    "guest.append": ("str", "", reading.line),
     # [storage] and [fio]: kind-dependent defaults and rules are in storage.py
     "storage.kind": ("str", None, _one_of(*storage.KINDS)),
     "storage.backing": ("str", None, _one_of("file", "device")),

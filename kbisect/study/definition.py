@@ -106,7 +106,7 @@ def check(f: Fields) -> None:
     f.integer("retries", 0)
     f.integer("baseline", None, high=len(kernels) - 1)
     f.integer("seed", None)
-    f.number("min_effect", 0.02, high=1.0)
+    f.fraction("min_effect", 0.02)
     scenario = f.table("scenario", required=True)
     for key in ("name", "hash", "source"):
         scenario.string(key)

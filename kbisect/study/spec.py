@@ -110,7 +110,9 @@ def _fields(src: str, raw: Any, prefix: str = "") -> reading.Fields:
 
 def _listed(src: str, raw: Any) -> Listed:
     f = _fields(src, raw, "kernels.list.")
-    listed = Listed(f.string("tree", None), f.string("rev", None), f.string("label", None))
+    listed = Listed(
+        f.string("tree", None), f.string("rev", None), f.string("label", None, reading.label)
+    )
     f.done()
     if listed.tree is None and listed.rev is None:
         raise StudyFileError(f"{src}: each [[kernels.list]] needs a tree, a rev or both")
@@ -119,7 +121,11 @@ def _listed(src: str, raw: Any) -> Listed:
 
 def _kernels(src: str, raw: Any) -> KernelSpec:
     f = _fields(src, raw, "kernels.")
-    items = f.strings("revs") + f.strings("images")
+    images = f.strings("images")
+    for image in images:
+        if not Path(image).expanduser().exists():
+            f.fail("images", f"names no such image {image!r} (a kernel image or build dir)")
+    items = f.strings("revs") + images
     pattern = f.string("pattern", None)
     listed = tuple(_listed(src, k) for k in f.items("list", []))
     spec = KernelSpec(
@@ -141,7 +147,7 @@ def _kernels(src: str, raw: Any) -> KernelSpec:
 
 def _need(src: str, key: str, value: str, raw: Any) -> dict[str, Any]:
     f = _fields(src, raw, f"axes.{key}.needs.{value}.")
-    need = {"set": f.strings("set"), "append": f.string("append", "")}
+    need = {"set": f.strings("set", reading.line), "append": f.string("append", "", reading.line)}
     f.done()
     return need
 
@@ -155,6 +161,9 @@ def _key_axis(src: str, f: reading.Fields) -> Axis:
         f.fail("values", f"must be a non-empty list of values, got {reading.got(values)}")
     if not reading.finite(values):
         f.fail("values", f"must be finite numbers, got {reading.got(values)}")
+    for value in values:
+        if isinstance(value, str) and (problem := reading.line(value)):
+            f.fail("values", f"{problem}, got {reading.got(value)}")
     unused = set(needs.data) - {axes_mod.text(v) for v in values}
     if unused:
         raise StudyFileError(f"{src}: axis {key}: needs for no value: {sorted(unused)}")
@@ -167,14 +176,18 @@ def _key_axis(src: str, f: reading.Fields) -> Axis:
 
 def _level(src: str, name: str, raw: Any) -> Level:
     f = _fields(src, raw, f"axes.{name}.levels.")
-    level = Level(f.string("label"), f.strings("set"), f.string("append", ""))
+    level = Level(
+        f.string("label", rule=reading.label),
+        f.strings("set", reading.line),
+        f.string("append", "", reading.line),
+    )
     f.done()
     return level
 
 
 def _pg_axis(src: str, f: reading.Fields) -> Axis:
     f.string("key")
-    values = f.strings("values")
+    values = f.strings("values", reading.line)
     f.done()
     return pgaxis.axis(values, f"{src}: axis {pgaxis.AXIS}")
 
@@ -204,16 +217,16 @@ def from_dict(data: dict[str, Any], src: str) -> Study:
         "retries": f.integer("retries", 1, low=0, high=100),
         "seed": f.integer("seed", None, low=0),
         "budget_hours": float(f.number("budget_hours", DEFAULT_BUDGET_H)),
-        "min_effect": float(f.number("min_effect", 0.02, high=1.0)),
+        "min_effect": float(f.fraction("min_effect", 0.02)),
     }
     study = Study(
-        name=f.string("name"),
+        name=f.string("name", rule=reading.name),
         scenario=f.string("scenario"),
         kernels=_kernels(src, f.value("kernels")),
         axes=tuple(axis_from_file(src, a) for a in f.items("axes", [])),
         description=f.string("description", ""),
-        sets=f.strings("set"),
-        append=f.string("append", ""),
+        sets=f.strings("set", reading.line),
+        append=f.string("append", "", reading.line),
         baseline=f.string("baseline", None),
         source=src,
         **given,

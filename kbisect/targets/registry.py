@@ -86,7 +86,10 @@ def _resolve(name: str) -> tuple[str, dict[str, Any], Path | None]:
             f"file in {config_dir()} or a path)"
         )
     settings = {"kind": name} if path is None else _settings(name, path)
-    return (Path(name).stem if path is not None else name), settings, path
+    label = Path(name).stem if path is not None else name
+    if problem := reading.name(label):  # it names the machine's folder in the cache
+        raise UnknownTarget(f"--target {name}: the target's name {label!r} {problem}")
+    return label, settings, path
 
 
 def _make(label: str, settings: dict[str, Any], arch: str | None) -> Target:

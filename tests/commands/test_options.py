@@ -11,6 +11,8 @@ from pathlib import Path
 import pytest
 
 from kbisect.commands import cli, compare, options
+from kbisect.core.exceptions import UserError
+from kbisect.study import spec
 
 PARSER = cli.build_parser()
 
@@ -43,7 +45,8 @@ NUMERIC = [
     (w, o)
     for w, o, a in typed_options()
     if a.type not in (int, float)
-    and getattr(a.type, "__name__", "") not in ("Path", "str", "out_path")  # a path, not a number
+    and getattr(a.type, "__name__", "")
+    not in ("Path", "str", "out_path", "line", "label", "tag", "name", "target")  # not a number
 ]
 
 
@@ -116,3 +119,73 @@ def test_patch_options_repeat_in_order_and_are_made_absolute(
     for words in (["build"], ["bisect"], ["bisect-step", "--scenario", "smoke"]):
         ns = PARSER.parse_args([*words, "--patch", "a.diff", "--patch", "b.diff"])
         assert options.paths(ns.patch) == (tmp_path / "a.diff", tmp_path / "b.diff")
+
+
+RULED = [
+    (w, o)
+    for w, o, a in typed_options()
+    if getattr(a.type, "__name__", "") in ("line", "label", "tag", "name", "target")
+]
+
+
+@pytest.mark.parametrize(("words", "option"), RULED, ids=[" ".join((*w, o)) for w, o in RULED])
+@pytest.mark.parametrize("bad", ["a\nb", "a\rb", "a\x00b", "a\x1bb", "a\x7fb"])
+def test_a_control_character_in_a_ruled_option_is_one_line_and_exit_2(
+    words: tuple[str, ...], option: str, bad: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A kernel command line, a setting, a label, a tag, a name, --target: no control
+    character (a newline went through to the boot)."""
+    with pytest.raises(SystemExit) as exc:
+        PARSER.parse_args([*words, option, bad])
+    assert exc.value.code == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and option in err[0], err
+    assert option == "--name" or "control character" in err[0], err  # a name: its letters
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["run", "--append", "x=\udcff"],
+        ["compare", "--label-a", "\udce9"],
+        ["run", "--scenario", "/tmp/s\udcffmoke.toml"],
+        ["study", "\udcff.toml"],
+        ["rc", "record", "--tag", "v6.13-rc\udcff"],
+    ],
+)
+def test_text_that_is_not_utf8_anywhere_in_argv_is_exit_2(
+    argv: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert cli.main(argv) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "not valid UTF-8" in err[0] and "\\udc" in err[0], err
+
+
+@pytest.mark.parametrize("value", [0, 0.02, 0.5, 0.999, 1, 1.0, 1.5, -0.01, 100])
+def test_a_study_files_min_effect_obeys_the_min_effect_rule(value: float) -> None:
+    """One rule: the study file refuses exactly what --min-effect refuses (1.0 was taken,
+    and a 0.69x step reported as no significant step)."""
+    data = {"name": "s", "scenario": "smoke", "kernels": {"revs": ["v1"]}, "min_effect": value}
+    try:
+        options.fraction(str(value))
+        option_ok = True
+    except argparse.ArgumentTypeError:
+        option_ok = False
+    if option_ok:
+        assert spec.from_dict(data, "s.toml").min_effect == value
+    else:
+        with pytest.raises(spec.StudyFileError, match=r"^s.toml: min_effect is not in \[0, 1\)"):
+            spec.from_dict(data, "s.toml")
+
+
+def test_a_study_image_that_does_not_exist_is_refused(tmp_path: Path) -> None:
+    data = {"name": "s", "scenario": "smoke", "kernels": {"images": [str(tmp_path / "typo")]}}
+    with pytest.raises(spec.StudyFileError, match=r"kernels\.images names no such image"):
+        spec.from_dict(data, "s.toml")
+
+
+def test_two_sides_with_one_label_are_refused() -> None:
+    ns = PARSER.parse_args(["compare", "--kernel", "k", "--scenario", "smoke",
+                            "--label-a", "x", "--label-b", "x"])  # fmt: skip
+    with pytest.raises(UserError, match="--label-a and --label-b are both 'x'"):
+        compare.spec(ns)

@@ -8,6 +8,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from kbisect.core import reading
 from kbisect.core.exceptions import EXIT_INFRA, EXIT_USER
@@ -115,3 +117,53 @@ def test_defaults_and_good_values_pass() -> None:
 def test_finite_looks_inside_lists_and_tables() -> None:
     assert reading.finite({"a": [1, 2.5, {"b": "c"}]})
     assert not reading.finite({"a": [1, {"b": math.inf}]})
+
+
+# --- the value rules, one per kind, shared by options and files ------------------------
+
+CONTROL = st.sampled_from([chr(c) for c in range(32)] + ["\x7f"])
+
+
+@given(st.text(), CONTROL, st.text())
+def test_a_line_never_holds_a_control_character(head: str, control: str, tail: str) -> None:
+    problem = reading.line(head + control + tail)
+    assert problem is not None and "control character" in problem and "\n" not in problem
+
+
+@given(st.text(st.characters(min_codepoint=0x20, exclude_characters="\x7f")))
+def test_printable_utf8_text_is_a_line(text: str) -> None:
+    assert reading.line(text) is None
+
+
+@given(st.text(), st.integers(0x80, 0xFF))
+def test_bytes_that_are_not_utf8_are_refused_everywhere(text: str, byte: int) -> None:
+    bad = text + os.fsdecode(bytes([byte]))  # how argv gives them (surrogateescape)
+    for rule in (reading.utf8, reading.line, reading.label, reading.tag, reading.name):
+        assert rule(bad) is not None
+
+
+@pytest.mark.parametrize("text", ["", " ", "\t"])
+def test_a_label_or_a_tag_is_not_empty(text: str) -> None:
+    assert reading.label(text) and reading.tag(text)
+
+
+@pytest.mark.parametrize("text", ["../x", "a/b", ".x", "-x", "x" * 65, "a b", "é", "x\n"])
+def test_a_name_used_as_a_path_is_short_and_plain(text: str) -> None:
+    assert reading.name(text)
+
+
+FRACTIONS = [(0, True), (0.02, True), (0.999, True), (1, False), (1.0, False), (-1e-300, False)]
+
+
+@pytest.mark.parametrize(("value", "ok"), [*FRACTIONS, (math.nan, False)])
+def test_a_fraction_is_in_zero_to_one(value: float, ok: bool) -> None:
+    assert (reading.fraction(value) is None) == ok
+
+
+def test_a_fields_rule_names_the_field() -> None:
+    f = reading.Fields({"append": "a\nb", "min_effect": 1.0, "name": None}, "s.toml")
+    with pytest.raises(reading.BadInput, match=r"^s.toml: append holds a control character"):
+        f.string("append", "", reading.line)
+    with pytest.raises(reading.BadInput, match=r"^s.toml: min_effect is not in \[0, 1\)"):
+        f.fraction("min_effect", 0.02)
+    assert f.string("name", None, reading.name) is None  # null where the default is None

@@ -21,17 +21,16 @@ once; at least one member.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from kbisect.core import reading
 from kbisect.core.exceptions import UserError
 
 KIND = "pool"
 POOL_KEYS = ("kind", "name", "arch", "member")
-NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 
 
 class BadPool(UserError):
@@ -60,7 +59,7 @@ def _member(pool: str, i: int, entry: Any, here: Path) -> MemberSpec:
     if not isinstance(entry, dict):
         raise BadPool(f"{where} must be a table ([[member]])")
     name = entry.get("name")
-    if name is not None and (not isinstance(name, str) or not NAME.match(name)):
+    if name is not None and (not isinstance(name, str) or reading.name(name)):
         raise BadPool(f"{where}: name must be letters, digits, '.', '_' or '-', got {name!r}")
     if "target" in entry:
         extra = sorted(set(entry) - {"target", "name"})
@@ -91,7 +90,7 @@ def parse(default_name: str, data: Mapping[str, Any], here: Path) -> PoolSpec:
             f"pool {default_name}: unknown key {unknown[0]!r} (known: {', '.join(POOL_KEYS)})"
         )
     name = data.get("name", default_name)
-    if not isinstance(name, str) or not NAME.match(name):
+    if not isinstance(name, str) or reading.name(name):
         raise BadPool(f"pool {default_name}: name must be a short name, got {name!r}")
     arch = data.get("arch")
     if arch is not None and not isinstance(arch, str):

@@ -30,11 +30,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from kbisect.core import paths
+from kbisect.core import paths, reading
 from kbisect.core.exceptions import UserError
 from kbisect.targets.ssh import command
 
 SWITCHES = ("kexec", "script")
+COMMANDS = ("switch_script", "console", "power_cycle")
 PG_BINDIR = "/usr/lib/postgresql/{major}/bin"  # Debian's layout, as the harness assumes
 # key: (type, default, required)
 SCHEMA: dict[str, tuple[type, Any, bool]] = {
@@ -103,6 +104,9 @@ def _typed(name: str, key: str, value: Any) -> Any:
     if isinstance(value, bool) or not isinstance(value, kind):
         what = {int: "an integer", str: "a string"}.get(kind, f"a {kind.__name__}")
         raise BadMachine(f"target {name}: {key} must be {what}, got {value!r}")
+    # a name or a path (the commands, run by sh -c, may span lines)
+    if key not in COMMANDS and isinstance(value, str) and (problem := reading.line(value)):
+        raise BadMachine(f"target {name}: {key} {problem}, got {value!r}")
     return value
 
 
