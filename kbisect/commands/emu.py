@@ -6,7 +6,6 @@ import argparse
 import json
 
 from kbisect.commands import options
-from kbisect.core import paths
 from kbisect.targets.emu import image, vm, where
 
 
@@ -24,13 +23,15 @@ def configure(parser: argparse.ArgumentParser) -> None:
     sub.add_parser("status", help="is it running; where its files are (JSON)")
     for action in sub.choices.values():
         action.add_argument(
-            "--name", default=where.DEFAULT_NAME, help="which machine (default emu)"
+            "--name",
+            type=options.name,
+            default=where.DEFAULT_NAME,
+            help="which machine (default emu)",
         )
 
 
 def main(args: argparse.Namespace) -> int:
     action = args.emu_command
-    paths.name(args.name, "--name")  # a dir under the cache: it must stay there
     if action == "image":
         print(image.build(args.mirror, args.force))
     elif action == "up":

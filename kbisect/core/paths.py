@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import errno
 import os
-import re
 import shutil
 import tempfile
 from pathlib import Path
@@ -71,7 +70,6 @@ def machine_dir(name: str) -> Path:
 # -- the path boundary ------------------------------------------------------------------
 NAME_MAX = 255  # bytes in one name of a path (Linux)
 PATH_MAX = 4096  # bytes in a whole path, its final NUL included
-SAFE_NAME = re.compile(r"[A-Za-z0-9._-]+")
 
 
 class BadPath(UserError):
@@ -180,14 +178,6 @@ def environment() -> None:
     for var, what in (("KBISECT_CACHE", "the cache"), ("KBISECT_RESULTS", "results dir")):
         if value := os.environ.get(var):
             look(Path(value), f"{what} (${var})", "dir", UnusableDir)
-
-
-def name(text: str, what: str) -> str:
-    """A name that becomes a path under kbisect's own dirs (`emu --name`): letters, digits,
-    '.', '_' and '-', not '.' or '..', at most NAME_MAX bytes; else BadPath (exit 2)."""
-    if not SAFE_NAME.fullmatch(text) or text in (".", "..") or len(text) > NAME_MAX:
-        raise BadPath(f"{what} {text!r}: use letters, digits, '.', '_' and '-' only")
-    return text
 
 
 # -- room to write ----------------------------------------------------------------------

@@ -76,21 +76,6 @@ def test_an_output_is_never_a_link_and_nothing_is_made(tmp_path: Path) -> None:
     assert sorted(os.listdir(tmp_path)) == before
 
 
-@pytest.mark.parametrize("name", ["../../x", "..", ".", "a/b", "", "x" * 256, "a b", "é"])
-def test_a_name_used_as_a_path_stays_a_name(name: str) -> None:
-    with pytest.raises(paths.BadPath, match=r"^--name "):
-        paths.name(name, "--name")
-
-
-@given(st.from_regex(paths.SAFE_NAME, fullmatch=True).filter(lambda t: len(t) <= 255))
-def test_a_plain_name_is_kept(name: str) -> None:
-    if name in (".", ".."):
-        with pytest.raises(paths.BadPath):
-            paths.name(name, "--name")
-    else:
-        assert paths.name(name, "--name") == name
-
-
 @given(st.text(st.characters(codec="utf-8", exclude_characters="\0")))
 def test_any_text_is_a_path_or_a_reason_never_an_error(text: str) -> None:
     why = paths.why_not(Path("/tmp") / "kbisect-no-such" / text)

@@ -130,7 +130,7 @@ def test_a_line_never_holds_a_control_character(head: str, control: str, tail: s
     assert problem is not None and "control character" in problem and "\n" not in problem
 
 
-@given(st.text(st.characters(min_codepoint=0x20, exclude_characters="\x7f")))
+@given(st.text(st.characters(min_codepoint=0x20, exclude_characters="\x7f", codec="utf-8")))
 def test_printable_utf8_text_is_a_line(text: str) -> None:
     assert reading.line(text) is None
 
