@@ -15,8 +15,9 @@ the share of the good-to-bad gap the revert restores with its 95% CI
 - none: the interval covers 0 and not 100%: the answer is not why the bad endpoint is
   slow (a step a later commit undid), never exit 0;
 - unclear: the interval covers both;
-- no-revert: the revert does not apply, does not build or its boots fail: one line says
-  so and the answer stands on the culprit/parent re-check (recheck.py).
+- no-revert: the revert does not apply, does not build, its boots fail, or one ran
+  disturbed by other work (kept by --count-disturbed: the check has no load model): one
+  line says so and the answer stands on the culprit/parent re-check (recheck.py).
 
 The revert's samples and the bad endpoint's fresh ones are stored in the run's
 verify/<culprit>/ folder; state.json's "verification" (state.Verification) records
@@ -33,11 +34,15 @@ from kbisect.bisect import check, samples
 from kbisect.bisect.state import Run, Verification
 from kbisect.core import progress
 from kbisect.core.exceptions import BenchmarkError, BootError, BuildError
+from kbisect.measure import results
 from kbisect.source import worktree
 from kbisect.stats import means, ratio, stopping
 
 MEASURED = ("all", "part", "none", "unclear")
 LEVEL = 0.95  # the share's interval
+# a disturbed boot (--count-disturbed keeps it) set against the bad endpoint's quiet ones
+# would read the host's load as the revert's effect; the check has no load model
+DISTURBED = "a boot of the revert check ran while other work took the host"
 
 
 def folder(run_dir: Path, culprit: str) -> Path:
@@ -125,6 +130,8 @@ def verify(
             samples.draw(ctx, which)
         except (BootError, BenchmarkError) as exc:
             return _cannot(v, f"a boot of the revert check failed: {exc}")
+        if results.load_samples(which.out)[-1].disturbed:  # counted: --count-disturbed
+            return _cannot(v, DISTURBED)
         v.bad_tps, v.reverted_tps = counted()
         progress.step(_boot_line(v, which is reverted))
         save()
