@@ -243,11 +243,11 @@ def test_restored_is_the_share_of_the_log_gap_with_a_covering_interval() -> None
         level = 1000.0 * (750.0 / 1000.0) ** (1 - true)
         covered = 0
         for _ in range(400):
-            draw = [
+            good, bad, reverted = (
                 [m * (1 + 0.05 * rng.gauss(0, 1)) for _ in range(n)]
                 for m, n in ((1000.0, 6), (750.0, 8), (level, 4))
-            ]
-            ci = ratio.restored(*draw)
+            )
+            ci = ratio.restored(good, bad, reverted)
             covered += ci.low <= true <= ci.high
         assert 0.92 <= covered / 400 <= 0.99
 
