@@ -267,10 +267,7 @@ def test_the_driver_starts_the_recheck_in_a_round_of_checks_and_goes_on_from_it(
     shas = history(env["repo"], 24, 15)
     pool = fake_pool(
         tmp_path / "pool",
-        {
-            f"m{i}": {"seed": i, "cv": 0.03, "delay_s": 0.05, "noise_key": "subject"}
-            for i in range(3)
-        },
+        {f"m{i}": {"seed": i, "cv": 0.03, "delay_s": 0.05} for i in range(3)},
     )
     argv = args(env, shas[1], shas[-1], "--references", "0")
     argv[argv.index("--target") + 1] = str(pool)
