@@ -69,7 +69,7 @@ def verify_lines(s: Mapping[str, Any]) -> list[str]:
         tps = {k: ", ".join(f"{x:.1f}" for x in rec[k]) for k in ("reverted_tps", "bad_tps")}
         out += [
             f"- bad with `{rec['culprit'][:12]}` reverted: {tps['reverted_tps']}",
-            f"- bad `{rec['bad'][:12]}` (its stored samples count): {tps['bad_tps']}",
+            f"- bad `{rec['bad'][:12]}`, its stored samples and the check's: {tps['bad_tps']}",
             *([f"- {rec['stop']}"] if rec.get("stop") else []),
             "",
         ]
