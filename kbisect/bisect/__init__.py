@@ -6,6 +6,7 @@ check.py       the endpoint check and threshold before bisecting
 samples.py     the per-commit sample store; one more sample of a revision
 references.py  when a drift-aware reference boot is due
 recheck.py     the one re-check of the answer (git's fixed, the posterior's adaptive rule)
+verify.py      the revert check that ends every bisection: bad with the answer reverted
 wallclock.py   the drift check of a bisection's samples against time
 git/           the git method: `git bisect` in the scratch worktree (run.py), one step in
                git's exit codes (step.py, judge.py), the parsed log, the ktest.pl bridge

@@ -10,12 +10,16 @@ continues after Ctrl-C, a kill or a reboot:
    answer (search.py, recheck.py); `--method git`: `git bisect start B G` and
    `git bisect run bisect/run ...` in a scratch worktree, never the user's checkout
    (git/run.py);
-3. recheck (git): the first bad commit against its parent with fresh samples;
-4. done: report.md, summary.json and the plots (report/).
+3. verifying, either method: the bad endpoint with the answer reverted, measured against
+   the bad endpoint (verify.py);
+4. recheck (git, when the revert could not be measured): the first bad commit against
+   its parent with fresh samples;
+5. done: report.md, summary.json and the plots (report/).
 
-Exit 0 when the re-check confirms the culprit, 1 when it does not or no answer holds the
-confidence (the report says the answer is suspect), 2 for bad input (one line), 3 when a
-step aborted the bisect.
+Exit 0 when the revert restores the whole good-to-bad gap (or, when the revert could not
+be measured, the re-check confirms the culprit), 1 when it does not or no answer holds
+the confidence (the report says the answer is suspect), 2 for bad input (one line), 3
+when a step aborted the bisect.
 """
 
 from __future__ import annotations
@@ -26,7 +30,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from kbisect.bisect import check, recheck, samples, state
+from kbisect.bisect import check, recheck, samples, state, verify
 from kbisect.bisect.git import log
 from kbisect.bisect.git import run as gitrun
 from kbisect.bisect.git.log import Outcome
@@ -34,7 +38,7 @@ from kbisect.bisect.posterior import search
 from kbisect.bisect.report import answer as answer_report
 from kbisect.bisect.report import files
 from kbisect.bisect.report import posterior as posterior_report
-from kbisect.bisect.state import METHODS, Options, Run
+from kbisect.bisect.state import METHODS, Options, Run, Verification
 from kbisect.core import lock, paths, progress, stale
 from kbisect.core.exceptions import EXIT_NEGATIVE, EXIT_OK, UserError
 from kbisect.kernel import make
@@ -165,17 +169,28 @@ def _phases(ctx: samples.Context, top: Path, run_dir: Path, run: Run) -> int:
         return _posterior(ctx, top, run_dir, run)
     if run.phase == "bisecting":
         gitrun.bisect(top, run_dir, run)
-        run.phase = "recheck"
+        first_bad = log.parse(run.bisect_log).first_bad
+        run.verification = Verification(first_bad) if first_bad else None
+        run.phase = "verifying"
         state.save(run_dir, run)
     outcome = log.parse(run.bisect_log)
+    if run.phase == "verifying":
+        _verify(ctx, top, run_dir, run)
+        run.phase = "done" if verify.measured(run.verification) else "recheck"
+        state.save(run_dir, run)
     if run.phase == "recheck":
         run.recheck = recheck.run_git(ctx, top, run_dir, run.options, outcome)
         run.phase = "done"
-    assert run.recheck is not None  # state.load refuses a finished state without one
-    code = _finished(run_dir, run, EXIT_OK if run.recheck["confirmed"] else EXIT_NEGATIVE)
     summary = files.summary(top, run_dir, run)
-    _print_answer(top, outcome, run.recheck, files.write(run_dir, summary))
+    code = _finished(run_dir, run, EXIT_OK if summary["confirmed"] else EXIT_NEGATIVE)
+    _print_answer(top, outcome, summary, files.write(run_dir, {**summary, "exit": code}))
     return code
+
+
+def _verify(ctx: samples.Context, top: Path, run_dir: Path, run: Run) -> None:
+    """The revert check of the answer, if there is one to revert (verify.py)."""
+    if run.verification is not None:
+        verify.verify(ctx, top, run_dir, run, lambda: state.save(run_dir, run))
 
 
 def _posterior(ctx: samples.Context, top: Path, run_dir: Path, run: Run) -> int:
@@ -184,6 +199,12 @@ def _posterior(ctx: samples.Context, top: Path, run_dir: Path, run: Run) -> int:
         answer = found.find()
         run.answer = answer.as_dict()
         run.git_bisect_log = posterior_report.replay_log(top, found.post, answer, run)
+        if answer.kind != "undecided":
+            run.verification = Verification(recheck.pair(found.post, answer)[1])
+        run.phase = "verifying"
+        state.save(run_dir, run)
+    if run.phase == "verifying":
+        _verify(ctx, top, run_dir, run)
         run.phase = "done"
         state.save(run_dir, run)
     summary = files.summary(top, run_dir, run)
@@ -202,17 +223,21 @@ def _finished(run_dir: Path, run: Run, code: int) -> int:
     return code
 
 
-def _print_answer(top: Path, outcome: Outcome, rc: dict[str, Any], written: Path) -> None:
+def _print_answer(top: Path, outcome: Outcome, s: dict[str, Any], written: Path) -> None:
     if outcome.first_bad:
         print(f"first bad commit: {outcome.first_bad} {git.subject(top, outcome.first_bad)}")
     else:
         print(f"first bad commit: one of {len(outcome.candidates)} (skipped commits hide it):")
         for c in outcome.candidates:
             print(f"  {c} {git.subject(top, c)}")
-    print(recheck.git_line(rc))
-    if not rc["confirmed"]:
+    if rec := s.get("verification"):
+        print(verify.line(rec))
+    if s["recheck"].get("culprit"):
+        print(recheck.git_line(s["recheck"]))
+    if not s["confirmed"]:
+        which = "revert check" if verify.measured_record(s) else "re-check"
         progress.warn(
-            "the re-check does NOT confirm this culprit: treat it as suspect "
+            f"the {which} does NOT confirm this culprit: treat it as suspect "
             "(noise, a flaky boot, or a threshold too close to one side)"
         )
     print(f"report: {written}")

@@ -2,7 +2,9 @@
 atomically after every phase (and, searching by the posterior, after every boot), so that
 `kbisect bisect --resume` continues where it stopped.
 
-Phases, in order: "endpoints", "bisecting", "recheck" (the git method), "done".
+Phases, in order: "endpoints", "bisecting", "verifying" (the revert check of the
+answer, verify.py), "recheck" (the git method, when the revert could not be measured),
+"done".
 """
 
 from __future__ import annotations
@@ -186,6 +188,33 @@ class Recheck:
 
 
 @dataclass
+class Verification:
+    """The revert check of the answer (verify.py), in state.json's "verification":
+    "running" until it decides; the samples it decided on, so a resumed run goes on from
+    them and the report computes the share restored again from them."""
+
+    culprit: str  # the commit reverted on the bad endpoint
+    kind: str = "running"  # running | all | part | none | unclear | no-revert
+    reverted: str | None = None  # the bad endpoint with it reverted (kbisect's repository)
+    good_tps: list[float] | None = None
+    bad_tps: list[float] | None = None
+    reverted_tps: list[float] | None = None
+    stop: str | None = None  # how compare's sequential rule stopped (stopping.reason)
+    error: str | None = None  # no-revert: why the revert was not measured
+
+    def as_dict(self) -> dict[str, Any]:
+        return {k: v for k, v in asdict(self).items() if v is not None}
+
+    @property
+    def measured(self) -> bool:
+        """Whether the revert was measured: its share, not the re-check, decides."""
+        return self.kind in MEASURED
+
+
+MEASURED = ("all", "part", "none", "unclear")  # the kinds of a measured revert check
+
+
+@dataclass
 class Run:
     """The state of one bisection: what was asked, what is known, where it stands.
 
@@ -230,12 +259,17 @@ class Run:
     git_bisect_log: str | None = None  # the log `git bisect replay` turns into the answer
     # the --patch files as the report names them (file, subject, sha256), if any
     patches: list[dict[str, Any]] | None = None
+    verification: Verification | None = None  # the revert check of the answer (verify.py)
     later: dict[str, Any] = field(default_factory=dict)  # a later kbisect's keys, kept
 
     def as_dict(self) -> dict[str, Any]:
         """The state as state.json holds it (without its "kind")."""
         out: dict[str, Any] = dict(self.later)
-        typed = {"rechecks": self.rechecks_dict(), "story": self.story and self.story.as_dict()}
+        typed = {
+            "rechecks": self.rechecks_dict(),
+            "story": self.story and self.story.as_dict(),
+            "verification": self.verification and self.verification.as_dict(),
+        }
         for f in fields(self):
             value = getattr(self, f.name)
             if f.name in SEARCH:
@@ -260,6 +294,9 @@ class Run:
             "store": Path(data["store"]),
             "rechecks": {c: Recheck(**rc) for c, rc in data.get("rechecks", {}).items()},
             "story": Story.from_dict(data["story"]) if data.get("story") else None,
+            "verification": (
+                Verification(**data["verification"]) if data.get("verification") else None
+            ),
         }
         return cls(**{**known, **typed}, later=later)
 
@@ -299,7 +336,7 @@ def save(run_dir: Path, run: Run) -> None:
     atomic.write_json(run_dir / STATE_FILE, {**run.as_dict(), "kind": STATE_KIND})
 
 
-PHASES = ("endpoints", "bisecting", "recheck", "done")  # in order; "recheck": git's only
+PHASES = ("endpoints", "bisecting", "verifying", "recheck", "done")  # "recheck": git's only
 COPIED_STORE = "store"  # beside state.json: the run's samples, copied with it
 REQUIRED = ("version", "options", "scenario", "tree", "good", "bad", "store", "phase")
 
@@ -339,7 +376,13 @@ def load(run_dir: Path) -> Run:
     git = run.options.method == "git"
     if run.phase not in (known := PHASES if git else tuple(p for p in PHASES if p != "recheck")):
         reading.fail(f, f"phase {reading.got(run.phase)} is none of {', '.join(known)}", RECOVER)
-    if run.phase == "done" and not run.refused and (run.recheck if git else run.answer) is None:
+    v = run.verification
+    reverted = v is not None and v.kind not in ("running", "no-revert")  # its share decided
+    if (
+        run.phase == "done"
+        and not run.refused
+        and not ((run.recheck is not None or reverted) if git else run.answer is not None)
+    ):
         reading.fail(f, f"phase done without its {'re-check' if git else 'answer'}", RECOVER)
     return run
 

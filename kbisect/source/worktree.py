@@ -172,15 +172,18 @@ def _drop_locks(where: Path) -> None:
 
 def revert_onto(repo: Path, base: str, commit: str) -> str:
     """Create base + revert of commit (in kbisect's repository, in a scratch worktree);
-    return its id."""
+    return its id. A merge is reverted against its first parent (`-m 1`): what it brought
+    in from its other parents goes."""
     with locked(path_for(repo, "revert")):
         where = checkout(repo, base, slot="revert")
         _drop_locks(where)
         commit = scratch.rev_parse(repo, commit)
+        merge = len(git.git(where, "rev-list", "--parents", "-n", "1", commit).split()) > 2
+        first_parent = ["-m", "1"] if merge else []
         # A fixed identity and dates: the same revert on every machine, even one whose git
         # has no user.email (else the commit fails and would be reported as a conflict).
         result = proc.run(
-            git.command(where, "revert", "--no-edit", "--no-gpg-sign", commit),
+            git.command(where, "revert", "--no-edit", "--no-gpg-sign", *first_parent, commit),
             env=tarball.FIXED_IDENTITY,
             check=False,
             capture=True,

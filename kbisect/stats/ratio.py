@@ -17,6 +17,10 @@ exactly the reciprocal of B/A. The estimate is chosen by `ratio_ci`'s options:
   when the pooled variance is 0.
 - `robust`: the two groups' outlier-robust mixture fits (robust.py).
 
+`restored` is the share of a gap a change gives back: (log R - log B) / (log G - log B),
+the ratio of two of these log ratios over the same B (a revert R of a culprit on the bad
+kernel B, the good kernel G), its interval by the delta method on the three means.
+
 `interval` is the same last step for an estimate made elsewhere (a contrast of a study's
 fit); `p_value`, the two-sided p of "no change" of the same estimate.
 """
@@ -126,6 +130,37 @@ def settles(r: means.RatioCI, min_effect: float) -> str | None:
     if r.high < 1.0 - m or r.low > 1.0 + m:
         return SIGNIFICANT
     return EQUIVALENT if m > 0 and 1.0 - m < r.low and r.high < 1.0 + m else None
+
+
+RESTORED_METHOD = "share-of-log-gap-delta-welch"
+
+
+def restored(
+    good: Sequence[float],
+    bad: Sequence[float],
+    changed: Sequence[float],
+    confidence: float = 0.95,
+) -> means.RatioCI:
+    """The share of the good-to-bad gap that `changed` (the bad kernel with one change,
+    a revert) gives back: log(changed/bad) / log(good/bad), 1 all of it, 0 none, with a t
+    interval at `confidence` (the delta method on the three log means, each its own
+    cv²/n, the bad side shared by both log ratios; Welch–Satterthwaite's df). In a
+    RatioCI: `ratio` is the share."""
+    g, b = means.checked(good, "good"), means.checked(bad, "bad")
+    c = means.checked(changed, "changed")
+    if min(g.mean, b.mean, c.mean) <= 0:
+        raise means.StatsError("the share restored needs positive means")
+    gap = math.log(g.mean / b.mean)
+    if gap == 0:
+        raise means.StatsError("good and bad have the same mean: no gap to restore")
+    share = math.log(c.mean / b.mean) / gap
+    # d share / d log mean of changed, good, bad: 1/gap, -share/gap, (share - 1)/gap
+    weights = ((c, 1.0), (g, -share), (b, share - 1.0))
+    var, df = means.welch([((w / gap) ** 2 * s.cv**2 / s.n, s.n - 1) for s, w in weights])
+    if var == 0 or df is None:
+        return means.RatioCI(share, share, share, RESTORED_METHOD, confidence, df)
+    half = float(special.stdtrit(df, 0.5 + confidence / 2.0)) * math.sqrt(var)
+    return means.RatioCI(share, share - half, share + half, RESTORED_METHOD, confidence, df)
 
 
 def _side_warnings(

@@ -91,7 +91,8 @@ def test_finds_the_culprit_at_cv_10(env, monkeypatch, capsys, seed):
     assert f"first bad commit: {shas[culprit]} commit {culprit}" in out
     s = summary(env["results"])
     assert s["first_bad"] == {"commit": shas[culprit], "subject": f"commit {culprit}"}
-    assert s["confirmed"] and s["recheck"]["high"] < 1
+    # the revert check, not the re-check, confirmed it
+    assert s["confirmed"] and s["verification"]["kind"] == "all" and "ratio" not in s["recheck"]
     for row in s["revisions"]:
         index = shas.index(row["commit"])
         assert row["verdict"] in ("good" if index < culprit else "bad", "skip")
@@ -265,6 +266,7 @@ def test_resume_after_a_kill_gives_the_same_answer(env, monkeypatch, tmp_path):
     assert got["bisect_log"] == expected["bisect_log"]
     stored = list(env["results"].glob("bisect-store/*/*/samples/*.json"))
     stored += list(run.glob("recheck/*/samples/*.json"))
+    stored += list(run.glob("verify/*/*/samples/*.json"))
     assert len(fake_calls(env["log"])) == len(stored) + 1  # only the killed boot was redone
     assert bisect_state.load(run).phase == "done"
     # killed after its state said done, before its summary and report: --resume writes them

@@ -17,7 +17,12 @@ from kbisect.bisect.posterior.likelihood import Model
 from kbisect.bisect.posterior.posterior import Posterior
 from kbisect.simulate import histories
 from tests.bisect.test_bisect import history, kbisect, run_dirs, summary
-from tests.bisect.test_posterior_method import args, env, killed_at  # noqa: F401 (a fixture)
+from tests.bisect.test_posterior_method import (  # noqa: F401 (a fixture)
+    args,
+    env,
+    killed_at,
+    verify_boots,
+)
 from tests.bisect.test_search import search
 from tests.bisect.test_step import fake
 from tests.fakes import fake_calls
@@ -148,7 +153,7 @@ def test_resume_mid_round_counts_the_samples_written_and_takes_the_rest(env, tmp
     s = summary(env["results"])
     assert s["first_bad"]["commit"] == shas[8] and s["confirmed"]
     # the round's one written sample is evidence; only the killed boot was taken again
-    assert len(fake_calls(env["log"])) == len(s["samples"]) + 1
+    assert len(fake_calls(env["log"])) == len(s["samples"]) + verify_boots(run) + 1
     assert bisect_state.load(run).phase == "done"
 
 

@@ -45,6 +45,11 @@ def args(env: dict[str, Path], good: str, bad: str, *extra: str) -> list[str]:
     return bisect_argv(env, good, bad, *runs, *extra)
 
 
+def verify_boots(run: Path) -> int:
+    """The boots the run's revert check took (the revert's and the bad endpoint's)."""
+    return len(list(run.glob("verify/*/*/samples/*.json")))
+
+
 def replay_names(repo: Path, run: Path) -> str:
     """What plain git says when it replays the run's log."""
     out = subprocess.run(
@@ -124,7 +129,7 @@ def test_finds_the_culprit_and_git_replays_it(env, capsys):
     # every sample is in the report, endpoints included
     stored = list(env["results"].glob("bisect-store/*/*/samples/*.json"))
     stored += list(run.glob("recheck/*/*/samples/*.json"))
-    assert len(s["samples"]) == len(stored) == len(fake_calls(env["log"]))
+    assert len(s["samples"]) == len(stored) == len(fake_calls(env["log"])) - verify_boots(run)
     # re-rendered from summary.json alone, byte for byte
     before = {p.name: p.read_bytes() for p in run.iterdir() if p.suffix in (".md", ".png")}
     for p in before:
@@ -250,7 +255,8 @@ def test_resume_after_a_kill_reaches_the_same_answer(env, monkeypatch, tmp_path)
     s = summary(env["results"])
     assert s["first_bad"]["commit"] == shas[8] and s["confirmed"]
     # nothing was lost: every stored sample is evidence, the killed boot was redone
-    assert len(s["samples"]) >= before and len(fake_calls(env["log"])) == len(s["samples"]) + 1
+    boots = len(fake_calls(env["log"]))
+    assert len(s["samples"]) >= before and boots == len(s["samples"]) + verify_boots(run) + 1
     assert bisect_state.load(run).phase == "done"
 
 
@@ -264,7 +270,7 @@ def test_git_and_posterior_share_stored_samples(env):
     reused = [r for r in s["samples"] if r["role"] in ("endpoint", "stored")]
     assert len(reused) >= 4  # the endpoints' and the git steps' samples
     fresh = len(fake_calls(env["log"])) - taken
-    assert fresh == len(s["samples"]) - len(reused)
+    assert fresh == len(s["samples"]) - len(reused) + verify_boots(run_dirs(env["results"])[-1])
 
 
 def test_endpoints_that_do_not_differ_are_refused(env, capsys):

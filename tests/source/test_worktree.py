@@ -317,3 +317,25 @@ def test_a_worktree_whose_head_the_users_gc_pruned_is_made_afresh(
         worktree.revert_onto(tree, topic, shas[2])
     reverted = worktree.revert_onto(tree, shas[3], shas[2])
     assert git(scratch.path_for(tree), "rev-parse", f"{reverted}^") == shas[3]
+
+
+def test_revert_onto_reverts_a_merge_against_its_first_parent(tmp_path: Path) -> None:
+    """A merge named as the culprit: what it brought in from its topic goes, the first
+    parent's line stays."""
+    tree = tmp_path / "linux"
+    shas = make_fake_kernel_repo(tree, [{"subject": "base", "files": {"main.c": "m\n"}}])
+    git(tree, "checkout", "-q", "-b", "topic")
+    (tree / "kernel").mkdir(exist_ok=True)
+    (tree / "kernel/topic.c").write_text("slow\n")
+    git(tree, "add", "-A")
+    git(tree, "commit", "-q", "-m", "topic: slow")
+    git(tree, "checkout", "-q", "-")
+    (tree / "main.c").write_text("m2\n")
+    git(tree, "commit", "-q", "-am", "mainline")
+    git(tree, "merge", "-q", "--no-ff", "-m", "Merge topic", "topic")
+    merge = git(tree, "rev-parse", "HEAD")
+    reverted = worktree.revert_onto(tree, merge, merge)
+    where = worktree.path_for(tree, "revert")
+    assert git(where, "rev-parse", "HEAD^") == merge
+    assert not (where / "kernel/topic.c").exists() and (where / "main.c").read_text() == "m2\n"
+    assert reverted != merge and shas[1] != reverted

@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from kbisect.bisect import recheck
+from kbisect.bisect import recheck, verify
 from kbisect.bisect.report import figures, markdown
 from kbisect.bisect.report.posterior import LOG, chance
 from kbisect.core import progress
@@ -220,6 +220,8 @@ def print_answer(s: Mapping[str, Any], written: Path) -> None:
         print(f"first bad commit: {head} {len(s['candidates'])} (P = {a['probability']:.3f}):")
         for c in s["candidates"]:
             print(f"  {c['commit']} {c['subject']} (P = {c['p']:.3f})")
+    if rec := s.get("verification"):
+        print(verify.line(rec))
     rc = s["recheck"]
     print(recheck.line(rc.get("culprit", "?"), rc) if "culprit" in rc else rc["error"])
     if told := s.get("story"):

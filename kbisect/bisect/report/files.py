@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from kbisect.bisect import samples, state
+from kbisect.bisect import samples, state, verify
 from kbisect.bisect.report import answer, git, markdown, posterior
 from kbisect.core import atomic, progress
 from kbisect.measure import preempt, results
@@ -37,6 +37,11 @@ def summary(top: Path, run_dir: Path, run: state.Run) -> dict[str, Any]:
     )
     if warned := preempt_warnings(run.store, [str(r["commit"]) for r in s["revisions"]]):
         s["preempt"] = warned
+    if run.verification is not None:  # a run from before the revert check has none
+        s["verification"] = verify.record(run.verification, run.bad)
+        if verify.measured(run.verification):  # the revert decides, not the re-check
+            s["confirmed"] = run.verification.kind == "all"
+            s["verdict"]["kind"] = "regression" if s["confirmed"] else "not confirmed"
     return s
 
 

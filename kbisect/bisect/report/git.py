@@ -17,6 +17,7 @@ from kbisect.report import disturbed
 from kbisect.source import git
 
 ENDPOINT = "endpoint, measured by the driver"
+NOT_RUN = "not run: the revert check measured the answer"
 
 
 def _row(store: Path, index: int, mark: log.Mark) -> dict[str, Any]:
@@ -35,7 +36,7 @@ def build(top: Path, run: Run) -> dict[str, Any]:
     rows = [_row(store, i, m) for i, m in enumerate(outcome.marks)]
     ids = [str(r["commit"]) for r in rows]
     candidates = [{"commit": c, "subject": git.subject(top, c)} for c in outcome.candidates]
-    rc = run.recheck or {}
+    rc = run.recheck or {"confirmed": False, "error": NOT_RUN}
     answer = candidates[0] if outcome.first_bad else None
     result = f"first bad commit: one of {len(candidates)} (skipped revisions hide it)"
     if answer:
@@ -86,6 +87,8 @@ def _second_pass(s: Mapping[str, Any]) -> list[str]:
 
 
 def _recheck(rc: Mapping[str, Any]) -> list[str]:
+    if rc.get("error") == NOT_RUN:
+        return []
     if "error" in rc:
         return [f"Re-check failed: {rc['error']}. **The answer is not confirmed.**", ""]
     word = "confirmed" if rc["confirmed"] else markdown.SUSPECT

@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from kbisect.bisect import verify
 from kbisect.bisect.report import table
 from kbisect.bisect.report import text as bisect_text
 from kbisect.report import build, mbox
@@ -51,6 +52,8 @@ def render(run_dir: Path, s: Mapping[str, Any]) -> mbox.Mail:
         lines += ["one of these commits (skipped revisions hide which):"]
         for c in s.get("candidates") or []:
             lines += para(f"{c['commit']} {c['subject']}", "  ", "  ")
+    if rec := s.get("verification"):
+        lines += ["", *para(f"{verify.line(rec)}.")]
     describe = next((x.manifest.get("describe") for x in culprit), None)
     tree = build.facts(culprit + parent).get("tree") or build.tree_name(s.get("tree")) or "?"
     lines += [f"tree: {tree}" + (f", describe {describe}" if describe else ""), ""]
@@ -75,7 +78,7 @@ def render(run_dir: Path, s: Mapping[str, Any]) -> mbox.Mail:
             "  ",
             "  ",
         )
-    elif rc:
+    elif rc and not verify.measured_record(s):
         lines += para(f"the re-check failed: {rc.get('error')}; not confirmed.", "  ", "  ")
     lines += ["  revisions tested:", *table.text(s.get("revisions") or []), ""]
     lines += ["reproduce:", *command(s["command"])]

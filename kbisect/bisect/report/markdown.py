@@ -13,6 +13,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from kbisect.bisect import verify
 from kbisect.bisect.report import figures, table
 from kbisect.report import patches
 from kbisect.report.formats import section
@@ -55,6 +56,24 @@ def recheck(
         *notes,
         "",
     ]
+
+
+def verify_lines(s: Mapping[str, Any]) -> list[str]:
+    """The revert check's paragraph (either method), first in the answer: the share of the
+    good-to-bad gap the revert restores, its samples; none in a run from before it."""
+    rec = s.get("verification")
+    if not rec:
+        return []
+    out = [f"**Revert check: {verify.line(rec)}.**", ""]
+    if rec.get("reverted_tps"):
+        tps = {k: ", ".join(f"{x:.1f}" for x in rec[k]) for k in ("reverted_tps", "bad_tps")}
+        out += [
+            f"- bad with `{rec['culprit'][:12]}` reverted: {tps['reverted_tps']}",
+            f"- bad `{rec['bad'][:12]}`, its stored samples and the check's: {tps['bad_tps']}",
+            *([f"- {rec['stop']}"] if rec.get("stop") else []),
+            "",
+        ]
+    return out
 
 
 def _sentence(text: str) -> str:
@@ -120,6 +139,7 @@ def page(s: Mapping[str, Any], m: Sections) -> str:
             ),
             *m.settings,
             "",
+            *verify_lines(s),
             *m.answer,
             *preempt_lines(s),
             *drift_lines(s),

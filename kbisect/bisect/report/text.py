@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from kbisect.bisect import state
+from kbisect.bisect import state, verify
 from kbisect.bisect.report import table
 from kbisect.measure import results
 from kbisect.measure.record import Sample
@@ -69,6 +69,8 @@ def render(run_dir: Path, s: Mapping[str, Any]) -> str:
         f"kbisect bisected a change in pgbench tps ({o['scenario']}) between "
         f"{o['good']} (good) and {o['bad']} (bad) to {found}."
     )
+    if rec := s.get("verification"):
+        lines += ["", *para(f"{verify.line(rec)}.", "  ")]
     if "ratio" in rc:
         word = "confirmed" if rc.get("confirmed") else "NOT confirmed: treat it as suspect"
         # the git method's kind is the compare verdict; the posterior's says it already
@@ -84,7 +86,7 @@ def render(run_dir: Path, s: Mapping[str, Any]) -> str:
                 "  ",
             ),
         ]
-    elif rc:
+    elif rc and not verify.measured_record(s):
         lines += ["", *para(f"re-check failed: {rc.get('error')}; not confirmed.", "  ")]
     lines += ["", "commit:"]
     shown = [fb] if fb else s.get("candidates") or []
