@@ -132,8 +132,8 @@ def test_unknown_options_are_refused_in_one_line(tmp_path: Path) -> None:
         ("visited", {}, "visited must be a list, got {}"),
         ("options.threshold", True, "options.threshold must be a number, got true"),
         # a phase resume would pass over, rewriting the state and summary
-        ("phase", "zzz", 'phase "zzz" is none of endpoints, bisecting, done'),
-        ("phase", "recheck", 'phase "recheck" is none of endpoints, bisecting, done'),
+        ("phase", "zzz", 'phase "zzz" is none of endpoints, bisecting, verifying, done'),
+        ("phase", "recheck", 'phase "recheck" is none of endpoints, bisecting, verifying, done'),
         ("answer", None, "phase done without its answer"),
     ],
 )
