@@ -67,6 +67,8 @@ def main(args: argparse.Namespace) -> int:
         kernel=args.kernel,
     )
     series.analyse(history, args.baseline)
+    for line in history.chosen:
+        print(f"kbisect: {line}", file=sys.stderr)
     sys.stdout.write(FORMATS[args.format](history))
     if args.out is not None:
         for path in output.write(history, args.out):

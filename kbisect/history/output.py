@@ -8,14 +8,15 @@ from __future__ import annotations
 import base64
 import html
 import io
-import itertools
 import json
 from pathlib import Path
 
 from kbisect.core import atomic
+from kbisect.history import series
 from kbisect.history.series import History, Point
 from kbisect.report import plots
 
+SIDE_B = plots.SIDE_COLOURS["B"]
 PNG = "history.png"
 HTML = "history.html"
 JSON = "history.json"
@@ -56,10 +57,7 @@ def findings(h: History) -> list[str]:
         f"{h.failed} failed, {h.disturbed} disturbed samples"
     ]
     for s in h.steps:
-        out.append(
-            f"change point at {h.points[s.index].key}: {s.kind} {s.ratio:.3f}x "
-            f"[{s.low:.3f}, {s.high:.3f}] (|z| {abs(s.z):.1f} > {s.threshold:.1f})"
-        )
+        out.append(f"{s.kind} {series.describe(h, s)} (|z| {abs(s.z):.1f} > {s.threshold:.1f})")
     if not h.steps:
         out.append("no change point")
     d = h.drift
@@ -103,10 +101,10 @@ def png(h: History) -> bytes:
     highs = [(p.high if p.high is not None else p.mean) - p.mean for p in h.points]
     ax.errorbar(x, ys, yerr=[lows, highs], fmt="o", color=plots.SIDE_COLOURS["A"], capsize=3)
     ax.axhline(ys[h.baseline], color=plots.OTHER_COLOUR, linestyle=":", label="baseline")
-    edges = [0, *(s.index for s in h.steps), len(x)]
-    for a, b in itertools.pairwise(edges):
-        level = sum(sum(p.tps) for p in h.points[a:b]) / sum(p.n for p in h.points[a:b])
-        ax.hlines(level, a - 0.4, b - 0.6, color=plots.SIDE_COLOURS["B"], linewidth=2)
+    fitting = [lv for lv in h.levels if lv.fits]  # none through points it does not fit
+    for i, lv in enumerate(fitting):
+        label = "level" if i == 0 else None
+        ax.hlines(lv.tps, lv.start - 0.4, lv.end - 0.6, SIDE_B, linewidth=2, label=label)
     for s in h.steps:
         colour = plots.VERDICT_COLOURS["bad" if s.kind == "regression" else "good"]
         ax.axvline(s.index - 0.5, color=colour, linestyle="--", linewidth=1.2)
@@ -136,7 +134,7 @@ def page(h: History, image: bytes) -> str:
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
         f"<title>kbisect history: {e(h.scenario)}</title><style>{style}</style></head>\n"
         f'<body><h1>kbisect history: {e(h.scenario)}</h1>\n<p id="status">{e(status)}</p>\n'
-        f'<img alt="tps by {e(h.by)}" src="{src}">\n<ul>\n{items}</ul>\n'
+        f'<img id="plot" alt="tps by {e(h.by)}" src="{src}">\n<ul>\n{items}</ul>\n'
         f'<table id="points"><tr>{head}</tr>\n{body}</table>\n</body></html>\n'
     )
 

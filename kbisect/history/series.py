@@ -10,9 +10,10 @@ pgbench.clients, or `append`). Failed and disturbed samples are left out and cou
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Sequence
+from collections import Counter
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from kbisect.core import digest
 from kbisect.core.exceptions import UserError
@@ -67,9 +68,11 @@ class History:
     baseline: int = 0  # the baseline's index
     failed: int = 0
     disturbed: int = 0
+    chosen: list[str] = field(default_factory=list)  # what was chosen among several
     steps: list[changepoint.Step] = field(default_factory=list)
     drift: changepoint.Drift | None = None
     noise: changepoint.Noise | None = None
+    levels: list[changepoint.Level] = field(default_factory=list)
 
     @property
     def alarms(self) -> list[str]:
@@ -79,10 +82,7 @@ class History:
         if self.steps and self.steps[-1].kind == "regression":
             step = self.steps[-1]
             if step.index > self.baseline:
-                out.append(
-                    f"regression change point at {self.points[step.index].key}: "
-                    f"{step.ratio:.3f}x [{step.low:.3f}, {step.high:.3f}]"
-                )
+                out.append(f"regression {describe(self, step)}")
         if self.drift and self.drift.flagged and self.drift.kind == "regression":
             out.append(
                 f"drift since {self.points[self.baseline].key}: " + "; ".join(self.drift.reasons)
@@ -101,9 +101,19 @@ class History:
             "points": [p.as_dict() for p in self.points],
             "change_points": [{**s.as_dict(), "at": self.points[s.index].key} for s in self.steps],
             "drift": self.drift.as_dict() if self.drift else None,
+            "levels": [lv.as_dict() for lv in self.levels],
+            "chosen": self.chosen,
             "noise": self.noise.as_dict() if self.noise else None,
             "alarms": self.alarms,
         }
+
+
+def describe(h: History, s: changepoint.Step) -> str:
+    """A change point in words: where, how much, against what."""
+    at, sized = h.points[s.index].key, f"{s.ratio:.3f}x [{s.low:.3f}, {s.high:.3f}]"
+    if s.newest:
+        return f"step at the newest point {at}: {sized} to {h.points[s.index - 1].key}"
+    return f"change point at {at}: {sized}"
 
 
 def check_by(by: str) -> str:
@@ -135,14 +145,30 @@ def _settings_hash(o: Obs, key: str) -> str:
     return digest.key(settings)
 
 
-def _one(values: set[str], what: str, option: str) -> str:
-    """The one value of a field the samples share ('' unknown, as in an rc history entry
-    without its samples); SeriesError naming them when there are several."""
-    values = values - {""}
-    if len(values) > 1:
-        shown = ", ".join(sorted(v[:12] if what == "scenario hashes" else v for v in values))
-        raise SeriesError(f"the samples have {len(values)} {what} ({shown}): pass {option}")
-    return next(iter(values), "")
+class Choice(NamedTuple):
+    value: str
+    kept: list[Obs]
+    said: str  # the line that says what was chosen ('' when there was no choice)
+
+
+def _choose(kept: list[Obs], value: Callable[[Obs], str], what: str, option: str) -> Choice:
+    """The one value of a field (`what`: "machine") the samples share ('' unknown, as in
+    an rc history entry without its samples, goes with any); when they have several, the
+    one with a clear majority (at least twice as many samples as all others together),
+    said in one line; SeriesError listing them with their counts when none has one."""
+    counts = Counter(v for o in kept if (v := value(o)))
+    if len(counts) <= 1:
+        return Choice(next(iter(counts), ""), kept, "")
+    (top, n), total = counts.most_common(1)[0], sum(counts.values())
+    width = 12 if what == "scenario hash" else None
+    if 3 * n < 2 * total:
+        shown = ", ".join(f"{v[:width]} ({c})" for v, c in counts.most_common())
+        raise SeriesError(
+            f"the samples have {len(counts)} values of {what}, none on two thirds of them: "
+            f"{shown}; pass {option}"
+        )
+    said = f"chose {what} {top[:width]} ({n} of {total} samples); {option} to pick another"
+    return Choice(top, [o for o in kept if value(o) in (top, "")], said)
 
 
 def select(
@@ -167,17 +193,26 @@ def select(
     if not kept:
         wanted = [f"{k} {v}" for k, v in (("scenario", scenario), ("machine", machine)) if v]
         raise SeriesError("no samples" + (f" of {', '.join(wanted)}" if wanted else ""))
-    name = _one({o.scenario_name for o in kept}, "scenarios", "--scenario NAME")
-    host = _one({o.machine for o in kept}, "machines", "--machine NAME")
     axis = by[5:] if by.startswith("axis:") else ""
+    fields: list[tuple[Callable[[Obs], str], str, str]] = [
+        (lambda o: o.scenario_name, "scenario", "--scenario NAME"),
+        (lambda o: o.machine, "machine", "--machine NAME"),
+    ]
     if axis:
-        _one({_settings_hash(o, axis) for o in kept}, "scenario hashes", "--scenario-hash")
-        if all(_axis_value(o, axis) == "" for o in kept):
-            raise SeriesError(f"--by {by}: no sample sets {axis}")
-        _one({o.kernel_tag for o in kept}, "kernels", "--kernel TAG")
-        hashes = {o.scenario_hash for o in kept}
+        fields += [
+            (lambda o: _settings_hash(o, axis), "scenario hash", "--scenario-hash"),
+            (lambda o: o.kernel_tag, "kernel", "--kernel TAG"),
+        ]
     else:
-        hashes = {_one({o.scenario_hash for o in kept}, "scenario hashes", "--scenario-hash")}
+        fields.append((lambda o: o.scenario_hash, "scenario hash", "--scenario-hash"))
+    chosen: list[Choice] = []
+    for value, what, option in fields:
+        chosen.append(_choose(kept, value, what, option))
+        kept = chosen[-1].kept
+    if axis and all(_axis_value(o, axis) == "" for o in kept):
+        raise SeriesError(f"--by {by}: no sample sets {axis}")
+    name, host = chosen[0].value, chosen[1].value
+    hashes = {o.scenario_hash for o in kept} if axis else {chosen[2].value}
     groups: dict[str, list[Obs]] = {}
     for o in kept:
         groups.setdefault(_key(o, by, axis), []).append(o)
@@ -194,7 +229,14 @@ def select(
         raise SeriesError(f"no ok samples left ({failed} failed, {disturbed} disturbed)")
     points.sort(key=lambda p: _order(p, by))
     return History(
-        points, by, name, ",".join(sorted(hashes)), host, failed=failed, disturbed=disturbed
+        points,
+        by,
+        name,
+        ",".join(sorted(hashes - {""})),
+        host,
+        failed=failed,
+        disturbed=disturbed,
+        chosen=[c.said for c in chosen if c.said],
     )
 
 
@@ -250,8 +292,7 @@ def analyse(history: History, baseline: str | None = None) -> History:
         else:
             r = p.mean / (sum(base.tps) / base.n)
             p.ratio = means.RatioCI(r, r, r, "means only (one sample or one mean)")
-    samples = [p.tps for p in pts]
-    history.noise = changepoint.noise(samples)
-    history.steps = changepoint.change_points(samples, history.noise)
-    history.drift = changepoint.drift(samples, history.baseline, history.noise)
+    found = changepoint.analyse([p.tps for p in pts], history.baseline)
+    history.noise, history.steps, history.drift = found.noise, found.steps, found.drift
+    history.levels = found.levels
     return history

@@ -18,8 +18,21 @@ simulated step-free segments with the same standard errors (and s² drawn from i
 chi-square, so few boots widen the threshold as they should). The calibration is by
 simulation because the maximum over k of correlated z's has no simple law for uneven
 weights. Then both sides are searched again. Each side of a split keeps at least
-MIN_SIDE points, so a single odd point is not a step (the newest point alone is judged by
-the drift rule instead).
+MIN_SIDE points, so a single odd point in the middle is not a step.
+
+The newest point (`newest_step`): a step at the newest point is what an -rc watch exists
+for, and binary segmentation cannot place one there. It is a step when its ratio to the
+point before (stats/ratio.py: Welch's interval on the log scale) excludes 1 and the
+difference of their log means exceeds the two-sided CONFIDENCE t quantile of its standard
+error under the noise model of the points before it (so a series whose sessions vary more
+than their boots asks more of it; the step itself does not widen the yardstick). Then the
+rest of the series (`analyse`) is searched and judged for drift without that point.
+
+Levels (`levels`): each segment between change points has a level (the weighted mean of
+its log means); it fits when no point is further from it than the t quantile at
+CONFIDENCE, Bonferroni-corrected over the segment's points, of the point's residual
+standard error (se_i² - 1/Σw: the level shares the point's noise). A plot draws only the
+levels that fit, none through points they do not describe.
 
 Drift (`drift`): several small steps that no single split calls. From the baseline point
 to the newest: the weighted least-squares slope of log mean on the position, with a t test
@@ -34,6 +47,7 @@ tests/stats/test_changepoint.py.
 from __future__ import annotations
 
 import functools
+import itertools
 import math
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
@@ -62,6 +76,7 @@ class Step:
     high: float
     z: float
     threshold: float
+    newest: bool = False  # the newest point against the one before it (newest_step)
 
     @property
     def kind(self) -> str:
@@ -168,7 +183,7 @@ def _search(m: np.ndarray, se2: np.ndarray, start: int, df: int) -> list[Step]:
     left_w, right_w = float(w[:k].sum()), float(w[k:].sum())
     diff = float((w[k:] * m[k:]).sum() / right_w - (w[:k] * m[:k]).sum() / left_w)
     se = math.sqrt(1.0 / left_w + 1.0 / right_w)
-    t = float(special.stdtrit(df, 0.975)) if df > 0 else 1.96
+    t = _t(df, 0.975)
     step = Step(
         start + k,
         math.exp(diff),
@@ -189,6 +204,74 @@ def change_points(points: Sequence[Sequence[float]], model: Noise | None = None)
     m = np.array([x.mean() for x in logs])
     se2 = model.se2([x.size for x in logs])
     return _search(m, se2, 0, model.df)
+
+
+def _t(df: int, p: float) -> float:
+    return float(special.stdtrit(df, p)) if df > 0 else float(special.ndtri(p))
+
+
+def newest_step(points: Sequence[Sequence[float]]) -> Step | None:
+    """The newest point as a step from the one before it (module doc); None when it is
+    not one, or either point has fewer than 2 boots."""
+    if len(points) < 2 or len(points[-2]) < 2 or len(points[-1]) < 2:
+        return None
+    whole, before = noise(points), noise(points[:-1])
+    model = Noise(whole.s2, whole.df, before.tau2)
+    a, b = _logs(points[-2:])
+    z = float((b.mean() - a.mean()) / math.sqrt(model.se2([a.size, b.size]).sum()))
+    limit = _t(model.df, (1 + CONFIDENCE) / 2)
+    r = ratio.ratio_ci(points[-2], points[-1])
+    if abs(z) <= limit or r.low <= 1.0 <= r.high:
+        return None
+    return Step(len(points) - 1, r.ratio, r.low, r.high, z, limit, newest=True)
+
+
+@dataclass(frozen=True)
+class Level:
+    """A segment's level: points start..end-1 at `tps`, and whether they all fit it."""
+
+    start: int
+    end: int
+    tps: float
+    fits: bool
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def levels(points: Sequence[Sequence[float]], steps: Sequence[Step], model: Noise) -> list[Level]:
+    """One level per segment between the change points `steps` (module doc)."""
+    logs = _logs(points)
+    edges = [0, *(s.index for s in steps), len(points)]
+    out = []
+    for a, b in itertools.pairwise(edges):
+        m = np.array([x.mean() for x in logs[a:b]])
+        se2 = model.se2([x.size for x in logs[a:b]])
+        w = 1.0 / se2
+        level = float((w * m).sum() / w.sum())
+        resid = np.sqrt(np.maximum(se2 - 1.0 / w.sum(), 1e-300))
+        limit = _t(model.df, 1 - (1 - CONFIDENCE) / (2 * m.size))
+        fits = m.size == 1 or bool(np.all(np.abs(m - level) / resid <= limit))
+        out.append(Level(a, b, math.exp(level), fits))
+    return out
+
+
+@dataclass(frozen=True)
+class Analysis:
+    noise: Noise
+    steps: list[Step]
+    drift: Drift | None
+    levels: list[Level]
+
+
+def analyse(points: Sequence[Sequence[float]], start: int = 0) -> Analysis:
+    """A series' change points (a step at the newest point first: the rest is searched
+    and judged for drift without it), its drift from point `start`, and its levels."""
+    last = newest_step(points)
+    body = points[:-1] if last else points
+    model = noise(body)
+    steps = [*change_points(body, model), *([last] if last else [])]
+    return Analysis(model, steps, drift(body, start, model), levels(points, steps, model))
 
 
 @dataclass(frozen=True)

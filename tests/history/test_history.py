@@ -142,7 +142,8 @@ def test_refusals_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> 
     write_series(tmp_path / "b", [1000.0] * len(TAGS), scenario_hash="cd" * 32)
     assert history(str(tmp_path / "a"), str(tmp_path / "b")) == 2
     err = capsys.readouterr().err
-    assert "2 scenario hashes" in err and "cdcdcdcdcdcd" in err and len(err.splitlines()) == 1
+    assert "2 values of scenario hash" in err and "cdcdcdcdcdcd (45)" in err
+    assert len(err.splitlines()) == 1
     for argv in (
         [str(root), "--baseline", "v5.0"],
         [str(root), "--by", "colour"],
@@ -234,3 +235,44 @@ def test_one_bad_rc_entry_costs_only_itself(
     captured = capsys.readouterr()
     assert [p["key"] for p in json.loads(captured.out)["points"]] == TAGS[:4] + TAGS[5:]
     assert "entries[4].tps must be a list of positive numbers: left out" in captured.err
+
+
+def test_the_machine_most_samples_have_is_chosen_and_said(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Two thirds of the samples on one machine: that one, said in one line; the others
+    are refused with their counts when no machine has two thirds (the test above)."""
+    root = write_series(tmp_path / "runs", [1000.0] * len(TAGS), seed=4)
+    for f in sorted(root.rglob("*.json"))[:15]:  # 15 of 45 samples on another host
+        s = json.loads(f.read_text())
+        s["target"]["vm_host"] = {"cpu_model": "AMD EPYC", "cpus": 2}
+        f.write_text(json.dumps(s))
+    assert history(str(root), "--format", "json") == 0
+    captured = capsys.readouterr()
+    said = "chose machine vng (30 of 45 samples); --machine NAME to pick another"
+    assert captured.err == f"kbisect: {said}\n"
+    data = json.loads(captured.out)
+    assert data["machine"] == "vng" and sum(p["n"] for p in data["points"]) == 30
+    assert data["chosen"] == [said]
+    assert history(str(root), "--machine", "vng@AMD EPYC/2", "--format", "json") == 0
+    assert capsys.readouterr().err == ""  # no choice made: nothing said
+
+
+def test_the_demo_studys_halving_is_a_step_on_the_page(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The stored demo study (hash 8260: 977, 975, 487 tps): a regression step at the
+    newest point against the one before, a level per side and none through all three."""
+    out = tmp_path / "page"
+    argv = [str(EXAMPLE.parents[2]), "--scenario", "simple-update-2vcpu", "--by", "time"]
+    assert history(*argv, "--scenario-hash", "8260", "--out", str(out)) == 1
+    text = capsys.readouterr().out
+    assert "regression step at the newest point demo-study k2-c0: 0.500x [0.459, 0.545] " in text
+    assert "to demo-study k1-c0" in text and "no change point" not in text
+    data = json.loads((out / "history.json").read_text())
+    levels = [(lv["start"], lv["end"], round(lv["tps"])) for lv in data["levels"] if lv["fits"]]
+    assert levels == [(0, 2, 975), (2, 3, 487)]
+    page = Page()
+    page.feed((out / "history.html").read_text())
+    assert "demo-study k2-c0" in page.cells and page.images[0]["id"] == "plot"
+    assert "://" not in (out / "history.html").read_text()  # no address: nothing to fetch

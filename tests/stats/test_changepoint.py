@@ -10,6 +10,8 @@ import itertools
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from kbisect.stats import changepoint as cp
 from kbisect.stats import means, ratio
@@ -121,3 +123,81 @@ def test_bad_points_are_refused() -> None:
         cp.change_points([[1.0], [], [2.0]])
     with pytest.raises(means.StatsError):
         cp.change_points([[1.0], [-1.0], [2.0]])
+
+
+def newest_series(
+    rng: np.random.Generator, n: int, last: float, cv: float, boots: int = 5
+) -> list[list[float]]:
+    """n flat points of `boots` samples, the newest at `last` times the level."""
+    return [
+        list(1000.0 * (last if i == n - 1 else 1.0) * (1.0 + cv * rng.standard_normal(boots)))
+        for i in range(n)
+    ]
+
+
+def test_newest_step_rates() -> None:
+    """Step-free: a step at the newest point 2% of the time at 16 points (CV 10%) and 1.5%
+    at 9 (CV 2%); a 5% drop at the newest of 9 points at CV 2% is named 91% of the time
+    (docs/history.md)."""
+    rng = np.random.default_rng(7)
+    for n, cv in ((16, 0.10), (9, 0.02)):
+        false = sum(cp.newest_step(newest_series(rng, n, 1.0, cv)) is not None for _ in range(REPS))
+        assert false / REPS <= 0.05, n
+    found = sum(
+        bool((s := cp.newest_step(newest_series(rng, 9, 0.95, 0.02))) and s.kind == "regression")
+        for _ in range(REPS)
+    )
+    assert found / REPS >= 0.85
+
+
+BOOTS = (0.99, 1.0, 1.01)  # the same three boots at every point, in turn
+
+
+def flat(n: int, scale: float) -> list[list[float]]:
+    return [[scale * BOOTS[(i + j) % 3] for j in range(3)] for i in range(n)]
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    n=st.integers(2, 12),
+    factor=st.one_of(st.floats(0.3, 0.7), st.floats(1.5, 3.0)),
+    scale=st.floats(1.0, 1e5),
+)
+def test_a_step_at_the_newest_point_is_named_with_its_ratio_and_levels_fit(
+    n: int, factor: float, scale: float
+) -> None:
+    """Whatever the length, the direction and the scale: a step at the newest point is a
+    step there, sized against the point before with an interval that holds the factor,
+    and each side gets a level that fits it (none through both)."""
+    pts = [*flat(n - 1, scale), [scale * factor * b for b in BOOTS]]
+    found = cp.analyse(pts)
+    *before, step = found.steps
+    assert before == [] and step.newest and step.index == n - 1
+    assert step.low < factor < step.high and step.ratio == pytest.approx(factor)
+    assert step.kind == ("regression" if factor < 1 else "improvement")
+    assert found.drift is None or found.drift.points == n - 1  # judged without the step
+    segments = [(lv.start, lv.end, lv.fits) for lv in found.levels]
+    assert segments == [(0, n - 1, True), (n - 1, n, True)]
+    assert found.levels[0].tps == pytest.approx(scale, rel=1e-3)
+    assert found.levels[1].tps == pytest.approx(scale * factor, rel=1e-3)
+    assert not cp.levels(pts, [], found.noise)[0].fits  # one level through both fits neither
+
+
+@settings(max_examples=40, deadline=None)
+@given(n=st.integers(1, 20), scale=st.floats(1.0, 1e5))
+def test_a_flat_series_has_no_step_and_one_level_that_fits(n: int, scale: float) -> None:
+    found = cp.analyse(flat(n, scale))
+    assert found.steps == []
+    [level] = found.levels
+    assert level.fits and (level.start, level.end) == (0, n)
+    assert level.tps == pytest.approx(scale, rel=1e-3)
+
+
+def test_the_demo_studys_halving_is_a_step_at_the_newest_point() -> None:
+    """docs/examples/demo-study, hash 8260: 977, 975 and 487 tps (3 boots each)."""
+    pts = [[942.29, 1030.75, 958.55], [1014.28, 936.69, 972.71], [475.53, 478.87, 507.0]]
+    found = cp.analyse(pts)
+    [step] = found.steps
+    assert step.newest and step.index == 2 and 0.45 < step.low < step.ratio < step.high < 0.55
+    assert [(lv.start, lv.end, lv.fits) for lv in found.levels] == [(0, 2, True), (2, 3, True)]
+    assert found.drift is None  # two points before the step: not judged
