@@ -1,5 +1,6 @@
-"""A compare's progress: each boot of the boots the rule expects, with the time left at
-the rate so far; plain lines in a log, one live line (tqdm) on a terminal."""
+"""The boots' progress: a compare's each boot of the boots the rule expects, a run's of its
+count, with the time left at the rate so far; plain lines in a log, one live line (tqdm)
+on a terminal."""
 
 from __future__ import annotations
 
@@ -53,6 +54,21 @@ def test_each_boot_says_which_of_the_boots_expected_and_the_time_left(
     assert lines[0] == f"boot 1 {planned}"
     for n, line in enumerate(lines[1:], 2):
         assert re.fullmatch(rf"boot {n} {re.escape(planned)}, ~\d+ s left", line), line
+
+
+def test_run_says_each_boot_of_its_count_with_the_time_left(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("KBISECT_CACHE", str(tmp_path / "cache"))
+    image, target = fake_image(tmp_path / "k", tps=1000.0), fake_target(tmp_path)
+    argv = ["run", "--kernel", str(image), "--scenario", "smoke", "--runs", "3"]
+    assert cli.main([*argv, "--target", str(target), "--out", str(tmp_path / "r")]) == 0
+    lines = re.findall(r"\] (boot \d.*)", capsys.readouterr().err)
+    assert lines[0] == "boot 1 of 3"
+    assert [re.sub(r"~\d+ s", "~N s", x) for x in lines[1:]] == [
+        "boot 2 of 3, ~N s left",
+        "boot 3 of 3, ~N s left",
+    ]
 
 
 def test_on_a_terminal_the_boots_are_one_live_line(tmp_path: Path) -> None:
