@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import shlex
+import time
 from pathlib import Path
 
 from kbisect.commands import options
@@ -61,9 +62,11 @@ def main(args: argparse.Namespace) -> int:
         policy = options.retake_policy(args)
         tps: list[float] = []
         taken: list[Sample] = []
+        start = time.monotonic()
         for i in range(args.runs):
             progress.set_resume(going_on(progress.reproduce_line(), out, args.runs - i))
-            progress.step(f"boot {i + 1}/{args.runs}")
+            left = progress.time_left(time.monotonic() - start, i, args.runs - i)
+            progress.step(f"boot {i + 1} of {args.runs}{left and ', '}{left}")
             s = retake.take(target, sample.Boot(kernel, scen, out, args.append), policy)
             if s.status == retake.DISTURBED:
                 print(f"boot {i + 1}: disturbed, not counted")

@@ -244,6 +244,7 @@ def _measure(
     order, retries = plan.order, plan.retries
     where: list[str | None] = [*plan.machines] if plan.machines else [None] * len(order)
     loaded: list[list[Sample]] = []  # the stored samples, since the last boots
+    pace = _Pace()
 
     def stored() -> list[Sample]:
         if not loaded:
@@ -257,7 +258,9 @@ def _measure(
         for i in (i for i in slots if i in now.todo and (i in now.open) == again):
             first, used = now.todo[i]
             side, slot = sides[order[i]], retake.Slot(used)
-            run = partial(_slot, side=side, plan=plan, out=out, i=i, first=first, slot=slot)
+            run = partial(
+                _slot, side=side, plan=plan, out=out, i=i, first=first, slot=slot, pace=pace
+            )
             boots.append((run, where[i]))
         _boot_all(target, boots)
         loaded.clear()
@@ -269,16 +272,19 @@ def _measure(
         a, b = (machines.counted(stored(), x)[0] for x in NAMES)
         return a, b, machines.interval(stored())
 
-    for i in sorted(st.open):
-        progress.step(f"boot {i + 1}/{len(order)} was left disturbed: taking it again")
-    batch(sorted(st.open), again=True)
-    start = st.slot
-    if plan.choose_prior:  # not chosen yet: after the first pair
-        take(start, 2)
-        start = max(start, 2)
-        rule = _choose_prior(plan, out)
-    ends = [2 * n for n in sequential.rounds(plan.machines or [""] * len(order))]
-    stop, reached = sequential.play(rule, ends, start, take, counted)
+    try:
+        for i in sorted(st.open):
+            progress.step(f"boot {i + 1} was left disturbed: taking it again")
+        batch(sorted(st.open), again=True)
+        start = st.slot
+        if plan.choose_prior:  # not chosen yet: after the first pair
+            take(start, 2)
+            start = max(start, 2)
+            rule = _choose_prior(plan, out)
+        ends = [2 * n for n in sequential.rounds(plan.machines or [""] * len(order))]
+        stop, reached = sequential.play(rule, ends, start, take, counted)
+    finally:
+        progress.done()
     st = schedule.standing(order, retries, stored())
     for x in NAMES:
         sides[x].tps = machines.counted(stored(), x)[0]
@@ -310,6 +316,25 @@ def _choose_prior(plan: schedule.Plan, out: Path) -> stopping.Rule | None:
 Boot = Callable[[Target], bool | None]  # a slot's boot on the machine given
 
 
+@dataclasses.dataclass
+class _Pace:
+    """The boots this process has taken, and since when: the rate for the time left."""
+
+    start: float = dataclasses.field(default_factory=time.monotonic)
+    boots: int = 0
+
+    def line(self, plan: schedule.Plan, i: int) -> str:
+        """Boot i (0-based) of the boots the plan expects: with a sequential rule the
+        first look's (2 x its least), or the end of i's pair past it, and the cap; with
+        a fixed count that count. The time left for the expected boots from i on (none
+        before this process has taken a boot)."""
+        cap, rule = len(plan.order), plan.rule
+        planned = cap if rule is None else min(cap, max(2 * rule.least, i + 1 + (i + 1) % 2))
+        most = f" (at most {cap})" if planned < cap else ""
+        left = progress.time_left(time.monotonic() - self.start, self.boots, planned - i)
+        return f"boot {i + 1} of {planned}{most}{left and ', '}{left}"
+
+
 def _boot_all(target: Target, boots: Sequence[tuple[Boot, str | None]]) -> None:
     """The boots of some slots, each on its machine where it is still live, the machines
     at once (one target: one after the other); a machine whose boot gave no figure is
@@ -328,16 +353,17 @@ def _slot(
     i: int,
     first: int,
     slot: retake.Slot,
+    pace: _Pace,
 ) -> bool | None:
     """Boot i of the plan: a failed boot is recorded, kept out of the statistics and
     retried in place (up to the plan's retries) so that both sides keep their boot count;
     a disturbed sample is kept and retaken in place (retake.py). True when a figure
     counts, False when the slot was left disturbed, None when every try failed."""
     assert side.kernel is not None
-    order, retries, policy = plan.order, plan.retries, plan.policy
+    retries, policy = plan.retries, plan.policy
     for attempt in range(first, retries + 1):
         again = f", retry {attempt}" if attempt else ""
-        progress.step(f"boot {i + 1}/{len(order)}: side {side.name} ({side.label}){again}")
+        progress.status(f"{pace.line(plan, i)}: side {side.name} ({side.label}){again}")
         try:
             boot = sample.Boot(side.kernel, side.scen, out, side.append, side.name, i)
             s = retake.take(target, boot, policy, slot)
@@ -346,6 +372,8 @@ def _slot(
                 f"side {side.name} boot {i + 1} failed, kept out of the statistics: {exc}"
             )
             continue
+        finally:
+            pace.boots += 1
         if s.status == retake.DISTURBED:
             progress.warn(f"side {side.name} boot {i + 1}: left disturbed, not counted")
             return False

@@ -112,7 +112,7 @@ def build(req: Request) -> BuildResult:
         start = time.monotonic()
         try:
             warnings = make_config(req.arch, req.base, src, obj, fragments, log, req.allow_dropped)
-            make.compile_image(req.arch, req.jobs, src, obj, log)
+            make.compile_image(req.arch, req.jobs, src, obj, log, root)
         except (CommandFailed, CommandTimeout) as exc:
             progress.step(f"build failed; last lines of {log}:\n{make.tail(log)}")
             raise BuildError(f"build of {commit[:12]} failed: {exc}") from None

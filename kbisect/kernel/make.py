@@ -9,7 +9,7 @@ import time
 from pathlib import Path
 
 from kbisect.core import arch as arch_mod
-from kbisect.core import proc, progress
+from kbisect.core import atomic, proc, progress
 from kbisect.core.exceptions import MissingTool, UserError
 
 BUILD_TIMEOUT_S = 4 * 3600
@@ -61,18 +61,40 @@ def arch_env(a: arch_mod.Arch) -> dict[str, str]:
 
 
 class _Progress:
-    """Turns make's output into a progress line every few seconds."""
+    """Counts the objects in make's output, for the status line: done of the total when
+    one is known (`total`, from the last cold build of these inputs), and the time left
+    at the rate so far."""
 
-    def __init__(self) -> None:
+    def __init__(self, total: int | None) -> None:
         self.objects = 0
-        self.last = time.monotonic()
+        self.total = total
+        self.start = time.monotonic()
 
     def __call__(self, line: str) -> None:
-        if line.lstrip().startswith(("CC ", "AS ", "LD ", "AR ")):
-            self.objects += 1
-        if time.monotonic() - self.last > 15:
-            self.last = time.monotonic()
-            progress.step(f"compiling: {self.objects} objects so far")
+        if not line.lstrip().startswith(("CC ", "AS ", "LD ", "AR ")):
+            return
+        self.objects += 1
+        n, total = self.objects, self.total
+        if total is None or n > total:
+            progress.status(f"compiling: {n:,} objects so far", progress.EVERY_S)
+            return
+        left = progress.time_left(time.monotonic() - self.start, n, total - n)
+        progress.status(
+            f"compiling: {n:,}/{total:,} objects{left and ', '}{left}", progress.EVERY_S
+        )
+
+
+OBJECTS = "objects"  # in a build root: the object count of its first cold build
+
+
+def expected_objects(root: Path) -> int | None:
+    """The objects a cold build of root's inputs compiles, as the first one counted them
+    (None when none was counted, or the file is not a count: it is only a hint)."""
+    try:
+        n = int((root / OBJECTS).read_text().strip())
+    except (OSError, ValueError):
+        return None
+    return n if n > 0 else None
 
 
 def check_compiler(a: arch_mod.Arch) -> None:
@@ -82,21 +104,30 @@ def check_compiler(a: arch_mod.Arch) -> None:
         )
 
 
-def compile_image(a: arch_mod.Arch, jobs: int, src: Path, obj: Path, log: Path) -> None:
-    """make the arch's image target (ccache when installed; jobs 0: one per CPU)."""
+def compile_image(a: arch_mod.Arch, jobs: int, src: Path, obj: Path, log: Path, root: Path) -> None:
+    """make the arch's image target (ccache when installed; jobs 0: one per CPU). A cold
+    build (nothing built in obj yet) counts its objects of the total the first cold build
+    of root's inputs recorded in root, and records its count there when none is."""
     cc = a.compiler()
     if shutil.which("ccache"):
         cc = f"ccache {cc}"
     jobs = jobs or os.cpu_count() or 1
     progress.step(f"compiling {a.image_target} with {cc}, {jobs} jobs")
-    proc.run(
-        make_command(src, obj, a, a.image_target, jobs=jobs, cc=cc),
-        log=log,
-        env=build_env(),
-        timeout=BUILD_TIMEOUT_S,
-        idle_timeout=IDLE_TIMEOUT_S,
-        on_line=_Progress(),
-    )
+    cold = not (obj / "vmlinux").exists()
+    counted = _Progress(expected_objects(root) if cold else None)
+    try:
+        proc.run(
+            make_command(src, obj, a, a.image_target, jobs=jobs, cc=cc),
+            log=log,
+            env=build_env(),
+            timeout=BUILD_TIMEOUT_S,
+            idle_timeout=IDLE_TIMEOUT_S,
+            on_line=counted,
+        )
+    finally:
+        progress.done()
+    if cold and counted.objects and expected_objects(root) is None:
+        atomic.write_text(root / OBJECTS, f"{counted.objects}\n")
 
 
 def tail(log: Path) -> str:

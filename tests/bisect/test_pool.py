@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 import random
+import re
 from typing import Any
 
 import pytest
@@ -275,7 +276,9 @@ def test_the_driver_starts_the_recheck_in_a_round_of_checks_and_goes_on_from_it(
     s = summary(env["results"])
     assert s["first_bad"]["commit"] == shas[15] and s["confirmed"]
     out = capsys.readouterr()
-    rounds = [line for line in (out.out + out.err).splitlines() if "round: " in line]
+    rounds = [
+        line for line in (out.out + out.err).splitlines() if re.search(r"\] boot \d+ of", line)
+    ]
     mixed = [r for r in rounds if "(recheck)" in r and ("(check)" in r or "(probe)" in r)]
     assert mixed, rounds
     (run,) = run_dirs(env["results"])

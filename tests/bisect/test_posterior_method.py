@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -96,8 +97,20 @@ def test_a_fix_inside_the_range_is_told_not_blamed(env, capsys):
 def test_finds_the_culprit_and_git_replays_it(env, capsys):
     shas = history(env["repo"], 16, 9)
     assert kbisect(*args(env, shas[1], shas[-1], "--references", "0")) == 0
-    out = capsys.readouterr().out
+    got = capsys.readouterr()
+    out = got.out
     assert f"first bad commit: {shas[9]} commit 9 (P = " in out
+    # each round's boot of those the rule expects (plain lines: not on a terminal)
+    rounds = re.findall(r"\] (boot \d+ of .*): [0-9a-f]{12} \(\w+\)", got.err)
+    assert rounds[0] == "boot 1 of at most 100"  # no rate before the first boot
+    later = [re.sub(r"~\d+ s left", "~N s left", r) for r in rounds[1:]]
+    assert later and all(
+        re.fullmatch(r"boot \d+ of ~\d+ \(at most 100\), ~N s left", r) for r in later
+    )
+    expected = [int(re.search(r"of ~(\d+)", r).group(1)) for r in later]  # type: ignore[union-attr]
+    assert all(
+        e > int(r.split()[1]) + 5 for e, r in zip(expected, later, strict=True)
+    )  # + re-check
     s = summary(env["results"])
     assert s["method"] == "posterior" and s["answer"]["kind"] == "culprit"
     assert s["first_bad"]["commit"] == shas[9] and s["confirmed"]

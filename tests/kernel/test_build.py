@@ -155,6 +155,36 @@ def test_each_checkout_keeps_its_own_o_dir(repo: tuple[Path, list[str]]) -> None
     assert dirs[1] == str(build.obj_dir(here.artifact_dir.parent, tree))
 
 
+def test_a_cold_build_counts_its_objects_of_the_first_cold_builds_with_the_time_left(
+    repo: tuple[Path, list[str]],
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """The first cold build of a config has no total: "N objects so far"; it records its
+    count in the build root, once, and the next cold build of that config (here an
+    in-place checkout's own O= dir) counts of it, with the time left at its rate; an
+    incremental build (its O= dir built) has no total. Plain lines, not on a terminal."""
+    tree, shas = repo
+    monkeypatch.setattr(progress, "EVERY_S", 0.0)
+    first = build.build(request(tree, shas[1]))
+    root = first.artifact_dir.parent
+    assert (root / make.OBJECTS).read_text() == "3\n"  # the fake tree: two CC and an LD
+    err = capsys.readouterr().err
+    assert re.search(r"^\[kbisect \d\d:\d\d\] compiling: 3 objects so far$", err, re.M)
+    git(tree, "checkout", "-q", shas[2])
+    build.build(request(tree, "HEAD", in_place=True))
+    lines = re.findall(r"compiling: \d.*", capsys.readouterr().err)
+    assert re.fullmatch(r"compiling: 1/3 objects, ~\d+ s left", lines[0])  # the fake is quick
+    assert re.fullmatch(r"compiling: 2/3 objects, ~\d+ s left", lines[1])
+    assert lines[2] == "compiling: 3/3 objects"  # nothing left: no time left
+    (root / make.OBJECTS).write_text("5\n")  # recorded once: not rewritten
+    build.build(request(tree, shas[0]))  # the scratch O= dir is built: incremental
+    assert (root / make.OBJECTS).read_text() == "5\n"
+    assert re.findall(r"compiling: \d.*", capsys.readouterr().err)[-1] == (
+        "compiling: 3 objects so far"
+    )
+
+
 def test_kbisect_checkouts_build_in_a_subdirectory_that_survives_a_checkout(
     repo: tuple[Path, list[str]],
 ) -> None:

@@ -79,6 +79,7 @@ class Search:
         self.told: story.Story | None = None  # the last story told
         self._held: dict[tuple[str, int], Fit | None] = {}  # _held_out's
         self._held_n = -1  # the number of samples they were fitted to
+        self._began = (time.monotonic(), bench.boots())  # this process's: for the time left
 
     def feed(self, found: list[Sample]) -> int:
         """Samples into the posterior; how many."""
@@ -104,10 +105,13 @@ class Search:
         """Sample until the story holds after its re-checks, or nothing can split the
         rest, or the budget is spent; the final answer (git's single first bad commit;
         the whole story is in run.story)."""
-        while self.bench.boots() < self.opts.max_boots:
-            if not self._next_round():
-                break
-            self.save()
+        try:
+            while self.bench.boots() < self.opts.max_boots:
+                if not self._next_round():
+                    break
+                self.save()
+        finally:
+            progress.done()
         self.tell()
         self.save()
         return self.post.answer(self.opts.confidence)
@@ -206,8 +210,8 @@ class Search:
             if role != "reference":
                 self.post.built(commit)
             jobs.append((commit, role))
-        if self.k > 1:  # one target: the boot lines below say it all
-            self._say(lambda: "round: " + ", ".join(f"{c[:12]} ({r})" for c, r in jobs))
+        if self.bench.say():  # the round: its boots, of those expected
+            progress.status(f"{self._expected()}: " + ", ".join(f"{c[:12]} ({r})" for c, r in jobs))
         whose = [self.early if role == "recheck" else None for _, role in jobs]
         results = self.bench.boot_round([c for c, _ in jobs], whose)
         said = []
@@ -657,6 +661,26 @@ class Search:
 
     def _p_bad(self, commit: str) -> float:
         return self.post.p_bad(commit) if commit in self.graph.index else 0.0
+
+    def _expected(self) -> str:
+        """The next boot of those the stopping rule expects: the boots so far, those for
+        the bits the posterior still lacks to name one commit at the confidence at the bits
+        per boot so far (the range's log2 size at the start), and the re-check's least
+        pairs while none has run; the cap (--max-boots); the time left at this process's
+        rate (none before its first boot)."""
+        n, cap = self.bench.boots(), self.opts.max_boots
+        probs = [p for p in self.post.probabilities() if p > 0]
+        c = self.opts.confidence
+        lacks = (
+            -sum(p * math.log2(p) for p in probs) + c * math.log2(c) + (1 - c) * math.log2(1 - c)
+        )
+        rate = (math.log2(self.graph.n) - lacks) / n if n else 0.0
+        later = 0 if self.run.rechecks else 2 * recheck.adaptive(self.opts).least
+        expected = cap if rate <= 0 else min(cap, n + max(1, math.ceil(lacks / rate)) + later)
+        since, boots = self._began
+        left = progress.time_left(time.monotonic() - since, n - boots, expected - n)
+        of = f"of ~{expected} (at most {cap})" if expected < cap else f"of at most {cap}"
+        return f"boot {n + 1} {of}{left and ', '}{left}"
 
     def _standing(self) -> str:
         probs = self.post.probabilities()
