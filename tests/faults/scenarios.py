@@ -154,14 +154,18 @@ def _bisect(s: Session, method: str) -> Scenario:
             # more or less than an uninterrupted one (each is stored and counted: see
             # check_samples); what must not change is the answer and its re-check.
             first, rc = summary["first_bad"], summary["recheck"]
-            return {"culprit": first and first["commit"], "recheck": rc and rc["kind"]}
+            checked = (summary.get("verification") or {}).get("kind")
+            return {"culprit": first and first["commit"], "recheck": rc and rc["kind"]} | {
+                "revert check": checked
+            }
         tps: dict[str, list[float]] = {}
         for path in _bisect_samples(run.parent):
             x = json.loads(path.read_text())
             key = f"{path.parents[2].name}/{path.parents[1].name}"  # store or recheck/commit
             if x["status"] == "ok":
                 tps.setdefault(key, []).append(x["tps"])
-        return {k: summary[k] for k in ("first_bad", "bisect_log", "recheck")} | {"tps": tps}
+        answer = {k: summary.get(k) for k in ("first_bad", "bisect_log", "recheck", "verification")}
+        return answer | {"tps": tps}
 
     return Scenario(
         "bisect" if method == "git" else f"bisect-{method}",
@@ -176,11 +180,12 @@ def _bisect(s: Session, method: str) -> Scenario:
 
 
 def _bisect_samples(root: Path) -> list[Path]:
-    """Every sample of a bisection: its store's and its re-check's."""
+    """Every sample of a bisection: its store's, its re-check's and its revert check's."""
     found = root.glob("bisect-store/*/*/samples/[0-9]*-*.json")
     git = root.glob("*/recheck/*/samples/[0-9]*-*.json")  # --method git: recheck/<commit>
     posterior = root.glob("*/recheck/*/*/samples/[0-9]*-*.json")  # recheck/<culprit>/<commit>
-    return sorted([*found, *git, *posterior])
+    reverted = root.glob("*/verify/*/*/samples/[0-9]*-*.json")  # verify/<culprit>/<side>
+    return sorted([*found, *git, *posterior, *reverted])
 
 
 SCENARIOS: dict[str, Callable[[Session], Scenario]] = {
