@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -79,7 +80,8 @@ def _missed(picked: list[dict[str, str]], pattern: str, as_json: bool) -> int:
 def _record(args: argparse.Namespace) -> int:
     directory = args.history or rc.default_history()
     paths.look(directory, "--history")  # the history file, or the directory that holds it
-    paths.writable(rc.history_file(directory).parent, "--history")
+    if not os.path.isfile(directory):  # a directory, or none yet: history.json goes in it
+        paths.writable(directory, "--history")
     paths.look(args.result, "--result", "dir")
     path, tps = rc.record(
         directory, args.tag, args.commit, args.result, args.scenario_hash, args.tps, source.measured

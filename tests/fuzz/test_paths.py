@@ -47,6 +47,7 @@ class Slot:
 
 
 ROOM = frozenset({2, 3})  # a run's --out or a results/cache dir: exit 3 (UnusableDir)
+HISTORY = ROOM  # rc's --history: a dir, or the history file itself (one that is none: 3)
 SLOTS: dict[str, Slot] = {
     "run --out": Slot([*RUN, "--out", "{P}"], DIR_OUT, codes=ROOM),
     "compare --out": Slot(
@@ -84,8 +85,11 @@ SLOTS: dict[str, Slot] = {
             "--scenario-hash 0123abcd --tps 1000"
         ),
         DIR_WRITE,
+        codes=HISTORY,
     ),
-    "rc next --history": Slot(["rc", "next", "--tree", "{repo}", "--history", "{P}"], DIR_IN),
+    "rc next --history": Slot(
+        ["rc", "next", "--tree", "{repo}", "--history", "{P}"], DIR_IN, codes=HISTORY
+    ),
     "db rebuild DIR": Slot(["db", "rebuild", "{P}"], DIR_IN),
     "report RUN": Slot(["report", "{P}"], DIR_IN),
     "diff RUN_A": Slot(["diff", "{P}:A", "{compare_run}:B"], DIR_IN),
