@@ -20,7 +20,7 @@ from kbisect.bisect import round as pool_round
 from kbisect.bisect import samples
 from kbisect.bisect.git import step
 from kbisect.bisect.git.run import SLOT
-from kbisect.bisect.state import Options
+from kbisect.bisect.request import Options
 from kbisect.core import progress
 from kbisect.core.exceptions import UserError
 from kbisect.source import worktree

@@ -38,7 +38,8 @@ from kbisect.bisect.posterior import search
 from kbisect.bisect.report import answer as answer_report
 from kbisect.bisect.report import files
 from kbisect.bisect.report import posterior as posterior_report
-from kbisect.bisect.state import METHODS, Options, Run, Verification
+from kbisect.bisect.request import METHODS, Options
+from kbisect.bisect.state import Run, Verification
 from kbisect.core import lock, paths, progress, stale
 from kbisect.core.exceptions import EXIT_NEGATIVE, EXIT_OK, UserError
 from kbisect.kernel import make

@@ -24,7 +24,8 @@ from typing import Any
 from kbisect.bisect import check, samples
 from kbisect.bisect.git.log import Outcome
 from kbisect.bisect.posterior.posterior import Answer, Posterior
-from kbisect.bisect.state import Options, Run
+from kbisect.bisect.request import Options
+from kbisect.bisect.state import Run
 from kbisect.core import progress
 from kbisect.core.exceptions import BenchmarkError, BootError
 from kbisect.source import git

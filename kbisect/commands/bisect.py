@@ -1,4 +1,4 @@
-"""`kbisect bisect`'s command line: its options, and turning them into state.Options
+"""`kbisect bisect`'s command line: its options, and turning them into request.Options
 (paths made absolute and the target's arch resolved once, so that --resume and every
 step see the same)."""
 
@@ -9,7 +9,7 @@ from pathlib import Path
 
 from kbisect.bisect import driver, state
 from kbisect.bisect.report import files
-from kbisect.bisect.state import Options
+from kbisect.bisect.request import METHODS, RECHECK_SAMPLES, Options
 from kbisect.commands import options
 from kbisect.core import paths, progress
 from kbisect.core.exceptions import UserError
@@ -40,7 +40,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     )
     add(
         "--method",
-        choices=state.METHODS,
+        choices=METHODS,
         default="posterior",
         help="posterior (default): every sample is evidence; git: git bisect run bisect/run",
     )
@@ -102,7 +102,7 @@ def options_from_args(args: argparse.Namespace) -> Options:
         args.append,
         args.runs_min,
         args.runs_max,
-        args.recheck_samples or state.RECHECK_SAMPLES[args.method],
+        args.recheck_samples or RECHECK_SAMPLES[args.method],
         tuple(args.config),
         arch,
         where,

@@ -27,7 +27,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--target",
-        type=options.target_name,
+        type=options.label,
         metavar="NAME",
         help="also check a target (a machine: its ssh, kexec, PostgreSQL, kernel)",
     )

@@ -15,7 +15,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     add = parser.add_argument
     add(
         "--target",
-        type=options.target_name,
+        type=options.label,
         required=True,
         metavar="NAME",
         help='a machine target (kind = "ssh")',

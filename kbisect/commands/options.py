@@ -12,10 +12,8 @@
 --references N                     drift-aware reference boots (bisect, bisect-step)
 --noise-prior off|auto             the sequential compare's noise prior (stats/prior.py)
 
-and the argparse types every numeric or structured option goes through (count, seed,
-fraction, confidence, positive, hours, share) and every text option of a kind with a rule
-(kernel_line, label, tag, name, target_name: core/reading.py's value rules, the ones the
-study, scenario and target files obey): a bad value is one line, exit 2, before any work.
+and the argparse types of every numeric, structured or ruled text option (core/reading.py's
+value rules, which files obey too): a bad value is one line, exit 2, before any work.
 """
 
 from __future__ import annotations
@@ -41,7 +39,7 @@ T = TypeVar("T")
 def add_target(p: argparse.ArgumentParser | argparse._ArgumentGroup) -> None:
     p.add_argument(
         "--target",
-        type=target_name,
+        type=label,
         default="vng",
         metavar="NAME",
         help="where kernels run: vng (a virtme-ng guest on this host, the default), fake, "
@@ -202,18 +200,16 @@ def ruled(rule: reading.Rule, kind: str) -> Callable[[str], str]:
 
 
 kernel_line = ruled(reading.line, "line")  # --append, --set, --axis: one line of text
-label = ruled(reading.label, "label")  # --label-a/-b: not empty, one line
+label = ruled(reading.label, "label")  # --label-a/-b, --target ('' would mean vng): one line
 tag = ruled(reading.tag, "tag")  # rc record --tag
 name = ruled(reading.name, "name")  # a name used as a path (study --name)
-target_name = ruled(reading.label, "target")  # --target: '' would silently mean vng
 
 
-SEED_MAX = 2**63 - 1
 TREE_HELP = (
     "kernel git tree, or debian:RELEASE, a Debian release's source imported once "
     "(`kbisect tree list`); default: the embedded 6.12 tree"
 )
-seed = count(0, SEED_MAX)  # a random seed: a whole number, 0 or more
+seed = count(0, 2**63 - 1)  # a random seed: a whole number, 0 or more
 
 
 def confidence(text: str) -> float:
@@ -321,7 +317,7 @@ def retake_policy(args: argparse.Namespace) -> retake.Policy:
 
 
 def add_measured(parser: argparse.ArgumentParser, required: bool = True) -> None:
-    """What is measured, where, and how a revision is judged (state.Options.measured_argv
+    """What is measured, where, and how a revision is judged (request.Options.measured_argv
     turns them back into argv)."""
     add_scenario(parser, required)
     add_where(parser)

@@ -29,7 +29,8 @@ from kbisect.bisect.posterior.bench import RecheckOf, Sample, each
 from kbisect.bisect.posterior.posterior import Posterior
 from kbisect.bisect.posterior.search import Search
 from kbisect.bisect.posterior.story import Story
-from kbisect.bisect.state import RECHECK_SAMPLES, Options, Run
+from kbisect.bisect.request import RECHECK_SAMPLES, Options
+from kbisect.bisect.state import Run
 from kbisect.core.exceptions import BuildError
 from kbisect.simulate import gitmodel
 from kbisect.simulate.histories import GOOD
@@ -41,7 +42,7 @@ from kbisect.stats import drift, means
 class Settings:
     runs_min: int = 3
     runs_max: int = 10
-    recheck_samples: int | None = None  # None: the method's default (state.RECHECK_SAMPLES)
+    recheck_samples: int | None = None  # None: the method's default (request.RECHECK_SAMPLES)
     confidence: float = 0.95
     budget: int = 100  # posterior: boots after the endpoints, re-checks included
     every: int = 3  # drift-aware references: one reference boot per `every` test boots

@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from kbisect.bisect import request
 from kbisect.bisect import state as bisect_state
 from kbisect.bisect.git import log as bisect_log
 from kbisect.bisect.git import run as bisect_git
@@ -285,7 +286,7 @@ def test_resume_after_a_kill_gives_the_same_answer(env, monkeypatch, tmp_path):
 @pytest.mark.parametrize("how", [("git", 0.95, 100, 0), ("posterior", 0.99, 40, 2)])
 def test_reproduce_line_parses_back(how):
     sets = ("pgbench.clients=4", "guest.vcpus=1")
-    opts = bisect_state.Options(
+    opts = request.Options(
         "/t",
         "v1",
         "v2",
@@ -308,7 +309,7 @@ def test_reproduce_line_parses_back(how):
 
 
 def test_step_args_pass_every_option_to_the_step():
-    opts = bisect_state.Options(
+    opts = request.Options(
         None,
         "g",
         "b",

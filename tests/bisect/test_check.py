@@ -9,7 +9,7 @@ from collections.abc import Callable
 import pytest
 
 from kbisect.bisect import check
-from kbisect.bisect.state import Options
+from kbisect.bisect.request import Options
 from kbisect.stats import looks, means, ratio
 
 OPTS = Options(tree=None, good="g", bad="b", scenario="s", arch="x86_64")

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from kbisect.bisect import driver, state
+from kbisect.bisect import driver, request, state
 from kbisect.bisect.git import step as bisect_step
 from kbisect.commands import bisect as bisect_args
 from kbisect.commands import bisect_step as step_command
@@ -42,8 +42,8 @@ def batch(tmp_path: Path) -> Path:
     return path
 
 
-def options(batch: Path, **given: object) -> state.Options:
-    base = state.Options("/t", "v1", "v2", "smoke", pg_build="debian:17")
+def options(batch: Path, **given: object) -> request.Options:
+    base = request.Options("/t", "v1", "v2", "smoke", pg_build="debian:17")
     return replace(base, pg_patches=(str(batch),), **given)  # type: ignore[arg-type]
 
 
@@ -64,8 +64,8 @@ def test_the_reproduce_line_asks_for_the_server_and_every_step_gets_its_key(
     assert parsed.set == ["postgres.build=pg17-0123456789ab", "postgres.major=17"]
     assert parsed.pg_build is None
     assert built.overrides() == ["postgres.build=pg17-0123456789ab", "postgres.major=17"]
-    assert state.Options.from_dict(built.as_dict()) == built
-    plain = state.Options(None, "v1", "v2", "smoke")
+    assert request.Options.from_dict(built.as_dict()) == built
+    plain = request.Options(None, "v1", "v2", "smoke")
     assert not {"pg_build", "pg_patches", "pg_sets"} & set(plain.as_dict())  # as before
 
 
@@ -78,7 +78,7 @@ def test_the_server_is_built_once_and_a_resume_builds_none(
     key = built.pg_sets[0].removeprefix("postgres.build=")
     assert built.pg_sets == (f"postgres.build={key}", "postgres.major=17")
     assert driver.build_server(built) is built and len(builds.calls) == 1
-    plain = state.Options(None, "v1", "v2", "smoke")
+    plain = request.Options(None, "v1", "v2", "smoke")
     assert driver.build_server(plain) is plain and len(builds.calls) == 1
 
 
@@ -156,6 +156,6 @@ def test_a_tree_is_saved_by_its_absolute_path_and_revision(
 ) -> None:
     repo, _ = pg_repo(tmp_path)
     monkeypatch.chdir(tmp_path)
-    given = state.Options(None, "v1", "v2", "smoke", pg_build="postgres@REL_17_6")
+    given = request.Options(None, "v1", "v2", "smoke", pg_build="postgres@REL_17_6")
     ns = cli.build_parser().parse_args(given.argv())
     assert bisect_args.options_from_args(ns).pg_build == f"{repo}@REL_17_6"

@@ -9,7 +9,7 @@ import random
 import pytest
 
 from kbisect.bisect import recheck
-from kbisect.bisect.state import Options
+from kbisect.bisect.request import Options
 from kbisect.stats import confirm
 
 OPTS = Options(tree=None, good="g", bad="b", scenario="s", arch="x86_64")

@@ -16,7 +16,8 @@ from kbisect.bisect.posterior.bench import RecheckOf, Sample, each
 from kbisect.bisect.posterior.graph import Graph
 from kbisect.bisect.posterior.posterior import Posterior
 from kbisect.bisect.posterior.search import Search
-from kbisect.bisect.state import Options, Run
+from kbisect.bisect.request import Options
+from kbisect.bisect.state import Run
 from kbisect.core.exceptions import BootError, BuildError
 from kbisect.simulate import histories
 from kbisect.stats import drift

@@ -13,7 +13,8 @@ import pytest
 
 from kbisect.bisect import state
 from kbisect.bisect.posterior.story import ALONE, Change, Story
-from kbisect.bisect.state import Options, Recheck, Run
+from kbisect.bisect.request import Options
+from kbisect.bisect.state import Recheck, Run
 from kbisect.core import reading
 from kbisect.core.exceptions import EXIT_INFRA
 
