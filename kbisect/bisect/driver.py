@@ -177,7 +177,9 @@ def _phases(ctx: samples.Context, top: Path, run_dir: Path, run: Run) -> int:
     outcome = log.parse(run.bisect_log)
     if run.phase == "verifying":
         _verify(ctx, top, run_dir, run)
-        run.phase = "done" if verify.measured(run.verification) else "recheck"
+        run.phase = (
+            "done" if (run.verification is not None and run.verification.measured) else "recheck"
+        )
         state.save(run_dir, run)
     if run.phase == "recheck":
         run.recheck = recheck.run_git(ctx, top, run_dir, run.options, outcome)

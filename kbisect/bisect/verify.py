@@ -49,11 +49,6 @@ def folder(run_dir: Path, culprit: str) -> Path:
     return run_dir / "verify" / culprit
 
 
-def measured(v: Verification | None) -> bool:
-    """Whether the revert was measured: its share, not the re-check, decides."""
-    return v is not None and v.measured
-
-
 def measured_record(s: Mapping[str, Any]) -> bool:
     """Whether a summary's revert check measured the revert (as `measured`)."""
     return str((s.get("verification") or {}).get("kind")) in MEASURED

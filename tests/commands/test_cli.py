@@ -259,15 +259,14 @@ raise SystemExit(cli.leave(cli.main(sys.argv[1:])))
 @pytest.mark.parametrize("size", [10, 200_000])  # flushed at the end; failing in a write
 def test_a_full_stdout_is_one_line_and_exit_3(tmp_path: Path, unbuffered: str, size: int) -> None:
     env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": str(CHECKOUT), "PYTHONUNBUFFERED": unbuffered}
+    to_dev_full([sys.executable, "-c", PRINTS, "prints", str(size)], env)
+
+
+def to_dev_full(argv: list[str], env: dict[str, str]) -> None:
+    """`argv` with its standard output on /dev/full: one line, exit 3."""
     with open("/dev/full", "w") as full:
         proc = subprocess.run(
-            [sys.executable, "-c", PRINTS, "prints", str(size)],
-            stdout=full,
-            stderr=subprocess.PIPE,
-            text=True,
-            env=env,
-            timeout=60,
-            check=False,
+            argv, stdout=full, stderr=subprocess.PIPE, text=True, env=env, timeout=120, check=False
         )
     assert proc.returncode == 3, proc.stderr
     assert proc.stderr == "kbisect: cannot write to standard output: No space left on device\n"
@@ -354,18 +353,7 @@ def test_report_and_history_into_a_full_stdout(tmp_path: Path, command: str) -> 
     if command == "history":  # reads only: every example run
         argv = [str(CHECKOUT / "docs" / "examples"), "--scenario", "smoke", "--machine", "fake1"]
     env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": str(CHECKOUT), "KBISECT_RESULTS": str(tmp_path)}
-    with open("/dev/full", "w") as full:
-        proc = subprocess.run(
-            [sys.executable, "-m", "kbisect", command, *argv],
-            stdout=full,
-            stderr=subprocess.PIPE,
-            text=True,
-            env=env,
-            timeout=120,
-            check=False,
-        )
-    assert proc.returncode == 3, proc.stderr
-    assert proc.stderr == "kbisect: cannot write to standard output: No space left on device\n"
+    to_dev_full([sys.executable, "-m", "kbisect", command, *argv], env)
 
 
 def test_history_out_is_not_made_before_the_inputs_are_accepted(

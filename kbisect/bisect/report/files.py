@@ -39,7 +39,9 @@ def summary(top: Path, run_dir: Path, run: state.Run) -> dict[str, Any]:
         s["preempt"] = warned
     if run.verification is not None:  # a run from before the revert check has none
         s["verification"] = verify.record(run.verification, run.bad)
-        if verify.measured(run.verification):  # the revert decides, not the re-check
+        if (
+            run.verification is not None and run.verification.measured
+        ):  # the revert decides, not the re-check
             s["confirmed"] = run.verification.kind == "all"
             s["verdict"]["kind"] = "regression" if s["confirmed"] else "not confirmed"
     return s
