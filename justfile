@@ -100,6 +100,13 @@ demo-bisect-steps scenario="simple-update-2vcpu":
     kbisect demo --variant steps
     kbisect bisect --method posterior --good v6.12-debian --bad kbisect-demo-steps --scenario {{scenario}}
 
+# bisect the two demo history (two 500 us regressions at commits 8 and 17 of 24, both to the head)
+[group('demo')]
+demo-bisect-two scenario="simple-update-2vcpu":
+    @echo "kbisect demo-bisect-two: the posterior method over 24 commits with two regressions that both persist; each answer verified by its revert, the rest bisected with it reverted: boots of ~2 min under TCG plus incremental builds (not yet measured)"
+    kbisect demo --variant two
+    kbisect bisect --good v6.12-debian --bad kbisect-demo-two --scenario {{scenario}}
+
 # bisect the heavy demo history over a pool of two 1-vCPU vng slots on this host (docs/pool.md)
 [group('demo')]
 demo-pool-bisect:

@@ -16,7 +16,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
         help="default: 16 commits, one synthetic regression (branch kbisect-demo); "
         "steps: 24 commits, regression 1 at commit 10, its fix at 15, regression 2 at 19 "
         "(branch kbisect-demo-steps); heavy: the default's history with a 1000 us delay, "
-        "a large step on slow hosts and guests too, the main job's (branch kbisect-demo-heavy)",
+        "a large step on slow hosts and guests too, the main job's (branch kbisect-demo-heavy); "
+        "two: 24 commits, two 500 us regressions at commits 8 and 17 that both persist "
+        "(branch kbisect-demo-two)",
     )
     parser.add_argument(
         "--json",

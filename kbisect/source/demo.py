@@ -21,6 +21,10 @@ the Unix socket takes many times (one send per statement and reply).
   compare must run 5 to 10 boots a side to settle it; on a slow guest (1 vCPU under
   TCG, or two guests sharing a small host, as a pool of vng slots does) it is lost in
   the noise. This one is a large step on each of them, settled at the first look.
+- `two` (branch `kbisect-demo-two`): 24 commits with two regressions of TWO_DELAY_US each
+  that both persist to the head, at commits 8 and 17, at the function's two ends (as the
+  steps variant's): the history where one culprit explains only part of the gap, so
+  that reverting it restores part of it and the rest is bisected with it reverted.
 
 Each history is created once in kbisect's own cached copy of the tree (never a user's
 tree), on its own branch, with a fixed identity and dates so that its commit ids are the
@@ -226,7 +230,34 @@ HEAVY = Variant(
     (Change(HEAVY_REGRESSION, "regression"),),
     "01-04",
 )
-VARIANTS = {v.name: v for v in (DEFAULT, STEPS, HEAVY)}
+# -- the two variant: two regressions that both persist ----------------------------------
+
+TWO_BRANCH = "kbisect-demo-two"
+TWO_DELAY_US = 500
+TWO_1 = Edit(
+    "net/unix/af_unix.c",
+    _STREAM_SEND,
+    _STREAM_SEND.replace(
+        "\n\terr = scm_send", f"\n{_delay('REGRESSION A', TWO_DELAY_US)}\n\terr = scm_send"
+    ),
+    f"net/unix: [kbisect demo] SYNTHETIC REGRESSION A: {TWO_DELAY_US} us busy delay in sendmsg",
+)
+TWO_2 = Edit(
+    "net/unix/af_unix.c",
+    _STREAM_SENT,
+    f"{_delay('REGRESSION B', TWO_DELAY_US)}\n{_STREAM_SENT}",
+    f"net/unix: [kbisect demo] SYNTHETIC REGRESSION B: {TWO_DELAY_US} us busy delay before "
+    "sendmsg returns",
+)
+_TWO_PLANTED = {8: TWO_1, 17: TWO_2}
+TWO = Variant(
+    "two",
+    TWO_BRANCH,
+    tuple(_TWO_PLANTED.get(n) or _harmless(n, "demo-two") for n in range(1, 25)),
+    (Change(TWO_1, "regression"), Change(TWO_2, "regression")),
+    "01-05",
+)
+VARIANTS = {v.name: v for v in (DEFAULT, STEPS, HEAVY, TWO)}
 
 
 def apply(root: Path, edit: Edit) -> None:

@@ -183,3 +183,23 @@ def test_heavy_is_the_default_history_with_a_longer_delay(tmp_path: Path) -> Non
     assert shown.count(f"udelay({demo.HEAVY_DELAY_US})") == 1
     assert function_of(shown, "udelay(") == "unix_stream_sendmsg"
     assert demo.create(repo) == default and data["head"] != default["head"]
+
+
+# -- the two variant ---------------------------------------------------------------------
+
+
+def test_two_has_two_regressions_that_both_persist_to_the_head(tmp_path: Path) -> None:
+    two = demo.TWO
+    assert len(two.edits) == 24
+    assert two.edits_id not in {v.edits_id for v in demo.VARIANTS.values() if v is not two}
+    repo = steps_tree(tmp_path / "one")
+    data = demo.create(repo, two)
+    assert (data["variant"], data["branch"]) == ("two", "kbisect-demo-two")
+    commits = git(repo, "rev-list", "--reverse", f"{data['base']}..{data['head']}").split()
+    found = [(c["kind"], c["position"], c["commit"]) for c in data["changes"]]
+    assert found == [("regression", 8, commits[7]), ("regression", 17, commits[16])]
+    head = git(repo, "show", f"{data['head']}:net/unix/af_unix.c")
+    assert head.count(f"udelay({demo.TWO_DELAY_US})") == 2  # both persist
+    assert function_of(head, "udelay(") == "unix_stream_sendmsg"
+    between = git(repo, "show", f"{commits[10]}:net/unix/af_unix.c")
+    assert between.count(f"udelay({demo.TWO_DELAY_US})") == 1
