@@ -186,6 +186,15 @@ class Sim:
     def fresh(self, culprit: str, commit: str) -> list[float]:
         return list(self.rechecked.get((culprit, commit), []))
 
+    def revert(self, culprit: str) -> str | None:
+        return f"the simulator does not model the revert of {culprit}"
+
+    def verify_round(self, culprit: str, sides: list[bool]) -> list[float | BaseException]:
+        return [BuildError(self.revert(culprit) or "") for _ in sides]
+
+    def verify_tps(self, culprit: str) -> tuple[list[float], list[float], list[float]]:
+        return [], [], []
+
     def save(self, run: Run, post: Posterior, schedule: references.Schedule | None) -> None:
         pass
 
