@@ -258,6 +258,8 @@ def load(run_dir: Path) -> Run:
     if missing := [k for k in REQUIRED if k not in data]:
         reading.fail(f, f"incomplete (no {', '.join(missing)})", RECOVER)
     reading.check_dataclass(Run, reading.own_fields(data, f, RECOVER))
+    for i, done in enumerate(data.get("passes") or []):  # a list, checked: each a Pass
+        reading.check_dataclass(Pass, reading.own_fields(done, f, RECOVER, f"passes.{i}."))
     try:
         Options.from_dict(data["options"])
     except (TypeError, KeyError, ValueError) as exc:
