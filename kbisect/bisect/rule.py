@@ -12,10 +12,15 @@ Each step:
    - running: Verify, the next round of boots (verify.sides), until compare's sequential
      rule (stats/stopping.decide) is final; the check has its own cap (stopping.MOST a
      side) and goes on when `--max-boots` is spent;
-   - all: Stop, confirmed;
+   - all: Stop, confirmed (in a later pass: the answers found together restore the gap);
    - no-revert (it does not apply, build or boot): Recheck, the adaptive culprit/parent
      re-check (recheck.py), the fallback; then Stop on its word;
-   - part, none, unclear: Stop, not confirmed;
+   - part, none: Rest, the rest bisected at once with the answer reverted on every
+     revision that contains it (a new posterior over the same range; a revision where
+     the revert does not apply or build is untestable), its answer checked against bad
+     with the earlier answers reverted; Stop, not confirmed, after PASSES passes or with
+     `--max-boots` spent;
+   - unclear: Stop, not confirmed; so too an answer an earlier pass reverted already;
 2. no answer: GiveUp when `--max-boots` is spent; a Reference boot when one is due
    (references.Schedule); else Measure the tests the posterior offers (posterior.batch,
    the most joint information per cost); GiveUp when no test can split the rest.
@@ -29,6 +34,7 @@ from kbisect.bisect import verify
 from kbisect.bisect.posterior.posterior import Answer
 
 NOT_BEGUN = ""  # Check.kind / View.recheck: nothing done yet
+PASSES = 3  # passes of the search at most: its first and two rests
 
 
 @dataclass(frozen=True)
@@ -53,6 +59,7 @@ class View:
     check: Check = Check()
     recheck: str = NOT_BEGUN  # the culprit/parent re-check's kind (state.Recheck)
     width: int = 1  # the machines a round boots on
+    reverted: tuple[str, ...] = ()  # the earlier passes' answers, reverted in this one
 
 
 @dataclass(frozen=True)
@@ -87,6 +94,15 @@ class Recheck:
 
 
 @dataclass(frozen=True)
+class Rest:
+    """Bisect the rest with culprit reverted wherever it is (its revert restored part of
+    the gap, or none of it)."""
+
+    culprit: str
+    why: str
+
+
+@dataclass(frozen=True)
 class Stop:
     """The search ends on answer: confirmed by its checks, or not."""
 
@@ -102,7 +118,7 @@ class GiveUp:
     why: str
 
 
-Action = Measure | Reference | Verify | Recheck | Stop | GiveUp
+Action = Measure | Reference | Verify | Recheck | Rest | Stop | GiveUp
 
 WHY = {
     "part": "the revert restores part of the gap: the rest is elsewhere",
@@ -127,14 +143,21 @@ def decide(view: View) -> Action:
 def _checked(view: View, answer: Answer, culprit: str) -> Action:
     """An answer holds: its revert check, and the re-check where the revert failed."""
     check = view.check
+    if culprit in view.reverted:
+        return Stop(answer, "the rest points at an answer already reverted")
     if check.kind == NOT_BEGUN:
         return Verify(culprit, ())
     if check.kind == "running":
         return Verify(culprit, tuple(verify.sides(check.bad, check.reverted, view.width)))
     if check.kind == "all":
         return Stop(answer, "reverting it restores the whole gap", confirmed=True)
+    why = WHY.get(check.kind, check.kind)
+    if check.kind in ("part", "none") and len(view.reverted) + 1 < PASSES:
+        if view.budget > 0:
+            return Rest(culprit, f"{why}: bisecting the rest with it reverted")
+        return Stop(answer, f"{why}; --max-boots spent before the rest was bisected")
     if check.kind != "no-revert":
-        return Stop(answer, WHY.get(check.kind, check.kind))
+        return Stop(answer, why)
     if view.recheck in (NOT_BEGUN, "running"):
         return Recheck(culprit, answer)
     confirmed = view.recheck == "confirmed"

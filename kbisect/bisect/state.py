@@ -68,6 +68,7 @@ class Verification:
     reverted_tps: list[float] | None = None
     stop: str | None = None  # how compare's sequential rule stopped (stopping.reason)
     error: str | None = None  # no-revert: why the revert was not measured
+    without: list[str] | None = None  # the earlier passes' answers, reverted on bad too
 
     def as_dict(self) -> dict[str, Any]:
         return {k: v for k, v in asdict(self).items() if v is not None}
@@ -79,6 +80,23 @@ class Verification:
 
 
 MEASURED = ("all", "part", "none", "unclear")  # the kinds of a measured revert check
+
+
+@dataclass
+class Pass:
+    """A pass of the search whose answer's revert restored part of the gap or none of it:
+    the rest was bisected with that answer reverted (rule.Rest). Its answer
+    (Answer.as_dict()) and its revert check."""
+
+    answer: dict[str, Any]
+    verification: Verification
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"answer": self.answer, "verification": self.verification.as_dict()}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Pass:
+        return cls(data["answer"], Verification(**data["verification"]))
 
 
 @dataclass
@@ -127,6 +145,7 @@ class Run:
     # the --patch files as the report names them (file, subject, sha256), if any
     patches: list[dict[str, Any]] | None = None
     verification: Verification | None = None  # the revert check of the answer (verify.py)
+    passes: list[Pass] = field(default_factory=list)  # the passes before this one, in order
     later: dict[str, Any] = field(default_factory=dict)  # a later kbisect's keys, kept
 
     def as_dict(self) -> dict[str, Any]:
@@ -136,6 +155,7 @@ class Run:
             "rechecks": self.rechecks_dict(),
             "story": self.story and self.story.as_dict(),
             "verification": self.verification and self.verification.as_dict(),
+            "passes": [p.as_dict() for p in self.passes] or None,
         }
         for f in fields(self):
             value = getattr(self, f.name)
@@ -143,7 +163,7 @@ class Run:
                 keep = self.bisect_t0 is not None
             else:
                 keep = f.name in WRITTEN_NULL or (value is not None and value is not False)
-            if keep and f.name != "later":
+            if keep and f.name != "later" and (f.name not in typed or typed[f.name] is not None):
                 out[f.name] = typed.get(f.name, value)
         paths = {"tree": str(self.tree), "store": str(self.store)}
         return {**out, "options": self.options.as_dict(), **paths}
@@ -164,8 +184,14 @@ class Run:
             "verification": (
                 Verification(**data["verification"]) if data.get("verification") else None
             ),
+            "passes": [Pass.from_dict(p) for p in data.get("passes", [])],
         }
         return cls(**{**known, **typed}, later=later)
+
+    @property
+    def reverted(self) -> list[str]:
+        """The earlier passes' answers, reverted wherever the rest is bisected."""
+        return [p.verification.culprit for p in self.passes]
 
     def rechecks_dict(self) -> dict[str, dict[str, Any]]:
         """The re-checks as state.json and summary.json hold them."""
@@ -232,6 +258,8 @@ def load(run_dir: Path) -> Run:
     if missing := [k for k in REQUIRED if k not in data]:
         reading.fail(f, f"incomplete (no {', '.join(missing)})", RECOVER)
     reading.check_dataclass(Run, reading.own_fields(data, f, RECOVER))
+    for i, done in enumerate(data.get("passes") or []):  # a list, checked: each a Pass
+        reading.check_dataclass(Pass, reading.own_fields(done, f, RECOVER, f"passes.{i}."))
     try:
         Options.from_dict(data["options"])
     except (TypeError, KeyError, ValueError) as exc:

@@ -10,10 +10,10 @@ the share of the good-to-bad gap the revert restores with its 95% CI
 
 - all: the interval covers 100% (or lies above it) and excludes 0: confirmed (exit 0);
 - part: the interval lies between 0 and 100%: the answer explains part of the gap, the
-  rest is elsewhere (not confirmed: bisecting the rest with the answer reverted is a
-  later step);
+  rest is elsewhere (the posterior search bisects the rest with it reverted: rule.Rest);
 - none: the interval covers 0 and not 100%: the answer is not why the bad endpoint is
-  slow (a step a later commit undid), never exit 0;
+  slow (a step a later commit undid), never exit 0 on it (the posterior search bisects
+  the rest with it reverted);
 - unclear: the interval covers both;
 - no-revert: the revert does not apply, does not build, its boots fail, or one ran
   disturbed by other work (kept by --count-disturbed: the check has no load model): one
@@ -177,10 +177,13 @@ def _pct(x: float) -> str:
 
 
 def figure(rec: Mapping[str, Any]) -> str:
-    """`reverting X on bad B restores N% of the good-to-bad gap [lo, hi] (...)`."""
+    """`reverting X on bad B restores N% of the good-to-bad gap [lo, hi] (...)`; in a
+    rest, `reverting Y on bad B (X reverted) restores N% of the gap left [...]`."""
+    earlier = ", ".join(c[:12] for c in rec.get("without") or [])
     return (
-        f"reverting {rec['culprit'][:12]} on bad {rec['bad'][:12]} restores "
-        f"{_pct(rec['share'])} of the good-to-bad gap "
+        f"reverting {rec['culprit'][:12]} on bad {rec['bad'][:12]}"
+        f"{f' ({earlier} reverted)' if earlier else ''} restores "
+        f"{_pct(rec['share'])} of {'the gap left' if earlier else 'the good-to-bad gap'} "
         f"[{_pct(rec['low'])}, {_pct(rec['high'])}] (95% CI, "
         f"{len(rec['reverted_tps'])} boots of the revert, {len(rec['bad_tps'])} of bad)"
     )
@@ -193,10 +196,22 @@ def line(rec: Mapping[str, Any]) -> str:
         return f"{rec['error']}: the answer stands on the culprit/parent re-check"
     if "share" not in rec:
         return f"the revert check of {x} gave no figure: not confirmed"
+    rest = "explains the rest" if rec.get("without") else "is why bad is slow"
     return figure(rec) + {
-        "all": f": {x} is why bad is slow, confirmed",
-        "part": f": {x} explains {_pct(rec['share'])}; the rest is elsewhere (not confirmed; "
-        "bisecting the rest with it reverted is not done yet)",
+        "all": f": {x} {rest}, confirmed",
+        "part": f": {x} explains {_pct(rec['share'])}; the rest is elsewhere",
         "none": f": {x} is not why bad is slow (a step a later commit undid?), not confirmed",
         "unclear": ": too noisy to say how much of the gap it explains, not confirmed",
     }.get(rec["kind"], ": not finished")
+
+
+def lines(s: Mapping[str, Any]) -> list[str]:
+    """Every revert check of a summary in maintainers' words, one line each: the earlier
+    passes' (each answer whose revert left a rest), then the last answer's, or that the
+    rest named no commit."""
+    passes = s.get("passes") or []
+    last = [line(s["verification"])] if s.get("verification") else []
+    if passes and not last:
+        gone = ", ".join(p["culprit"][:12] for p in passes)
+        last = [f"bisecting the rest with {gone} reverted named no commit at the confidence"]
+    return [line(p) for p in passes] + last

@@ -19,6 +19,7 @@ real one is `git bisect` itself) and the tallies are the simulation's own.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -194,6 +195,10 @@ class Sim:
 
     def verify_tps(self, culprit: str) -> tuple[list[float], list[float], list[float]]:
         return [], [], []
+
+    def rest(self, culprit: str, contains: Callable[[str], bool]) -> None:
+        """Never asked: the rest follows a measured revert, which this bench has none of."""
+        raise NotImplementedError(f"the simulator does not model the rest without {culprit}")
 
     def save(self, run: Run, post: Posterior, schedule: references.Schedule | None) -> None:
         pass

@@ -83,10 +83,35 @@ def test_a_revert_that_restores_the_gap_stops_confirmed():
     assert isinstance(got, rule.Stop) and got.confirmed and got.answer == HELD
 
 
-@pytest.mark.parametrize("kind", ["part", "none", "unclear"])
-def test_a_revert_that_does_not_restore_the_gap_stops_not_confirmed(kind):
+def test_a_revert_too_noisy_to_say_stops_not_confirmed():
+    got = rule.decide(held(check=rule.Check("unclear")))
+    assert isinstance(got, rule.Stop) and not got.confirmed and got.why == rule.WHY["unclear"]
+
+
+@pytest.mark.parametrize("kind", ["part", "none"])
+def test_a_revert_that_leaves_a_rest_bisects_the_rest_with_it_reverted(kind):
     got = rule.decide(held(check=rule.Check(kind)))
-    assert isinstance(got, rule.Stop) and not got.confirmed and got.why == rule.WHY[kind]
+    assert got == rule.Rest("c5", f"{rule.WHY[kind]}: bisecting the rest with it reverted")
+    later = rule.decide(held(check=rule.Check(kind), reverted=("c9",)))  # a second rest
+    assert isinstance(later, rule.Rest) and later.culprit == "c5"
+
+
+@pytest.mark.parametrize("kind", ["part", "none"])
+def test_a_rest_with_the_budget_spent_stops_not_confirmed(kind):
+    got = rule.decide(held(check=rule.Check(kind), budget=0))
+    assert isinstance(got, rule.Stop) and not got.confirmed and "--max-boots" in got.why
+
+
+def test_after_the_last_pass_a_revert_that_leaves_a_rest_stops_not_confirmed():
+    gone = tuple(f"c{9 + i}" for i in range(rule.PASSES - 1))
+    got = rule.decide(held(check=rule.Check("part"), reverted=gone))
+    assert isinstance(got, rule.Stop) and not got.confirmed and got.why == rule.WHY["part"]
+
+
+def test_a_rest_that_points_at_an_answer_already_reverted_stops_not_confirmed():
+    """Its revert check is not begun: the earlier pass's already measured it."""
+    got = rule.decide(held(reverted=("c5",)))
+    assert isinstance(got, rule.Stop) and not got.confirmed and "already reverted" in got.why
 
 
 def test_a_revert_that_cannot_be_measured_falls_back_to_the_recheck_then_stops():

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 import random
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -44,9 +45,12 @@ class Bench:
         self.unrevertable: set[str] = set()
         self.checked: dict[str, tuple[list[float], list[float]]] = {}  # culprit: bad, reverted
         self.ends: tuple[list[float], list[float]] = ([], [])  # the endpoints' stored tps
+        self.gone: list[str] = []  # the rests' reverts
 
     def level(self, commit: str) -> float:
-        return 750.0 if self.g.is_bad(commit, self.culprit) else 1000.0
+        """Bad when commit has the culprit, unless a rest reverted it."""
+        slow = self.g.is_bad(commit, self.culprit) and self.culprit not in self.gone
+        return 750.0 if slow else 1000.0
 
     def boots(self) -> int:
         return len(self.booted)
@@ -110,6 +114,13 @@ class Bench:
     def verify_tps(self, culprit: str) -> tuple[list[float], list[float], list[float]]:
         bad, reverted = self.checked[culprit]
         return list(self.ends[0]), self.ends[1] + bad, list(reverted)
+
+    def rest(self, culprit: str, contains: Callable[[str], bool]) -> None:
+        """From now on culprit is reverted; bad's samples are the revert check's."""
+        self.gone.append(culprit)
+        bad = self.g.bad
+        self.kept[bad] = [Sample(bad, 0.0, tps) for tps in self.checked[culprit][1]]
+        self.ends = (self.ends[0], self.checked[culprit][1])
 
     def save(self, run: Run, post: Posterior, schedule: references.Schedule | None) -> None:
         self.saves += 1
@@ -202,8 +213,10 @@ def test_a_range_hidden_by_untestable_neighbours_is_rechecked_too():
     answer = s.find()
     assert answer.kind == "range" and {"c8", "c9"} <= {c for c, _ in answer.candidates}
     parent, top = recheck.pair(s.post, answer)
-    assert run.verification is not None and run.verification.culprit == top
     assert parent == "c7" and top == "c10"
+    # reverting c10 restores nothing: the rest, with it reverted, names the range again
+    assert [p.verification.culprit for p in run.passes] == ["c10"]
+    assert run.verification is None and run.passes[0].verification.kind == "none"
     s, bench, run = search(20, "c9")
     bench.unbuildable, bench.unrevertable = {"c8", "c9"}, {"c10"}
     s.find()

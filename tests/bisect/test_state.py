@@ -136,6 +136,14 @@ def test_unknown_options_are_refused_in_one_line(tmp_path: Path) -> None:
         ("phase", "zzz", 'phase "zzz" is none of endpoints, bisecting, verifying, done'),
         ("phase", "recheck", 'phase "recheck" is none of endpoints, bisecting, verifying, done'),
         ("answer", None, "phase done without its answer"),
+        # the rest's passes (rule.Rest), each checked as the verification is
+        ("passes", "x", 'passes must be a list, got "x"'),
+        ("passes", [3], "passes.0 must be a table, got 3"),
+        (
+            "passes",
+            [{"answer": {}, "verification": {"culprit": 5}}],
+            "passes.0.verification.culprit must be a string, got 5",
+        ),
     ],
 )
 def test_a_state_with_a_wrong_field_names_it_and_how_to_recover(

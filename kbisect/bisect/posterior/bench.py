@@ -107,6 +107,14 @@ class Bench(Protocol):
         samples and the check's fresh ones) and the revert's."""
         ...
 
+    def rest(self, culprit: str, contains: Callable[[str], bool]) -> None:
+        """From now on, every revision that contains culprit (contains(revision)) is built
+        and booted with culprit reverted (on top of the earlier rests' reverts), its
+        samples kept apart from its plain ones (stored() and boot_round() name it still);
+        a revert that does not apply there is a BuildError. BAD becomes BAD with culprit
+        reverted: its samples are the revert check's, and revert() reverts on it."""
+        ...
+
     def save(self, run: Run, post: Posterior, schedule: Schedule | None) -> None:
         """Keep the state (the driver: state.json after every boot)."""
         ...
@@ -127,11 +135,41 @@ class Store:
         self.revs: dict[str, samples.Revision] = {}
         self.ends = (run.good, run.bad)
         self.reverts: dict[str, tuple[samples.Revision, samples.Revision]] = {}  # reverted, bad
+        self.without: list[tuple[str, Callable[[str], bool]]] = []  # the rests' reverts
+        self.made: dict[tuple[str, str], str | None] = {}  # (base, culprit) -> revert_onto's
 
     def out(self, commit: str, recheck_of: str | None = None) -> Path:
-        if recheck_of is None:
-            return samples.commit_dir(self.run.store, commit)
-        return recheck.folder(self.run_dir, recheck_of, commit)
+        """Where commit's samples go: the store's folder of commit (with the rests'
+        reverts: of the commit revert_onto made, their own), BAD's with them the last
+        revert check's; a re-check's in the run. RevertConflict: a revert does not apply."""
+        if recheck_of is not None:
+            return recheck.folder(self.run_dir, recheck_of, commit)
+        made = self._reverted(commit)
+        if made != commit and commit == self.run.bad:
+            return verify_dir(self.run_dir, self.without[-1][0]) / "reverted"
+        return samples.commit_dir(self.run.store, made)
+
+    def _reverted(self, commit: str) -> str:
+        """commit with each rest's revert it contains, in turn (worktree.revert_onto);
+        RevertConflict when one does not apply."""
+        made = commit
+        for culprit, contains in self.without:
+            if contains(commit):
+                if (made, culprit) not in self.made:
+                    try:
+                        self.made[made, culprit] = worktree.revert_onto(self.top, made, culprit)
+                    except worktree.RevertConflict:
+                        self.made[made, culprit] = None
+                if (done := self.made[made, culprit]) is None:
+                    raise worktree.RevertConflict(
+                        f"the revert of {culprit[:12]} does not apply on {commit[:12]}"
+                    )
+                made = done
+        return made
+
+    def rest(self, culprit: str, contains: Callable[[str], bool]) -> None:
+        self.without.append((culprit, contains))
+        self.rows = [r for r in self.rows if not contains(str(r["commit"]))]
 
     def evidence(self) -> list[Sample]:
         """The stored samples of every visited revision and re-check (a resumed search)."""
@@ -139,7 +177,8 @@ class Store:
         found = []
         for commit in self.run.visited:
             role = "reference" if commit in ends else "test"
-            found += self.feed(commit, self.out(commit), role)
+            if commit not in self.run.failed:
+                found += self.feed(commit, self.out(commit), role)
         for culprit, rc in self.run.rechecks.items():
             for commit in (rc.parent, culprit):
                 found += self.feed(commit, self.out(commit, culprit), "recheck")
@@ -189,7 +228,10 @@ class Store:
         return sum(t >= self.t0 for t in self.seen.values())
 
     def stored(self, commit: str) -> tuple[list[Sample], str | None]:
-        out = self.out(commit)
+        try:
+            out = self.out(commit)
+        except worktree.RevertConflict:
+            return [], None  # build() says so
         tps, failures = samples.stored(out)
         if samples.retry_owed(out, tps, failures):  # interrupted before its retry
             return [], None
@@ -198,9 +240,11 @@ class Store:
         return self.feed(commit, out, self._role(commit)), None
 
     def build(self, commit: str) -> None:
-        self.revs[commit] = check.revision(
-            self.ctx, self.top, commit, self.run.options, self.out(commit)
-        )
+        try:
+            made, out = self._reverted(commit), self.out(commit)
+        except worktree.RevertConflict as exc:
+            raise BuildError(str(exc)) from None
+        self.revs[commit] = check.revision(self.ctx, self.top, made, self.run.options, out)
 
     def _next(self, commit: str, recheck_of: str | None) -> tuple[samples.Revision, int, str]:
         """A boot of commit: its revision (the store its sample goes to), the draw's
@@ -236,9 +280,10 @@ class Store:
     def revert(self, culprit: str) -> str | None:
         out, bad = verify_dir(self.run_dir, culprit), self.run.bad
         try:
-            reverted = worktree.revert_onto(self.top, bad, culprit)
+            base = self._reverted(bad)
+            reverted = worktree.revert_onto(self.top, base, culprit)
             made = check.revision(self.ctx, self.top, reverted, self.run.options, out / "reverted")
-            bad_rev = check.revision(self.ctx, self.top, bad, self.run.options, out / "bad")
+            bad_rev = check.revision(self.ctx, self.top, base, self.run.options, out / "bad")
         except worktree.RevertConflict:
             return f"the revert of {culprit[:12]} does not apply on bad {bad[:12]}"
         except BuildError as exc:
@@ -255,7 +300,7 @@ class Store:
 
     def verify_tps(self, culprit: str) -> tuple[list[float], list[float], list[float]]:
         out = verify_dir(self.run_dir, culprit)
-        good, bad = (samples.stored(samples.commit_dir(self.run.store, c))[0] for c in self.ends)
+        good, bad = (samples.stored(self.out(c))[0] for c in self.ends)
         return good, bad + samples.stored(out / "bad")[0], samples.stored(out / "reverted")[0]
 
     def save(self, run: Run, post: Posterior, schedule: Schedule | None) -> None:

@@ -14,6 +14,10 @@ what to do, from a view of the posterior and the run (view()), and does it:
   then a round of boots of bad with it reverted and of bad at a time;
 - Recheck: the answer against its parent with fresh pairs (recheck.py), where the revert
   could not be measured;
+- Rest: the answer's revert restored part of the gap or none of it: the pass is kept in
+  the state (state.Pass) and the rest bisected at once by a new posterior over the same
+  range, with the answer reverted on every revision that contains it (the bench's rest()):
+  the samples of the revisions without it carry over, BAD's are the revert check's;
 - Stop or GiveUp: the search ends.
 
 A round on a pool of k machines is filled by asking the rule again while it asks for
@@ -42,7 +46,7 @@ from kbisect.bisect.posterior.bench import Bench, Sample, Store
 from kbisect.bisect.posterior.choice import Cost
 from kbisect.bisect.posterior.likelihood import Model
 from kbisect.bisect.posterior.posterior import Answer, Posterior
-from kbisect.bisect.state import Recheck, Run, Verification
+from kbisect.bisect.state import Pass, Recheck, Run, Verification
 from kbisect.core import progress
 from kbisect.core.exceptions import BenchmarkError, BootError, BuildError
 
@@ -102,7 +106,8 @@ class Search:
             check = rule.Check(v.kind, tuple(v.bad_tps or ()), tuple(v.reverted_tps or ()))
         rc = self.run.rechecks.get(culprit) if culprit is not None else None
         kind = rc.kind if rc is not None else rule.NOT_BEGUN
-        return rule.View(answer, culprit, left, due, tuple(best), check, kind, self.k)
+        gone = tuple(self.run.reverted)
+        return rule.View(answer, culprit, left, due, tuple(best), check, kind, self.k, gone)
 
     def _next_round(self) -> rule.Stop | rule.GiveUp | None:
         """One round: the rule asked until the round is full or it asks for something
@@ -128,6 +133,8 @@ class Search:
             self._verify(action, view.answer)
         elif isinstance(action, rule.Recheck):
             self.recheck(action.answer)
+        elif isinstance(action, rule.Rest):
+            self._rest(action, view.answer)
         elif isinstance(action, rule.Stop | rule.GiveUp):
             return action
         return None
@@ -145,13 +152,42 @@ class Search:
             verify.take(self.bench, v, list(action.sides), self.run.bad)
             return
         if v is None or v.culprit != culprit:
-            v = self.run.verification = Verification(culprit)
+            v = self.run.verification = Verification(culprit, without=self.run.reverted or None)
         if self.run.first_stop is None and answer is not None:
             self.run.first_stop = {"commit": culprit, "p": answer.probability, "kind": answer.kind}
         self.begun.add(culprit)
         if v.kind == "running":
             self._say(lambda: f"{culprit[:12]} holds P = {answer and answer.probability:.3f}")
             verify.begin(self.bench, v, self.run.bad)
+
+    def _rest(self, action: rule.Rest, answer: Answer | None) -> None:
+        """The pass ends (its answer and revert check kept in the state); the rest is
+        bisected with its answer reverted wherever it is: a new posterior over the range,
+        the samples of every revision without it kept, BAD's the revert check's."""
+        v, x, bad = self.run.verification, action.culprit, self.run.bad
+        assert v is not None and answer is not None
+        self._say(lambda: f"{x[:12]}: {action.why}")
+        self.run.passes.append(Pass(answer.as_dict(), v))
+        kept = self._without(x)
+        self.run.verification, self.run.first_stop, self.begun = None, None, set()
+        self.run.visited = [c for c in self.run.visited if c == bad or c not in kept]
+        self.run.failed = {c: why for c, why in self.run.failed.items() if c not in kept}
+        for c in self.run.failed:
+            self.post.failed(c)
+        found = self.bench.stored(bad)[0]
+        self.ends = (self.ends[0], [s.tps for s in found])
+        self.feed(found)
+
+    def _without(self, x: str) -> set[str]:
+        """The posterior begun again with x reverted wherever it is (the bench's rest(),
+        the samples of the revisions without it kept); the revisions with it."""
+        gone = containing(self.graph, x)
+        self.bench.rest(x, gone.__contains__)
+        old, self.post = self.post, Posterior(self.graph, self.post.model)
+        for s in old.samples:
+            if s.commit not in gone:
+                self.post.update(s.commit, s.tps, s.t, s.load, s.machine)
+        return gone
 
     def feed(self, found: list[Sample]) -> int:
         """Samples into the posterior; how many."""
@@ -364,5 +400,12 @@ def start(
     if run.bisect_t0 is None:  # the search begins
         run.bisect_t0 = time.time()
         run.visited = [run.good, run.bad]
-    store = Store(ctx, top, run_dir, run)
-    return kind(graph.read(top, [run.good], run.bad), store, run, store.evidence())
+    store, g = Store(ctx, top, run_dir, run), graph.read(top, [run.good], run.bad)
+    for x in run.reverted:  # a rest resumed: its reverts again
+        store.rest(x, containing(g, x).__contains__)
+    return kind(g, store, run, store.evidence())
+
+
+def containing(g: graph.Graph, x: str) -> set[str]:
+    """The revisions of the range that contain x."""
+    return {c for c in g.commits if g.is_bad(c, x)}

@@ -222,8 +222,8 @@ def print_answer(s: Mapping[str, Any], written: Path) -> None:
         print(f"first bad commit: {head} {len(s['candidates'])} (P = {a['probability']:.3f}):")
         for c in s["candidates"]:
             print(f"  {c['commit']} {c['subject']} (P = {c['p']:.3f})")
-    if rec := s.get("verification"):
-        print(verify.line(rec))
+    for said in verify.lines(s):
+        print(said)
     rc = s["recheck"]
     if rc.get("error") != NOT_NEEDED:
         print(recheck.line(rc.get("culprit", "?"), rc) if "culprit" in rc else rc["error"])

@@ -52,8 +52,8 @@ def render(run_dir: Path, s: Mapping[str, Any]) -> mbox.Mail:
         lines += ["one of these commits (skipped revisions hide which):"]
         for c in s.get("candidates") or []:
             lines += para(f"{c['commit']} {c['subject']}", "  ", "  ")
-    if rec := s.get("verification"):
-        lines += ["", *para(f"{verify.line(rec)}.")]
+    for said in verify.lines(s):
+        lines += ["", *para(f"{said}.")]
     describe = next((x.manifest.get("describe") for x in culprit), None)
     tree = build.facts(culprit + parent).get("tree") or build.tree_name(s.get("tree")) or "?"
     lines += [f"tree: {tree}" + (f", describe {describe}" if describe else ""), ""]

@@ -62,10 +62,8 @@ def verify_lines(s: Mapping[str, Any]) -> list[str]:
     """The revert check's paragraph (either method), first in the answer: the share of the
     good-to-bad gap the revert restores, its samples; none in a run from before it."""
     rec = s.get("verification")
-    if not rec:
-        return []
-    out = [f"**Revert check: {verify.line(rec)}.**", ""]
-    if rec.get("reverted_tps"):
+    out = [x for said in verify.lines(s) for x in (f"**Revert check: {said}.**", "")]
+    if rec and rec.get("reverted_tps"):
         tps = {k: ", ".join(f"{x:.1f}" for x in rec[k]) for k in ("reverted_tps", "bad_tps")}
         out += [
             f"- bad with `{rec['culprit'][:12]}` reverted: {tps['reverted_tps']}",

@@ -69,8 +69,8 @@ def render(run_dir: Path, s: Mapping[str, Any]) -> str:
         f"kbisect bisected a change in pgbench tps ({o['scenario']}) between "
         f"{o['good']} (good) and {o['bad']} (bad) to {found}."
     )
-    if rec := s.get("verification"):
-        lines += ["", *para(f"{verify.line(rec)}.", "  ")]
+    for said in verify.lines(s):
+        lines += ["", *para(f"{said}.", "  ")]
     if "ratio" in rc:
         word = "confirmed" if rc.get("confirmed") else "NOT confirmed: treat it as suspect"
         # the git method's kind is the compare verdict; the posterior's says it already
