@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import math
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
@@ -251,7 +250,7 @@ def _finite(text: str) -> float:
         value = float(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
-    if not math.isfinite(value):
+    if not reading.number(value):
         raise argparse.ArgumentTypeError(f"{text} is not a finite number")
     return value
 

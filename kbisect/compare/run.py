@@ -49,7 +49,8 @@ def start(spec: Spec, policy: retake.Policy) -> int:
     base_scen = scenario.load(spec.scenario)
     if pgsides.asked(spec):
         pgsides.check(spec, base_scen)
-    a, b = sides_mod.from_spec(spec, base_scen)
+    a, b = (sides_mod.side(x, spec, base_scen) for x in NAMES)
+
     repo = sides_mod.resolve_revisions(spec, a, b)
     if pgsides.asked(spec):
         pgsides.apply(spec, (a, b))
@@ -194,7 +195,7 @@ def _run(target: Target, sides: dict[str, Side], plan: schedule.Plan, out: Path)
         confidence=rule.level if rule else 0.95,
         planned=min(order.count(x) for x in NAMES),
         most=rule.most if rule else None,
-        interval=machines.interval(stored) or _prior_interval(rule, a.tps, b.tps),
+        interval=machines.interval(stored) or (rule.interval(a.tps, b.tps) if rule else None),
         blocks=machines.blocks(stored),
     )
     duration = time.time() - plan.started
@@ -216,12 +217,6 @@ def _run(target: Target, sides: dict[str, Side], plan: schedule.Plan, out: Path)
         progress.warn(moved)
     print(f"report: {markdown.render(out)[0]}")
     return EXIT_NEGATIVE if verdict.kind == "regression" else EXIT_OK
-
-
-def _prior_interval(
-    rule: stopping.Rule | None, a: list[float], b: list[float]
-) -> machines.Interval | None:
-    return rule.interval(a, b) if rule is not None else None
 
 
 def _measure(

@@ -18,9 +18,10 @@ from pathlib import Path
 from typing import Any
 
 from kbisect.core import digest, paths, reading
+from kbisect.core.reading import got
 from kbisect.scenario import profile, storage
 from kbisect.scenario.check import validate
-from kbisect.scenario.fields import REQUIRED, ScenarioError, got, lookup
+from kbisect.scenario.fields import REQUIRED, ScenarioError, lookup
 
 
 def scenario_hash(data: dict[str, Any]) -> str:
