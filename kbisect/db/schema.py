@@ -19,48 +19,6 @@ VERSION = 1
 FILE = "kbisect.sqlite"
 REBUILD = "run `kbisect db rebuild` to build it again from the run directories"
 
-RUN_COLUMNS = (
-    "run_id",
-    "path",
-    "kind",
-    "name",
-    "scenario_name",
-    "scenario_hash",
-    "started",
-    "command",
-    "verdict",
-    "ratio",
-)
-SAMPLE_COLUMNS = (
-    "path",
-    "run_id",
-    "label",
-    "boot",
-    "status",
-    "disturbed",
-    "tps",
-    "tps_runs",
-    "kernel_commit",
-    "kernel_tag",
-    "kernel_release",
-    "tree",
-    "config_hash",
-    "patches",
-    "append",
-    "scenario_name",
-    "scenario_hash",
-    "target_kind",
-    "target_name",
-    "arch",
-    "machine",
-    "cpu_model",
-    "cores",
-    "memory_mb",
-    "numa_nodes",
-    "pg_version",
-    "started",
-)
-
 DDL = f"""
 CREATE TABLE IF NOT EXISTS runs (
     run_id TEXT PRIMARY KEY,
@@ -109,6 +67,16 @@ CREATE INDEX IF NOT EXISTS samples_machine ON samples (machine);
 CREATE INDEX IF NOT EXISTS samples_commit ON samples (kernel_commit);
 PRAGMA user_version = {VERSION};
 """
+
+
+def _columns(table: str) -> tuple[str, ...]:
+    """A table's columns in the DDL's order: the one place they are named."""
+    body = DDL.partition(f"CREATE TABLE IF NOT EXISTS {table} (\n")[2].partition("\n);")[0]
+    return tuple(line.split()[0].strip('"') for line in body.splitlines())
+
+
+RUN_COLUMNS = _columns("runs")
+SAMPLE_COLUMNS = _columns("samples")
 
 
 class DbError(InfraError):
