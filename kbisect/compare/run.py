@@ -36,12 +36,6 @@ from kbisect.targets.base import Target
 from kbisect.targets.pool import dispatch
 
 
-def _absolute(spec: str) -> str:
-    """A scenario or target file is saved as an absolute path: --resume may run from
-    elsewhere."""
-    return str(Path(spec).resolve()) if "/" in spec or spec.endswith(".toml") else spec
-
-
 def start(spec: Spec, policy: retake.Policy) -> int:
     """A new compare: sides checked and built, the plan saved, then every boot; the exit
     code of the verdict (1 for a regression)."""
@@ -80,11 +74,11 @@ def start(spec: Spec, policy: retake.Policy) -> int:
             rule, choose = sequential.asked(rule, spec.noise_prior)
         plan = schedule.Plan(
             progress.reproduce_line(),
-            _absolute(spec.scenario),
+            paths.saved(spec.scenario),
             {"A": a.to_plan(), "B": b.to_plan()},
             sides_order,
             spec.retries,
-            _absolute(spec.target),
+            paths.saved(spec.target),
             target.arch.name,
             policy,
             spec.min_effect,
