@@ -35,24 +35,6 @@ from kbisect.targets.ssh import baseconfig
 T = TypeVar("T")
 
 
-def add_target(p: argparse.ArgumentParser | argparse._ArgumentGroup) -> None:
-    p.add_argument(
-        "--target",
-        type=label,
-        default="vng",
-        metavar="NAME",
-        help="where kernels run: vng (a virtme-ng guest on this host, the default), fake, "
-        "or a machine: NAME.toml in ~/.config/kbisect/targets/, or a .toml path",
-    )
-
-
-def add_arch(p: argparse.ArgumentParser | argparse._ArgumentGroup) -> None:
-    p.add_argument(
-        "--arch",
-        help="kernel arch, x86_64 or arm64 (default: the target's; for vng this host's)",
-    )
-
-
 def add_configs(p: argparse.ArgumentParser | argparse._ArgumentGroup, what: str = "") -> None:
     p.add_argument(
         "--config",
@@ -128,8 +110,17 @@ def add_set(
 
 def add_where(p: argparse.ArgumentParser | argparse._ArgumentGroup) -> None:
     """--target and --arch: where the kernel runs, and what it is built for."""
-    add_target(p)
-    add_arch(p)
+    p.add_argument(
+        "--target",
+        type=label,
+        default="vng",
+        metavar="NAME",
+        help="where kernels run: vng (a virtme-ng guest on this host, the default), fake, "
+        "or a machine: NAME.toml in ~/.config/kbisect/targets/, or a .toml path",
+    )
+    p.add_argument(
+        "--arch", help="kernel arch, x86_64 or arm64 (default: the target's; for vng this host's)"
+    )
 
 
 def target(args: argparse.Namespace) -> Target:
@@ -184,6 +175,16 @@ def fraction(text: str) -> float:
     if problem := reading.fraction(value):
         raise argparse.ArgumentTypeError(f"{text} {problem}")
     return value
+
+
+def add_min_effect(p: argparse.ArgumentParser | argparse._ArgumentGroup) -> None:
+    """--min-effect F (compare, diff): the smallest change called a verdict."""
+    p.add_argument(
+        "--min-effect",
+        type=fraction,
+        default=0.02,
+        help="smallest change called a regression/improvement (default 0.02 = 2%%)",
+    )
 
 
 def ruled(rule: reading.Rule, kind: str) -> Callable[[str], str]:
