@@ -19,7 +19,6 @@ from kbisect.core.reading import Fields
 OPTIONAL = ("tree", "command", "description", "source", "target_spec")
 
 
-
 def rows(f: Fields, key: str, check: Callable[[Fields], None], least: int = 0) -> list[Any]:
     """The list `key`, each item a table `check` reads; at least `least` of them."""
     items: list[Any] = f.items(key)
@@ -52,7 +51,6 @@ def _level(f: Fields) -> None:
     f.string("label")
     f.strings("set")
     f.string("append", "")
-
 
 
 def _axis(f: Fields) -> None:
