@@ -29,9 +29,8 @@ from kbisect.core.reading import CorruptFile, got
 from kbisect.db import index, runs
 from kbisect.measure.record import Sample
 
-SAMPLES = "samples"
+SAMPLES, SUMMARY = runs.SAMPLES, runs.SUMMARY  # where db/runs.py looks for them
 BOOTS = "boots"  # each boot's console log and guest files (measure/sample.py)
-SUMMARY = "summary.json"
 # What to do about a sample or summary that cannot be read back (each file is written
 # whole, by rename or link: only damage from outside truncates one).
 SAMPLE_RECOVER = reading.SAMPLE_RECOVER
