@@ -59,12 +59,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     )
     options.add_disturbance(m)
     m.add_argument("--seed", type=options.seed, help="seed for --order random")
-    m.add_argument(
-        "--min-effect",
-        type=options.fraction,
-        default=0.02,
-        help="smallest change called a regression/improvement (default 0.02 = 2%%)",
-    )
+    options.add_min_effect(m)
     m.add_argument(
         "--out", type=options.out_path, help="results dir (default: a new one in results/)"
     )

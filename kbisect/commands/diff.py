@@ -34,12 +34,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
         default="text",
         help="text (72 columns, as the compare text report's head), json or markdown",
     )
-    parser.add_argument(
-        "--min-effect",
-        type=options.fraction,
-        default=0.02,
-        help="smallest change called a regression/improvement (default 0.02 = 2%%)",
-    )
+    options.add_min_effect(parser)
     parser.add_argument(
         "--force",
         action="store_true",

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import math
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
@@ -34,24 +33,6 @@ from kbisect.targets.base import Target
 from kbisect.targets.ssh import baseconfig
 
 T = TypeVar("T")
-
-
-def add_target(p: argparse.ArgumentParser | argparse._ArgumentGroup) -> None:
-    p.add_argument(
-        "--target",
-        type=label,
-        default="vng",
-        metavar="NAME",
-        help="where kernels run: vng (a virtme-ng guest on this host, the default), fake, "
-        "or a machine: NAME.toml in ~/.config/kbisect/targets/, or a .toml path",
-    )
-
-
-def add_arch(p: argparse.ArgumentParser | argparse._ArgumentGroup) -> None:
-    p.add_argument(
-        "--arch",
-        help="kernel arch, x86_64 or arm64 (default: the target's; for vng this host's)",
-    )
 
 
 def add_configs(p: argparse.ArgumentParser | argparse._ArgumentGroup, what: str = "") -> None:
@@ -129,8 +110,17 @@ def add_set(
 
 def add_where(p: argparse.ArgumentParser | argparse._ArgumentGroup) -> None:
     """--target and --arch: where the kernel runs, and what it is built for."""
-    add_target(p)
-    add_arch(p)
+    p.add_argument(
+        "--target",
+        type=label,
+        default="vng",
+        metavar="NAME",
+        help="where kernels run: vng (a virtme-ng guest on this host, the default), fake, "
+        "or a machine: NAME.toml in ~/.config/kbisect/targets/, or a .toml path",
+    )
+    p.add_argument(
+        "--arch", help="kernel arch, x86_64 or arm64 (default: the target's; for vng this host's)"
+    )
 
 
 def target(args: argparse.Namespace) -> Target:
@@ -185,6 +175,16 @@ def fraction(text: str) -> float:
     if problem := reading.fraction(value):
         raise argparse.ArgumentTypeError(f"{text} {problem}")
     return value
+
+
+def add_min_effect(p: argparse.ArgumentParser | argparse._ArgumentGroup) -> None:
+    """--min-effect F (compare, diff): the smallest change called a verdict."""
+    p.add_argument(
+        "--min-effect",
+        type=fraction,
+        default=0.02,
+        help="smallest change called a regression/improvement (default 0.02 = 2%%)",
+    )
 
 
 def ruled(rule: reading.Rule, kind: str) -> Callable[[str], str]:
@@ -251,7 +251,7 @@ def _finite(text: str) -> float:
         value = float(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
-    if not math.isfinite(value):
+    if not reading.number(value):
         raise argparse.ArgumentTypeError(f"{text} is not a finite number")
     return value
 

@@ -65,52 +65,44 @@ def side_patches(run: Run, side: str) -> list[dict[str, object]]:
 
 
 def _side_table(run: Run) -> list[str]:
-    if any(machines.parts(run.samples, x) for x in SIDES):
-        return _pool_side_table(run)
-    out = [
-        "| side | label | kernel | append | boots ok / failed | mean tps | median | stdev "
-        "| CV | min | max |",
-        "|---|---|---|---|---|---:|---:|---:|---:|---:|---:|",
+    """Each side's figures; over a pool, per machine (a machine's level is its own, so
+    figures mixing the machines would show their spread, not the noise)."""
+    pooled = any(machines.parts(run.samples, x) for x in SIDES)
+    out = []
+    if pooled:
+        out += [
+            "Per machine (B/A is within machines; figures mixing the machines would show "
+            "their spread, not the boots' noise):",
+            "",
+        ]
+    out += [
+        f"| side | label | kernel | append |{' machine |' if pooled else ''} boots ok / failed "
+        "| mean tps | median | stdev | CV | min | max |",
+        f"|---|---|---|---|{'---|' if pooled else ''}---|---:|---:|---:|---:|---:|---:|",
     ]
     for side, s in zip(SIDES, (run.verdict.a, run.verdict.b), strict=True):
         info, boots = run.summary["sides"][side], run.side(side)
-        ok = len(ok_tps(boots))
-        out.append(
-            f"| {side} | {cell(run.name(side))} | {cell(_kernel(info.get('kernel') or {}))} "
-            f"| `{cell(info.get('append') or '')}` | {ok} / {len(boots) - ok} | {s.mean:,.1f} "
-            f"| {s.median:,.1f} | {s.stdev:,.1f} | {s.cv * 100:.1f}% | {s.min:,.1f} "
-            f"| {s.max:,.1f} |"
-        )
-    return out
-
-
-def _pool_side_table(run: Run) -> list[str]:
-    """Over a pool: each side's figures per machine (a machine's level is its own, so
-    figures mixing the machines would show their spread, not the noise)."""
-    out = [
-        "Per machine (B/A is within machines; figures mixing the machines would show "
-        "their spread, not the boots' noise):",
-        "",
-        "| side | label | kernel | append | machine | boots ok / failed | mean tps | median "
-        "| stdev | CV | min | max |",
-        "|---|---|---|---|---|---|---:|---:|---:|---:|---:|---:|",
-    ]
-    for side in SIDES:
-        info = run.summary["sides"][side]
         head = (
             f"| {side} | {cell(run.name(side))} | {cell(_kernel(info.get('kernel') or {}))} "
             f"| `{cell(info.get('append') or '')}`"
         )
+        if not pooled:
+            ok = len(ok_tps(boots))
+            out.append(f"{head} | {ok} / {len(boots) - ok} {_figures(s)}")
         for part in machines.parts(run.samples, side):
-            figures = "| — | — | — | — | — | — |"
-            if part.tps:
-                s = means.summarize(part.tps)
-                figures = (
-                    f"| {s.mean:,.1f} | {s.median:,.1f} | {s.stdev:,.1f} | {s.cv * 100:.1f}% "
-                    f"| {s.min:,.1f} | {s.max:,.1f} |"
-                )
+            figures = _figures(means.summarize(part.tps) if part.tps else None)
             out.append(f"{head} | {cell(part.machine)} | {len(part.tps)} / {part.failed} {figures}")
     return out
+
+
+def _figures(s: means.Summary | None) -> str:
+    """Mean, median, stdev, CV, min and max as the side table's cells; dashes for none."""
+    if s is None:
+        return "| — | — | — | — | — | — |"
+    return (
+        f"| {s.mean:,.1f} | {s.median:,.1f} | {s.stdev:,.1f} | {s.cv * 100:.1f}% "
+        f"| {s.min:,.1f} | {s.max:,.1f} |"
+    )
 
 
 def _machine_table(run: Run) -> list[str]:

@@ -36,12 +36,6 @@ from kbisect.targets.base import Target
 from kbisect.targets.pool import dispatch
 
 
-def _absolute(spec: str) -> str:
-    """A scenario or target file is saved as an absolute path: --resume may run from
-    elsewhere."""
-    return str(Path(spec).resolve()) if "/" in spec or spec.endswith(".toml") else spec
-
-
 def start(spec: Spec, policy: retake.Policy) -> int:
     """A new compare: sides checked and built, the plan saved, then every boot; the exit
     code of the verdict (1 for a regression)."""
@@ -49,7 +43,8 @@ def start(spec: Spec, policy: retake.Policy) -> int:
     base_scen = scenario.load(spec.scenario)
     if pgsides.asked(spec):
         pgsides.check(spec, base_scen)
-    a, b = sides_mod.from_spec(spec, base_scen)
+    a, b = (sides_mod.side(x, spec, base_scen) for x in NAMES)
+
     repo = sides_mod.resolve_revisions(spec, a, b)
     if pgsides.asked(spec):
         pgsides.apply(spec, (a, b))
@@ -79,11 +74,11 @@ def start(spec: Spec, policy: retake.Policy) -> int:
             rule, choose = sequential.asked(rule, spec.noise_prior)
         plan = schedule.Plan(
             progress.reproduce_line(),
-            _absolute(spec.scenario),
+            paths.saved(spec.scenario),
             {"A": a.to_plan(), "B": b.to_plan()},
             sides_order,
             spec.retries,
-            _absolute(spec.target),
+            paths.saved(spec.target),
             target.arch.name,
             policy,
             spec.min_effect,
@@ -194,7 +189,7 @@ def _run(target: Target, sides: dict[str, Side], plan: schedule.Plan, out: Path)
         confidence=rule.level if rule else 0.95,
         planned=min(order.count(x) for x in NAMES),
         most=rule.most if rule else None,
-        interval=machines.interval(stored) or _prior_interval(rule, a.tps, b.tps),
+        interval=machines.interval(stored) or (rule.interval(a.tps, b.tps) if rule else None),
         blocks=machines.blocks(stored),
     )
     duration = time.time() - plan.started
@@ -216,12 +211,6 @@ def _run(target: Target, sides: dict[str, Side], plan: schedule.Plan, out: Path)
         progress.warn(moved)
     print(f"report: {markdown.render(out)[0]}")
     return EXIT_NEGATIVE if verdict.kind == "regression" else EXIT_OK
-
-
-def _prior_interval(
-    rule: stopping.Rule | None, a: list[float], b: list[float]
-) -> machines.Interval | None:
-    return rule.interval(a, b) if rule is not None else None
 
 
 def _measure(

@@ -51,9 +51,6 @@ def plan_fields(rule: stopping.Rule | None) -> dict[str, Any]:
     }
 
 
-OFF = "off"
-
-
 def asked(rule: stopping.Rule, mode: str) -> tuple[stopping.Rule, bool]:
     """A new single-target plan's rule, and whether its noise prior is still to be
     chosen (auto: after the first pair, run.py); with --noise-prior off, none."""
@@ -185,24 +182,13 @@ def verdict(
     for boots once the interval settles the question (ratio.settles). `interval`:
     a pool's, within machines (machines.py); None, the single-target one; `blocks`, a
     pool's machines of each side's boots (machines.blocks), for warnings within them."""
-    if most is None:
-        return ratio.verdict(
-            a,
-            b,
-            min_effect=min_effect,
-            confidence=confidence,
-            planned=planned,
-            interval=interval,
-            blocks=blocks,
-            settled_asks=False,
-        )
     return ratio.verdict(
         a,
         b,
         min_effect=min_effect,
         confidence=confidence,
-        planned=most,
-        boots_flag=FLAG,
+        planned=planned if most is None else most,
+        boots_flag="--boots" if most is None else FLAG,
         interval=interval,
         blocks=blocks,
         settled_asks=False,

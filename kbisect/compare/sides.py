@@ -171,19 +171,15 @@ def check_conflicts(spec: Spec) -> None:
         raise ConflictingOptions("--rev-b and --revert need --base (side A's revision)")
 
 
-def from_spec(spec: Spec, base: scenario.Scenario) -> tuple[Side, Side]:
-    """Side A and B from the shared options plus each side's own (`--append-a`, ...)."""
-    return _side("A", spec, base), _side("B", spec, base)
-
-
-def _side(name: str, spec: Spec, base: scenario.Scenario) -> Side:
+def side(name: str, spec: Spec, base: scenario.Scenario) -> Side:
+    """Side A or B from the shared options plus the side's own (`--append-a`, ...)."""
     image, own_append, own, label = spec.side(name)
     sets = [*spec.sets, *own]
     append = " ".join(filter(None, [spec.append, own_append]))
-    side = Side(name, label or name, append, list(own), base.with_overrides(sets), sets)
+    made = Side(name, label or name, append, list(own), base.with_overrides(sets), sets)
     if image or spec.kernel:
-        side.kernel = Kernel.find(image or str(spec.kernel))
-    return side
+        made.kernel = Kernel.find(image or str(spec.kernel))
+    return made
 
 
 def resolve_revisions(spec: Spec, a: Side, b: Side) -> Path | None:

@@ -99,40 +99,29 @@ def print_table(
     with its interval (report.verdict_line) and the warnings. Over a pool (`samples` from
     more than one machine), a row per side and machine: a side's CV, min and max over all
     machines would show their spread, not the noise."""
-    labels = {x: str(summary["sides"][x].get("label") or x) for x in NAMES}
     split = {x: machines.parts(samples, x) for x in NAMES}
-    if any(split.values()):
-        _print_pool(labels, split)
-    else:
-        print(
-            f"{'side':<4} {'label':<44} {'n':>3} {'mean':>9} {'median':>9} {'CV':>6} "
-            f"{'min':>9} {'max':>9}"
-        )
-        for name, s in zip(NAMES, (verdict.a, verdict.b), strict=True):
-            print(
-                f"{name:<4} {labels[name][:44]:<44} {s.n:>3} {s.mean:>9.1f} {s.median:>9.1f} "
-                f"{s.cv * 100:>5.1f}% {s.min:>9.1f} {s.max:>9.1f}"
-            )
+    pooled = any(split.values())
+    width = 29 if pooled else 44  # over a pool the label shares its width with the machine
+    machine = f" {'machine':<14}" if pooled else ""
+    print(
+        f"{'side':<4} {'label':<{width}}{machine} {'n':>3} {'mean':>9} {'median':>9} "
+        f"{'CV':>6} {'min':>9} {'max':>9}"
+    )
+    for name, s in zip(NAMES, (verdict.a, verdict.b), strict=True):
+        label = str(summary["sides"][name].get("label") or name)
+        head = f"{name:<4} {label[:width]:<{width}}"
+        if not pooled:
+            print(f"{head} {s.n:>3} {_figures(s)}")
+        for part in split[name]:
+            figures = _figures(means.summarize(part.tps) if part.tps else None)
+            print(f"{head} {part.machine[:14]:<14} {len(part.tps):>3} {figures}")
     print(verdict_line(summary, verdict))
     for w in verdict.warnings:
         progress.warn(w)
 
 
-def _print_pool(labels: Mapping[str, str], split: Mapping[str, list[machines.Part]]) -> None:
-    """The side table over a pool: the label column shares its width with the machine."""
-    print(
-        f"{'side':<4} {'label':<29} {'machine':<14} {'n':>3} {'mean':>9} {'median':>9} "
-        f"{'CV':>6} {'min':>9} {'max':>9}"
-    )
-    for name in NAMES:
-        label = labels[name]
-        for part in split[name]:
-            head = f"{name:<4} {label[:29]:<29} {part.machine[:14]:<14} {len(part.tps):>3}"
-            if not part.tps:
-                print(f"{head} {'-':>9} {'-':>9} {'-':>6} {'-':>9} {'-':>9}")
-                continue
-            s = means.summarize(part.tps)
-            print(
-                f"{head} {s.mean:>9.1f} {s.median:>9.1f} {s.cv * 100:>5.1f}% "
-                f"{s.min:>9.1f} {s.max:>9.1f}"
-            )
+def _figures(s: means.Summary | None) -> str:
+    """A side's mean, median, CV, min and max in the table's columns; dashes for none."""
+    if s is None:
+        return f"{'-':>9} {'-':>9} {'-':>6} {'-':>9} {'-':>9}"
+    return f"{s.mean:>9.1f} {s.median:>9.1f} {s.cv * 100:>5.1f}% {s.min:>9.1f} {s.max:>9.1f}"

@@ -71,20 +71,16 @@ def head(run: Run) -> str:
 def figures(run: Run) -> list[str]:
     """B/A with its interval, each side's mean, CV and n."""
     v, r = run.verdict, run.verdict.ratio
-    failed = {x: len(run.side(x)) - n for x, n in zip(SIDES, (v.a.n, v.b.n), strict=True)}
+    each = [
+        f"  {x}: {s.mean:.1f} tps, CV {s.cv * 100:.1f}%, {s.n} boots "
+        f"({len(run.side(x)) - s.n} failed)"
+        for x, s in zip(SIDES, (v.a, v.b), strict=True)
+    ]
     return [
         f"  B/A {r.ratio:.3f}x ({change(r.ratio)}), {r.confidence * 100:g}% CI "
         f"[{r.low:.3f}, {r.high:.3f}]",
         *(para(how, "  ", "  ") if (how := stopped(run.summary)) else []),
-        *(
-            per_side(run)
-            or [
-                f"  A: {v.a.mean:.1f} tps, CV {v.a.cv * 100:.1f}%, {v.a.n} boots "
-                f"({failed['A']} failed)",
-                f"  B: {v.b.mean:.1f} tps, CV {v.b.cv * 100:.1f}%, {v.b.n} boots "
-                f"({failed['B']} failed)",
-            ]
-        ),
+        *(per_side(run) or each),
         *para(
             f"changes under {run.min_effect * 100:g}% are not called; the interval is "
             f"{r.method} ({METHODS.get(r.method, r.method)}).",

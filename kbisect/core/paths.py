@@ -61,6 +61,18 @@ def scenarios_dir() -> Path:
     return CHECKOUT / "harness" / "scenarios"
 
 
+def names_file(name: str) -> bool:
+    """A scenario, study, target or pool given by its file (a path, or NAME.toml), not by
+    a name to look up."""
+    return "/" in name or name.endswith(".toml")
+
+
+def saved(name: str) -> str:
+    """How a run records a scenario or target it was given: a file as an absolute path
+    (--resume may run from elsewhere), a name as it is."""
+    return str(Path(name).expanduser().resolve()) if names_file(name) else name
+
+
 def machine_dir(name: str) -> Path:
     """This host's notes about a machine target: known_hosts, its known-good kernel, ssh
     sockets, its running config."""

@@ -23,7 +23,7 @@ import re
 import tomllib
 import types
 import typing
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -333,6 +333,12 @@ def number(value: Any) -> bool:
         return math.isfinite(value)
     except OverflowError:
         return False
+
+
+def mapping(value: Any) -> Mapping[str, Any]:
+    """A table read as it was written, or an empty one when it is not a table (an older
+    or damaged record's field)."""
+    return value if isinstance(value, Mapping) else {}
 
 
 def finite(value: Any) -> bool:

@@ -1,5 +1,5 @@
 """Reading the index: every sample that matches some filters, with its run's kind, as
-typed rows (`select`), for `kbisect db query`, `kbisect export` and any other reader."""
+typed rows (`rows`), for `kbisect db query`, `kbisect export` and any other reader."""
 
 from __future__ import annotations
 
@@ -228,29 +228,3 @@ def info(db_path: Path | None = None) -> Info:
     """How many runs (by kind) and samples the database indexes."""
     path = db_path or index.db_path()
     return _read(path, lambda conn: _count(conn, path))
-
-
-def select(
-    db_path: Path | None = None,
-    *,
-    scenario: str | None = None,
-    scenario_hash: str | None = None,
-    machine: str | None = None,
-    kind: str | None = None,
-    run: str | None = None,
-    commit: str | None = None,
-    tag: str | None = None,
-    status: str | None = None,
-) -> list[Row]:
-    """The indexed samples that match every filter given, oldest first."""
-    return rows(
-        db_path,
-        scenario=scenario,
-        scenario_hash=scenario_hash,
-        machine=machine,
-        kind=kind,
-        run=run,
-        commit=commit,
-        tag=tag,
-        status=status,
-    )

@@ -34,10 +34,6 @@ SAMPLE_NAME = re.compile(r"([0-9]+)-[A-Za-z0-9._-]+\.json", re.ASCII)
 UP = 3  # how far above a samples folder's owner a run may sit (recheck/<culprit>/<commit>)
 
 
-def is_run(folder: Path) -> bool:
-    return (folder / SAMPLES).is_dir() or any((folder / m).is_file() for m in MARKERS)
-
-
 def marked(folder: Path) -> bool:
     return any((folder / m).is_file() for m in MARKERS)
 
@@ -123,6 +119,6 @@ def run_dirs(folder: Path) -> list[Path]:
     below it (through its samples)."""
     found = {run_of(p.resolve()) for p in sample_files(folder)}
     found |= {p.parent.resolve() for m in MARKERS for p in folder.glob(f"*/{m}")}
-    if is_run(folder):
+    if (folder / SAMPLES).is_dir() or marked(folder):
         found.add(folder.resolve())
     return sorted(found)

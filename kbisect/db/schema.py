@@ -13,53 +13,12 @@ from typing import Any
 
 from kbisect.core import digest, reading
 from kbisect.core.exceptions import InfraError
+from kbisect.core.reading import mapping
 from kbisect.db import runs
 
 VERSION = 1
 FILE = "kbisect.sqlite"
 REBUILD = "run `kbisect db rebuild` to build it again from the run directories"
-
-RUN_COLUMNS = (
-    "run_id",
-    "path",
-    "kind",
-    "name",
-    "scenario_name",
-    "scenario_hash",
-    "started",
-    "command",
-    "verdict",
-    "ratio",
-)
-SAMPLE_COLUMNS = (
-    "path",
-    "run_id",
-    "label",
-    "boot",
-    "status",
-    "disturbed",
-    "tps",
-    "tps_runs",
-    "kernel_commit",
-    "kernel_tag",
-    "kernel_release",
-    "tree",
-    "config_hash",
-    "patches",
-    "append",
-    "scenario_name",
-    "scenario_hash",
-    "target_kind",
-    "target_name",
-    "arch",
-    "machine",
-    "cpu_model",
-    "cores",
-    "memory_mb",
-    "numa_nodes",
-    "pg_version",
-    "started",
-)
 
 DDL = f"""
 CREATE TABLE IF NOT EXISTS runs (
@@ -111,6 +70,16 @@ PRAGMA user_version = {VERSION};
 """
 
 
+def _columns(table: str) -> tuple[str, ...]:
+    """A table's columns in the DDL's order: the one place they are named."""
+    body = DDL.partition(f"CREATE TABLE IF NOT EXISTS {table} (\n")[2].partition("\n);")[0]
+    return tuple(line.split()[0].strip('"') for line in body.splitlines())
+
+
+RUN_COLUMNS = _columns("runs")
+SAMPLE_COLUMNS = _columns("samples")
+
+
 class DbError(InfraError):
     """The results database cannot be opened, read or written (its files are intact)."""
 
@@ -154,10 +123,6 @@ MACHINE_FIELDS = ("cpu_model", "cpu_cores", "cpu_threads", "numa_nodes", "dmi_pr
 INT64 = 2**63  # SQLite's integers: a larger one is no figure kbisect wrote (NULL)
 
 
-def _table(value: Any) -> Mapping[str, Any]:
-    return value if isinstance(value, Mapping) else {}
-
-
 def _text(value: Any) -> str | None:
     return value if isinstance(value, str) else None
 
@@ -183,7 +148,7 @@ def machine(fp: Mapping[str, Any], target: Mapping[str, Any]) -> str | None:
     if not facts:
         return None
     facts["target"] = [target.get("kind"), target.get("name")]
-    host = _table(target.get("vm_host"))  # a vng guest's real machine (targets/vng/host.py)
+    host = mapping(target.get("vm_host"))  # a vng guest's real machine (targets/vng/host.py)
     if host:  # older samples lack it: one hash for every host they ran on, as before
         facts["host"] = [host.get("cpu_model"), host.get("cpus"), host.get("qemu")]
     return digest.key(facts, 16)
@@ -202,37 +167,37 @@ def tps_runs(sample: Mapping[str, Any]) -> list[float]:
     """The tps of each measured (non-warm-up) run."""
     runs = sample.get("runs")
     rows = runs if isinstance(runs, list) else []
-    found = [_number(_table(r).get("tps")) for r in rows if not _table(r).get("warmup")]
+    found = [_number(mapping(r).get("tps")) for r in rows if not mapping(r).get("warmup")]
     return [x for x in found if x is not None]
 
 
 def disturbed(sample: Mapping[str, Any]) -> bool:
     """Taken while other work used the host (measure/retake.py), whatever its status."""
     return sample.get("status") == "disturbed" or bool(
-        _table(sample.get("disturbance")).get("disturbed")
+        mapping(sample.get("disturbance")).get("disturbed")
     )
 
 
 def _target(sample: Mapping[str, Any]) -> Mapping[str, Any]:
     """The sample's target; version 1 samples were vng only (measure/record.py Sample.of)."""
-    target = _table(sample.get("target"))
+    target = mapping(sample.get("target"))
     if not target and sample.get("version") == 1:
-        manifest = _table(_table(sample.get("kernel")).get("manifest"))
+        manifest = mapping(mapping(sample.get("kernel")).get("manifest"))
         target = {"kind": "vng", "name": "vng", "arch": manifest.get("arch")}
     return target
 
 
 def sample_machine(sample: Mapping[str, Any]) -> str | None:
     """The machine hash of one sample, as its row in the index has it (machine)."""
-    return machine(_table(sample.get("fingerprint")), _target(sample))
+    return machine(mapping(sample.get("fingerprint")), _target(sample))
 
 
 def sample_row(path: Path, sample: Mapping[str, Any], run_id: str, run_dir: Path) -> dict[str, Any]:
-    kernel = _table(sample.get("kernel"))
-    manifest = _table(kernel.get("manifest"))
-    fp = _table(sample.get("fingerprint"))
+    kernel = mapping(sample.get("kernel"))
+    manifest = mapping(kernel.get("manifest"))
+    fp = mapping(sample.get("fingerprint"))
     target = _target(sample)
-    scenario = _table(sample.get("scenario"))
+    scenario = mapping(sample.get("scenario"))
     mem = _int(fp.get("mem_total_kb"))
     patches = manifest.get("patches")
     return {
@@ -276,15 +241,15 @@ def run_row(
     sample: Mapping[str, Any] | None,
 ) -> dict[str, Any]:
     """The run's columns: from its summary when it has one, else from a sample of it."""
-    held = _table(summary) or _table(sample)
-    scenario = _table(held.get("scenario"))
-    verdict = _table(_table(summary).get("verdict"))
-    ratio = _table(verdict.get("ratio")).get("ratio")
+    held = mapping(summary) or mapping(sample)
+    scenario = mapping(held.get("scenario"))
+    verdict = mapping(mapping(summary).get("verdict"))
+    ratio = mapping(verdict.get("ratio")).get("ratio")
     return {
         "run_id": run_id,
         "path": str(run_dir),
-        "kind": _text(_table(summary).get("kind")) or kind,
-        "name": _text(_table(summary).get("name")) or name,
+        "kind": _text(mapping(summary).get("kind")) or kind,
+        "name": _text(mapping(summary).get("name")) or name,
         "scenario_name": _text(scenario.get("name")),
         "scenario_hash": _text(scenario.get("hash")),
         "started": started or _text(held.get("created")),

@@ -90,7 +90,7 @@ def indexed(db: Path, scenario: str | None = None) -> Iterator[Obs]:
     """The samples the results database indexes (of `scenario` when given); a sample file
     that is gone since it was indexed is left out and counted in one warning line."""
     gone, damaged = 0, []
-    for row in query.select(db, scenario=scenario):
+    for row in query.rows(db, scenario=scenario):
         path = Path(row.path)
         if not path.is_file():
             gone += 1

@@ -176,8 +176,7 @@ def verify(final_config_text: str, fragments: list[Fragment], allow_dropped: set
         if value == (got or "n"):
             continue
         change = (
-            f"{_assignment(symbol, value)} requested by {frag.name} "
-            f"became {_describe(got)} after olddefconfig"
+            f"{symbol}={value} requested by {frag.name} became {_describe(got)} after olddefconfig"
         )
         if symbol in allowed:
             warnings.append(f"{change} (allowed by --allow-dropped)")
@@ -186,10 +185,6 @@ def verify(final_config_text: str, fragments: list[Fragment], allow_dropped: set
     if problems:
         raise ConfigDropped(_dropped_message(problems))
     return warnings
-
-
-def _assignment(symbol: str, value: str) -> str:
-    return f"{symbol}={value}"
 
 
 def _describe(got: str | None) -> str:

@@ -13,9 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-
-def _table(value: Any) -> Mapping[str, Any]:
-    return value if isinstance(value, Mapping) else {}
+from kbisect.core.reading import mapping
 
 
 @dataclass(frozen=True)
@@ -31,7 +29,7 @@ class Sample:
         """A record in today's shape: version 1 recorded only the accelerator of a vng
         boot, where version 2 records its target."""
         if data.get("version") == 1 and "target" not in data:
-            arch = _table(_table(data.get("kernel")).get("manifest")).get("arch")
+            arch = mapping(mapping(data.get("kernel")).get("manifest")).get("arch")
             where = {"kind": "vng", "name": "vng", "arch": arch, "accel": data.get("accel")}
             data = {**data, "target": where}
         return cls(data)
@@ -77,7 +75,7 @@ class Sample:
     def disturbance(self) -> Mapping[str, Any]:
         """The host monitor's judgement (targets/monitor.py): disturbed, counted,
         last_try, the share of the host others used; empty when not monitored."""
-        return _table(self.data.get("disturbance"))
+        return mapping(self.data.get("disturbance"))
 
     @property
     def disturbed(self) -> bool:
@@ -93,11 +91,11 @@ class Sample:
     # -- where and what it ran -----------------------------------------------------
     @property
     def kernel(self) -> Mapping[str, Any]:
-        return _table(self.data.get("kernel"))
+        return mapping(self.data.get("kernel"))
 
     @property
     def manifest(self) -> Mapping[str, Any]:
-        return _table(self.kernel.get("manifest"))
+        return mapping(self.kernel.get("manifest"))
 
     @property
     def commit(self) -> str | None:
@@ -111,20 +109,20 @@ class Sample:
 
     @property
     def target(self) -> Mapping[str, Any]:
-        return _table(self.data.get("target"))
+        return mapping(self.data.get("target"))
 
     @property
     def scenario(self) -> str:
-        return str(_table(self.data.get("scenario")).get("name") or "")
+        return str(mapping(self.data.get("scenario")).get("name") or "")
 
     @property
     def scenario_hash(self) -> str:
-        return str(_table(self.data.get("scenario")).get("hash") or "")
+        return str(mapping(self.data.get("scenario")).get("hash") or "")
 
     @property
     def settings(self) -> Mapping[str, Any]:
         """The resolved scenario the boot ran."""
-        return _table(_table(self.data.get("scenario")).get("settings"))
+        return mapping(mapping(self.data.get("scenario")).get("settings"))
 
     @property
     def append(self) -> str:
@@ -142,20 +140,20 @@ class Sample:
     # -- the free-form documents -----------------------------------------------------
     @property
     def fingerprint(self) -> Mapping[str, Any]:
-        return _table(self.data.get("fingerprint"))
+        return mapping(self.data.get("fingerprint"))
 
     @property
     def runs(self) -> Sequence[Mapping[str, Any]]:
         runs = self.data.get("runs")
-        return [_table(r) for r in runs] if isinstance(runs, list) else []
+        return [mapping(r) for r in runs] if isinstance(runs, list) else []
 
     @property
     def timings(self) -> Mapping[str, Any]:
-        return _table(self.data.get("timings"))
+        return mapping(self.data.get("timings"))
 
     @property
     def profile(self) -> Mapping[str, Any]:
-        return _table(self.data.get("profile"))
+        return mapping(self.data.get("profile"))
 
     @property
     def preempt(self) -> Mapping[str, Any] | None:
@@ -164,4 +162,4 @@ class Sample:
 
     @property
     def userland(self) -> Mapping[str, Any]:
-        return _table(self.data.get("userland"))
+        return mapping(self.data.get("userland"))

@@ -25,13 +25,12 @@ import jsonschema
 
 from kbisect.core import atomic, clock, paths, progress, reading
 from kbisect.core.exceptions import InfraError, UserError
-from kbisect.core.reading import CorruptFile
+from kbisect.core.reading import CorruptFile, got
 from kbisect.db import index, runs
 from kbisect.measure.record import Sample
 
-SAMPLES = "samples"
+SAMPLES, SUMMARY = runs.SAMPLES, runs.SUMMARY  # where db/runs.py looks for them
 BOOTS = "boots"  # each boot's console log and guest files (measure/sample.py)
-SUMMARY = "summary.json"
 # What to do about a sample or summary that cannot be read back (each file is written
 # whole, by rename or link: only damage from outside truncates one).
 SAMPLE_RECOVER = reading.SAMPLE_RECOVER
@@ -54,18 +53,11 @@ def schema(name: str) -> dict[str, Any]:
     return loaded
 
 
-def _finite(checker: Any, value: Any) -> bool:
-    return reading.number(value)
-
-
-def _integer(checker: Any, value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
-
-
+# A number is finite (reading.number), an integer no boolean.
 _Validator = jsonschema.validators.extend(
     jsonschema.Draft202012Validator,
     type_checker=jsonschema.Draft202012Validator.TYPE_CHECKER.redefine_many(
-        {"number": _finite, "integer": _integer}
+        {"number": lambda _, v: reading.number(v), "integer": lambda _, v: type(v) is int}
     ),
 )
 
@@ -75,10 +67,6 @@ def _validator(name: str) -> Any:
     return _Validator(schema(name))
 
 
-def _got(value: Any) -> str:
-    return json.dumps(value, default=str)[:80]
-
-
 def _says(e: jsonschema.ValidationError) -> str:
     """What the value `e` names must be, as one line."""
     v, x = e.validator_value, e.instance
@@ -86,12 +74,12 @@ def _says(e: jsonschema.ValidationError) -> str:
         names = [v] if isinstance(v, str) else list(v)
         if isinstance(x, float) and not math.isfinite(x) and {"number", "integer"} & set(names):
             return f"must be a finite number, got {x}"
-        return f"must be {' or '.join(names)}, got {_got(x)}"
+        return f"must be {' or '.join(names)}, got {got(x)}"
     match e.validator:
         case "const":
-            return f"must be {_got(v)}, got {_got(x)}"
+            return f"must be {got(v)}, got {got(x)}"
         case "enum":
-            return f"must be one of {', '.join(map(_got, v))}, got {_got(x)}"
+            return f"must be one of {', '.join(map(got, v))}, got {got(x)}"
         case "minimum":
             return f"must be >= {v}, got {x}"
         case "maximum":
@@ -99,9 +87,9 @@ def _says(e: jsonschema.ValidationError) -> str:
         case "exclusiveMinimum":
             return f"must be > {v}, got {x}"
         case "minLength":
-            return f"must have at least {v} characters, got {_got(x)}"
+            return f"must have at least {v} characters, got {got(x)}"
         case "pattern":
-            return f"must match {v}, got {_got(x)}"
+            return f"must match {v}, got {got(x)}"
         case "minItems":
             return f"must have at least {v} items"
     return str(e.message)[:200]

@@ -232,21 +232,13 @@ def record(
 # scenario JSON, whose profile.enabled is true only for a boot to profile.
 
 
-def profiled_so_far(out_dir: Path, label: str | None, commit: str | None) -> int:
-    """Samples of this side in the run that carry a profile."""
-    return sum(
-        1
-        for s in _stored(out_dir)
-        if s.label == label and s.kernel.get("commit") == commit and s.profile
-    )
-
-
 def due(data: dict[str, Any], out_dir: Path, label: str | None, commit: str | None) -> bool:
-    """Is the next boot of this side to be profiled?"""
+    """Is the next boot of this side to be profiled: fewer of its samples in the run carry
+    a profile than the scenario wants?"""
     if not profile.enabled(data):
         return False
-    wanted = int(data["profile"]["boots_per_side"])
-    return profiled_so_far(out_dir, label, commit) < wanted
+    mine = [s for s in _stored(out_dir) if s.label == label and s.kernel.get("commit") == commit]
+    return sum(bool(s.profile) for s in mine) < int(data["profile"]["boots_per_side"])
 
 
 def guest_json(data: dict[str, Any], profiled: bool) -> str:

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from kbisect.core import reading
+from kbisect.core.reading import got
 from kbisect.scenario import profile, storage
 from kbisect.scenario.fields import (
     FIELDS,
@@ -19,7 +20,6 @@ from kbisect.scenario.fields import (
     TYPES,
     ScenarioError,
     assign,
-    got,
     lookup,
     typed,
 )

@@ -3,7 +3,6 @@ check (ranges, choices, sizes, names, paths); ScenarioError; dotted lookups."""
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Callable
 from typing import Any
@@ -19,10 +18,6 @@ HARNESS_OWNED = ("port", "listen_addresses", "unix_socket_directories")
 
 class ScenarioError(UserError):
     """A scenario file (or an override) is missing a field or has a wrong one."""
-
-
-def got(value: Any) -> str:
-    return json.dumps(value, default=str)
 
 
 def _range(low: int, high: int | None = None) -> Check:

@@ -18,9 +18,10 @@ from pathlib import Path
 from typing import Any
 
 from kbisect.core import digest, paths, reading
+from kbisect.core.reading import got
 from kbisect.scenario import profile, storage
 from kbisect.scenario.check import validate
-from kbisect.scenario.fields import REQUIRED, ScenarioError, got, lookup
+from kbisect.scenario.fields import REQUIRED, ScenarioError, lookup
 
 
 def scenario_hash(data: dict[str, Any]) -> str:
@@ -134,7 +135,7 @@ def names() -> list[str]:
 
 
 def _path_of(name_or_path: str) -> Path:
-    if "/" in name_or_path or name_or_path.endswith(".toml"):
+    if paths.names_file(name_or_path):
         return Path(name_or_path)  # reading.toml says what is wrong with it
     path = paths.scenarios_dir() / f"{name_or_path}.toml"
     if not path.is_file():

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import fnmatch
 import json
-import math
 import os
 import re
 from collections.abc import Callable
@@ -305,11 +304,6 @@ def check_commit(commit: str) -> None:
         )
 
 
-def check_tps(tps: float | None) -> None:
-    if tps is not None and not (math.isfinite(tps) and tps > 0):
-        raise RcError(f"--tps {tps}: must be a positive number of transactions per second")
-
-
 def record(
     directory: Path,
     tag: str,
@@ -323,7 +317,6 @@ def record(
     of commit in the result dir, by `measured`, unless given); the history file and the
     tps recorded. A damaged entry of the history is left out, with a line."""
     check_commit(commit)
-    check_tps(tps)
     if not result.is_dir():
         raise RcError(f"--result {result}: no such directory")
     values: list[float] = []

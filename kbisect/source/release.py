@@ -165,14 +165,6 @@ def show_command(state: Path, package: str) -> list[str]:
     return ["apt-cache", *apt_options(state), "show", "--no-all-versions", package]
 
 
-def download_command(state: Path, package: str) -> list[str]:
-    return ["apt-get", *apt_options(state), "-q", "download", package]
-
-
-def extract_command(deb: Path, dest: Path) -> list[str]:
-    return ["dpkg-deb", "-x", str(deb), str(dest)]
-
-
 def tag_for(version: str) -> str:
     """Debian version → git tag, DEP-14 spelling (`1:7.2~rc3-1` → `debian/1%7.2_rc3-1`)."""
     return "debian/" + version.replace(":", "%").replace("~", "_")
@@ -245,14 +237,15 @@ def _import(spec: str, reg: Registry, rel: Release, dest: Path) -> None:
     for old in debs.glob("*.deb"):
         old.unlink()
     progress.step(f"{spec}: downloading {rel.package} {version} (checked against the index)")
-    proc.run(download_command(state, rel.package), log=log, cwd=debs, timeout=3600)
+    download = ["apt-get", *apt_options(state), "-q", "download", rel.package]
+    proc.run(download, log=log, cwd=debs, timeout=3600)
     found = sorted(debs.glob("*.deb"))
     if len(found) != 1:
         raise InfraError(f"{spec}: apt-get download left {len(found)} packages in {debs}")
     pkg = state / "unpacked"
     try:
         shutil.rmtree(pkg, ignore_errors=True)
-        proc.run(extract_command(found[0], pkg), log=log)
+        proc.run(["dpkg-deb", "-x", str(found[0]), str(pkg)], log=log)
         tarballs = sorted((pkg / "usr" / "src").glob("linux-source-*.tar.*"))
         if len(tarballs) != 1:
             raise InfraError(f"{spec}: {found[0].name} has no single usr/src tarball")

@@ -19,17 +19,13 @@ from kbisect.core.reading import Fields
 OPTIONAL = ("tree", "command", "description", "source", "target_spec")
 
 
-def _item(f: Fields, key: str, i: int, value: Any) -> Fields:
-    return Fields(value, f.source, f"{f.prefix}{key}[{i}].", f.error)
-
-
 def rows(f: Fields, key: str, check: Callable[[Fields], None], least: int = 0) -> list[Any]:
     """The list `key`, each item a table `check` reads; at least `least` of them."""
     items: list[Any] = f.items(key)
     if len(items) < least:
         f.fail(key, f"must have at least {least} item(s), got {len(items)}")
     for i, value in enumerate(items):
-        check(_item(f, key, i, value))
+        check(Fields(value, f.source, f"{f.prefix}{key}[{i}].", f.error))
     return items
 
 
@@ -72,14 +68,10 @@ def _cell(f: Fields) -> None:
     f.string("scenario_hash", None)
 
 
-def _share(f: Fields) -> None:
-    f.strings("cells")
-
-
 def _machines(f: Fields) -> None:
     _table_or_null(f, "machine")
     if (share := _table_or_null(f, "share")) is not None:
-        _share(share)
+        share.strings("cells")
 
 
 def _cells_match_axes(f: Fields, axes: list[Any], cells: list[Any]) -> None:

@@ -10,30 +10,13 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any
 
 from kbisect.targets.base import Target
+from kbisect.targets.vng import host as vm_host
 
 COMPARED = ("cpu_model", "cores", "cmdline_base", "target_kind", "arch", "accel")
 PER_BOOT = ("BOOT_IMAGE=", "initrd=", "root=", "resume=", "rd.", "systemd.")
-
-
-def _read(path: str) -> str:
-    try:
-        return Path(path).read_text(errors="replace")
-    except OSError:
-        return ""
-
-
-def cpu_model(cpuinfo: str) -> str | None:
-    """`model name` (x86), else `CPU part`/`Hardware` lines (arm64)."""
-    for key in ("model name", "Hardware", "CPU part"):
-        for line in cpuinfo.splitlines():
-            name, sep, value = line.partition(":")
-            if sep and name.strip() == key:
-                return value.strip()
-    return None
 
 
 def cmdline_base(cmdline: str) -> str:
@@ -43,9 +26,9 @@ def cmdline_base(cmdline: str) -> str:
 def host(target: Target) -> dict[str, Any]:
     t = target.describe()
     return {
-        "cpu_model": cpu_model(_read("/proc/cpuinfo")),
+        "cpu_model": vm_host.cpu_model(vm_host.read("/proc/cpuinfo")),
         "cores": os.cpu_count(),
-        "cmdline_base": cmdline_base(_read("/proc/cmdline")),
+        "cmdline_base": cmdline_base(vm_host.read("/proc/cmdline")),
         "target_kind": t.get("kind"),
         "target": t.get("name"),
         "arch": t.get("arch"),

@@ -53,10 +53,6 @@ class Prepared:
     estimate: budget.Estimate
 
 
-def _scenario_source(name: str) -> str:
-    return str(Path(name).resolve()) if ("/" in name or name.endswith(".toml")) else name
-
-
 def _baseline(study: Study, refs: list[kernels.Ref]) -> int:
     if study.baseline is None:
         return 0
@@ -116,7 +112,7 @@ def prepare(study: Study, target: Target, share: tuple[int, int] | None) -> Prep
         "created": clock.utc_now(),
         "scenario": {
             "name": base.name,
-            "source": _scenario_source(study.scenario),
+            "source": paths.saved(study.scenario),
             "hash": base.hash,
         },
         "sets": list(study.sets),
@@ -243,9 +239,7 @@ def start(study: Study, req: Request) -> int:
         make.check_dir(paths.cache_dir(), "the cache")
     out = req.out or results.new_run_dir("study", study.name)
     seed = study.seed if study.seed is not None else schedule.new_seed()
-    where = req.target
-    if where.endswith(".toml") or "/" in where:
-        where = str(Path(where).expanduser().resolve())
+    where = paths.saved(req.target)
     d = {**p.definition, "seed": seed, "target_spec": where, "machine": machine.host(target)}
     d.update(req.policy.as_dict())
     store.write_definition(out, d)

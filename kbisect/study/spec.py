@@ -96,7 +96,7 @@ def names() -> list[str]:
 
 
 def path_of(name: str) -> Path:
-    if "/" in name or name.endswith(".toml"):
+    if paths.names_file(name):
         return Path(name)  # reading.toml says what is wrong with it
     path = studies_dir() / f"{name}.toml"
     if not path.exists():

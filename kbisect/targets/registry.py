@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from kbisect.core import arch as arch_mod
-from kbisect.core import reading
+from kbisect.core import paths, reading
 from kbisect.core.exceptions import UserError
 from kbisect.targets.base import Job, Kernel, Target
 from kbisect.targets.fake.target import FakeTarget
@@ -49,7 +49,7 @@ def names() -> list[str]:
 
 
 def _file(name: str) -> Path | None:
-    if name.endswith(".toml") or "/" in name:
+    if paths.names_file(name):
         path = Path(name).expanduser()
         if not path.exists():
             raise UnknownTarget(f"--target {name}: no such file")

@@ -57,7 +57,7 @@ def test_export_query_reads_the_database(
     )
     got = json.loads(out.read_text())
     assert got and {g["scenario_name"] for g in got} == {"smoke"}
-    assert len(got) == len(query.select(scenario="smoke"))
+    assert len(got) == len(query.rows(scenario="smoke"))
 
 
 @pytest.mark.parametrize(

@@ -1,4 +1,4 @@
-"""query.select and `kbisect db query`: each filter against the same filter done in
+"""query.rows and `kbisect db query`: each filter against the same filter done in
 Python over every indexed sample of docs/examples."""
 
 from __future__ import annotations
@@ -22,30 +22,30 @@ def examples_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def test_filters(examples_db: Path) -> None:
-    every = query.select(examples_db)
+    every = query.rows(examples_db)
     assert len(every) == len(example_sample_files()) > 100
-    smoke = query.select(examples_db, scenario="smoke")
+    smoke = query.rows(examples_db, scenario="smoke")
     assert smoke and {r.scenario_name for r in smoke} == {"smoke"}
     # Two versions of smoke are stored (the host's PostgreSQL, then the image's).
     old = [r for r in smoke if str(r.scenario_hash).startswith("939d9029")]
     assert old and len(old) < len(smoke)
-    assert query.select(examples_db, scenario_hash="939d9029") == old
-    assert {r.run_kind for r in query.select(examples_db, kind="study")} == {"study"}
-    ok = query.select(examples_db, status="ok")
-    failed = query.select(examples_db, status="failed")
+    assert query.rows(examples_db, scenario_hash="939d9029") == old
+    assert {r.run_kind for r in query.rows(examples_db, kind="study")} == {"study"}
+    ok = query.rows(examples_db, status="ok")
+    failed = query.rows(examples_db, status="failed")
     assert all(r.status == "ok" for r in ok) and all("failed" in str(r.status) for r in failed)
-    culprit = query.select(examples_db, commit="d59fc219")
+    culprit = query.rows(examples_db, commit="d59fc219")
     assert culprit and {r.kernel_commit for r in culprit} == {
         "d59fc21905a7ff5325cb312e4844db6234233832"
     }
-    base = query.select(examples_db, tag="v6.12-debian")
+    base = query.rows(examples_db, tag="v6.12-debian")
     assert base and all(str(r.kernel_tag).startswith("v6.12-debian") for r in base)
-    assert query.select(examples_db, tag="v6.12-deb") == []  # whole describe parts only
+    assert query.rows(examples_db, tag="v6.12-deb") == []  # whole describe parts only
     machine = every[0].machine
-    assert machine and query.select(examples_db, machine=machine[:6]) == [
+    assert machine and query.rows(examples_db, machine=machine[:6]) == [
         r for r in every if r.machine == machine
     ]
-    assert len(query.select(examples_db, run=str((EXAMPLES / "demo").resolve()))) == 10
+    assert len(query.rows(examples_db, run=str((EXAMPLES / "demo").resolve()))) == 10
 
 
 def test_since(examples_db: Path) -> None:
@@ -71,12 +71,12 @@ FILTER = {"scenario_name": "scenario", "run_kind": "kind", "kernel_commit": "com
 )
 @given(data=st.data())
 def test_select_is_the_python_filter(examples_db: Path, data: st.DataObject) -> None:
-    every = query.select(examples_db)
+    every = query.rows(examples_db)
     chosen = data.draw(st.lists(st.sampled_from(FIELDS), unique=True, max_size=3))
     picks = {f: getattr(data.draw(st.sampled_from(every)), f) for f in chosen}
     picks = {f: v for f, v in picks.items() if v is not None}
     want = [r for r in every if all(getattr(r, f) == v for f, v in picks.items())]
-    got = query.select(examples_db, **{FILTER.get(f, f): v for f, v in picks.items()})
+    got = query.rows(examples_db, **{FILTER.get(f, f): v for f, v in picks.items()})
     assert got == want
 
 

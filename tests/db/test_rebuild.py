@@ -16,14 +16,14 @@ from tests.db.conftest import DEMO_SAMPLE, DEMO_TPS, EXAMPLES, example_sample_fi
 
 
 def _paths(db: Path) -> set[str]:
-    return {r.path for r in query.select(db)}
+    return {r.path for r in query.rows(db)}
 
 
 def test_examples_are_indexed_every_sample_once(capsys: pytest.CaptureFixture[str]) -> None:
     files = example_sample_files()
     assert cli.main(["db", "rebuild", str(EXAMPLES)]) == 0
     assert f"indexed {len(files)} samples" in capsys.readouterr().out
-    rows = query.select()
+    rows = query.rows()
     assert sorted(r.path for r in rows) == sorted(str(p) for p in files)
     demo = next(r for r in rows if r.path == str(DEMO_SAMPLE.resolve()))
     assert demo.tps == pytest.approx(DEMO_TPS)
@@ -37,7 +37,7 @@ def test_examples_are_indexed_every_sample_once(capsys: pytest.CaptureFixture[st
 
 def test_bisect_samples_belong_to_their_run_labelled_by_commit() -> None:
     rebuild.rebuild([EXAMPLES / "drift-bisect"])
-    rows = query.select(kind="bisect")
+    rows = query.rows(kind="bisect")
     assert len(rows) == len(list((EXAMPLES / "drift-bisect").rglob("samples/*.json")))
     assert {r.run_id for r in rows} == {str((EXAMPLES / "drift-bisect").resolve())}
     assert all(r.label == r.kernel_commit for r in rows)  # store/<commit>, recheck/../<commit>
@@ -45,22 +45,22 @@ def test_bisect_samples_belong_to_their_run_labelled_by_commit() -> None:
 
 def test_disturbed_samples_are_flagged() -> None:
     rebuild.rebuild([EXAMPLES / "disturbed-compare"])
-    rows = query.select()
+    rows = query.rows()
     assert any(r.disturbed for r in rows) and not all(r.disturbed for r in rows)
     assert all(r.disturbed for r in rows if r.status == "disturbed")
 
 
 def test_rebuild_is_idempotent() -> None:
     first = rebuild.rebuild([EXAMPLES])
-    rows = query.select()
+    rows = query.rows()
     again = rebuild.rebuild([EXAMPLES])
     assert (again.runs, again.samples) == (first.runs, first.samples)
-    assert query.select() == rows
+    assert query.rows() == rows
     conn = index.open_db()
     with conn:
         index.put_sample(conn, DEMO_SAMPLE, json.loads(DEMO_SAMPLE.read_text()))
     conn.close()
-    assert query.select() == rows
+    assert query.rows() == rows
 
 
 def test_a_partial_rebuild_keeps_the_other_runs(tmp_path: Path) -> None:
@@ -69,18 +69,18 @@ def test_a_partial_rebuild_keeps_the_other_runs(tmp_path: Path) -> None:
     shutil.copytree(EXAMPLES / "founding", copy)
     (copy / "samples" / "001-A.json").unlink()
     rebuild.rebuild([EXAMPLES / "founding"])
-    assert len(query.select(run=str((EXAMPLES / "demo").resolve()))) == 10
-    assert len(query.select(run=str((EXAMPLES / "founding").resolve()))) == 10
+    assert len(query.rows(run=str((EXAMPLES / "demo").resolve()))) == 10
+    assert len(query.rows(run=str((EXAMPLES / "founding").resolve()))) == 10
     rebuild.rebuild([copy])
-    assert len(query.select(run=str(copy))) == 9
-    assert len(query.select()) == 29
+    assert len(query.rows(run=str(copy))) == 9
+    assert len(query.rows()) == 29
 
 
 def test_a_full_rebuild_drops_what_is_gone(tmp_path: Path) -> None:
     results = index.db_path().parent
     shutil.copytree(EXAMPLES / "demo", results / "20261123T053831Z-compare-demo")
     assert rebuild.rebuild().samples == 10
-    run = query.select()[0]
+    run = query.rows()[0]
     assert run.run_id == "20261123T053831Z-compare-demo" and run.run_kind == "compare"
     Path(run.path).unlink()
     assert rebuild.rebuild().samples == 9
@@ -94,7 +94,7 @@ def test_a_corrupt_database_is_replaced(capsys: pytest.CaptureFixture[str]) -> N
     assert cli.main(["db", "info"]) == 3
     assert "kbisect db rebuild" in capsys.readouterr().err
     assert cli.main(["db", "rebuild", str(EXAMPLES / "demo")]) == 0
-    assert len(query.select()) == 10
+    assert len(query.rows()) == 10
     assert sqlite3.connect(db).execute("PRAGMA integrity_check").fetchone() == ("ok",)
 
 
@@ -107,9 +107,9 @@ def test_an_unknown_schema_version_says_rebuild(capsys: pytest.CaptureFixture[st
     with pytest.raises(
         schema.UnknownVersion, match=r"schema version 2, this kbisect knows 1.*rebuild"
     ):
-        query.select()
+        query.rows()
     rebuild.rebuild([EXAMPLES / "demo"])
-    assert len(query.select()) == 10
+    assert len(query.rows()) == 10
     assert sqlite3.connect(db).execute("PRAGMA journal_mode").fetchone() == ("wal",)
 
 
@@ -148,7 +148,7 @@ def test_one_bad_sample_does_not_stop_a_rebuild(
         "012-A.json", "013-A.json", "001 (copy)-A.json"
     ]  # fmt: skip
     assert out[-1].startswith("indexed 12 samples of 1 runs")
-    rows = {Path(r.path).name: r for r in query.select()}
+    rows = {Path(r.path).name: r for r in query.rows()}
     assert (rows["011-A.json"].cores, rows["011-A.json"].memory_mb) == (None, None)
     assert rows["011-A.json"].tps is None and rows["011-A.json"].machine is not None
     assert rows["99999999999999999999999-A.json"].boot is None

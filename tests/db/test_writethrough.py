@@ -30,14 +30,14 @@ def test_tests_index_into_their_own_results_dir(tmp_path: Path) -> None:
 def test_write_sample_indexes_the_file(sample: dict[str, Any]) -> None:
     run = results.new_run_dir("compare", "demo")
     path = results.write_sample(run, Sample.of(sample))
-    rows = query.select()
+    rows = query.rows()
     assert [r.path for r in rows] == [str(path.resolve())]
     assert rows[0].tps == pytest.approx(DEMO_TPS)
     assert rows[0].run_id == run.name and rows[0].run_kind == "compare"
     assert rows[0].boot == 1 and rows[0].label == "A"
     second = results.write_sample(run, Sample.of(sample).with_(label="B", tps=500.0))
-    assert [r.boot for r in query.select(run=run.name)] == [1, 2]
-    assert query.select(run=run.name)[1].path == str(second.resolve())
+    assert [r.boot for r in query.rows(run=run.name)] == [1, 2]
+    assert query.rows(run=run.name)[1].path == str(second.resolve())
 
 
 def test_write_summary_fills_the_run(sample: dict[str, Any]) -> None:
@@ -62,7 +62,7 @@ def test_a_run_outside_the_results_dir_is_indexed_by_its_path(
     out = tmp_path / "elsewhere"
     results.out_dir(out, "run", "x")
     results.write_sample(out, Sample.of(sample))
-    assert [r.run_id for r in query.select()] == [str(out.resolve())]
+    assert [r.run_id for r in query.rows()] == [str(out.resolve())]
 
 
 def test_a_corrupt_database_warns_once_and_the_run_goes_on(
@@ -79,7 +79,7 @@ def test_a_corrupt_database_warns_once_and_the_run_goes_on(
     assert len(err) == 1 and "results database not updated" in err[0]
     assert "kbisect db rebuild" in err[0]
     assert rebuild.rebuild().samples == 2
-    assert [r.path for r in query.select()] == [str(first.resolve()), str(second.resolve())]
+    assert [r.path for r in query.rows()] == [str(first.resolve()), str(second.resolve())]
 
 
 def test_a_locked_database_warns_and_the_run_goes_on(
@@ -97,9 +97,9 @@ def test_a_locked_database_warns_and_the_run_goes_on(
         holder.close()
     assert path.is_file()
     assert "locked" in capsys.readouterr().err
-    assert len(query.select()) == 1  # rebuild would add it
+    assert len(query.rows()) == 1  # rebuild would add it
     rebuild.rebuild()
-    assert len(query.select()) == 2
+    assert len(query.rows()) == 2
 
 
 def test_a_results_dir_that_cannot_hold_the_database_warns(

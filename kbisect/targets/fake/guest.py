@@ -43,14 +43,9 @@ def parse(argv: list[str]) -> Call:
     p.add_argument("--commit", default="")
     p.add_argument("--subject", default="")
     p.add_argument("--append", action="append", default=[])
-    args = p.parse_args(argv)
+    a = p.parse_args(argv)
     return Call(
-        settings=Path(args.settings),
-        image=Path(args.image),
-        boot_dir=Path(args.boot_dir),
-        commit=args.commit,
-        subject=args.subject,
-        append=tuple(args.append),
+        Path(a.settings), Path(a.image), Path(a.boot_dir), a.commit, a.subject, tuple(a.append)
     )
 
 
@@ -193,26 +188,17 @@ def fingerprint(call: Call, steal: float, model: str | None = "none") -> dict[st
 def result(
     mode: str, tps: float, scen: dict[str, Any], call: Call, steal: float, model: str | None
 ) -> dict[str, Any]:
-    timings = {"restore_s": 0.1, "init_s": None, "bench_s": 1.0}
-    if mode == "pgfail":
-        return {
-            "version": 1,
-            "status": "benchmark-failed",
-            "error": "postgres: initdb failed",
-            "runs": [],
-            "fingerprint": fingerprint(call, steal, model),
-            "timings": timings,
-        }
+    failed = mode == "pgfail"
     bench = scen["pgbench"]
-    runs = [run_entry(i, True, tps / 2) for i in range(bench["warmup_runs"])]
-    runs += [run_entry(len(runs) + i, False, tps) for i in range(bench["runs"])]
+    runs = [] if failed else [run_entry(i, True, tps / 2) for i in range(bench["warmup_runs"])]
+    runs += [] if failed else [run_entry(len(runs) + i, False, tps) for i in range(bench["runs"])]
     return {
         "version": 1,
-        "status": "ok",
-        "error": None,
+        "status": "benchmark-failed" if failed else "ok",
+        "error": "postgres: initdb failed" if failed else None,
         "runs": runs,
         "fingerprint": fingerprint(call, steal, model),
-        "timings": timings,
+        "timings": {"restore_s": 0.1, "init_s": None, "bench_s": 1.0},
     }
 
 

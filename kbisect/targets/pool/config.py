@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from kbisect.core import reading
+from kbisect.core import paths, reading
 from kbisect.core.exceptions import UserError
 
 KIND = "pool"
@@ -68,7 +68,7 @@ def _member(pool: str, i: int, entry: Any, here: Path) -> MemberSpec:
         ref = entry["target"]
         if not isinstance(ref, str) or not ref.strip():
             raise BadPool(f"{where}: target must be a target's name or path, got {ref!r}")
-        if ref.endswith(".toml") or "/" in ref:  # a path: relative to the pool file
+        if paths.names_file(ref):  # a path: relative to the pool file
             ref = str((here / Path(ref).expanduser()).resolve())
         return MemberSpec(name, ref, None)
     kind = entry.get("kind")

@@ -36,7 +36,8 @@ def memory_mb(meminfo: str) -> int | None:
     return int(total.split()[0]) // 1024 if total and total.split()[0].isdigit() else None
 
 
-def _read(path: str) -> str:
+def read(path: str) -> str:
+    """A /proc file's text; "" when it cannot be read."""
     try:
         return Path(path).read_text(errors="replace")
     except OSError:
@@ -53,9 +54,9 @@ def qemu_version(qemu: str) -> str | None:
 def facts(qemu: str) -> dict[str, Any]:
     """This host as a sample records it: CPU model, CPUs, memory, kernel, QEMU."""
     return {
-        "cpu_model": cpu_model(_read("/proc/cpuinfo")),
+        "cpu_model": cpu_model(read("/proc/cpuinfo")),
         "cpus": os.cpu_count(),
-        "memory_mb": memory_mb(_read("/proc/meminfo")),
+        "memory_mb": memory_mb(read("/proc/meminfo")),
         "kernel": os.uname().release,
         "qemu": qemu_version(qemu),
     }
