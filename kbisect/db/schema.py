@@ -154,7 +154,8 @@ MACHINE_FIELDS = ("cpu_model", "cpu_cores", "cpu_threads", "numa_nodes", "dmi_pr
 INT64 = 2**63  # SQLite's integers: a larger one is no figure kbisect wrote (NULL)
 
 
-def _table(value: Any) -> Mapping[str, Any]:
+def table(value: Any) -> Mapping[str, Any]:
+    """A sample's JSON object; an empty one where the field holds anything else."""
     return value if isinstance(value, Mapping) else {}
 
 
@@ -183,7 +184,7 @@ def machine(fp: Mapping[str, Any], target: Mapping[str, Any]) -> str | None:
     if not facts:
         return None
     facts["target"] = [target.get("kind"), target.get("name")]
-    host = _table(target.get("vm_host"))  # a vng guest's real machine (targets/vng/host.py)
+    host = table(target.get("vm_host"))  # a vng guest's real machine (targets/vng/host.py)
     if host:  # older samples lack it: one hash for every host they ran on, as before
         facts["host"] = [host.get("cpu_model"), host.get("cpus"), host.get("qemu")]
     return digest.key(facts, 16)
@@ -202,37 +203,37 @@ def tps_runs(sample: Mapping[str, Any]) -> list[float]:
     """The tps of each measured (non-warm-up) run."""
     runs = sample.get("runs")
     rows = runs if isinstance(runs, list) else []
-    found = [_number(_table(r).get("tps")) for r in rows if not _table(r).get("warmup")]
+    found = [_number(table(r).get("tps")) for r in rows if not table(r).get("warmup")]
     return [x for x in found if x is not None]
 
 
 def disturbed(sample: Mapping[str, Any]) -> bool:
     """Taken while other work used the host (measure/retake.py), whatever its status."""
     return sample.get("status") == "disturbed" or bool(
-        _table(sample.get("disturbance")).get("disturbed")
+        table(sample.get("disturbance")).get("disturbed")
     )
 
 
 def _target(sample: Mapping[str, Any]) -> Mapping[str, Any]:
     """The sample's target; version 1 samples were vng only (measure/record.py Sample.of)."""
-    target = _table(sample.get("target"))
+    target = table(sample.get("target"))
     if not target and sample.get("version") == 1:
-        manifest = _table(_table(sample.get("kernel")).get("manifest"))
+        manifest = table(table(sample.get("kernel")).get("manifest"))
         target = {"kind": "vng", "name": "vng", "arch": manifest.get("arch")}
     return target
 
 
 def sample_machine(sample: Mapping[str, Any]) -> str | None:
     """The machine hash of one sample, as its row in the index has it (machine)."""
-    return machine(_table(sample.get("fingerprint")), _target(sample))
+    return machine(table(sample.get("fingerprint")), _target(sample))
 
 
 def sample_row(path: Path, sample: Mapping[str, Any], run_id: str, run_dir: Path) -> dict[str, Any]:
-    kernel = _table(sample.get("kernel"))
-    manifest = _table(kernel.get("manifest"))
-    fp = _table(sample.get("fingerprint"))
+    kernel = table(sample.get("kernel"))
+    manifest = table(kernel.get("manifest"))
+    fp = table(sample.get("fingerprint"))
     target = _target(sample)
-    scenario = _table(sample.get("scenario"))
+    scenario = table(sample.get("scenario"))
     mem = _int(fp.get("mem_total_kb"))
     patches = manifest.get("patches")
     return {
@@ -276,15 +277,15 @@ def run_row(
     sample: Mapping[str, Any] | None,
 ) -> dict[str, Any]:
     """The run's columns: from its summary when it has one, else from a sample of it."""
-    held = _table(summary) or _table(sample)
-    scenario = _table(held.get("scenario"))
-    verdict = _table(_table(summary).get("verdict"))
-    ratio = _table(verdict.get("ratio")).get("ratio")
+    held = table(summary) or table(sample)
+    scenario = table(held.get("scenario"))
+    verdict = table(table(summary).get("verdict"))
+    ratio = table(verdict.get("ratio")).get("ratio")
     return {
         "run_id": run_id,
         "path": str(run_dir),
-        "kind": _text(_table(summary).get("kind")) or kind,
-        "name": _text(_table(summary).get("name")) or name,
+        "kind": _text(table(summary).get("kind")) or kind,
+        "name": _text(table(summary).get("name")) or name,
         "scenario_name": _text(scenario.get("name")),
         "scenario_hash": _text(scenario.get("hash")),
         "started": started or _text(held.get("created")),
