@@ -1,5 +1,6 @@
-"""`kbisect export`: samples as CSV or JSON, one row per sample (docs/results-db.md), of
-one run directory (read from its files) or of the results database (--query FILTERS)."""
+"""`kbisect export`: samples as CSV or JSON, one row per sample, or as a KCIDB report
+(docs/results-db.md), of one run directory (read from its files) or of the results
+database (--query FILTERS)."""
 
 from __future__ import annotations
 
@@ -13,7 +14,11 @@ from kbisect.core.exceptions import EXIT_OK, UserError
 from kbisect.db import export, query
 from kbisect.report.formats import Renderer
 
-FORMATS: Renderer[list[query.Row]] = {"csv": export.as_csv, "json": export.as_json}
+FORMATS: Renderer[list[query.Row]] = {
+    "csv": export.as_csv,
+    "json": export.as_json,
+    "kcidb": export.as_kcidb,
+}
 
 
 class BadExport(UserError):

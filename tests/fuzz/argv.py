@@ -642,7 +642,7 @@ SPECS: dict[str, Spec] = {
         ["export"],
         {"--format": "csv"},
         {
-            "--format": choice(["csv", "json"], ["xml", "", "CSV"]),
+            "--format": choice(["csv", "json", "kcidb"], ["xml", "", "CSV"]),
             "--query": FLAG,
             "-o": kind(
                 ["{out}/export.csv"], ["{dir}", "{file}/sub", "", "/dev/null/x"], text=False

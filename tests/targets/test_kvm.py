@@ -13,6 +13,7 @@ import pytest
 
 from kbisect.core import arch, paths, proc
 from kbisect.core.exceptions import CommandTimeout, UserError
+from kbisect.targets.vng import host as vm_host
 from kbisect.targets.vng import kvm
 from tests.conftest import REAL_CACHE
 
@@ -290,7 +291,8 @@ def counted(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> list[Path | None
     device.touch()
     monkeypatch.setattr(kvm, "KVM_DEVICE", device)
     monkeypatch.setattr(arch, "host_arch", lambda: "x86_64")
-    monkeypatch.setattr(kvm, "qemu_version", lambda qemu: "7.2.22")
+    facts = {"qemu": "QEMU emulator version 7.2.22", "kernel": "6.1.0-40-amd64"}
+    monkeypatch.setattr(vm_host, "facts", lambda qemu: {**facts, "cpu_model": "EPYC"})
     calls: list[Path | None] = []
 
     def probe(a: str = "x86_64", image: Path | None = None) -> kvm.KvmStatus:
@@ -303,6 +305,12 @@ def counted(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> list[Path | None
     return calls
 
 
+def _host(monkeypatch: pytest.MonkeyPatch, **changed: str) -> None:
+    """The host as vm_host.facts says it, with `changed` facts."""
+    facts = {**vm_host.facts("qemu-system-x86_64"), **changed}
+    monkeypatch.setattr(vm_host, "facts", lambda qemu: facts)
+
+
 def test_status_caches_a_decided_answer(
     counted: list[Path | None], monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -313,17 +321,59 @@ def test_status_caches_a_decided_answer(
     entry = json.loads((paths.cache_dir() / "kvm.json").read_text())["entries"][0]
     assert entry["key"] == {
         "arch": "x86_64",
-        "qemu": "7.2.22",
-        "host": os.uname().release,
+        "qemu": "QEMU emulator version 7.2.22",
+        "host": "6.1.0-40-amd64",
+        "cpu": "EPYC",
+        "kvm": "rw",
         "method": "kernel",
         "image_sha256": kvm.sha256(image),
     }
     assert entry["checked"].endswith("Z")
     kvm.status("x86_64", recheck=True)
     assert len(counted) == 2
-    monkeypatch.setattr(kvm, "qemu_version", lambda qemu: "8.0.0")  # another QEMU: re-probe
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        {"qemu": "QEMU emulator version 8.0.0"},
+        {"kernel": "6.12.9-amd64"},
+        {"cpu_model": "Intel(R) Xeon(R) Gold 6338"},
+        {"access": "no access"},
+    ],
+)
+def test_what_can_change_the_answer_probes_again(
+    counted: list[Path | None], monkeypatch: pytest.MonkeyPatch, change: dict[str, str]
+) -> None:
+    """A cached answer stands for one host: another QEMU, host kernel, CPU or /dev/kvm
+    this user can no longer open probes again (and then that answer is cached)."""
+    built_image()
     kvm.status("x86_64")
-    assert len(counted) == 3
+    if change.pop("access", None):
+        monkeypatch.setattr(os, "access", lambda path, mode: False)
+    _host(monkeypatch, **change)
+    kvm.status("x86_64")
+    kvm.status("x86_64")
+    assert len(counted) == 2
+
+
+def test_a_damaged_entry_is_left_out(counted: list[Path | None]) -> None:
+    built_image()
+    kvm.status("x86_64")
+    cache = paths.cache_dir() / "kvm.json"
+    good = json.loads(cache.read_text())["entries"][0]
+    damaged = [
+        {"key": "x"},
+        {**good, "status": {"usable": "yes"}},
+        {**good, "status": None},
+        {**good, "status": {**good["status"], "decided": "no"}},
+        7,
+    ]
+    cache.write_text(json.dumps({"version": 1, "entries": damaged}))
+    assert kvm.status("x86_64").usable
+    assert len(counted) == 2
+    assert kvm.status("x86_64").usable
+    assert len(counted) == 2
 
 
 def test_unknown_answer_is_reprobed_once_a_kernel_exists(counted: list[Path | None]) -> None:
@@ -355,14 +405,6 @@ def test_corrupt_cache_is_ignored(counted: list[Path | None]) -> None:
     (paths.cache_dir() / "kvm.json").write_text("{not json")
     assert not kvm.status("x86_64").usable
     assert counted == [None]
-
-
-def test_qemu_version_parses_the_banner(monkeypatch: pytest.MonkeyPatch) -> None:
-    banner = "QEMU emulator version 7.2.22 (Debian 1:7.2+dfsg-7)\nCopyright (c) 2003-2022"
-    monkeypatch.setattr(proc, "capture", lambda cmd: banner)
-    assert kvm.qemu_version("qemu-system-x86_64") == "7.2.22"
-    monkeypatch.setattr(proc, "capture", lambda cmd: "something else")
-    assert kvm.qemu_version("qemu-system-x86_64") == "?"
 
 
 # --- the real thing --------------------------------------------------------------------

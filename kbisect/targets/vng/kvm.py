@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import platform
 import struct
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
@@ -24,6 +23,7 @@ from kbisect.core import arch as arch_mod
 from kbisect.core import atomic, clock, paths, proc, progress, reading
 from kbisect.core.exceptions import CommandTimeout, UserError
 from kbisect.targets import qemu
+from kbisect.targets.vng import host as vm_host
 
 MARKER = "KBISECT-KVM-PROBE-OK"
 EXIT_VALUE = 0x10  # written to isa-debug-exit; QEMU exits (v << 1) | 1
@@ -204,31 +204,46 @@ def _probe_kernel(a: arch_mod.Arch, image: Path) -> KvmStatus:
     return _unusable(f"a kernel that boots under TCG failed under KVM: {failed}", "kernel")
 
 
-def qemu_version(qemu: str) -> str:
-    """'7.2.22' from `qemu-system-x86_64 --version`."""
-    words = proc.capture([qemu, "--version"]).split()
-    return words[3] if words[:3] == ["QEMU", "emulator", "version"] and len(words) > 3 else "?"
-
-
 def sha256(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-def host_key(a: arch_mod.Arch) -> dict[str, str]:
-    """What a cached answer depends on, besides the probe method and image."""
-    return {"arch": a.name, "qemu": qemu_version(a.qemu), "host": platform.release()}
+def host_key(a: arch_mod.Arch) -> dict[str, Any]:
+    """What a cached answer depends on, besides the probe method and image: the arch,
+    QEMU's version, the host's kernel release and CPU model, and whether this user may
+    open /dev/kvm (the device's presence is looked at first, on every call)."""
+    facts = vm_host.facts(a.qemu)
+    access = "rw" if os.access(KVM_DEVICE, os.R_OK | os.W_OK) else "no access"
+    return {
+        "arch": a.name,
+        "qemu": facts["qemu"],
+        "host": facts["kernel"],
+        "cpu": facts["cpu_model"],
+        "kvm": access,
+    }
+
+
+def _entry(e: Any) -> bool:
+    """An entry as status() writes it (a damaged one is left out, never an error)."""
+    if not (isinstance(e, dict) and isinstance(e.get("key"), dict)):
+        return False
+    st = e.get("status")
+    fields = set(KvmStatus.__dataclass_fields__)
+    if not (isinstance(st, dict) and set(st) == fields and isinstance(st["decided"], bool)):
+        return False
+    return isinstance(st["usable"], bool) and isinstance(st["reason"], str)
 
 
 def _load() -> list[dict[str, Any]]:
     try:  # a cache: when damaged, the probe runs again and rewrites it
-        entries = reading.json_table(paths.cache_dir() / "kvm.json", "")["entries"]
-    except (reading.CorruptFile, KeyError):
+        entries = reading.json_table(paths.cache_dir() / "kvm.json", "").get("entries")
+    except reading.CorruptFile:
         return []
-    return [e for e in entries if isinstance(e, dict)] if isinstance(entries, list) else []
+    return [e for e in entries if _entry(e)] if isinstance(entries, list) else []
 
 
 def lookup(
-    entries: list[dict[str, Any]], host: dict[str, str], image_sha: str | None
+    entries: list[dict[str, Any]], host: dict[str, Any], image_sha: str | None
 ) -> KvmStatus | None:
     """A decided answer for this host wins; an undecided one only for the same image."""
     same = [e for e in entries if all(e["key"].get(k) == v for k, v in host.items())]
