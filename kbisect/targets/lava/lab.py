@@ -32,6 +32,10 @@ class LabError(InfraError):
     """The lab failed a job for its own reasons, or could not be reached."""
 
 
+class BadToken(UserError):
+    """The server refused the user's token."""
+
+
 class UnknownDeviceType(UserError):
     """The server has no (usable) device of the target's device type."""
 
@@ -115,8 +119,11 @@ def _submit(lab: Lab, job_file: Path) -> str:
     if out.isdigit():
         return out
     why = out.splitlines()[-1] if out else "no job id"
-    if "device type" in why.lower() or "devicetype" in why.lower():
+    if "device type" in why.lower():
         raise UnknownDeviceType(f"target {lab.name}: device_type: the server says: {why[:200]}")
+    if any(word in why for word in ("Authentication", "401", "403")):
+        where = f"${lab.token_env}" if lab.token_env else str(lab.token_file)
+        raise BadToken(f"target {lab.name}: {lab.server} refused the token in {where}: {why[:160]}")
     raise LabError(f"target {lab.name}: {lab.server} refused the job: {why[:240]}")
 
 
