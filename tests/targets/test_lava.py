@@ -247,8 +247,8 @@ def test_a_job_that_goes_wrong(
 ) -> None:
     (fake / "mode.txt").write_text(mode)
     monkeypatch.setenv("LAB_TOKEN", TOKEN)
-    quick = ("pgbench.duration_s=1", "pgbench.warmup_s=1", "timeouts.boot_s=1")
-    quick += ("timeouts.total_s=3",)
+    quick = ["pgbench.duration_s=1", "pgbench.warmup_s=1", "timeouts.boot_s=1"]
+    quick.append("timeouts.total_s=3")
     short = [x for s in quick for x in ("--set", s)] if mode == "hang" else []
     assert run(tmp_path, write_lab(tmp_path, **keys, token_env="LAB_TOKEN"), *short) == code
     err = capsys.readouterr().err.strip().splitlines()
