@@ -13,7 +13,7 @@ import pytest
 import yaml
 
 from kbisect.commands import cli
-from kbisect.core import arch
+from kbisect.core import arch, paths
 from kbisect.core.exceptions import EXIT_BENCHMARK, EXIT_BOOT, EXIT_INFRA, EXIT_OK, EXIT_USER
 from kbisect.scenario import server
 from kbisect.targets.lava import config, job, lab
@@ -98,7 +98,10 @@ def fake(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("FAKELAVA_DIR", str(state))
     monkeypatch.setenv("PATH", f"{tmp_path / 'fake' / 'bin'}:{os.environ['PATH']}")
     monkeypatch.setattr(lab, "POLL_S", 0.01)
-    images.installed(X86, server.Pin(15))
+    root = images.installed(X86, server.Pin(15))
+    image = paths.cache_dir() / "lava" / f"{root.parent.name}.ext4"  # as files.rootfs makes
+    image.parent.mkdir(parents=True)
+    image.write_bytes(b"")  # made: no mkfs.ext4 (test_a_local_boot makes one)
     (tmp_path / "kernel").mkdir()
     (tmp_path / "kernel" / "bzImage").write_bytes(b"\0" * 4096)
     return state
@@ -107,7 +110,9 @@ def fake(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 def run(tmp_path: Path, target: Path, *extra: str) -> int:
     kernel = tmp_path / "kernel"
     argv = ["run", "--kernel", str(kernel), "--scenario", "smoke", "--target", str(target)]
-    return cli.main([*argv, "--runs", "1", "--out", str(tmp_path / "out"), *extra])
+    argv += ["--runs", "1", "--out", str(tmp_path / "out")]
+    # a local job's QEMU runs here: never wait for the busy test host to be quiet
+    return cli.main([*argv, "--retakes", "0", "--count-disturbed", *extra])
 
 
 def sample(tmp_path: Path) -> dict[str, Any]:
@@ -117,6 +122,8 @@ def sample(tmp_path: Path) -> dict[str, Any]:
 
 
 def test_a_local_boot_is_one_lava_run_job(tmp_path: Path, fake: Path) -> None:
+    (image,) = (paths.cache_dir() / "lava").glob("*.ext4")
+    image.unlink()
     assert run(tmp_path, write_lab(tmp_path, dispatcher="local")) == EXIT_OK
     s = sample(tmp_path)
     assert s["tps"] == pytest.approx(RECORDED_TPS) and s["target"]["machine"] == "qemu-local"
@@ -125,6 +132,8 @@ def test_a_local_boot_is_one_lava_run_job(tmp_path: Path, fake: Path) -> None:
     argv = json.loads((fake / "argv.txt").read_text().splitlines()[0])
     assert argv[-1] == str(boot / "lava" / "job.yaml")
     assert yaml.safe_load((boot / "lava" / "qemu-local.yaml").read_text())["actions"]
+    assert image.stat().st_size > 0
+    assert f"file://{image}" in (boot / "lava" / "job.yaml").read_text()
 
 
 def recording(monkeypatch: pytest.MonkeyPatch) -> list[tuple[list[str], dict[str, str]]]:
@@ -180,7 +189,8 @@ BAD_FILES = [
     ({**SERVER}, "token_file or token_env"),
     ({**SERVER, "token_env": "T", "server": "lava.example"}, "server must be an http(s) URL"),
     ({**SERVER, "token_env": "T", "upload": None}, "give an upload command"),
-    ({"dispatcher": "local", "device": "/nonexistent/dev.yaml"}, "no such file"),
+    ({"dispatcher": "local", "devices": ["/nonexistent/dev.yaml"]}, "no such file"),
+    ({**SERVER, "token_env": "T", "devices": ["d.yaml"]}, 'devices go with dispatcher = "local"'),
     ({"queue_timeout_s": 0}, "queue_timeout_s must be at least 1"),
 ]
 
@@ -205,7 +215,7 @@ def test_no_token_in_the_file_or_a_refused_one(
     (tmp_path / "token").write_text("\n")
     target = write_lab(tmp_path, **SERVER, token_file=str(tmp_path / "token"))
     assert run(tmp_path, target) == EXIT_USER
-    assert "no token in" in capsys.readouterr().err
+    assert "no token in" in capsys.readouterr().err and not (tmp_path / "out").exists()
     (tmp_path / "token").write_text("wrong\n")
     assert run(tmp_path, target) == EXIT_USER
     err = capsys.readouterr().err
@@ -260,3 +270,17 @@ def test_a_job_that_goes_wrong(
 def test_the_lab_file_reads_into_a_lab(tmp_path: Path) -> None:
     lab_ = config.load("lab", {"kind": "lava", "device_type": "qemu", **SERVER, "token_env": "X"})
     assert lab_.server == "http://127.0.0.1:9" and not lab_.local and lab_.tags == ()
+
+
+def test_local_jobs_go_to_the_devices_in_turn(tmp_path: Path, fake: Path) -> None:
+    devices = []
+    for name in ("qemu01", "qemu02"):
+        (tmp_path / f"{name}.yaml").write_text("{}\n")
+        devices.append(str(tmp_path / f"{name}.yaml"))
+    target = write_lab(tmp_path, dispatcher="local", devices=devices)
+    assert run(tmp_path, target, "--runs", "3") == EXIT_OK
+    samples = sorted((tmp_path / "out" / "samples").glob("*.json"))
+    machines = [json.loads(p.read_text())["target"]["machine"] for p in samples]
+    assert machines == ["qemu01", "qemu02", "qemu01"]
+    argv = [json.loads(x) for x in (fake / "argv.txt").read_text().splitlines()]
+    assert [a[a.index("--device") + 1] for a in argv] == [*devices, devices[0]]

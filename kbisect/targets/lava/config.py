@@ -3,15 +3,16 @@
     kind = "lava"
     arch = "x86_64"
     dispatcher = "server"        # server: a lab's lava-server, through lavacli;
-                                 # local: lava-run on this host, against `device`
+                                 # local: lava-run on this host, against `devices`
     server = "https://lava.example.org"    # server: the lab's URL
     user = "alice"               # server: the token's owner
     token_file = "~/.config/kbisect/lab.token"   # server: the token, in a file...
     token_env = "LAVA_TOKEN"     # ...or in this environment variable (one of the two)
     device_type = "qemu"         # the lab's device type: every job asks for one of these
     tags = ["kbisect"]           # optional: device tags a job asks for
-    device = "qemu01.yaml"       # local: a rendered device dictionary (default: kbisect's
-                                 # own QEMU device for this host, job.device_text)
+    devices = ["qemu01.yaml", "qemu02.yaml"]   # local: rendered device dictionaries,
+                                 # a job to each in turn as a lab's scheduler would (default:
+                                 # kbisect's own QEMU device for this host, job.device_text)
     artifacts = "https://files.example.org/kbisect/"   # where the lab fetches what a job
                                  # downloads (file:// allowed); local default: in place
     upload = "rsync {path} files.example.org:/srv/kbisect/{name}"   # optional: puts a
@@ -45,7 +46,7 @@ SCHEMA: dict[str, tuple[type, Any]] = {
     "token_env": (str, None),
     "device_type": (str, None),
     "tags": (list, []),
-    "device": (str, None),
+    "devices": (list, []),
     "artifacts": (str, None),
     "upload": (str, None),
     "queue_timeout_s": (int, 3600),
@@ -66,7 +67,7 @@ class Lab:
     token_env: str | None
     device_type: str
     tags: tuple[str, ...]
-    device: Path | None
+    devices: tuple[Path, ...]
     artifacts: str | None
     upload: str | None
     queue_timeout_s: int
@@ -98,8 +99,9 @@ def _typed(name: str, key: str, value: Any) -> Any:
     kind = SCHEMA[key][0]
     what = {int: "an integer", str: "a string", list: "a list of strings"}[kind]
     bad = isinstance(value, bool) or not isinstance(value, kind)
-    if kind is list and not bad:
-        bad = not all(isinstance(v, str) and not reading.name(v) for v in value)
+    if kind is list and not bad:  # tags are names, devices paths
+        check = reading.name if key == "tags" else reading.line
+        bad = not all(isinstance(v, str) and not check(v) for v in value)
     elif kind is str and not bad and key != "upload":
         bad = bool(reading.line(value)) or not value.strip()
     if bad:
@@ -130,11 +132,11 @@ def load(name: str, settings: Mapping[str, Any]) -> Lab:
     base = v["artifacts"]
     if base is not None and v["upload"] is None and not base.startswith("file://"):
         raise BadLab(f"target {name}: artifacts {base}: give an upload command (or a file:// base)")
-    if v["device"] is not None and server:
-        raise BadLab(f'target {name}: device goes with dispatcher = "local" (the lab has its own)')
-    device = Path(v["device"]).expanduser() if v["device"] else None
-    if device is not None and not device.is_file():
-        raise BadLab(f"target {name}: device {device}: no such file (a device dictionary)")
+    if v["devices"] and server:
+        raise BadLab(f'target {name}: devices go with dispatcher = "local" (the lab has its own)')
+    devices = tuple(Path(d).expanduser() for d in v["devices"])
+    if missing := next((d for d in devices if not d.is_file()), None):
+        raise BadLab(f"target {name}: devices: {missing}: no such file (a device dictionary)")
     if v["queue_timeout_s"] < 1:
         raise BadLab(f"target {name}: queue_timeout_s must be at least 1")
     return Lab(
@@ -146,7 +148,7 @@ def load(name: str, settings: Mapping[str, Any]) -> Lab:
         token_env=v["token_env"],
         device_type=v["device_type"],
         tags=tuple(v["tags"]),
-        device=device,
+        devices=devices,
         artifacts=v["artifacts"],
         upload=v["upload"],
         queue_timeout_s=v["queue_timeout_s"],

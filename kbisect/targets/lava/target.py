@@ -30,11 +30,12 @@ from kbisect.targets.vng import disks, kvm, rootfs
 
 class LavaTarget(Target):
     kind = "lava"
-    runs_here = False  # a lab's device (a local QEMU device is judged as a machine is)
 
     def __init__(self, name: str, arch: Arch, settings: config.Lab) -> None:
         super().__init__(name, arch)
         self.lab = settings
+        self.runs_here = settings.local  # lava-run's QEMU runs on this host's CPUs
+        self.jobs = 0
         self.published: dict[Path, str] = {}
         self.last: dict[str, Any] | None = None  # the last job: id, device, its time
 
@@ -57,6 +58,8 @@ class LavaTarget(Target):
 
     def preflight(self, scen: Scenario | None = None) -> None:
         lab.require(self.lab)
+        if not self.lab.local:
+            self.lab.token()  # there and readable: before anything is written
         if scen is None:
             return
         if scen.data["postgres"].get("build") is not None or disks.vng_disks(scen.data, Path()):
@@ -98,7 +101,9 @@ class LavaTarget(Target):
         spec = self.spec(j, *urls)
         job_file = work / "job.yaml"
         atomic.write_text(job_file, job.job_text(spec))
-        device = self.lab.device
+        devices = self.lab.devices
+        device = devices[self.jobs % len(devices)] if devices else None
+        self.jobs += 1
         if self.lab.local and device is None:
             device = work / "qemu-local.yaml"
             accel = qemu.accel(kvm.accel(self.arch.name))
