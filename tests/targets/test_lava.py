@@ -284,3 +284,19 @@ def test_local_jobs_go_to_the_devices_in_turn(tmp_path: Path, fake: Path) -> Non
     assert machines == ["qemu01", "qemu02", "qemu01"]
     argv = [json.loads(x) for x in (fake / "argv.txt").read_text().splitlines()]
     assert [a[a.index("--device") + 1] for a in argv] == [*devices, devices[0]]
+
+
+def test_a_compare_over_two_devices_is_blocked_by_device(tmp_path: Path, fake: Path) -> None:
+    devices = []
+    for name in ("qemu01", "qemu02"):
+        (tmp_path / f"{name}.yaml").write_text("{}\n")
+        devices.append(str(tmp_path / f"{name}.yaml"))
+    target = write_lab(tmp_path, dispatcher="local", devices=devices)
+    argv = ["compare", "--kernel", str(tmp_path / "kernel"), "--append-b", "quiet"]
+    argv += ["--scenario", "smoke", "--boots", "2", "--target", str(target)]
+    argv += ["--retakes", "0", "--count-disturbed", "--out", str(tmp_path / "cmp")]
+    assert cli.main(argv) == EXIT_OK
+    report = (tmp_path / "cmp" / "report.md").read_text()
+    assert "| machine | boots A | mean A | boots B | mean B | B/A |" in report
+    assert "| qemu01 | 1 |" in report and "| qemu02 | 1 |" in report
+    assert "| device | LAVA job |" in report and "with a machine fixed effect" in report
