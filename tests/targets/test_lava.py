@@ -272,11 +272,15 @@ def test_the_lab_file_reads_into_a_lab(tmp_path: Path) -> None:
     assert lab_.server == "http://127.0.0.1:9" and not lab_.local and lab_.tags == ()
 
 
-def test_local_jobs_go_to_the_devices_in_turn(tmp_path: Path, fake: Path) -> None:
-    devices = []
+def two_devices(where: Path) -> list[str]:
+    """Two device dictionaries (the stand-in reads none): qemu01.yaml, qemu02.yaml."""
     for name in ("qemu01", "qemu02"):
-        (tmp_path / f"{name}.yaml").write_text("{}\n")
-        devices.append(str(tmp_path / f"{name}.yaml"))
+        (where / f"{name}.yaml").write_text("{}\n")
+    return [str(where / "qemu01.yaml"), str(where / "qemu02.yaml")]
+
+
+def test_local_jobs_go_to_the_devices_in_turn(tmp_path: Path, fake: Path) -> None:
+    devices = two_devices(tmp_path)
     target = write_lab(tmp_path, dispatcher="local", devices=devices)
     assert run(tmp_path, target, "--runs", "3") == EXIT_OK
     samples = sorted((tmp_path / "out" / "samples").glob("*.json"))
@@ -287,10 +291,7 @@ def test_local_jobs_go_to_the_devices_in_turn(tmp_path: Path, fake: Path) -> Non
 
 
 def test_a_compare_over_two_devices_is_blocked_by_device(tmp_path: Path, fake: Path) -> None:
-    devices = []
-    for name in ("qemu01", "qemu02"):
-        (tmp_path / f"{name}.yaml").write_text("{}\n")
-        devices.append(str(tmp_path / f"{name}.yaml"))
+    devices = two_devices(tmp_path)
     target = write_lab(tmp_path, dispatcher="local", devices=devices)
     argv = ["compare", "--kernel", str(tmp_path / "kernel"), "--append-b", "quiet"]
     argv += ["--scenario", "smoke", "--boots", "2", "--target", str(target)]
