@@ -11,6 +11,8 @@ from typing import Any
 
 import pytest
 import yaml
+from hypothesis import given
+from hypothesis import strategies as st
 
 from kbisect.commands import cli
 from kbisect.core import arch, paths
@@ -301,3 +303,29 @@ def test_a_compare_over_two_devices_is_blocked_by_device(tmp_path: Path, fake: P
     assert "| machine | boots A | mean A | boots B | mean B | B/A |" in report
     assert "| qemu01 | 1 |" in report and "| qemu02 | 1 |" in report
     assert "| device | LAVA job |" in report and "with a machine fixed effect" in report
+
+
+SCALARS = st.one_of(st.none(), st.booleans(), st.integers(), st.text(max_size=20))
+TREES = st.recursive(
+    SCALARS,
+    lambda inner: (
+        st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4)
+    ),
+    max_leaves=20,
+)
+
+
+@given(TREES)
+def test_the_yaml_writer_writes_what_yaml_reads_back(value: Any) -> None:
+    assert yaml.safe_load(job.yaml_text(value)) == value
+
+
+VALUES = st.one_of(SCALARS, st.lists(st.text(max_size=10), max_size=3), st.floats())
+
+
+@given(st.dictionaries(st.sampled_from([*config.SCHEMA, "other"]), VALUES, max_size=8))
+def test_any_lab_table_is_a_lab_or_one_line(settings: dict[str, Any]) -> None:
+    try:
+        config.load("lab", settings)
+    except config.BadLab as exc:
+        assert "\n" not in str(exc) and str(exc).startswith("target lab: ")

@@ -188,18 +188,30 @@ def _lines(value: Any, indent: int) -> list[str]:
         out = []
         for key, item in value.items():
             if _scalar(item):
-                out.append(f"{pad}{json.dumps(str(key))}: {json.dumps(item)}")
+                out.append(f"{pad}{_dump(str(key))}: {_dump(item)}")
             else:
-                out += [f"{pad}{json.dumps(str(key))}:", *_lines(item, indent + 2)]
+                out += [f"{pad}{_dump(str(key))}:", *_lines(item, indent + 2)]
         return out
     if isinstance(value, list) and value:
         out = []
         for item in value:
-            inner = [json.dumps(item)] if _scalar(item) else _lines(item, indent + 2)
+            inner = [_dump(item)] if _scalar(item) else _lines(item, indent + 2)
             out.append(f"{pad}- {inner[0].lstrip()}")
             out += inner[1:]
         return out
-    return [pad + ("{}" if isinstance(value, Mapping) else "[]")]
+    empty = {} if isinstance(value, Mapping) else [] if isinstance(value, list) else value
+    return [pad + _dump(empty)]
+
+
+# What YAML takes raw in a double-quoted scalar (json.dumps escaped the rest below 0x20):
+# not its line breaks (\x85, \u2028, \u2029) nor what it calls non-printable.
+RAW_BAD = re.compile("[\x7f-\x9f\u2028\u2029\ufeff\ufffe\uffff]")
+
+
+def _dump(value: Any) -> str:
+    """A scalar as YAML: JSON's text, non-ASCII written as itself where YAML takes it."""
+    text = json.dumps(value, ensure_ascii=False)
+    return RAW_BAD.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
 
 
 def _scalar(value: Any) -> bool:
