@@ -11,6 +11,8 @@ mode.txt in their state dir ($FAKELAVA_DIR, which the test sets):
 - "" (default): the job runs as recorded, on device qemu02 (lavacli) or for lava-run;
 - "no-measurement": the tps case of the recorded log without its measurement;
 - "infra": the job fails before booting, LAVA's Infrastructure error;
+- "cancelled": the job is cancelled while the harness runs (LAVA's Canceled error);
+- "unreachable": lavacli cannot reach the server (exit 1, as on a refused connection);
 - "hang": lava-run never ends; lavacli's job runs for ever;
 - "queued": lavacli's job never leaves the queue;
 - "unknown-type": lavacli's submit fails as a server without that device type answers.
@@ -25,6 +27,10 @@ import sys
 from pathlib import Path
 
 RECORDED = Path(__file__).resolve().parent.parent / "data" / "lava" / "lava-run.log"
+CANCELLED = (
+    '{"dt": "2026-12-05T18:20:01.9", "lvl": "results", "msg": {"case": "job", "definition": '
+    '"lava", "error_msg": "Canceled", "error_type": "Canceled", "result": "fail"}}'
+)
 INFRA = (
     '{"dt": "2026-12-05T18:19:01.9", "lvl": "results", "msg": {"case": "job", "definition": '
     '"lava", "error_msg": "Unable to download file:///x", "error_type": "Infrastructure", '
@@ -42,6 +48,9 @@ def log():
     if mode == "infra":
         return [{INFRA!r}]
     lines = Path({str(RECORDED)!r}).read_text().splitlines()
+    if mode == "cancelled":
+        cut = next(i for i, line in enumerate(lines) if "phase run" in line)
+        lines = lines[:cut] + [{CANCELLED!r}]
     if mode == "no-measurement":
         lines = [l.replace('"measurement": ! ', '"ignored": ! ') for l in lines]
     return lines
@@ -65,6 +74,9 @@ config = Path(os.environ.get("XDG_CONFIG_HOME", "~/.config")).expanduser() / "la
 given = json.loads(config.read_text())[sys.argv[2]] if config.exists() else {}
 (state / "config.txt").write_text(json.dumps(given))
 what, job = sys.argv[4], sys.argv[5]
+if mode == "unreachable":
+    print("Unable to connect: [Errno 111] Connection refused", file=sys.stderr)
+    sys.exit(1)
 if given.get("token") != (state / "token.txt").read_text().strip():
     print(f"Unable to submit {job}: <Fault 401: 'Authentication failed'>")
 elif what == "submit" and mode == "unknown-type":

@@ -3,9 +3,11 @@ the stand-ins of tests/targets/fakelava.py, which replay a real lava-run's log."
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import subprocess
+import time
 from pathlib import Path
 from typing import Any
 
@@ -242,6 +244,8 @@ def test_no_lava_run_or_lavacli(
         ("queued", SERVER, EXIT_INFRA, "did not start within 1s (no free qemu device): cancelled"),
         ("infra", {"dispatcher": "local"}, EXIT_INFRA, "Infrastructure: Unable to download"),
         ("infra", SERVER, EXIT_INFRA, "Infrastructure: Unable to download"),
+        ("cancelled", SERVER, EXIT_INFRA, "LAVA job 17 on qemu02: Canceled: Canceled"),
+        ("unreachable", SERVER, EXIT_INFRA, "lavacli jobs submit failed: Unable to connect"),
         ("no-measurement", {"dispatcher": "local"}, EXIT_BENCHMARK, "have no tps measurement"),
         ("hang", {"dispatcher": "local"}, EXIT_BOOT, "ran longer than"),
         ("hang", SERVER, EXIT_BOOT, "ran longer than"),
@@ -329,3 +333,27 @@ def test_any_lab_table_is_a_lab_or_one_line(settings: dict[str, Any]) -> None:
         config.load("lab", settings)
     except config.BadLab as exc:
         assert "\n" not in str(exc) and str(exc).startswith("target lab: ")
+
+
+def test_an_interrupted_wait_cancels_the_job(
+    tmp_path: Path, fake: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (fake / "mode.txt").write_text("queued")
+    monkeypatch.setenv("LAB_TOKEN", TOKEN)
+    lab_ = config.load(
+        "lab", {"kind": "lava", "device_type": "qemu", **SERVER, "token_env": "LAB_TOKEN"}
+    )
+    lab_ = dataclasses.replace(lab_, queue_timeout_s=3600)
+
+    real_sleep = time.sleep
+
+    def ctrl_c(seconds: float) -> None:  # Ctrl-C in the poll's wait, and only there
+        if seconds == lab.POLL_S:
+            raise KeyboardInterrupt
+        real_sleep(seconds)
+
+    monkeypatch.setattr(time, "sleep", ctrl_c)
+    (tmp_path / "job.yaml").write_text("{}\n")
+    with pytest.raises(KeyboardInterrupt):
+        lab.run(lab_, tmp_path / "job.yaml", None, tmp_path / "log", lambda line: None, 60.0)
+    assert (fake / "cancelled.txt").read_text() == "17"

@@ -272,8 +272,11 @@ class Outcome:
         return round(span.total_seconds(), 2)
 
     def lab_fault(self) -> bool:
-        """The job ended for the lab's reasons before the kernel had a say."""
-        return self.result == "fail" and self.error_type in LAB_ERRORS and not self.reached
+        """The job ended for the lab's reasons: before the kernel had a say, or cancelled
+        (by the lab or an admin) at any point."""
+        if self.result != "fail" or self.error_type not in LAB_ERRORS:
+            return False
+        return self.error_type == "Canceled" or not self.reached
 
 
 def read(lines: Iterable[str]) -> Outcome:
