@@ -357,3 +357,18 @@ def test_an_interrupted_wait_cancels_the_job(
     with pytest.raises(KeyboardInterrupt):
         lab.run(lab_, tmp_path / "job.yaml", None, tmp_path / "log", lambda line: None, 60.0)
     assert (fake / "cancelled.txt").read_text() == "17"
+
+
+def test_doctor_says_what_the_lab_needs(
+    tmp_path: Path, fake: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("LAB_TOKEN", TOKEN)
+    good = write_lab(tmp_path, **SERVER, token_env="LAB_TOKEN")
+    assert cli.main(["doctor", "--target", str(good)]) in (EXIT_OK, 1)
+    out = capsys.readouterr().out
+    assert "read from $LAB_TOKEN" in out and TOKEN not in out
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))
+    monkeypatch.delenv("LAB_TOKEN")
+    assert cli.main(["doctor", "--target", str(good)]) == 1
+    out = capsys.readouterr().out
+    assert "lavacli: not installed" in out and "no token in $LAB_TOKEN" in out

@@ -76,13 +76,18 @@ class Lab:
     def local(self) -> bool:
         return self.dispatcher == "local"
 
+    @property
+    def token_source(self) -> str:
+        """Where the token is: `$VARIABLE` or the file's path."""
+        return f"${self.token_env}" if self.token_env is not None else str(self.token_file)
+
     def token(self) -> str:
         """The token, read now (never kept): BadLab naming where it should be."""
+        where = self.token_source
         if self.token_env is not None:
-            value, where = os.environ.get(self.token_env, ""), f"${self.token_env}"
+            value = os.environ.get(self.token_env, "")
         else:
             assert self.token_file is not None
-            where = str(self.token_file)
             try:
                 value = self.token_file.read_text(encoding="utf-8")
             except OSError as exc:

@@ -122,7 +122,7 @@ def _submit(lab: Lab, job_file: Path) -> str:
     if "device type" in why.lower():
         raise UnknownDeviceType(f"target {lab.name}: device_type: the server says: {why[:200]}")
     if any(word in why for word in ("Authentication", "401", "403")):
-        where = f"${lab.token_env}" if lab.token_env else str(lab.token_file)
+        where = lab.token_source
         raise BadToken(f"target {lab.name}: {lab.server} refused the token in {where}: {why[:160]}")
     raise LabError(f"target {lab.name}: {lab.server} refused the job: {why[:240]}")
 

@@ -13,12 +13,13 @@ without the harness's result or without a tps measurement is a BenchmarkError (6
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
 from kbisect.core import atomic
 from kbisect.core.arch import Arch
+from kbisect.core.checks import FAIL, OK, Check
 from kbisect.core.exceptions import BenchmarkError, BootError, UserError
 from kbisect.scenario.scenario import Scenario
 from kbisect.targets import qemu
@@ -68,6 +69,26 @@ class LavaTarget(Target):
                 f"tmpfs: scenario {scen.name} asks for a PostgreSQL build or a disk"
             )
         rootfs.ensure(self.arch, rootfs.pin_for(scen.data))
+
+    def checks(self) -> list[Check]:
+        """`kbisect doctor --target`: the command that reaches the lab, and the token."""
+        probes: list[tuple[str, Callable[[], str]]] = [
+            ("lab command", lambda: lab.require(self.lab)),
+            ("token", self._token),
+        ]
+        rows = []
+        for what, probe in probes:
+            try:
+                rows.append(Check(what, OK, probe(), ""))
+            except UserError as exc:
+                rows.append(Check(what, FAIL, str(exc), "docs/lava.md"))
+        return rows
+
+    def _token(self) -> str:
+        if self.lab.local:
+            return "none needed (lava-run on this host)"
+        self.lab.token()
+        return f"read from {self.lab.token_source}"
 
     def userland(self, scen: Scenario) -> dict[str, Any] | None:
         return rootfs.userland(self.arch, scen.data)
