@@ -1,5 +1,6 @@
 """The LAVA target (kbisect/targets/lava/): a job's text, its log, and `kbisect run` through
-the stand-ins of tests/targets/fakelava.py, which replay a real lava-run's log."""
+tests/targets/fakelava.py's lava-run script and lava-server API (the real lavacli talks to
+it), which replay a real lava-run's log."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import json
 import os
 import subprocess
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -79,6 +81,9 @@ def test_the_recorded_log_reads_as_one_good_boot() -> None:
 
 
 def write_lab(where: Path, **keys: Any) -> Path:
+    """A lab file; a server's URL is the fake's when there is one (the fixture's)."""
+    if keys.get("server") == SERVER["server"] and (url := where / "fake/state/url.txt").exists():
+        keys["server"] = url.read_text()
     path = where / "lab.toml"
     settings = {"kind": "lava", "arch": "x86_64", "device_type": "qemu", **keys}
     path.write_text("".join(f"{k} = {json.dumps(v)}\n" for k, v in settings.items()))
@@ -96,8 +101,9 @@ SERVER = {
 
 
 @pytest.fixture
-def fake(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """The stand-ins first on PATH, a root fs for smoke, a kernel; the state dir."""
+def fake(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """The lava-run stand-in first on PATH, a lava-server's API on 127.0.0.1 (its URL in
+    url.txt: write_lab puts it in), a root fs for smoke, a kernel; the state dir."""
     state = fakelava.install(tmp_path / "fake", token=TOKEN)
     monkeypatch.setenv("FAKELAVA_DIR", str(state))
     monkeypatch.setenv("PATH", f"{tmp_path / 'fake' / 'bin'}:{os.environ['PATH']}")
@@ -108,7 +114,9 @@ def fake(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     image.write_bytes(b"")  # made: no mkfs.ext4 (test_a_local_boot makes one)
     (tmp_path / "kernel").mkdir()
     (tmp_path / "kernel" / "bzImage").write_bytes(b"\0" * 4096)
-    return state
+    with fakelava.Server(state, str(SERVER["user"])) as lava:
+        (state / "url.txt").write_text(lava.url)
+        yield state
 
 
 def run(tmp_path: Path, target: Path, *extra: str) -> int:
@@ -172,14 +180,12 @@ def test_a_server_job_and_the_token_shows_nowhere(
     s = sample(tmp_path)
     assert s["target"]["machine"] == "qemu02" and s["target"]["lava"]["job"] == "17"
     assert s["tps"] == pytest.approx(RECORDED_TPS)
-    assert json.loads((fake / "config.txt").read_text())["token"] == TOKEN  # lavacli had it
+    assert (fake / "auth.txt").read_text() == f"kbisect:{TOKEN}"  # the server had it
     assert started and all(TOKEN not in " ".join(argv) for argv, _ in started)
     if where == "token_file":  # else the user's own variable, inherited
         assert all(TOKEN not in " ".join(env.values()) for _, env in started)
     for path in every_file(tmp_path / "out") + every_file(tmp_path / "results"):
         assert TOKEN.encode() not in path.read_bytes(), path
-    for line in (fake / "argv.txt").read_text().splitlines():
-        assert TOKEN not in line
     homes = [env["XDG_CONFIG_HOME"] for argv, env in started if argv[0] == "lavacli"]
     assert homes and not any(Path(h).exists() for h in homes)  # the config is gone
 
@@ -245,7 +251,12 @@ def test_no_lava_run_or_lavacli(
         ("infra", {"dispatcher": "local"}, EXIT_INFRA, "Infrastructure: Unable to download"),
         ("infra", SERVER, EXIT_INFRA, "Infrastructure: Unable to download"),
         ("cancelled", SERVER, EXIT_INFRA, "LAVA job 17 on qemu02: Canceled: Canceled"),
-        ("unreachable", SERVER, EXIT_INFRA, "lavacli jobs submit failed: Unable to connect"),
+        (
+            "",
+            {**SERVER, "server": "http://127.0.0.1:1"},  # nothing listens there
+            EXIT_INFRA,
+            "lavacli jobs submit failed: Unable to connect",
+        ),
         ("no-measurement", {"dispatcher": "local"}, EXIT_BENCHMARK, "have no tps measurement"),
         ("hang", {"dispatcher": "local"}, EXIT_BOOT, "ran longer than"),
         ("hang", SERVER, EXIT_BOOT, "ran longer than"),
@@ -340,9 +351,8 @@ def test_an_interrupted_wait_cancels_the_job(
 ) -> None:
     (fake / "mode.txt").write_text("queued")
     monkeypatch.setenv("LAB_TOKEN", TOKEN)
-    lab_ = config.load(
-        "lab", {"kind": "lava", "device_type": "qemu", **SERVER, "token_env": "LAB_TOKEN"}
-    )
+    keys = {**SERVER, "server": (fake / "url.txt").read_text(), "token_env": "LAB_TOKEN"}
+    lab_ = config.load("lab", {"kind": "lava", "device_type": "qemu", **keys})
     lab_ = dataclasses.replace(lab_, queue_timeout_s=3600)
 
     real_sleep = time.sleep
