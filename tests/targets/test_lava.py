@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 import yaml
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from kbisect.commands import cli
@@ -382,3 +382,13 @@ def test_doctor_says_what_the_lab_needs(
     assert cli.main(["doctor", "--target", str(good)]) == 1
     out = capsys.readouterr().out
     assert "lavacli: not installed" in out and "no token in $LAB_TOKEN" in out
+
+
+@given(st.text(max_size=40))
+@example("é\x1b[6n\x85\u2028\U0001f600 \\x41\x00\x07")  # each of YAML's own escapes
+def test_a_log_line_reads_back_as_lavacli_writes_it(msg: str) -> None:
+    """`lavacli jobs logs --raw` writes each entry in YAML's double-quoted style, whose
+    escapes (\\e, \\xE9, \\N, ...) are not all JSON's."""
+    e = {"dt": "2026-12-05T18:19:01.9", "lvl": "target", "msg": msg}
+    dumped = yaml.dump(e, default_flow_style=True, default_style='"', width=10**6)
+    assert job.entry("- " + dumped[:-1]) == e

@@ -220,18 +220,33 @@ def _scalar(value: Any) -> bool:
 
 # -- the log ----------------------------------------------------------------------------
 TAG = re.compile(r'(?<=[:,\[{] )! (?=")')  # LAVA's `! "484"`: outside strings only
+# YAML's double-quoted escapes that JSON lacks (lavacli writes every entry that way)
+YAML_ESCAPE = re.compile(r"\\(\\|x[0-9A-Fa-f]{2}|U[0-9A-Fa-f]{8}|[0aevN_LP ])")
+NAMED = {"0": 0, "a": 7, "e": 27, "v": 11, "N": 0x85, "_": 0xA0, "L": 0x2028, "P": 0x2029}
+
+
+def _json_escape(m: re.Match[str]) -> str:
+    code = m.group(1)
+    if code == "\\":
+        return "\\\\"
+    if code == " ":
+        return " "
+    char = chr(int(code[1:], 16)) if code[0] in "xU" else chr(NAMED[code])
+    return json.dumps(char)[1:-1]
 
 
 def entry(line: str) -> dict[str, Any] | None:
     """One log line as an entry, None for anything else."""
-    text = line.strip().removeprefix("- ")
+    text = TAG.sub("", line.strip().removeprefix("- "))
     if not text.startswith("{"):
         return None
-    try:
-        found = json.loads(TAG.sub("", text))
-    except ValueError:
-        return None
-    return found if isinstance(found, dict) else None
+    for attempt in (text, YAML_ESCAPE.sub(_json_escape, text)):
+        try:
+            found = json.loads(attempt)
+        except ValueError:
+            continue
+        return found if isinstance(found, dict) else None
+    return None
 
 
 def target_line(line: str) -> str | None:
