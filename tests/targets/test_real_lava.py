@@ -1,7 +1,7 @@
 """A real LAVA job: Debian 12's lava-run (lava-dispatcher 2023.01) boots the minimal 6.12
 kernel kbisect builds (cached) in QEMU on this host, against kbisect's own QEMU device
-dictionary, and runs the harness and pgbench of the smoke scenario. About 100 s under TCG
-on a 2-core host (the root fs image made once more: +20 s). Skipped without lava-run."""
+dictionary, and runs the harness and pgbench of the smoke scenario. About 60 s under TCG
+on a 2-core host (the root fs image made first: +20 s). Skipped without lava-run."""
 
 from __future__ import annotations
 
