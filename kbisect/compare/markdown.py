@@ -127,13 +127,19 @@ def _machine_table(run: Run) -> list[str]:
 
 
 def _boot_table(samples: Sequence[Sample]) -> list[str]:
-    out = ["| # | side | tps | status | boot s | error |", "|---:|---|---:|---|---:|---|"]
+    lava = any(s.target.get("lava") for s in samples)  # a LAVA lab's: the device and job
+    head = "| # | side | tps | status | boot s | error |" + (" device | LAVA job |" if lava else "")
+    out = [head, "|---:|---|---:|---|---:|---|" + ("---|---|" if lava else "")]
     for i, s in enumerate(samples, 1):
         tps = f"{s.tps:,.1f}" if s.ok and s.tps else "—"
         boot = s.timings.get("boot_s")
         boot_s = f"{boot:.1f}" if isinstance(boot, int | float) else "—"
         status = "ok" if s.ok else f"**{s.status}**"
-        out.append(f"| {i} | {s.label} | {tps} | {status} | {boot_s} | {cell(s.error or '')} |")
+        row = f"| {i} | {s.label} | {tps} | {status} | {boot_s} | {cell(s.error or '')} |"
+        if lava:
+            job = (s.target.get("lava") or {}).get("job") or "—"
+            row += f" {cell(s.machine)} | {cell(str(job))} |"
+        out.append(row)
     return out
 
 

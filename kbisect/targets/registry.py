@@ -22,6 +22,7 @@ from kbisect.core import paths, reading
 from kbisect.core.exceptions import UserError
 from kbisect.targets.base import Job, Kernel, Target
 from kbisect.targets.fake.target import FakeTarget
+from kbisect.targets.lava.target import LavaTarget
 from kbisect.targets.pool import config as pool_config
 from kbisect.targets.pool import target as pool_target
 from kbisect.targets.ssh.target import SshTarget
@@ -29,7 +30,12 @@ from kbisect.targets.vng.target import VngTarget
 
 __all__ = ["Job", "Kernel", "Target", "config_dir", "get", "names"]
 BUILTIN = ("vng", "fake")
-KINDS: dict[str, type[Target]] = {"vng": VngTarget, "fake": FakeTarget, "ssh": SshTarget}
+KINDS: dict[str, type[Target]] = {
+    "vng": VngTarget,
+    "fake": FakeTarget,
+    "ssh": SshTarget,
+    "lava": LavaTarget,
+}
 
 
 class UnknownTarget(UserError):
