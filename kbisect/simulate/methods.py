@@ -83,6 +83,9 @@ class Result:
     tested: dict[str, int] | None = None  # posterior: test boots by why (Counted)
     story: Story | None = None  # posterior: the model of the whole range (run.story)
     rounds: int = 0  # wall-clock: rounds of boots at once on the pool (one machine: boots)
+    verify_boots: int = 0  # the revert check's, apart from the search's
+    verify_builds: int = 0  # the reverts built
+    verified: dict[str, str] | None = None  # the revert check: reverted commit -> its kind
 
     def named(self) -> set[str]:
         """The commits the answer names: the story's steps, else the candidates."""
@@ -101,6 +104,11 @@ class Sim:
         self.start = 0  # world boots when the bisection began
         self.recheck_boots = 0
         self.first_stop: int | None = None  # test boots before the first re-check boot
+        # the revert check: the pass's reverts built so far, each one's true level, the
+        # check's fresh samples of bad and of the revert, its boots and builds
+        self.reverts: dict[str, float] = {}
+        self.verified: dict[str, tuple[list[float], list[float]]] = {}
+        self.verify_boots = 0
 
     def take(self, commit: str) -> drift.Timed:
         """One boot of commit, kept in the store."""
@@ -124,7 +132,8 @@ class Sim:
     # --- the port ---------------------------------------------------------------------------
 
     def boots(self) -> int:
-        return self.world.boots - self.start
+        """The search's boots: the revert check's are counted apart (verify_boots)."""
+        return self.world.boots - self.start - self.verify_boots
 
     def stored(self, commit: str) -> tuple[list[Sample], str | None]:
         return [], None  # every sample went into the posterior when it was taken
@@ -185,6 +194,35 @@ class Sim:
 
     def fresh(self, culprit: str, commit: str) -> list[float]:
         return list(self.rechecked.get((culprit, commit), []))
+
+    def revert(self, culprit: str) -> str | None:
+        """Bad with culprit reverted, on top of the pass's earlier reverts (a build, counted
+        once: len(reverts)); why not, when it does not apply."""
+        if culprit not in self.reverts:
+            level = self.world.reverted([*self.reverts, culprit])
+            if isinstance(level, str):
+                return level
+            self.reverts[culprit] = level
+        return None
+
+    def verify_round(self, culprit: str, sides: list[bool]) -> list[float | BaseException]:
+        """A round of the revert check on the pool: the revert (True) or bad (False), the
+        i-th boot on machine (round + i) mod k as boot_round's."""
+        self.world.rounds += 1
+        k, start, bad = self.width(), self.world.rounds, self.world.history.graph.bad
+        level = {True: self.reverts[culprit], False: self.world.history.tps(bad)}
+        fresh = self.verified.setdefault(culprit, ([], []))
+        out: list[float | BaseException] = []
+        for i, side in enumerate(sides):
+            tps = self.world.draw(level[side], (start + i) % k)[1]
+            self.verify_boots += 1
+            fresh[side].append(tps)
+            out.append(tps)
+        return out
+
+    def verify_tps(self, culprit: str) -> tuple[list[float], list[float], list[float]]:
+        bad, reverted = self.verified.get(culprit, ([], []))
+        return self.tps(GOOD), self.tps(self.world.history.graph.bad) + bad, list(reverted)
 
     def save(self, run: Run, post: Posterior, schedule: references.Schedule | None) -> None:
         pass
@@ -347,6 +385,9 @@ class Bayes:
             story=run.story,
             tested=dict(search.tested),
             rounds=self.bench.endpoint_rounds(self.s.runs_min, self.s.runs_max) + w.rounds,
+            verify_boots=self.bench.verify_boots,
+            verify_builds=len(self.bench.reverts),
+            verified=_verified(run),
         )
 
 
@@ -372,6 +413,12 @@ class Counted(Search):
         if role not in ("reference", "recheck"):
             why = "" if role == "test" else role
             self.tested[why] = self.tested.get(why, 0) + n
+
+
+def _verified(run: Run) -> dict[str, str]:
+    """The revert checks the search ran: the commit reverted and the check's kind."""
+    v = run.verification
+    return {v.culprit: v.kind} if v is not None else {}
 
 
 def _confirmed(search: Search, rc: str | None) -> bool:
