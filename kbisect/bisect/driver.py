@@ -35,6 +35,7 @@ from kbisect.bisect.git import log
 from kbisect.bisect.git import run as gitrun
 from kbisect.bisect.git.log import Outcome
 from kbisect.bisect.posterior import search
+from kbisect.bisect.posterior.bench import Store
 from kbisect.bisect.report import answer as answer_report
 from kbisect.bisect.report import files
 from kbisect.bisect.report import posterior as posterior_report
@@ -193,7 +194,7 @@ def _phases(ctx: samples.Context, top: Path, run_dir: Path, run: Run) -> int:
 def _verify(ctx: samples.Context, top: Path, run_dir: Path, run: Run) -> None:
     """The revert check of the answer, if there is one to revert (verify.py)."""
     if run.verification is not None:
-        verify.verify(ctx, top, run_dir, run, lambda: state.save(run_dir, run))
+        verify.verify(Store(ctx, top, run_dir, run), run, lambda: state.save(run_dir, run))
 
 
 def _posterior(ctx: samples.Context, top: Path, run_dir: Path, run: Run) -> int:

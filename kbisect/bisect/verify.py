@@ -19,34 +19,28 @@ the share of the good-to-bad gap the revert restores with its 95% CI
   disturbed by other work (kept by --count-disturbed: the check has no load model): one
   line says so and the answer stands on the culprit/parent re-check (recheck.py).
 
-The revert's samples and the bad endpoint's fresh ones are stored in the run's
-verify/<culprit>/ folder; state.json's "verification" (state.Verification) records
-the check after every boot, so `--resume` goes on from the samples stored.
+The check reaches builds and boots through a Bench (posterior/bench.py: the driver's Store
+for either method, keeping the revert's samples and the bad endpoint's fresh ones in the
+run's verify/<culprit>/ folder; the simulator's in its modelled world). Its steps are
+begin() (the revert built, the samples so far read), sides() (the next round, [] once
+the sequential rule is final) and take() (one round); the posterior search takes them
+as its rule's Verify actions (bisect/rule.py), verify() takes them in turn for the git
+method. state.json's "verification" (state.Verification) records the check after every
+round, so `--resume` goes on from the samples stored.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from pathlib import Path
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from kbisect.bisect import check, samples
+from kbisect.bisect.posterior.bench import Bench
 from kbisect.bisect.state import MEASURED, Run, Verification
 from kbisect.core import progress
-from kbisect.core.exceptions import BenchmarkError, BootError, BuildError
-from kbisect.measure import results
-from kbisect.source import worktree
 from kbisect.stats import means, ratio, stopping
 
 LEVEL = 0.95  # the share's interval
-# a disturbed boot (--count-disturbed keeps it) set against the bad endpoint's quiet ones
-# would read the host's load as the revert's effect; the check has no load model
-DISTURBED = "a boot of the revert check ran while other work took the host"
-
-
-def folder(run_dir: Path, culprit: str) -> Path:
-    """Where the revert check of culprit stores its samples (`reverted/`, `bad/`)."""
-    return run_dir / "verify" / culprit
+RULE = stopping.Rule.upto(stopping.MOST)  # compare's sequential rule, at most MOST a side
 
 
 def measured_record(s: Mapping[str, Any]) -> bool:
@@ -79,68 +73,80 @@ def record(v: Verification, bad: str) -> dict[str, Any]:
     return {**v.as_dict(), "bad": bad, **figures}
 
 
-def verify(
-    ctx: samples.Context,
-    top: Path,
-    run_dir: Path,
-    run: Run,
-    save: Callable[[], None],
-) -> Verification:
+def sides(v: Verification, width: int) -> list[bool]:
+    """The next round of a running check (True: a boot of the revert, False: of bad), or
+    [] once the sequential rule is final. The sides take turns, the shorter first (the
+    revert first when even: bad's stored samples count, so the revert catches up first),
+    each round at least until the shorter side has one boot more (the rule looks once per
+    count of the shorter side), on `width` machines at once."""
+    bad, reverted = v.bad_tps or [], v.reverted_tps or []
+    if stopping.decide(bad, reverted, RULE).final:
+        return []
+    a, b = len(reverted), len(bad)
+    n, out = min(a, b), list[bool]()
+    while len(out) < width or min(a, b) <= n:
+        side = a <= b
+        out.append(side)
+        a, b = a + side, b + (not side)
+    return out
+
+
+def begin(bench: Bench, v: Verification, bad: str) -> None:
+    """The check of v.culprit begun (or resumed): its revert built, the samples stored so
+    far read; no-revert when the revert does not apply or build."""
+    if bench.say():
+        progress.step(f"verifying: reverting {v.culprit[:12]} on bad {bad[:12]}")
+    if (why := bench.revert(v.culprit)) is not None:
+        _cannot(bench, v, why)
+    else:
+        _read(bench, v, bad)
+
+
+def take(bench: Bench, v: Verification, round_: list[bool], bad: str) -> None:
+    """One round of the check's boots (sides()); a failed or disturbed boot ends it as
+    no-revert, else the share so far is said after every boot and the kind settled once
+    the sequential rule is final."""
+    got = bench.verify_round(v.culprit, round_)
+    if failed := next((x for x in got if isinstance(x, BaseException)), None):
+        v.good_tps, v.bad_tps, v.reverted_tps = bench.verify_tps(v.culprit)
+        _cannot(bench, v, f"a boot of the revert check failed: {failed}")
+    else:
+        _read(bench, v, bad, round_)
+
+
+def verify(bench: Bench, run: Run, save: Callable[[], None]) -> Verification:
     """The revert check of run.verification's culprit (begun, or resumed from its
-    samples); the result in run.verification, saved after every boot."""
+    samples), round after round until it is decided; saved after every round."""
     v = run.verification
     assert v is not None
-    if v.kind != "running":
-        return v
-    culprit, opts = v.culprit, run.options
-    out = folder(run_dir, culprit)
-    progress.step(f"verifying: reverting {culprit[:12]} on bad {run.bad[:12]}")
-    try:
-        v.reverted = worktree.revert_onto(top, run.bad, culprit)
-        reverted = check.revision(ctx, top, v.reverted, opts, out / "reverted")
-        bad = check.revision(ctx, top, run.bad, opts, out / "bad")
-    except worktree.RevertConflict:
-        return _cannot(v, f"the revert of {culprit[:12]} does not apply on bad {run.bad[:12]}")
-    except BuildError as exc:
-        return _cannot(v, f"BAD with {culprit[:12]} reverted does not build: {exc}")
-    v.good_tps = samples.stored(samples.commit_dir(run.store, run.good))[0]
-    stored_bad = samples.stored(samples.commit_dir(run.store, run.bad))[0]
-    rule = stopping.Rule.upto(stopping.MOST)
-
-    def counted() -> tuple[list[float], list[float]]:
-        return stored_bad + samples.stored(bad.out)[0], samples.stored(reverted.out)[0]
-
-    looked = -1
-    while True:
-        v.bad_tps, v.reverted_tps = counted()
-        n = min(len(v.bad_tps), len(v.reverted_tps))
-        if n != looked:
-            looked = n
-            stop = stopping.decide(v.bad_tps, v.reverted_tps, rule)
-            if stop.final:
-                break
-        which = reverted if len(v.reverted_tps) <= len(v.bad_tps) else bad
-        try:
-            samples.draw(ctx, which)
-        except (BootError, BenchmarkError) as exc:
-            return _cannot(v, f"a boot of the revert check failed: {exc}")
-        if results.load_samples(which.out)[-1].disturbed:  # counted: --count-disturbed
-            return _cannot(v, DISTURBED)
-        v.bad_tps, v.reverted_tps = counted()
-        progress.step(_boot_line(v, which is reverted))
+    if v.kind == "running":
+        begin(bench, v, run.bad)
+    while v.kind == "running":
+        take(bench, v, sides(v, bench.width()), run.bad)
         save()
-    v.stop = stopping.reason(stop, rule)
-    found = share(v)
-    v.kind = "unclear" if found is None else kind_of(found)
-    save()
-    progress.step(line(record(v, run.bad)))
     return v
 
 
-def _cannot(v: Verification, why: str) -> Verification:
+def _read(bench: Bench, v: Verification, bad: str, booted: Sequence[bool] = ()) -> None:
+    """The check's samples into v, a line for each boot just taken (booted: their sides),
+    and its kind once the sequential rule is final."""
+    v.good_tps, v.bad_tps, v.reverted_tps = bench.verify_tps(v.culprit)
+    if bench.say():
+        for of_revert in booted:
+            progress.step(_boot_line(v, of_revert))
+    stop = stopping.decide(v.bad_tps, v.reverted_tps, RULE)
+    if stop.final:
+        v.stop = stopping.reason(stop, RULE)
+        found = share(v)
+        v.kind = "unclear" if found is None else kind_of(found)
+        if bench.say():
+            progress.step(line(record(v, bad)))
+
+
+def _cannot(bench: Bench, v: Verification, why: str) -> None:
     v.kind, v.error = "no-revert", why
-    progress.step(f"{why}: the answer stands on the culprit/parent re-check")
-    return v
+    if bench.say():
+        progress.step(f"{why}: the answer stands on the culprit/parent re-check")
 
 
 def _boot_line(v: Verification, of_revert: bool) -> str:

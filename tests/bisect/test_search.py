@@ -40,6 +40,9 @@ class Bench:
         self.speed: list[float] = [1.0]
         self.rounds: list[list[str]] = []
         self.whose: list[list[str | None]] = []  # each round's boots' recheck_of
+        self.unrevertable: set[str] = set()
+        self.checked: dict[str, tuple[list[float], list[float]]] = {}  # culprit: bad, reverted
+        self.ends: tuple[list[float], list[float]] = ([], [])  # the endpoints' stored tps
 
     def level(self, commit: str) -> float:
         return 750.0 if self.g.is_bad(commit, self.culprit) else 1000.0
@@ -86,6 +89,27 @@ class Bench:
     def fresh(self, culprit: str, commit: str) -> list[float]:
         return list(self.rechecked.get((culprit, commit), []))
 
+    def revert(self, culprit: str) -> str | None:
+        if culprit in self.unrevertable:
+            return f"the revert of {culprit} does not apply on bad {self.g.bad}"
+        self.checked.setdefault(culprit, ([], []))
+        return None
+
+    def verify_round(self, culprit: str, sides: list[bool]) -> list[float | BaseException]:
+        """Bad with culprit reverted: at the good level when it is the true culprit."""
+        bad, reverted = self.checked[culprit]
+        out: list[float | BaseException] = []
+        for side in sides:
+            level = self.level(self.g.bad) if side and culprit != self.culprit else 1000.0
+            tps = (level if side else self.level(self.g.bad)) * (1 + 0.01 * self.rng.gauss(0, 1))
+            (reverted if side else bad).append(tps)
+            out.append(tps)
+        return out
+
+    def verify_tps(self, culprit: str) -> tuple[list[float], list[float], list[float]]:
+        bad, reverted = self.checked[culprit]
+        return list(self.ends[0]), self.ends[1] + bad, list(reverted)
+
     def save(self, run: Run, post: Posterior, schedule: references.Schedule | None) -> None:
         self.saves += 1
 
@@ -121,6 +145,7 @@ def search(
         for i in range(3)
         for c in ("good", g.bad)
     ]
+    bench.ends = ([s.tps for s in ends if s.commit == "good"], [s.tps for s in ends[1::2]])
     return Search(g, bench, run, ends), bench, run
 
 

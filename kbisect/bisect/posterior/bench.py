@@ -1,13 +1,16 @@
 """Where the posterior's search builds and boots revisions: the port (Bench) the search
 loop (search.py) reaches them through, and the driver's implementation of it (Store):
 builds in the driver's worktree, boots on the target, every sample in the sample store
-(a re-check's in the run's recheck folder), read back as evidence. The simulator's
-implementation (kbisect/simulate/) builds and boots in a modelled world.
+(a re-check's in the run's recheck folder), read back as evidence; the revert check's
+(bad with the answer reverted, against bad: bisect/verify.py) in the run's
+verify/<culprit>/{reverted,bad}/ folders. The simulator's implementation
+(kbisect/simulate/) builds and boots in a modelled world.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import math
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
@@ -18,9 +21,15 @@ from kbisect.bisect.posterior.posterior import Posterior
 from kbisect.bisect.references import Schedule
 from kbisect.bisect.state import Run
 from kbisect.core import reading
-from kbisect.core.exceptions import InfraError
+from kbisect.core.exceptions import BenchmarkError, BuildError, InfraError
 from kbisect.measure import record, results, retake, timeline
+from kbisect.source import worktree
 from kbisect.targets import monitor
+from kbisect.targets.base import Target
+
+# a disturbed boot (--count-disturbed keeps it) set against the bad endpoint's quiet ones
+# would read the host's load as the revert's effect; the revert check has no load model
+DISTURBED = "it ran while other work took the host (the check has no load model)"
 
 
 @dataclass(frozen=True)
@@ -81,6 +90,23 @@ class Bench(Protocol):
         re-check of that culprit, for every boot of the round or one for each (each())."""
         ...
 
+    def revert(self, culprit: str) -> str | None:
+        """Build BAD with culprit reverted (a merge against its first parent; the --patch
+        files and the pass's earlier reverts on top). None when it is built; else one line
+        saying why not ("the revert of X does not apply on bad B", "... does not build: ...")."""
+        ...
+
+    def verify_round(self, culprit: str, sides: list[bool]) -> list[float | BaseException]:
+        """One boot per entry, in order (over a pool at once): of BAD with culprit reverted
+        (True) or of BAD (False); fresh samples kept for the revert check of culprit. Each
+        boot's tps, or the BootError/BenchmarkError that failed it."""
+        ...
+
+    def verify_tps(self, culprit: str) -> tuple[list[float], list[float], list[float]]:
+        """The check's samples so far: the good endpoint's tps, BAD's (the endpoint's stored
+        samples and the check's fresh ones) and the revert's."""
+        ...
+
     def save(self, run: Run, post: Posterior, schedule: Schedule | None) -> None:
         """Keep the state (the driver: state.json after every boot)."""
         ...
@@ -95,11 +121,12 @@ class Store:
 
     def __init__(self, ctx: samples.Context, top: Path, run_dir: Path, run: Run) -> None:
         self.ctx, self.top, self.run_dir, self.run = ctx, top, run_dir, run
-        assert run.bisect_t0 is not None
-        self.t0 = run.bisect_t0
+        self.t0 = run.bisect_t0 if run.bisect_t0 is not None else math.inf  # git: no search
         self.seen: dict[str, float] = {}  # sample file -> its start time
         self.rows: list[dict[str, Any]] = []  # every sample, for the report
         self.revs: dict[str, samples.Revision] = {}
+        self.ends = (run.good, run.bad)
+        self.reverts: dict[str, tuple[samples.Revision, samples.Revision]] = {}  # reverted, bad
 
     def out(self, commit: str, recheck_of: str | None = None) -> Path:
         if recheck_of is None:
@@ -206,6 +233,31 @@ class Store:
             found.append(got if isinstance(got, BaseException) and not new else new)
         return found
 
+    def revert(self, culprit: str) -> str | None:
+        out, bad = verify_dir(self.run_dir, culprit), self.run.bad
+        try:
+            reverted = worktree.revert_onto(self.top, bad, culprit)
+            made = check.revision(self.ctx, self.top, reverted, self.run.options, out / "reverted")
+            bad_rev = check.revision(self.ctx, self.top, bad, self.run.options, out / "bad")
+        except worktree.RevertConflict:
+            return f"the revert of {culprit[:12]} does not apply on bad {bad[:12]}"
+        except BuildError as exc:
+            return f"BAD with {culprit[:12]} reverted does not build: {exc}"
+        self.reverts[culprit] = (made, bad_rev)
+        if (v := self.run.verification) is not None and v.culprit == culprit:
+            v.reverted = reverted
+        return None
+
+    def verify_round(self, culprit: str, sides: list[bool]) -> list[float | BaseException]:
+        reverted, bad = self.reverts[culprit]
+        boots = [_quiet(self.ctx, reverted if side else bad) for side in sides]
+        return list(pool_round.take_round(self.ctx.target, boots))
+
+    def verify_tps(self, culprit: str) -> tuple[list[float], list[float], list[float]]:
+        out = verify_dir(self.run_dir, culprit)
+        good, bad = (samples.stored(samples.commit_dir(self.run.store, c))[0] for c in self.ends)
+        return good, bad + samples.stored(out / "bad")[0], samples.stored(out / "reverted")[0]
+
     def save(self, run: Run, post: Posterior, schedule: Schedule | None) -> None:
         if schedule is not None:
             run.schedule = {"tests": schedule.tests, "turn": schedule.turn}
@@ -215,6 +267,24 @@ class Store:
 
     def say(self) -> bool:
         return True
+
+
+def verify_dir(run_dir: Path, culprit: str) -> Path:
+    """Where the revert check of culprit stores its samples (`reverted/`, `bad/`)."""
+    return run_dir / "verify" / culprit
+
+
+def _quiet(ctx: samples.Context, rev: samples.Revision) -> Callable[[Target], float]:
+    """A boot of the revert check: one that ran disturbed (counted: --count-disturbed)
+    fails the check (DISTURBED)."""
+
+    def boot(target: Target) -> float:
+        tps = samples.drawer(ctx, rev)(target)
+        if results.load_samples(rev.out)[-1].disturbed:
+            raise BenchmarkError(DISTURBED)
+        return tps
+
+    return boot
 
 
 def _when(sample: record.Sample) -> float:
