@@ -23,14 +23,14 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from kbisect.bisect import check, recheck, references
+from kbisect.bisect import check, recheck, references, verify
 from kbisect.bisect.git import judge
 from kbisect.bisect.posterior.bench import RecheckOf, Sample, each
 from kbisect.bisect.posterior.posterior import Posterior
 from kbisect.bisect.posterior.search import Search
 from kbisect.bisect.posterior.story import Story
 from kbisect.bisect.request import RECHECK_SAMPLES, Options
-from kbisect.bisect.state import Run
+from kbisect.bisect.state import Run, Verification
 from kbisect.core.exceptions import BuildError
 from kbisect.simulate import gitmodel
 from kbisect.simulate.histories import GOOD
@@ -358,6 +358,10 @@ class Bayes:
         ]
         search = Counted(g, self.bench, run, evidence)
         final = search.find()
+        if run.verification is None and final.kind != "undecided":
+            # the driver's revert check after the search (bisect/driver.py _posterior)
+            run.verification = Verification(recheck.pair(search.post, final)[1])
+            verify.verify(self.bench, run, lambda: None)
         rc = None
         if final.kind != "undecided":
             got = run.rechecks.get(recheck.pair(search.post, final)[1])
@@ -379,7 +383,7 @@ class Bayes:
             rc,
             warned,
             first,
-            confirmed=_confirmed(search, rc),
+            confirmed=_confirmed(search, rc, run.verification),
             recheck_boots=self.bench.recheck_boots,
             after_first=self.bench.boots() - self.bench.recheck_boots - first_stop,
             story=run.story,
@@ -421,8 +425,11 @@ def _verified(run: Run) -> dict[str, str]:
     return {v.culprit: v.kind} if v is not None else {}
 
 
-def _confirmed(search: Search, rc: str | None) -> bool:
-    """What exit 0 means: Search.confirmed() where the search has it, else the re-check
-    confirmed the answer."""
+def _confirmed(search: Search, rc: str | None, v: Verification | None) -> bool:
+    """What exit 0 means: a measured revert check restoring all of the gap (the revert
+    decides, not the re-check: report/files.py summary), else Search.confirmed() where the
+    search has it, else the re-check confirmed the answer."""
+    if v is not None and v.measured:
+        return v.kind == "all"
     rule = getattr(search, "confirmed", None)
     return bool(rule()) if callable(rule) else rc == "confirmed"

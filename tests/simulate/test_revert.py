@@ -7,10 +7,13 @@ from __future__ import annotations
 
 import random
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 
+from kbisect.bisect import verify
 from kbisect.bisect.posterior.graph import Graph
+from kbisect.bisect.state import Run, Verification
 from kbisect.simulate import histories, matrix, methods, tables, tally
 from kbisect.simulate.world import Noise, World, machine_offsets
 
@@ -137,6 +140,54 @@ def test_a_pools_verify_round_spreads_over_its_machines():
     got = [x for x in bench.verify_round("c12", [True, True]) if isinstance(x, float)]
     assert sorted(got) == pytest.approx(sorted(1000.0 * o for o in offsets))
     assert w.rounds == 1 and w.machine_log == [1, 0]
+
+
+# --- the revert check (bisect/verify.py) through the simulator's bench ------------------------
+
+
+@pytest.mark.parametrize(
+    "culprit, undone, kind",
+    [
+        ("c19", "conflicts", "all"),  # the culprit
+        ("c4", "conflicts", "none"),  # no change: a wrong answer
+        ("c10", "conflicts", "no-revert"),  # the fixed regression: does not apply
+        ("c10", "no effect", "none"),  # ... or applies with no effect
+    ],
+)
+def test_the_revert_check_runs_on_the_bench_and_judges_each_setting(culprit, undone, kind):
+    h = linear(("c10", 0.25), ("c15", -0.25), ("c19", 0.25))
+    bench = methods.Sim(world(h, undone, Noise(cv=0.05)))
+    for _ in range(5):
+        bench.take("good"), bench.take("c23")
+    bench.start = bench.world.boots
+    opts = methods.Settings().options("c23", "posterior", False)
+    run = Run(opts, {}, Path(), "good", "c23", Path())
+    run.verification = Verification(culprit)
+    v = verify.verify(bench, run, lambda: None)
+    assert v.kind == kind
+    # the check's boots: the revert's and bad's fresh ones (bad's 5 stored count), apart
+    assert bench.boots() == 0 and len(bench.reverts) == (kind != "no-revert")
+    if kind == "no-revert":
+        assert v.error == "the revert of c10 does not apply on bad c23"
+        assert bench.verify_boots == 0
+    else:
+        fresh = len(v.reverted_tps or ()) + len(v.bad_tps or ()) - 5
+        assert bench.verify_boots == fresh >= 2
+
+
+def test_a_quick_matrix_through_the_real_loop_verifies_the_design_point():
+    """The story matrix's design point and two culprits, a few bisections each, through
+    the posterior search and the revert check: the tallies have every field the tables
+    show, and the design point's answer is verified "all" in most runs."""
+    cells = {c.name: c for c in matrix.cells("story")}
+    design = matrix.simulate(cells["design"], 8, 1, ["posterior"], methods.Settings())
+    t = design["posterior"]
+    assert t.runs == 8 and t.wrong_single == t.wrong_confirmed == 0
+    assert t.verified_all >= 6 and t.exit_ok >= 6
+    assert t.boots_verify >= 2 * t.builds_verify and 6 <= t.builds_verify <= t.answered
+    assert t.boots_bisect > 0 and t.named_verified == [0, 0]
+    row = tables.story_table({cells["design"]: design}).splitlines()[-1]
+    assert f"| {t.verified_all}/{t.answered} (" in row
 
 
 # --- the settings ------------------------------------------------------------------------------

@@ -100,10 +100,10 @@ def test_every_method_bisects_the_same_histories_and_endpoint_samples():
     from kbisect.simulate import matrix, methods
     from kbisect.simulate.world import Noise, World
 
-    class Recording(World):
-        def boot(self, commit: str, machine: int | None = None) -> tuple[float, float]:
-            out = super().boot(commit, machine)
-            seen.append((commit, out[1]))
+    class Recording(World):  # every boot's level and tps (the revert check's included)
+        def draw(self, level: float, machine: int | None = None) -> tuple[float, float]:
+            out = super().draw(level, machine)
+            seen.append((level, out[1]))
             return out
 
     cell = matrix.Cell("design")
@@ -111,13 +111,13 @@ def test_every_method_bisects_the_same_histories_and_endpoint_samples():
     assert h == cell.history(random.Random("1-design-0"))
     firsts = []
     for method in matrix.METHODS:
-        seen: list[tuple[str, float]] = []
+        seen: list[tuple[float, float]] = []
         world = Recording(h, Noise(), random.Random("1-design-0-noise"))
         matrix.run_one(method, world, methods.Settings())
         firsts.append(seen[:6])
         assert len(seen) == world.boots > 6
     assert all(f == firsts[0] for f in firsts)
-    assert {c for c, _ in firsts[0]} == {"good", h.graph.bad}
+    assert {c for c, _ in firsts[0]} == {h.tps("good"), h.tps(h.graph.bad)}
 
 
 def test_posterior_needs_fewer_boots_than_sequential_and_names_the_culprit():
