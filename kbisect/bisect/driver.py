@@ -6,12 +6,15 @@ continues after Ctrl-C, a kill or a reboot:
 1. endpoints: check the tree and revisions; measure both endpoints and refuse unless good
    is significantly better than bad; pick the threshold (check.py);
 2. bisecting, `--method posterior` (the default): the posterior over the culprit from
-   every sample, the next revision by information per cost, the adaptive re-check of the
-   answer (search.py, recheck.py); `--method git`: `git bisect start B G` and
-   `git bisect run bisect/run ...` in a scratch worktree, never the user's checkout
-   (git/run.py);
-3. verifying, either method: the bad endpoint with the answer reverted, measured against
-   the bad endpoint (verify.py);
+   every sample, the next revision by information per cost, and the revert check of the
+   answer inside the same loop (search.py, its decision rule rule.py; verify.py), the
+   adaptive culprit/parent re-check (recheck.py) where the revert cannot be measured;
+   `--story full` first tells the whole range's story (story_search.py); `--method git`:
+   `git bisect start B G` and `git bisect run bisect/run ...` in a scratch worktree,
+   never the user's checkout (git/run.py);
+3. verifying, the git method: the bad endpoint with the answer reverted, measured against
+   the bad endpoint (verify.py); an older posterior state in this phase resumes its search,
+   which goes on with the check from its samples;
 4. recheck (git, when the revert could not be measured): the first bad commit against
    its parent with fresh samples;
 5. done: report.md, summary.json and the plots (report/).
@@ -36,6 +39,7 @@ from kbisect.bisect.git import run as gitrun
 from kbisect.bisect.git.log import Outcome
 from kbisect.bisect.posterior import search
 from kbisect.bisect.posterior.bench import Store
+from kbisect.bisect.posterior.story_search import StorySearch
 from kbisect.bisect.report import answer as answer_report
 from kbisect.bisect.report import files
 from kbisect.bisect.report import posterior as posterior_report
@@ -198,17 +202,12 @@ def _verify(ctx: samples.Context, top: Path, run_dir: Path, run: Run) -> None:
 
 
 def _posterior(ctx: samples.Context, top: Path, run_dir: Path, run: Run) -> int:
-    if run.phase == "bisecting":
-        found = search.start(ctx, top, run_dir, run)
-        answer = found.find()
+    if run.phase in ("bisecting", "verifying"):  # "verifying": an older kbisect's state
+        kind = StorySearch if run.options.story == "full" else search.Search
+        found = search.start(ctx, top, run_dir, run, kind)
+        answer = found.find()  # the search verified its answer
         run.answer = answer.as_dict()
         run.git_bisect_log = posterior_report.replay_log(top, found.post, answer, run)
-        if answer.kind != "undecided":
-            run.verification = Verification(recheck.pair(found.post, answer)[1])
-        run.phase = "verifying"
-        state.save(run_dir, run)
-    if run.phase == "verifying":
-        _verify(ctx, top, run_dir, run)
         run.phase = "done"
         state.save(run_dir, run)
     summary = files.summary(top, run_dir, run)

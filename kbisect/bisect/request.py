@@ -12,6 +12,7 @@ from kbisect.measure import retake
 from kbisect.targets import monitor
 
 METHODS = ("posterior", "git")
+STORIES = ("one", "full")  # --story: the one-step search (default), or the whole range's
 # --recheck-samples by method: git's fixed re-check takes exactly this many pairs; the
 # posterior's adaptive one at most this many (it stops from 3 pairs on, as soon as the
 # ratio is clear; the looks' error split over 3..12, docs/statistics.md)
@@ -52,6 +53,7 @@ class Options:
     pg_patches: tuple[str, ...] = ()
     pg_sets: tuple[str, ...] = ()
     batch: int | None = None  # --batch: samples per round (None: the target's machines)
+    story: str = "one"  # posterior: --story full tells the whole range's story (probes)
 
     def overrides(self) -> list[str]:
         """Every scenario override: --set, then the PostgreSQL build's."""
@@ -98,6 +100,7 @@ class Options:
         out += ["--method", self.method, "--references", str(self.references)]
         if self.method == "posterior":
             out += ["--confidence", f"{self.confidence:g}", "--max-boots", str(self.max_boots)]
+            out += ["--story", self.story] if self.story != "one" else []
         out += ["--runs-min", str(self.runs_min), "--runs-max", str(self.runs_max)]
         out += ["--recheck-samples", str(self.recheck_samples)]
         return out + self.measured_argv(built=False)
@@ -127,6 +130,8 @@ class Options:
             del out["pg_build"]
         if self.batch is None:
             del out["batch"]
+        if self.story == "one":  # saved only when full: older states read as they were
+            del out["story"]
         return out
 
     @classmethod

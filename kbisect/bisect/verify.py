@@ -73,13 +73,12 @@ def record(v: Verification, bad: str) -> dict[str, Any]:
     return {**v.as_dict(), "bad": bad, **figures}
 
 
-def sides(v: Verification, width: int) -> list[bool]:
+def sides(bad: Sequence[float], reverted: Sequence[float], width: int) -> list[bool]:
     """The next round of a running check (True: a boot of the revert, False: of bad), or
     [] once the sequential rule is final. The sides take turns, the shorter first (the
     revert first when even: bad's stored samples count, so the revert catches up first),
     each round at least until the shorter side has one boot more (the rule looks once per
     count of the shorter side), on `width` machines at once."""
-    bad, reverted = v.bad_tps or [], v.reverted_tps or []
     if stopping.decide(bad, reverted, RULE).final:
         return []
     a, b = len(reverted), len(bad)
@@ -122,7 +121,7 @@ def verify(bench: Bench, run: Run, save: Callable[[], None]) -> Verification:
     if v.kind == "running":
         begin(bench, v, run.bad)
     while v.kind == "running":
-        take(bench, v, sides(v, bench.width()), run.bad)
+        take(bench, v, sides(v.bad_tps or [], v.reverted_tps or [], bench.width()), run.bad)
         save()
     return v
 
@@ -131,10 +130,10 @@ def _read(bench: Bench, v: Verification, bad: str, booted: Sequence[bool] = ()) 
     """The check's samples into v, a line for each boot just taken (booted: their sides),
     and its kind once the sequential rule is final."""
     v.good_tps, v.bad_tps, v.reverted_tps = bench.verify_tps(v.culprit)
+    stop = stopping.decide(v.bad_tps, v.reverted_tps, RULE)
     if bench.say():
         for of_revert in booted:
-            progress.step(_boot_line(v, of_revert))
-    stop = stopping.decide(v.bad_tps, v.reverted_tps, RULE)
+            progress.step(_boot_line(v, of_revert, stop))
     if stop.final:
         v.stop = stopping.reason(stop, RULE)
         found = share(v)
@@ -149,8 +148,9 @@ def _cannot(bench: Bench, v: Verification, why: str) -> None:
         progress.step(f"{why}: the answer stands on the culprit/parent re-check")
 
 
-def _boot_line(v: Verification, of_revert: bool) -> str:
-    """One verification boot: what was measured, and the share restored so far."""
+def _boot_line(v: Verification, of_revert: bool, stop: stopping.Stop) -> str:
+    """One verification boot: what was measured, the share restored so far, and what the
+    sequential rule now expects."""
     assert v.reverted_tps is not None and v.bad_tps is not None
     what = (
         f"revert {v.reverted_tps[-1]:.1f} tps (n={len(v.reverted_tps)})"
@@ -163,7 +163,13 @@ def _boot_line(v: Verification, of_revert: bool) -> str:
         if found
         else "the share restored needs 2 boots of the revert"
     )
-    return f"verify: {what}; {so_far}"
+    n = min(len(v.bad_tps), len(v.reverted_tps))
+    expects = (
+        "the rule is decided"
+        if stop.final
+        else f"the rule looks again at {max(n + 1, RULE.least)} boots a side (at most {RULE.most})"
+    )
+    return f"verify: {what}; {so_far}; {expects}"
 
 
 def _pct(x: float) -> str:

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from kbisect.bisect import driver, state
 from kbisect.bisect.report import files
-from kbisect.bisect.request import METHODS, RECHECK_SAMPLES, Options
+from kbisect.bisect.request import METHODS, RECHECK_SAMPLES, STORIES, Options
 from kbisect.commands import options
 from kbisect.core import paths, progress
 from kbisect.core.exceptions import UserError
@@ -55,6 +55,13 @@ def configure(parser: argparse.ArgumentParser) -> None:
         type=options.count(1, 100_000),
         default=100,
         help="posterior: boots after the endpoints, re-checks included (default 100)",
+    )
+    add(
+        "--story",
+        choices=STORIES,
+        default="one",
+        help="posterior: one (default): the one-step search, its answer verified by revert; "
+        "full: also tell the whole range's story, probing untested stretches (more boots)",
     )
     add(
         "--batch",
@@ -121,6 +128,7 @@ def options_from_args(args: argparse.Namespace) -> Options:
         pg.named() if pg else None,
         tuple(map(str, pg_patches)),
         batch=args.batch,
+        story=args.story,
     )
 
 

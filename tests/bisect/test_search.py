@@ -16,6 +16,7 @@ from kbisect.bisect.posterior.bench import RecheckOf, Sample, each
 from kbisect.bisect.posterior.graph import Graph
 from kbisect.bisect.posterior.posterior import Posterior
 from kbisect.bisect.posterior.search import Search
+from kbisect.bisect.posterior.story_search import StorySearch
 from kbisect.bisect.request import Options
 from kbisect.bisect.state import Run
 from kbisect.core.exceptions import BootError, BuildError
@@ -123,6 +124,7 @@ def search(
     references_every: int = 0,
     max_boots: int = 100,
     speeds: tuple[float, ...] = (1.0,),
+    kind: type[Search] = Search,
 ) -> tuple[Search, Bench, Run]:
     """A search of n linear commits; speeds: a pool of machines, one round of len(speeds)
     boots at once."""
@@ -146,14 +148,31 @@ def search(
         for c in ("good", g.bad)
     ]
     bench.ends = ([s.tps for s in ends if s.commit == "good"], [s.tps for s in ends[1::2]])
-    return Search(g, bench, run, ends), bench, run
+    return kind(g, bench, run, ends), bench, run
 
 
 @pytest.mark.parametrize("culprit", ["c0", "c5", "c11", "c19"])
-def test_names_the_culprit_and_rechecks_it_once(culprit):
+def test_names_the_culprit_and_verifies_it_by_revert_alone(culprit):
+    """The default search: once the culprit holds, bad with it reverted against bad until
+    the sequential rule decides; no culprit/parent re-check, no probe."""
     s, bench, run = search(20, culprit)
     answer = s.find()
     assert answer.kind == "culprit" and answer.candidates[0][0] == culprit
+    v = run.verification
+    assert v is not None and v.culprit == culprit and v.kind == "all" and v.stop
+    assert len(v.reverted_tps or []) >= 3 and not run.rechecks and run.story is None
+    assert all(of is None for _, of in bench.booted) and not run.probes
+    assert run.first_stop is not None and run.first_stop["commit"] == culprit
+    assert bench.boots() < 20 and bench.saves >= bench.boots()
+
+
+@pytest.mark.parametrize("culprit", ["c0", "c5", "c11", "c19"])
+def test_a_culprit_whose_revert_does_not_apply_is_rechecked_once(culprit):
+    s, bench, run = search(20, culprit)
+    bench.unrevertable = {culprit}
+    answer = s.find()
+    assert answer.kind == "culprit" and answer.candidates[0][0] == culprit
+    assert run.verification is not None and run.verification.kind == "no-revert"
     assert list(run.rechecks) == [culprit]
     rc = run.rechecks[culprit]
     assert rc.kind == "confirmed" and rc.confirmed and rc.n is not None
@@ -183,8 +202,12 @@ def test_a_range_hidden_by_untestable_neighbours_is_rechecked_too():
     answer = s.find()
     assert answer.kind == "range" and {"c8", "c9"} <= {c for c, _ in answer.candidates}
     parent, top = recheck.pair(s.post, answer)
-    assert list(run.rechecks) == [top] and run.rechecks[top].parent == parent
+    assert run.verification is not None and run.verification.culprit == top
     assert parent == "c7" and top == "c10"
+    s, bench, run = search(20, "c9")
+    bench.unbuildable, bench.unrevertable = {"c8", "c9"}, {"c10"}
+    s.find()
+    assert list(run.rechecks) == ["c10"] and run.rechecks["c10"].parent == "c7"
 
 
 def test_stored_samples_are_reused_and_a_stored_failure_is_not_retried():
@@ -272,8 +295,9 @@ def test_a_single_steps_doubts_every_tested_revision_not_only_the_probes():
     spread = [0.95, 1.05, 1.0, 0.97, 1.03, 1.0]
     half = math.sqrt(1000.0 * 750.0)
 
-    def ranged() -> tuple[Search, Run]:
-        s, _, run = search(20, "c5")
+    def ranged() -> tuple[StorySearch, Run]:
+        s, _, run = search(20, "c5", kind=StorySearch)
+        assert isinstance(s, StorySearch)
         _sampled(s, run, "good", [1000.0 * f for f in spread])
         _sampled(s, run, s.graph.bad, [750.0 * f for f in spread])
         _sampled(s, run, "c5", [750.0 * f for f in spread[:2]])
@@ -312,8 +336,9 @@ def test_against_takes_the_odds_of_every_revision_judged():
     step = story.Change(("c5",), 0.99, 0.75, 0.7, 0.8, 1.0)
     spread = [0.95, 1.05, 1.0, 0.97, 1.03, 1.0]
 
-    def ranged(others: list[str]) -> tuple[Search, Run]:
-        s, _, run = search(20, "c5")
+    def ranged(others: list[str]) -> tuple[StorySearch, Run]:
+        s, _, run = search(20, "c5", kind=StorySearch)
+        assert isinstance(s, StorySearch)
         _sampled(s, run, "good", [1000.0 * f for f in spread])
         _sampled(s, run, s.graph.bad, [750.0 * f for f in spread])
         for c in ["c5", *others]:

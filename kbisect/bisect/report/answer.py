@@ -10,7 +10,7 @@ from typing import Any
 
 from kbisect.bisect import recheck, verify
 from kbisect.bisect.report import figures, markdown
-from kbisect.bisect.report.posterior import LOG, chance
+from kbisect.bisect.report.posterior import LOG, NOT_NEEDED, chance
 from kbisect.core import progress
 from kbisect.report import disturbed
 from kbisect.report.formats import section
@@ -65,6 +65,8 @@ def _answer(s: Mapping[str, Any]) -> list[str]:
 
 
 def _recheck(rc: Mapping[str, Any], s: Mapping[str, Any]) -> list[str]:
+    if rc.get("error") == NOT_NEEDED:
+        return []  # the revert check, above, decided
     if "culprit" not in rc or "error" in rc:
         told = s.get("story") or {}
         if told.get("kind") == "several" and s.get("confirmed"):
@@ -223,7 +225,8 @@ def print_answer(s: Mapping[str, Any], written: Path) -> None:
     if rec := s.get("verification"):
         print(verify.line(rec))
     rc = s["recheck"]
-    print(recheck.line(rc.get("culprit", "?"), rc) if "culprit" in rc else rc["error"])
+    if rc.get("error") != NOT_NEEDED:
+        print(recheck.line(rc.get("culprit", "?"), rc) if "culprit" in rc else rc["error"])
     if told := s.get("story"):
         print(f"the whole range: {told['kind']} (P(one change) = {told['p_single']:.3f})")
         for step in told["steps"]:

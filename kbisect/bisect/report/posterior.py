@@ -87,12 +87,18 @@ def _revisions(top: Path, post: Posterior, run: Run) -> list[dict[str, Any]]:
     return rows
 
 
+NOT_NEEDED = "not run: the revert check measured the answer"  # the re-check is its fallback
+
+
 def _final_recheck(answer: Answer, post: Posterior, run: Run) -> dict[str, Any]:
     if answer.kind == "undecided":
         return {"confirmed": False, "error": "no answer held the confidence: nothing re-checked"}
     culprit = recheck.pair(post, answer)[1]
     rc = run.rechecks.get(culprit)
     if rc is None:
+        v = run.verification
+        if v is not None and v.culprit == culprit and v.measured:
+            return {"confirmed": False, "error": NOT_NEEDED}
         return {"confirmed": False, "error": "the budget ended before the re-check"}
     how = "delta method on the log, Welch df"
     return {**rc.as_dict(), "culprit": culprit, "method": how, "warnings": []}

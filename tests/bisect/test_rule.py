@@ -1,0 +1,116 @@
+"""The posterior bisection's decision rule (kbisect/bisect/rule.py): one test per branch
+on views built by hand, and one through the driver on the fake tree and target."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from kbisect.bisect import rule
+from kbisect.bisect.posterior.posterior import Answer
+from kbisect.stats import stopping
+from tests.bisect import test_posterior_method
+from tests.bisect.test_bisect import history, kbisect, run_dirs
+from tests.bisect.test_verify import args
+
+env = test_posterior_method.env  # the fixture: the fake tree and target, 5% noise
+
+HELD = Answer("culprit", (("c5", 0.97),))
+
+
+def view(**given: object) -> rule.View:
+    base: dict[str, object] = {
+        "answer": None,
+        "culprit": None,
+        "budget": 10,
+        "reference": None,
+        "best": ("c3", "c7"),
+    }
+    return rule.View(**{**base, **given})  # type: ignore[arg-type]
+
+
+def held(**given: object) -> rule.View:
+    return view(answer=HELD, culprit="c5", **given)
+
+
+def test_no_answer_measures_the_best_tests():
+    assert rule.decide(view()) == rule.Measure(("c3", "c7"), "the most information per cost")
+
+
+def test_no_answer_and_a_reference_due_boots_the_reference_first():
+    assert rule.decide(view(reference="good")) == rule.Reference("good")
+
+
+def test_no_answer_and_no_test_that_splits_the_rest_gives_up():
+    assert rule.decide(view(best=())) == rule.GiveUp("no test can split the rest")
+
+
+def test_no_answer_and_the_budget_spent_gives_up():
+    got = rule.decide(view(budget=0))
+    assert isinstance(got, rule.GiveUp) and "--max-boots" in got.why
+
+
+def test_an_answer_whose_check_has_not_begun_begins_it_even_past_the_budget():
+    assert rule.decide(held()) == rule.Verify("c5", ())
+    assert rule.decide(held(budget=0)) == rule.Verify("c5", ())
+
+
+def test_a_running_check_boots_the_revert_until_it_catches_up_with_bad():
+    """bad's stored samples count: the revert boots first, one more a round; even, the
+    revert then bad; over four machines a round of four."""
+    bad = (750.0, 760.0, 740.0)
+    got = rule.decide(held(check=rule.Check("running", bad, (1000.0,))))
+    assert got == rule.Verify("c5", (True,))
+    even = rule.Check("running", (700.0, 800.0, 750.0), (720.0, 900.0, 650.0))  # not decided
+    assert rule.decide(held(check=even)) == rule.Verify("c5", (True, False))
+    pool = rule.decide(held(check=even, width=4))
+    assert pool == rule.Verify("c5", (True, False, True, False))
+
+
+def test_a_check_the_sequential_rule_has_decided_asks_no_more_boots():
+    """What the running branch never sees: sides() is [] once stopping.decide is final
+    (the loop then records the check's kind)."""
+    from kbisect.bisect import verify
+
+    bad = [750.0 * (1 + 0.001 * i) for i in range(stopping.LEAST)]
+    reverted = [1000.0 * (1 + 0.001 * i) for i in range(stopping.LEAST)]
+    assert verify.sides(bad, reverted, 1) == []
+
+
+def test_a_revert_that_restores_the_gap_stops_confirmed():
+    got = rule.decide(held(check=rule.Check("all")))
+    assert isinstance(got, rule.Stop) and got.confirmed and got.answer == HELD
+
+
+@pytest.mark.parametrize("kind", ["part", "none", "unclear"])
+def test_a_revert_that_does_not_restore_the_gap_stops_not_confirmed(kind):
+    got = rule.decide(held(check=rule.Check(kind)))
+    assert isinstance(got, rule.Stop) and not got.confirmed and got.why == rule.WHY[kind]
+
+
+def test_a_revert_that_cannot_be_measured_falls_back_to_the_recheck_then_stops():
+    no = rule.Check("no-revert")
+    assert rule.decide(held(check=no)) == rule.Recheck("c5", HELD)
+    assert rule.decide(held(check=no, recheck="running")) == rule.Recheck("c5", HELD)
+    got = rule.decide(held(check=no, recheck="confirmed"))
+    assert isinstance(got, rule.Stop) and got.confirmed
+    got = rule.decide(held(check=no, recheck="refuted"))
+    assert isinstance(got, rule.Stop) and not got.confirmed and "refuted" in got.why
+
+
+def test_the_driver_verifies_inside_the_search_with_no_recheck(env, capsys):
+    """Through the CLI: the default search's answer is verified by revert inside its loop
+    (no re-check boots, no probes), every boot of the check says what the rule expects."""
+    shas = history(env["repo"], 12, 7)
+    assert kbisect(*args(env, shas[1], shas[-1], "posterior")) == 0
+    (run,) = run_dirs(env["results"])
+    st = json.loads((run / "state.json").read_text())
+    assert st["phase"] == "done" and st["verification"]["kind"] == "all"
+    assert st["verification"]["culprit"] == shas[7]
+    assert not st["rechecks"] and not st.get("probes") and not (run / "recheck").exists()
+    assert "story" not in st["options"]  # the default, not saved
+    said = capsys.readouterr().err
+    lines = [line for line in said.splitlines() if "verify: " in line]
+    assert lines and all("the rule" in line for line in lines)
+    assert "the rule is decided" in lines[-1]
