@@ -23,12 +23,13 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from kbisect.bisect import check, recheck, references, verify
+from kbisect.bisect import check, recheck, references
 from kbisect.bisect.git import judge
 from kbisect.bisect.posterior.bench import RecheckOf, Sample, each
 from kbisect.bisect.posterior.posterior import Posterior
 from kbisect.bisect.posterior.search import Search
 from kbisect.bisect.posterior.story import Story
+from kbisect.bisect.posterior.story_search import StorySearch
 from kbisect.bisect.request import RECHECK_SAMPLES, Options
 from kbisect.bisect.state import Run, Verification
 from kbisect.core.exceptions import BuildError
@@ -47,6 +48,7 @@ class Settings:
     budget: int = 100  # posterior: boots after the endpoints, re-checks included
     every: int = 3  # drift-aware references: one reference boot per `every` test boots
     gate: bool = True  # refuse endpoints that do not differ (False: runs_min each, go on)
+    story: str = "one"  # posterior: --story (request.STORIES; full: the whole range's story)
 
     def options(self, bad: str, method: str, refs: bool) -> Options:
         """What `kbisect bisect` would be asked."""
@@ -63,6 +65,7 @@ class Settings:
             confidence=self.confidence,
             max_boots=self.budget,
             references=self.every if refs else 0,
+            story=self.story,
         )
 
 
@@ -356,12 +359,9 @@ class Bayes:
             Sample(r.revision, r.t - self.bench.start, r.tps, machine=self.bench.machine(r.t))
             for r in ends
         ]
-        search = Counted(g, self.bench, run, evidence)
-        final = search.find()
-        if run.verification is None and final.kind != "undecided":
-            # the driver's revert check after the search (bisect/driver.py _posterior)
-            run.verification = Verification(recheck.pair(search.post, final)[1])
-            verify.verify(self.bench, run, lambda: None)
+        kind = StoryCounted if self.s.story == "full" else Counted
+        search = kind(g, self.bench, run, evidence)
+        final = search.find()  # the answer's revert check included
         rc = None
         if final.kind != "undecided":
             got = run.rechecks.get(recheck.pair(search.post, final)[1])
@@ -417,6 +417,10 @@ class Counted(Search):
         if role not in ("reference", "recheck"):
             why = "" if role == "test" else role
             self.tested[why] = self.tested.get(why, 0) + n
+
+
+class StoryCounted(Counted, StorySearch):
+    """`--story full`'s search (posterior/story_search.py), its test boots counted."""
 
 
 def _verified(run: Run) -> dict[str, str]:

@@ -220,7 +220,8 @@ def test_posterior_recheck_stops_by_recheck_samples_and_feeds_the_posterior():
     for i in range(6):
         h = matrix.Cell("design").history(random.Random(f"p-{i}"))
         world = World(h, Noise(cv=0.15), random.Random(f"p-{i}-noise"))
-        bayes = methods.Bayes(world, methods.Settings(recheck_samples=4), False)
+        full = methods.Settings(recheck_samples=4, story="full")  # the story's re-checks
+        bayes = methods.Bayes(world, full, False)
         result = bayes.run()
         fresh = bayes.bench.rechecked
         if result.kind == "refused" or not fresh:
@@ -232,6 +233,8 @@ def test_posterior_recheck_stops_by_recheck_samples_and_feeds_the_posterior():
 
 
 def test_a_range_answer_is_rechecked_as_the_driver_does():
+    """--story full: the range's re-check against the last good one's (the default search
+    re-checks only where the revert check cannot be measured)."""
     from kbisect.bisect.posterior.graph import Graph
     from kbisect.simulate import histories, methods
     from kbisect.simulate.world import Noise, World
@@ -240,7 +243,7 @@ def test_a_range_answer_is_rechecked_as_the_driver_does():
     g = Graph.from_parents(parents, "c23", ["good"])
     h = histories.History(g, ("c12",), (0.25,), frozenset({"c11", "c12"}))
     world = World(h, Noise(cv=0.05), random.Random("range"))
-    bayes = methods.Bayes(world, methods.Settings(), False)
+    bayes = methods.Bayes(world, methods.Settings(story="full"), False)
     result = bayes.run()
     assert result.kind == "range" and {"c11", "c12", "c13"} <= set(result.candidates)
     assert set(bayes.bench.rechecked) == {("c13", "c10"), ("c13", "c13")}
