@@ -6,8 +6,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from kbisect.bisect.state import MEASURED
 from kbisect.simulate.matrix import Cell
 from kbisect.simulate.tally import BINS, Tally
+
+CHECKS = (*MEASURED, "no-revert")  # the revert check's kinds (verify.py)
 
 
 def _pct(k: int, n: int) -> str:
@@ -84,7 +87,8 @@ def story_table(results: dict[Cell, dict[str, Tally]]) -> str:
     them the story's tests, the probes and those after the first stop; the re-checks';
     all, the endpoints' included; the revert check's, and its builds), which true changes
     the answer named (with several culprits: every one named and its revert measured
-    restoring the gap), how often a revert restored all of it, and how often an answer
+    restoring the gap), how often a revert restored all of it, the revert checks by kind
+    (verify.py: all, part, none, unclear, no-revert), and how often an answer
     stated at P ≥ 0.95 was right."""
 
     def columns(m: str, t: Tally) -> list[str]:
@@ -105,6 +109,7 @@ def story_table(results: dict[Cell, dict[str, Tally]]) -> str:
             _named(t),
             _pct(t.named_verified[1], t.named_verified[0]),
             _pct(t.verified_all, t.answered),
+            ", ".join(str(t.checks.get(k, 0)) for k in CHECKS),
             f"{_reliability(t.bins)} ({_reliability(t.first_bins)})",
             _reliability(t.story_bins),
         ]
@@ -112,6 +117,7 @@ def story_table(results: dict[Cell, dict[str, Tally]]) -> str:
     header = "runs|wrong culprit|wrong, exit 0|no answer (refused, undecided)|boots: search|"
     header += "story|probes and checks|after the first stop|re-check|all|verification|"
     header += "verification builds|changes named|culprits named and verified|revert restores all|"
+    header += f"revert checks ({', '.join(CHECKS)})|"
     header += "right at P ≥ 0.95 (at the first stop)|story's changes at P ≥ 0.95 right"
     return _grid(results, header.split("|"), columns)
 

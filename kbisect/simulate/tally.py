@@ -51,6 +51,7 @@ class Tally:
     builds_verify: int = 0
     verified_all: int = 0
     named_verified: list[int] = field(default_factory=lambda: [0, 0])
+    checks: dict[str, int] = field(default_factory=dict)  # the revert checks by kind
 
     def add(self, r: methods.Result, history: histories.History) -> None:
         self.runs += 1
@@ -76,6 +77,8 @@ class Tally:
         self.builds_verify += r.verify_builds
         verified = r.verified or {}
         self.verified_all += "all" in verified.values()
+        for kind in verified.values():
+            self.checks[kind] = self.checks.get(kind, 0) + 1
         self.wrong += not right
         single_wrong = r.kind == "culprit" and not right
         self.wrong_single += single_wrong

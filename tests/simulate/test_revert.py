@@ -222,6 +222,6 @@ def test_the_tallies_count_the_revert_checks_boots_builds_and_what_it_verified()
     t.add(replace(r, verified={"c8": "part"}), two)
     t.add(methods.Result([], "refused", boots=12), two)
     assert (t.boots_verify, t.builds_verify, t.verified_all) == (24, 4, 1)
-    assert t.named_verified == [2, 1]
+    assert t.named_verified == [2, 1] and t.checks == {"part": 2, "all": 1}
     row = tables.story_table({matrix.Cell("two"): {"posterior": t}}).splitlines()[-1]
-    assert "| 12.0 | 2.00 |" in row and "| 1/2 (50.0%) | 1/2 (50.0%) |" in row
+    assert "| 12.0 | 2.00 |" in row and "| 1/2 (50.0%) | 1/2 (50.0%) | 1, 2, 0, 0, 0 |" in row
