@@ -203,7 +203,8 @@ def _verify(ctx: samples.Context, top: Path, run_dir: Path, run: Run) -> None:
 
 def _posterior(ctx: samples.Context, top: Path, run_dir: Path, run: Run) -> int:
     if run.phase in ("bisecting", "verifying"):  # "verifying": an older kbisect's state
-        kind = StorySearch if run.options.story == "full" else search.Search
+        # an older kbisect's search that probed was telling the story: it goes on so
+        kind = StorySearch if run.options.story == "full" or run.probes else search.Search
         found = search.start(ctx, top, run_dir, run, kind)
         answer = found.find()  # the search verified its answer
         run.answer = answer.as_dict()

@@ -9,7 +9,7 @@ answer, verify.py), "recheck" (the git method, when the revert could not be meas
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field, fields, replace
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
@@ -155,11 +155,8 @@ class Run:
         names = {f.name for f in fields(cls)} - {"later"}
         known = {k: v for k, v in data.items() if k in names}
         later = {k: v for k, v in data.items() if k not in names and k != "kind"}
-        opts = Options.from_dict(data["options"])
-        if "story" not in data["options"] and data.get("probes"):
-            opts = replace(opts, story="full")  # an older search that probed: its story goes on
         typed = {
-            "options": opts,
+            "options": Options.from_dict(data["options"]),
             "tree": Path(data["tree"]),
             "store": Path(data["store"]),
             "rechecks": {c: Recheck(**rc) for c, rc in data.get("rechecks", {}).items()},

@@ -70,7 +70,9 @@ def test_a_fix_inside_the_range_is_told_not_blamed(env, capsys):
     tps = [FAST if i < 7 or 12 <= i < 16 else SLOW for i in range(1, 21)]
     specs = [{"subject": f"commit {i}", "tps": t, "broken": False} for i, t in enumerate(tps, 1)]
     shas = make_fake_kernel_repo(env["repo"], specs)
-    code = kbisect(*args(env, shas[1], shas[-1], "--references", "0", "--max-boots", "80"))
+    code = kbisect(
+        *args(env, shas[1], shas[-1], "--references", "0", "--max-boots", "80", "--story", "full")
+    )
     s = summary(env["results"])
     told = s["story"]
     assert told["kind"] == "several" and told["p_single"] < 0.05
@@ -96,7 +98,7 @@ def test_a_fix_inside_the_range_is_told_not_blamed(env, capsys):
 
 def test_finds_the_culprit_and_git_replays_it(env, capsys):
     shas = history(env["repo"], 16, 9)
-    assert kbisect(*args(env, shas[1], shas[-1], "--references", "0")) == 0
+    assert kbisect(*args(env, shas[1], shas[-1], "--references", "0", "--story", "full")) == 0
     got = capsys.readouterr()
     out = got.out
     assert f"first bad commit: {shas[9]} commit 9 (P = " in out

@@ -167,7 +167,7 @@ def test_resume_in_the_middle_of_the_revert_check(env, monkeypatch, tmp_path):
 
     monkeypatch.setenv("KBISECT_RESULTS", str(env["results"]))
     run, saved = killed_at(env, tmp_path, argv, total - checked + 2)  # its second boot
-    assert saved.phase == "verifying" and saved.verification is not None
+    assert saved.phase == "bisecting" and saved.verification is not None
     assert saved.verification.kind == "running" and saved.verification.culprit == shas[6]
     assert verify_boots(run) == 1
     fake(tmp_path, cv=0.05)
