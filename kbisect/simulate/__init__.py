@@ -5,7 +5,8 @@ histories.py  linear and merge-heavy commit graphs, culprits, a fix inside the r
               unbuildable commits
 world.py      the noise: normal, t(3) or resampled real residuals, per-side CV, outlier
               boots, a drifting host, stale endpoint samples, the boot clock; a pool of
-              machines with a machine effect, and its rounds
+              machines with a machine effect, and its rounds; the bad endpoint with
+              commits reverted (the revert check)
 residuals.py  the real residuals (residuals.json, written by scripts/residuals)
 gitmodel.py   `git bisect`'s choice of revision and its answer, on the commit graph
 methods.py    sequential (today), posterior, each with or without drift-aware references

@@ -31,7 +31,7 @@ class History:
         level = BASE_TPS
         for culprit, effect in zip(self.culprits, self.effects, strict=True):
             if self.graph.is_bad(commit, culprit):
-                level *= 1.0 - effect if effect >= 0 else 1.0 / (1.0 + effect)
+                level *= factor(effect)
         return level
 
     def kinds(self) -> dict[str, str]:
@@ -51,6 +51,11 @@ class History:
     def truth(self) -> frozenset[str]:
         """The right answers: the regressions that reach the bad endpoint."""
         return frozenset(c for c, kind in self.kinds().items() if kind == "culprit")
+
+
+def factor(effect: float) -> float:
+    """What a change of that signed effect multiplies the level by."""
+    return 1.0 - effect if effect >= 0 else 1.0 / (1.0 + effect)
 
 
 def linear(n: int) -> dict[str, list[str]]:

@@ -18,7 +18,7 @@ from typing import Any
 
 from kbisect.simulate import histories, methods
 from kbisect.simulate.tally import Tally
-from kbisect.simulate.world import Noise, World, machine_offsets
+from kbisect.simulate.world import UNDONE, Noise, World, machine_offsets
 
 METHODS = ("sequential", "posterior", "sequential+refs", "posterior+refs")
 MATRICES = ("quick", "full", "story", "pool")
@@ -44,6 +44,7 @@ class Cell:
     machines: int = 1  # a pool of this many machines, a round of boots at once
     machine_cv: float = 0.0  # the machines' speeds differ by this CV (the machine effect)
     family: str = ""  # the histories and noise of this setting's (default: its own name)
+    undone: str = "conflicts"  # world.UNDONE: reverting a regression a later commit fixed
 
     @property
     def seeds(self) -> str:
@@ -111,7 +112,8 @@ def story_cells() -> list[Cell]:
     """The design point; noise drawn from real samples' residuals; t(3) at CV 15%; 5% of
     boots at half speed; the fast (good) level at CV 13%, slower ones at 7%; the endpoint
     samples from a host state 10% slower (no references); two -15% culprits; a -15%
-    regression fixed inside the range before the -15% culprit."""
+    regression fixed inside the range before the -15% culprit, its revert on the bad
+    endpoint either not applying or applying with no effect (world.UNDONE)."""
     return [
         Cell("design"),
         Cell("residuals", noise="empirical"),
@@ -120,7 +122,16 @@ def story_cells() -> list[Cell]:
         Cell("per-side cv 13%/7%", cv=0.07, fast_cv=0.13),
         Cell("stale endpoints 10%", stale=0.10),
         Cell("two culprits 15%", regression=0.15, culprits=2),
-        Cell("fix inside 15%", regression=0.15, changes="fix"),
+        *(
+            Cell(
+                f"fix inside 15%, revert {u}",
+                regression=0.15,
+                changes="fix",
+                family="fix inside 15%",
+                undone=u,
+            )
+            for u in UNDONE
+        ),
     ]
 
 
@@ -173,6 +184,7 @@ def simulate(
                 noise,
                 random.Random(f"{seed}-{cell.seeds}-{i}-noise"),
                 offsets=machine_offsets(cell.machines, cell.machine_cv, speeds),
+                undone=cell.undone,
             )
             tally.add(run_one(m, world, s), h)
             tally.seconds += time.process_time() - started

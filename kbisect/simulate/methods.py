@@ -30,8 +30,9 @@ from kbisect.bisect.posterior.bench import RecheckOf, Sample, each
 from kbisect.bisect.posterior.posterior import Posterior
 from kbisect.bisect.posterior.search import Search
 from kbisect.bisect.posterior.story import Story
+from kbisect.bisect.posterior.story_search import StorySearch
 from kbisect.bisect.request import RECHECK_SAMPLES, Options
-from kbisect.bisect.state import Run
+from kbisect.bisect.state import Run, Verification
 from kbisect.core.exceptions import BuildError
 from kbisect.simulate import gitmodel
 from kbisect.simulate.histories import GOOD
@@ -48,6 +49,7 @@ class Settings:
     budget: int = 100  # posterior: boots after the endpoints, re-checks included
     every: int = 3  # drift-aware references: one reference boot per `every` test boots
     gate: bool = True  # refuse endpoints that do not differ (False: runs_min each, go on)
+    story: str = "one"  # posterior: --story (request.STORIES; full: the whole range's story)
 
     def options(self, bad: str, method: str, refs: bool) -> Options:
         """What `kbisect bisect` would be asked."""
@@ -64,6 +66,7 @@ class Settings:
             confidence=self.confidence,
             max_boots=self.budget,
             references=self.every if refs else 0,
+            story=self.story,
         )
 
 
@@ -84,6 +87,9 @@ class Result:
     tested: dict[str, int] | None = None  # posterior: test boots by why (Counted)
     story: Story | None = None  # posterior: the model of the whole range (run.story)
     rounds: int = 0  # wall-clock: rounds of boots at once on the pool (one machine: boots)
+    verify_boots: int = 0  # the revert check's, apart from the search's
+    verify_builds: int = 0  # the reverts built
+    verified: dict[str, str] | None = None  # the revert check: reverted commit -> its kind
 
     def named(self) -> set[str]:
         """The commits the answer names: the story's steps, else the candidates."""
@@ -102,6 +108,11 @@ class Sim:
         self.start = 0  # world boots when the bisection began
         self.recheck_boots = 0
         self.first_stop: int | None = None  # test boots before the first re-check boot
+        # the revert check: the pass's reverts built so far, each one's true level, the
+        # check's fresh samples of bad and of the revert, its boots and builds
+        self.reverts: dict[str, float] = {}
+        self.verified: dict[str, tuple[list[float], list[float]]] = {}
+        self.verify_boots = 0
 
     def take(self, commit: str) -> drift.Timed:
         """One boot of commit, kept in the store."""
@@ -125,7 +136,8 @@ class Sim:
     # --- the port ---------------------------------------------------------------------------
 
     def boots(self) -> int:
-        return self.world.boots - self.start
+        """The search's boots: the revert check's are counted apart (verify_boots)."""
+        return self.world.boots - self.start - self.verify_boots
 
     def stored(self, commit: str) -> tuple[list[Sample], str | None]:
         return [], None  # every sample went into the posterior when it was taken
@@ -188,13 +200,33 @@ class Sim:
         return list(self.rechecked.get((culprit, commit), []))
 
     def revert(self, culprit: str) -> str | None:
-        return f"the simulator does not model the revert of {culprit}"
+        """Bad with culprit reverted, on top of the pass's earlier reverts (a build, counted
+        once: len(reverts)); why not, when it does not apply."""
+        if culprit not in self.reverts:
+            level = self.world.reverted([*self.reverts, culprit])
+            if isinstance(level, str):
+                return level
+            self.reverts[culprit] = level
+        return None
 
     def verify_round(self, culprit: str, sides: list[bool]) -> list[float | BaseException]:
-        return [BuildError(self.revert(culprit) or "") for _ in sides]
+        """A round of the revert check on the pool: the revert (True) or bad (False), the
+        i-th boot on machine (round + i) mod k as boot_round's."""
+        self.world.rounds += 1
+        k, start, bad = self.width(), self.world.rounds, self.world.history.graph.bad
+        level = {True: self.reverts[culprit], False: self.world.history.tps(bad)}
+        fresh = self.verified.setdefault(culprit, ([], []))
+        out: list[float | BaseException] = []
+        for i, side in enumerate(sides):
+            tps = self.world.draw(level[side], (start + i) % k)[1]
+            self.verify_boots += 1
+            fresh[side].append(tps)
+            out.append(tps)
+        return out
 
     def verify_tps(self, culprit: str) -> tuple[list[float], list[float], list[float]]:
-        return [], [], []
+        bad, reverted = self.verified.get(culprit, ([], []))
+        return self.tps(GOOD), self.tps(self.world.history.graph.bad) + bad, list(reverted)
 
     def rest(self, culprit: str, contains: Callable[[str], bool]) -> None:
         """Never asked: the rest follows a measured revert, which this bench has none of."""
@@ -332,8 +364,9 @@ class Bayes:
             Sample(r.revision, r.t - self.bench.start, r.tps, machine=self.bench.machine(r.t))
             for r in ends
         ]
-        search = Counted(g, self.bench, run, evidence)
-        final = search.find()
+        kind = StoryCounted if self.s.story == "full" else Counted
+        search = kind(g, self.bench, run, evidence)
+        final = search.find()  # the answer's revert check included
         rc = None
         if final.kind != "undecided":
             got = run.rechecks.get(recheck.pair(search.post, final)[1])
@@ -355,12 +388,15 @@ class Bayes:
             rc,
             warned,
             first,
-            confirmed=_confirmed(search, rc),
+            confirmed=_confirmed(search, rc, run.verification),
             recheck_boots=self.bench.recheck_boots,
             after_first=self.bench.boots() - self.bench.recheck_boots - first_stop,
             story=run.story,
             tested=dict(search.tested),
             rounds=self.bench.endpoint_rounds(self.s.runs_min, self.s.runs_max) + w.rounds,
+            verify_boots=self.bench.verify_boots,
+            verify_builds=len(self.bench.reverts),
+            verified=_verified(run),
         )
 
 
@@ -388,8 +424,21 @@ class Counted(Search):
             self.tested[why] = self.tested.get(why, 0) + n
 
 
-def _confirmed(search: Search, rc: str | None) -> bool:
-    """What exit 0 means: Search.confirmed() where the search has it, else the re-check
-    confirmed the answer."""
+class StoryCounted(Counted, StorySearch):
+    """`--story full`'s search (posterior/story_search.py), its test boots counted."""
+
+
+def _verified(run: Run) -> dict[str, str]:
+    """The revert checks the search ran: the commit reverted and the check's kind."""
+    v = run.verification
+    return {v.culprit: v.kind} if v is not None else {}
+
+
+def _confirmed(search: Search, rc: str | None, v: Verification | None) -> bool:
+    """What exit 0 means: a measured revert check restoring all of the gap (the revert
+    decides, not the re-check: report/files.py summary), else Search.confirmed() where the
+    search has it, else the re-check confirmed the answer."""
+    if v is not None and v.measured:
+        return v.kind == "all"
     rule = getattr(search, "confirmed", None)
     return bool(rule()) if callable(rule) else rc == "confirmed"

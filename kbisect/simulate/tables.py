@@ -6,8 +6,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from kbisect.bisect.state import MEASURED
 from kbisect.simulate.matrix import Cell
 from kbisect.simulate.tally import BINS, Tally
+
+CHECKS = (*MEASURED, "no-revert")  # the revert check's kinds (verify.py)
 
 
 def _pct(k: int, n: int) -> str:
@@ -82,8 +85,11 @@ def story_table(results: dict[Cell, dict[str, Tally]]) -> str:
     """One row per setting and method: the exit-0 view of the answers (wrong, wrong and
     confirmed, no answer), the boots by phase (the search's, references included, and of
     them the story's tests, the probes and those after the first stop; the re-checks';
-    all, the endpoints' included), which true changes the answer named, and how often an
-    answer stated at P ≥ 0.95 was right."""
+    all, the endpoints' included; the revert check's, and its builds), which true changes
+    the answer named (with several culprits: every one named and its revert measured
+    restoring the gap), how often a revert restored all of it, the revert checks by kind
+    (verify.py: all, part, none, unclear, no-revert), and how often an answer
+    stated at P ≥ 0.95 was right."""
 
     def columns(m: str, t: Tally) -> list[str]:
         a = max(t.answered, 1)
@@ -98,13 +104,20 @@ def story_table(results: dict[Cell, dict[str, Tally]]) -> str:
             f"{t.boots_after / a:.1f}",
             f"{t.boots_recheck / a:.1f}",
             f"{t.boots_all / max(t.runs, 1):.1f}",
+            f"{t.boots_verify / a:.1f}",
+            f"{t.builds_verify / a:.2f}",
             _named(t),
+            _pct(t.named_verified[1], t.named_verified[0]),
+            _pct(t.verified_all, t.answered),
+            ", ".join(str(t.checks.get(k, 0)) for k in CHECKS),
             f"{_reliability(t.bins)} ({_reliability(t.first_bins)})",
             _reliability(t.story_bins),
         ]
 
     header = "runs|wrong culprit|wrong, exit 0|no answer (refused, undecided)|boots: search|"
-    header += "story|probes and checks|after the first stop|re-check|all|changes named|"
+    header += "story|probes and checks|after the first stop|re-check|all|verification|"
+    header += "verification builds|changes named|culprits named and verified|revert restores all|"
+    header += f"revert checks ({', '.join(CHECKS)})|"
     header += "right at P ≥ 0.95 (at the first stop)|story's changes at P ≥ 0.95 right"
     return _grid(results, header.split("|"), columns)
 

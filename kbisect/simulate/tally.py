@@ -43,6 +43,15 @@ class Tally:
     reported: dict[str, list[int]] = field(default_factory=dict)
     rounds: int = 0  # a pool's rounds of answered runs (wall-clock: one boot's time each)
     rounds_all: int = 0  # refused runs' included
+    # the revert check (the bad endpoint with the answer reverted): its boots and builds,
+    # apart from the search's; the runs where a revert restored all of the gap; with
+    # several culprits, [runs, runs naming every culprit, each one's revert measured
+    # restoring the gap or part of it]
+    boots_verify: int = 0
+    builds_verify: int = 0
+    verified_all: int = 0
+    named_verified: list[int] = field(default_factory=lambda: [0, 0])
+    checks: dict[str, int] = field(default_factory=dict)  # the revert checks by kind
 
     def add(self, r: methods.Result, history: histories.History) -> None:
         self.runs += 1
@@ -64,6 +73,12 @@ class Tally:
         self.boots_story += (r.tested or {}).get("story", 0)
         self.boots_probes += sum((r.tested or {}).get(k, 0) for k in ("probe", "check"))
         self.builds += r.builds
+        self.boots_verify += r.verify_boots
+        self.builds_verify += r.verify_builds
+        verified = r.verified or {}
+        self.verified_all += "all" in verified.values()
+        for kind in verified.values():
+            self.checks[kind] = self.checks.get(kind, 0) + 1
         self.wrong += not right
         single_wrong = r.kind == "culprit" and not right
         self.wrong_single += single_wrong
@@ -77,6 +92,12 @@ class Tally:
             _binned(self.first_bins, r.first[1], r.first[0] in truth)
         for step in r.story.changes if r.story else ():
             _binned(self.story_bins, step.p, step_right(step, history))
+        if len(truth) > 1:
+            self.named_verified[0] += 1
+            named = r.named()
+            self.named_verified[1] += all(
+                c in named and verified.get(c) in ("all", "part") for c in truth
+            )
         if len(history.culprits) > 1:
             named = r.named()
             for kind in sorted(set(history.kinds().values())):

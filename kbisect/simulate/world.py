@@ -28,15 +28,17 @@ from __future__ import annotations
 
 import math
 import random
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from kbisect.simulate import residuals
+from kbisect.simulate import histories, residuals
 from kbisect.simulate.histories import History
 
 SHAPES = ("normal", "t3", "empirical")
 HEAVY_SHARE = 0.05  # heavy tails: this share of boots ...
 HEAVY_SPEED = 0.5  # ... at this speed
 FLOOR = 0.1  # t3: a boot's factor never below this (a boot at a tenth of the speed)
+UNDONE = ("conflicts", "no effect")  # reverting a regression a later commit fixed
 
 
 @dataclass(frozen=True)
@@ -63,10 +65,13 @@ class World:
     offsets: tuple[float, ...] = (1.0,)  # a pool: each machine's speed (machine_offsets)
     rounds: int = 0  # a pool's rounds of boots at once (the bench counts them)
     machine_log: list[int] = field(default_factory=list)  # each boot's machine, by boot
+    undone: str = "conflicts"  # UNDONE: the revert of a regression a later commit fixed
 
     def __post_init__(self) -> None:
         if self.noise.shape not in SHAPES:
             raise ValueError(f"noise shape {self.noise.shape!r}: not one of {SHAPES}")
+        if self.undone not in UNDONE:
+            raise ValueError(f"undone {self.undone!r}: not one of {UNDONE}")
         if self.noise.shape == "empirical" and not self.sides:
             pool = residuals.sides()
             for level in self.levels():
@@ -89,11 +94,36 @@ class World:
         """The endpoint check is over: later boots come from today's host."""
         self.stale = False
 
+    def reverted(self, commits: Sequence[str]) -> float | str:
+        """The bad endpoint's true tps with commits reverted (module docstring), or why
+        the revert does not apply."""
+        h = self.history
+        g, kinds = h.graph, h.kinds()
+        brought = {
+            c
+            for c in h.culprits
+            for x in commits
+            if g.is_bad(x, c) and not g.is_bad(g.first_parent(x), c)
+        }
+        # a fixed regression whose fix goes out with it reverts as any change
+        fixes = {f for f in brought if kinds[f] == "fix"}
+        alone = {
+            c for c in brought if kinds[c] == "fixed" and not any(g.is_bad(f, c) for f in fixes)
+        }
+        if alone and self.undone == "conflicts":
+            return f"the revert of {commits[-1]} does not apply on bad {g.bad}"
+        level = h.tps(g.bad)
+        for c, effect in zip(h.culprits, h.effects, strict=True):
+            if c in brought - alone:
+                level /= histories.factor(effect)
+        return level
+
     def factor(self, level: float) -> float:
         """One boot's noise factor at a true level."""
         n = self.noise
         if n.shape == "empirical":
-            return self.sides[_key(level)].draw(self.rng)
+            near = min(self.sides, key=lambda k: abs(k - level))  # a revert's level: nearest
+            return self.sides[near].draw(self.rng)
         if n.shape == "t3":
             z = self.rng.gauss(0.0, 1.0) / math.sqrt(self.rng.gammavariate(1.5, 2.0) / 3.0)
             return max(1.0 + n.cv * z / math.sqrt(3.0), FLOOR)
@@ -105,13 +135,16 @@ class World:
         """One sample: (time, tps), on one of the pool's machines (None: the endpoint
         check's order, good and bad in turn: boot b on machine (b // 2 + b % 2) mod k, so
         neither endpoint keeps to one machine)."""
+        return self.draw(self.history.tps(commit), machine)
+
+    def draw(self, level: float, machine: int | None = None) -> tuple[float, float]:
+        """One sample of a revision at that true level (boot())."""
         n = self.noise
         t = float(self.boots)
         if machine is None:
             machine = (self.boots // 2 + self.boots % 2) % len(self.offsets)
         self.machine_log.append(machine)
         self.boots += 1
-        level = self.history.tps(commit)
         tps = level * self.factor(level) * self.offsets[machine]
         tps *= 1.0 + n.drift * min(t / n.drift_boots, 1.0)
         if n.heavy and self.rng.random() < HEAVY_SHARE:

@@ -100,10 +100,10 @@ def test_every_method_bisects_the_same_histories_and_endpoint_samples():
     from kbisect.simulate import matrix, methods
     from kbisect.simulate.world import Noise, World
 
-    class Recording(World):
-        def boot(self, commit: str, machine: int | None = None) -> tuple[float, float]:
-            out = super().boot(commit, machine)
-            seen.append((commit, out[1]))
+    class Recording(World):  # every boot's level and tps (the revert check's included)
+        def draw(self, level: float, machine: int | None = None) -> tuple[float, float]:
+            out = super().draw(level, machine)
+            seen.append((level, out[1]))
             return out
 
     cell = matrix.Cell("design")
@@ -111,13 +111,13 @@ def test_every_method_bisects_the_same_histories_and_endpoint_samples():
     assert h == cell.history(random.Random("1-design-0"))
     firsts = []
     for method in matrix.METHODS:
-        seen: list[tuple[str, float]] = []
+        seen: list[tuple[float, float]] = []
         world = Recording(h, Noise(), random.Random("1-design-0-noise"))
         matrix.run_one(method, world, methods.Settings())
         firsts.append(seen[:6])
         assert len(seen) == world.boots > 6
     assert all(f == firsts[0] for f in firsts)
-    assert {c for c, _ in firsts[0]} == {"good", h.graph.bad}
+    assert {c for c, _ in firsts[0]} == {h.tps("good"), h.tps(h.graph.bad)}
 
 
 def test_posterior_needs_fewer_boots_than_sequential_and_names_the_culprit():
@@ -220,7 +220,8 @@ def test_posterior_recheck_stops_by_recheck_samples_and_feeds_the_posterior():
     for i in range(6):
         h = matrix.Cell("design").history(random.Random(f"p-{i}"))
         world = World(h, Noise(cv=0.15), random.Random(f"p-{i}-noise"))
-        bayes = methods.Bayes(world, methods.Settings(recheck_samples=4), False)
+        full = methods.Settings(recheck_samples=4, story="full")  # the story's re-checks
+        bayes = methods.Bayes(world, full, False)
         result = bayes.run()
         fresh = bayes.bench.rechecked
         if result.kind == "refused" or not fresh:
@@ -232,6 +233,8 @@ def test_posterior_recheck_stops_by_recheck_samples_and_feeds_the_posterior():
 
 
 def test_a_range_answer_is_rechecked_as_the_driver_does():
+    """--story full: the range's re-check against the last good one's (the default search
+    re-checks only where the revert check cannot be measured)."""
     from kbisect.bisect.posterior.graph import Graph
     from kbisect.simulate import histories, methods
     from kbisect.simulate.world import Noise, World
@@ -240,7 +243,7 @@ def test_a_range_answer_is_rechecked_as_the_driver_does():
     g = Graph.from_parents(parents, "c23", ["good"])
     h = histories.History(g, ("c12",), (0.25,), frozenset({"c11", "c12"}))
     world = World(h, Noise(cv=0.05), random.Random("range"))
-    bayes = methods.Bayes(world, methods.Settings(), False)
+    bayes = methods.Bayes(world, methods.Settings(story="full"), False)
     result = bayes.run()
     assert result.kind == "range" and {"c11", "c12", "c13"} <= set(result.candidates)
     assert set(bayes.bench.rechecked) == {("c13", "c10"), ("c13", "c13")}

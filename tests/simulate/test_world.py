@@ -305,7 +305,8 @@ def test_story_matrix_runs_each_setting_apart_and_merges(tmp_path):
         check=True,
     ).stdout
     rows = [line for line in out.splitlines() if "| posterior | 1 |" in line]
-    assert [r.split("|")[1].strip() for r in rows] == ["design", "fix inside 15%"]
+    fix = ["fix inside 15%, revert conflicts", "fix inside 15%, revert no effect"]
+    assert [r.split("|")[1].strip() for r in rows] == ["design", *fix]
     assert "CPU per setting:" in out
 
 
