@@ -17,7 +17,9 @@ the share of the good-to-bad gap the revert restores with its 95% CI
 - unclear: the interval covers both;
 - no-revert: the revert does not apply, does not build, its boots fail, or one ran
   disturbed by other work (kept by --count-disturbed: the check has no load model): one
-  line says so and the answer stands on the culprit/parent re-check (recheck.py).
+  line says so, the culprit/parent re-check (recheck.py) says whether the answer is a
+  step at all, and the answer is not confirmed (exit 1): a regression a later commit
+  undid is a step too, and its revert is what does not apply.
 
 The check reaches builds and boots through a Bench (posterior/bench.py: the driver's Store
 for either method, keeping the revert's samples and the bad endpoint's fresh ones in the
@@ -39,6 +41,10 @@ from kbisect.bisect.state import MEASURED, Run, Verification
 from kbisect.core import progress
 from kbisect.stats import means, ratio, stopping
 
+UNVERIFIED = (
+    "not confirmed; the culprit/parent re-check says whether it is a step, not whether it "
+    "is why bad is slow"
+)
 LEVEL = 0.95  # the share's interval
 RULE = stopping.Rule.upto(stopping.MOST)  # compare's sequential rule, at most MOST a side
 
@@ -145,7 +151,7 @@ def _read(bench: Bench, v: Verification, bad: str, booted: Sequence[bool] = ()) 
 def _cannot(bench: Bench, v: Verification, why: str) -> None:
     v.kind, v.error = "no-revert", why
     if bench.say():
-        progress.step(f"{why}: the answer stands on the culprit/parent re-check")
+        progress.step(f"{why}: {UNVERIFIED}")
 
 
 def _boot_line(v: Verification, of_revert: bool, stop: stopping.Stop) -> str:
@@ -193,7 +199,7 @@ def line(rec: Mapping[str, Any]) -> str:
     """The verification in maintainers' words, one line: the figure and what it means."""
     x = rec["culprit"][:12]
     if rec["kind"] == "no-revert":
-        return f"{rec['error']}: the answer stands on the culprit/parent re-check"
+        return f"{rec['error']}: {UNVERIFIED}"
     if "share" not in rec:
         return f"the revert check of {x} gave no figure: not confirmed"
     rest = "explains the rest" if rec.get("without") else "is why bad is slow"

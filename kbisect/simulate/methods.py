@@ -89,12 +89,13 @@ class Result:
     rounds: int = 0  # wall-clock: rounds of boots at once on the pool (one machine: boots)
     verify_boots: int = 0  # the revert check's, apart from the search's
     verify_builds: int = 0  # the reverts built
-    verified: dict[str, str] | None = None  # the revert check: reverted commit -> its kind
+    verified: dict[str, str] | None = None  # the revert checks: reverted commit -> its kind
 
     def named(self) -> set[str]:
-        """The commits the answer names: the story's steps, else the candidates."""
+        """The commits the answer names: the story's steps, else the candidates; and the
+        earlier passes' answers (their reverts restored part of the gap or none)."""
         steps = self.story.changes if self.story else ()
-        return {s.commit for s in steps} | set(self.candidates)
+        return {s.commit for s in steps} | set(self.candidates) | set(self.verified or {})
 
 
 class Sim:
@@ -113,6 +114,8 @@ class Sim:
         self.reverts: dict[str, float] = {}
         self.verified: dict[str, tuple[list[float], list[float]]] = {}
         self.verify_boots = 0
+        self.reverted_rows: dict[str, list[drift.Timed]] = {}  # each revert's samples
+        self.without: list[str] = []  # the rests' reverts, on every revision with them
 
     def take(self, commit: str) -> drift.Timed:
         """One boot of commit, kept in the store."""
@@ -140,25 +143,42 @@ class Sim:
         return self.world.boots - self.start - self.verify_boots
 
     def stored(self, commit: str) -> tuple[list[Sample], str | None]:
-        return [], None  # every sample went into the posterior when it was taken
+        """Every sample went into the posterior when it was taken; but a rest's BAD: the
+        revert check's samples of its revert."""
+        if self.without and commit == self.world.history.graph.bad:
+            rows = self.reverted_rows.get(self.without[-1], [])
+            return [Sample(commit, r.t - self.start, r.tps) for r in rows], None
+        return [], None
+
+    def level(self, commit: str) -> float | str:
+        """commit's true tps, with the rests' reverts where it has them; or why not."""
+        return (
+            self.world.reverted(self.without, commit)
+            if self.without
+            else self.world.history.tps(commit)
+        )
 
     def build(self, commit: str) -> None:
         if not self.world.build(commit):
             raise BuildError(f"{commit} does not build")
+        if isinstance(why := self.level(commit), str):
+            raise BuildError(why)
 
     def boot(self, commit: str, recheck_of: str | None = None) -> list[Sample]:
         self.world.rounds += 1
         return [self._one(commit, recheck_of, 0)]
 
     def _one(self, commit: str, recheck_of: str | None, machine: int) -> Sample:
+        level = self.level(commit)
+        assert isinstance(level, float)  # build() refused a revision it does not apply on
         if recheck_of is None:
-            t, tps = self.world.boot(commit, machine)
+            t, tps = self.world.draw(level, machine)
             row = drift.Timed(commit, t, tps)
             self.store.setdefault(commit, []).append(row)
         else:
             if self.first_stop is None:
                 self.first_stop = self.boots() - self.recheck_boots
-            t, tps = self.world.boot(commit, machine)
+            t, tps = self.world.draw(level, machine)
             row = drift.Timed(commit, t, tps)
             self.rechecked.setdefault((recheck_of, commit), []).append(tps)
             self.recheck_boots += 1
@@ -214,13 +234,15 @@ class Sim:
         i-th boot on machine (round + i) mod k as boot_round's."""
         self.world.rounds += 1
         k, start, bad = self.width(), self.world.rounds, self.world.history.graph.bad
-        level = {True: self.reverts[culprit], False: self.world.history.tps(bad)}
+        level = {True: self.reverts[culprit], False: self.level(bad)}
         fresh = self.verified.setdefault(culprit, ([], []))
         out: list[float | BaseException] = []
         for i, side in enumerate(sides):
-            tps = self.world.draw(level[side], (start + i) % k)[1]
+            t, tps = self.world.draw(float(level[side]), (start + i) % k)
             self.verify_boots += 1
             fresh[side].append(tps)
+            if side:
+                self.reverted_rows.setdefault(culprit, []).append(drift.Timed(bad, t, tps))
             out.append(tps)
         return out
 
@@ -229,8 +251,12 @@ class Sim:
         return self.tps(GOOD), self.tps(self.world.history.graph.bad) + bad, list(reverted)
 
     def rest(self, culprit: str, contains: Callable[[str], bool]) -> None:
-        """Never asked: the rest follows a measured revert, which this bench has none of."""
-        raise NotImplementedError(f"the simulator does not model the rest without {culprit}")
+        """From now on every revision with culprit is drawn with it reverted (level());
+        BAD's samples are its revert's (stored()); the plain ones of those revisions go."""
+        self.without.append(culprit)
+        bad = self.world.history.graph.bad
+        self.store = {c: rows for c, rows in self.store.items() if not contains(c)}
+        self.store[bad] = list(self.reverted_rows.get(culprit, []))
 
     def save(self, run: Run, post: Posterior, schedule: references.Schedule | None) -> None:
         pass
@@ -429,16 +455,19 @@ class StoryCounted(Counted, StorySearch):
 
 
 def _verified(run: Run) -> dict[str, str]:
-    """The revert checks the search ran: the commit reverted and the check's kind."""
-    v = run.verification
-    return {v.culprit: v.kind} if v is not None else {}
+    """The revert checks the search ran, its passes' and the last: the commit reverted
+    and the check's kind."""
+    checks = [p.verification for p in run.passes]
+    if run.verification is not None:
+        checks.append(run.verification)
+    return {v.culprit: v.kind for v in checks}
 
 
 def _confirmed(search: Search, rc: str | None, v: Verification | None) -> bool:
-    """What exit 0 means: a measured revert check restoring all of the gap (the revert
-    decides, not the re-check: report/files.py summary), else Search.confirmed() where the
+    """What exit 0 means: a revert check restoring all of the gap (the revert decides,
+    never the re-check alone: report/files.py summary), else Search.confirmed() where the
     search has it, else the re-check confirmed the answer."""
-    if v is not None and v.measured:
+    if v is not None:
         return v.kind == "all"
     rule = getattr(search, "confirmed", None)
     return bool(rule()) if callable(rule) else rc == "confirmed"

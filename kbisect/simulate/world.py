@@ -94,25 +94,33 @@ class World:
         """The endpoint check is over: later boots come from today's host."""
         self.stale = False
 
-    def reverted(self, commits: Sequence[str]) -> float | str:
-        """The bad endpoint's true tps with commits reverted (module docstring), or why
-        the revert does not apply."""
+    def reverted(self, commits: Sequence[str], at: str | None = None) -> float | str:
+        """The true tps of revision `at` (default: the bad endpoint) with those of commits
+        it contains reverted (module docstring), or why the revert does not apply."""
         h = self.history
         g, kinds = h.graph, h.kinds()
+        at = g.bad if at is None else at
         brought = {
             c
             for c in h.culprits
             for x in commits
-            if g.is_bad(x, c) and not g.is_bad(g.first_parent(x), c)
+            if g.is_bad(at, x) and g.is_bad(x, c) and not g.is_bad(g.first_parent(x), c)
         }
-        # a fixed regression whose fix goes out with it reverts as any change
+        # a fixed regression whose fix goes out with it reverts as any change; one whose
+        # fix is not in `at` yet reverts as any change too
         fixes = {f for f in brought if kinds[f] == "fix"}
+        later = [f for f, k in kinds.items() if k == "fix" and g.is_bad(at, f)]
         alone = {
-            c for c in brought if kinds[c] == "fixed" and not any(g.is_bad(f, c) for f in fixes)
+            c
+            for c in brought
+            if kinds[c] == "fixed"
+            and any(g.is_bad(f, c) for f in later)
+            and not any(g.is_bad(f, c) for f in fixes)
         }
         if alone and self.undone == "conflicts":
-            return f"the revert of {commits[-1]} does not apply on bad {g.bad}"
-        level = h.tps(g.bad)
+            where = f"bad {at}" if at == g.bad else at
+            return f"the revert of {commits[-1]} does not apply on {where}"
+        level = h.tps(at)
         for c, effect in zip(h.culprits, h.effects, strict=True):
             if c in brought - alone:
                 level /= histories.factor(effect)

@@ -162,7 +162,10 @@ def test_broken_commits_are_never_blamed_and_a_range_replays(env, capsys):
     s = summary(env["results"])
     assert s["answer"]["kind"] == "range", s["answer"]
     assert {c["commit"] for c in s["candidates"]} == {shas[5], shas[6], shas[7]}
-    assert code == 0 and s["confirmed"]
+    # every commit of the fake history edits one file: the revert does not apply on bad,
+    # so the re-check says the range is a step, and that alone never confirms it
+    assert s["verification"]["kind"] == "no-revert" and s["recheck"]["confirmed"]
+    assert code == 1 and not s["confirmed"]
     assert s["recheck"]["culprit"] == shas[7] and s["recheck"]["parent"] == shas[4]
     verdicts = {r["commit"]: r["verdict"] for r in s["revisions"]}
     assert verdicts.get(shas[5]) in ("skip", None) and verdicts.get(shas[6]) in ("skip", None)

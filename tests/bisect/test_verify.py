@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from kbisect.commands import cli
+from kbisect.bisect import verify
 from tests.bisect import test_posterior_method
 from tests.bisect.test_bisect import FAST, SLOW, bisect_argv, history, kbisect, run_dirs
 from tests.bisect.test_posterior_method import killed_at, verify_boots
@@ -130,8 +131,9 @@ def test_a_step_whose_slowness_a_later_commit_replaced_is_not_why_bad_is_slow(en
 @pytest.mark.parametrize("method", ["posterior", "git"])
 def test_a_revert_that_does_not_apply_falls_back_to_the_recheck(env, capsys, method):
     """The culprit's lines changed again later: its revert conflicts on bad. One line says
-    so; the answer then stands on the culprit/parent re-check (the git method takes it
-    now, the posterior's search took it), and says that evidence stands behind it."""
+    so; the culprit/parent re-check then says whether it is a step (the git method takes
+    it now, the posterior's search took it), and the answer is not confirmed: a
+    regression a later commit undid is a step too."""
     specs: list[dict[str, Any]] = [
         {"subject": f"commit {i}", "tps": FAST if i < 7 else SLOW} for i in range(1, 10)
     ]
@@ -145,9 +147,9 @@ def test_a_revert_that_does_not_apply_falls_back_to_the_recheck(env, capsys, met
     assert line in said.err and line in said.out
     assert s["verification"]["kind"] == "no-revert" and "share" not in s["verification"]
     assert s["recheck"]["culprit"] == shas[7] and s["recheck"]["parent"] == shas[6]
-    assert code == (0 if s["confirmed"] else 1) == 0 and s["recheck"]["confirmed"]
+    assert code == 1 and not s["confirmed"] and s["recheck"]["confirmed"]
     report = (run / "report.md").read_text()
-    assert f"{line}: the answer stands on the culprit/parent re-check" in report
+    assert f"{line}: {verify.UNVERIFIED}" in report
     assert ("Re-check with fresh samples" if method == "git" else "Re-check, fresh") in report
     assert st["verification"]["kind"] == "no-revert" and st["phase"] == "done"
     assert not list(run.glob("verify/*/*/samples/*.json"))  # nothing booted for it

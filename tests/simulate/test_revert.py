@@ -192,15 +192,17 @@ def test_a_quick_matrix_through_the_real_loop_verifies_the_design_point():
 
 def test_a_fixed_regression_named_is_caught_by_its_revert_only_where_it_applies():
     """A fix inside the range: the default search mostly names the fixed regression (the
-    first change on the way); where its revert applies (with no effect) the check says
-    so and it never exits 0; where it does not apply, the culprit/parent re-check is all
-    that is left, and it confirms the step the regression is."""
+    first change on the way). Where its revert applies (with no effect) the check says
+    none and the rest, bisected with it reverted, finds the regression that persists;
+    where it does not apply, the culprit/parent re-check confirms the step the fixed
+    regression is, and that alone never exits 0."""
     fix = {c.undone: c for c in matrix.cells("story") if c.name.startswith("fix inside")}
     got = {u: matrix.simulate(c, 6, 1, ["posterior"], methods.Settings()) for u, c in fix.items()}
     applies, conflicts = got["no effect"]["posterior"], got["conflicts"]["posterior"]
-    assert applies.wrong_single == conflicts.wrong_single >= 3
-    assert applies.wrong_confirmed == 0 and applies.builds_verify >= applies.wrong_single
-    assert conflicts.wrong_confirmed >= 3 and conflicts.boots_recheck > 0
+    assert conflicts.wrong_single >= 3 and conflicts.boots_recheck > 0
+    assert conflicts.wrong_confirmed == applies.wrong_confirmed == 0
+    assert applies.wrong_single < conflicts.wrong_single and applies.checks.get("none", 0) >= 3
+    assert applies.verified_all >= 3  # the rest's answers, verified by their reverts
 
 
 # --- the settings ------------------------------------------------------------------------------

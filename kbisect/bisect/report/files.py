@@ -41,11 +41,9 @@ def summary(top: Path, run_dir: Path, run: state.Run) -> dict[str, Any]:
         s["passes"] = [verify.record(p.verification, run.bad) for p in run.passes]
     if run.verification is not None:  # a run from before the revert check has none
         s["verification"] = verify.record(run.verification, run.bad)
-        if (
-            run.verification is not None and run.verification.measured
-        ):  # the revert decides, not the re-check
-            s["confirmed"] = run.verification.kind == "all"
-            s["verdict"]["kind"] = "regression" if s["confirmed"] else "not confirmed"
+        # the revert decides, never the re-check alone (verify.py: no-revert)
+        s["confirmed"] = run.verification.kind == "all"
+        s["verdict"]["kind"] = "regression" if s["confirmed"] else "not confirmed"
     return s
 
 
