@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from kbisect.commands import cli
 from kbisect.bisect import verify
+from kbisect.commands import cli
 from tests.bisect import test_posterior_method
 from tests.bisect.test_bisect import FAST, SLOW, bisect_argv, history, kbisect, run_dirs
 from tests.bisect.test_posterior_method import killed_at, verify_boots
