@@ -89,7 +89,7 @@ founding scenario="contention-2vcpu":
 # bisect the demo history (base good, head bad) and find the synthetic regression
 [group('demo')]
 demo-bisect:
-    @echo "kbisect demo-bisect: the posterior method, ~17-26 boots of ~2.5 min under TCG (endpoints, ~5-8 in the search, the adaptive re-check) plus builds: ~45-70 min on 2 cores (43 min measured, one kernel built before)"
+    @echo "kbisect demo-bisect: the posterior method, boots of ~2.5 min under TCG (endpoints, ~5-8 in the search, ~4-6 for the revert check) plus builds (43 min measured with the re-check the revert check replaced)"
     kbisect demo
     kbisect bisect --good v6.12-debian --bad kbisect-demo --scenario simple-update-2vcpu
 

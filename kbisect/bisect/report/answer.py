@@ -54,7 +54,7 @@ def _answer(s: Mapping[str, Any]) -> list[str]:
         ]
     first = s.get("first_stop")
     note = []
-    if first:
+    if first and s.get("rechecks"):  # the re-check's fresh samples moved the posterior
         note = [
             f"The search first stopped at `{first['commit'][:12]}` with P = "
             f"{first['p']:.4f} before its re-check; the probabilities above include the "
