@@ -29,8 +29,10 @@ def test_an_example_state_loads_and_saves_as_it_was(name: str, tmp_path: Path) -
     run = state.load(run_dir)
     assert run.phase == "done" and run.options.method == "posterior"
     assert run.bisect_t0 is not None and run.visited[:2] == [run.good, run.bad]
-    assert run.answer is not None and run.answer["candidates"][0]["commit"] in run.rechecks
-    state.save(run_dir, run)  # byte for byte, the story and every re-check read back typed
+    assert run.answer is not None
+    checked = {*run.rechecks, *([run.verification.culprit] if run.verification else [])}
+    assert run.answer["candidates"][0]["commit"] in checked  # re-checked, or its revert
+    state.save(run_dir, run)  # byte for byte: the story, re-checks, revert check typed
     assert (run_dir / state.STATE_FILE).read_bytes() == saved
 
 
