@@ -155,7 +155,7 @@ def _bisect(s: Session, method: str) -> Scenario:
             # check_samples); what must not change is the answer and its re-check.
             first, rc = summary["first_bad"], summary["recheck"]
             checked = (summary.get("verification") or {}).get("kind")
-            return {"culprit": first and first["commit"], "recheck": rc and rc["kind"]} | {
+            return {"culprit": first and first["commit"], "recheck": rc and rc.get("kind")} | {
                 "revert check": checked
             }
         tps: dict[str, list[float]] = {}
