@@ -23,7 +23,7 @@ import re
 import tomllib
 import types
 import typing
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -333,6 +333,16 @@ def number(value: Any) -> bool:
         return math.isfinite(value)
     except OverflowError:
         return False
+
+
+def unknown_key(settings: Mapping[str, Any], known: Iterable[str]) -> str | None:
+    """ "unknown key 'k' (known: a, b)" for the first key of settings not in known, the
+    settings' own order; None when every key is known."""
+    names = list(known)
+    for key in settings:
+        if key not in names:
+            return f"unknown key {key!r} (known: {', '.join(names)})"
+    return None
 
 
 def mapping(value: Any) -> Mapping[str, Any]:

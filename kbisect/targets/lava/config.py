@@ -116,9 +116,8 @@ def _typed(name: str, key: str, value: Any) -> Any:
 
 def load(name: str, settings: Mapping[str, Any]) -> Lab:
     """The Lab a target file describes; BadLab naming the first bad key."""
-    for key in settings:
-        if key not in SCHEMA:
-            raise BadLab(f"target {name}: unknown key {key!r} (known: {', '.join(SCHEMA)})")
+    if unknown := reading.unknown_key(settings, SCHEMA):
+        raise BadLab(f"target {name}: {unknown}")
     v = {k: _typed(name, k, settings[k]) if k in settings else d for k, (_, d) in SCHEMA.items()}
     if v["dispatcher"] not in DISPATCHERS:
         raise BadLab(f"target {name}: dispatcher must be server or local, got {v['dispatcher']!r}")

@@ -112,9 +112,8 @@ def _typed(name: str, key: str, value: Any) -> Any:
 
 def load(name: str, settings: Mapping[str, Any]) -> Machine:
     """The Machine a target file describes; BadMachine naming the first bad key."""
-    for key in settings:
-        if key not in SCHEMA:
-            raise BadMachine(f"target {name}: unknown key {key!r} (known: {', '.join(SCHEMA)})")
+    if unknown := reading.unknown_key(settings, SCHEMA):
+        raise BadMachine(f"target {name}: {unknown}")
     values = {}
     for key, (_, default, required) in SCHEMA.items():
         if key not in settings and required:
