@@ -40,11 +40,13 @@ PASSES = 3  # passes of the search at most: its first and two rests
 @dataclass(frozen=True)
 class Check:
     """The revert check of the answer as the rule sees it: its kind (NOT_BEGUN, running,
-    all, part, none, unclear, no-revert) and, running, the samples it has."""
+    all, part, none, unclear, no-revert) and, running, the samples it has (bad's, the
+    revert's, good's)."""
 
     kind: str = NOT_BEGUN
     bad: tuple[float, ...] = ()
     reverted: tuple[float, ...] = ()
+    good: tuple[float, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -82,7 +84,7 @@ class Verify:
     """The revert check of culprit: begun (sides ()), or one round of these boots."""
 
     culprit: str
-    sides: tuple[bool, ...]  # True: BAD with culprit reverted, False: BAD; (): begin
+    sides: tuple[str, ...]  # verify.REVERT: BAD with culprit reverted, BAD, GOOD; (): begin
 
 
 @dataclass(frozen=True)
@@ -148,7 +150,9 @@ def _checked(view: View, answer: Answer, culprit: str) -> Action:
     if check.kind == NOT_BEGUN:
         return Verify(culprit, ())
     if check.kind == "running":
-        return Verify(culprit, tuple(verify.sides(check.bad, check.reverted, view.width)))
+        return Verify(
+            culprit, tuple(verify.sides(check.good, check.bad, check.reverted, view.width))
+        )
     if check.kind == "all":
         return Stop(answer, "reverting it restores the whole gap", confirmed=True)
     why = WHY.get(check.kind, check.kind)

@@ -2,24 +2,33 @@
 answer reverted, made in kbisect's own repository as `kbisect compare --revert` makes it
 (source/worktree.py `revert_onto`: a merge against its first parent; the --patch files
 on top, as on every revision), measured against the bad endpoint under compare's
-sequential rule (stats/stopping.py, at most its MOST boots a side; the bad endpoint's
-stored samples count, so the revert is booted until it has as many, then the two take
-turns, the revert first), and
-the share of the good-to-bad gap the revert restores with its 95% CI
-(stats/ratio.py `restored`):
+sequential rule (stats/stopping.py, at most its MOST boots a side, on the ratio robust to
+an outlier boot; the bad endpoint's stored samples count, so the revert is booted until it
+has as many, then the two take turns, the revert first), and the share of the good-to-bad
+gap the revert restores with its 95% CI (stats/ratio.py `restored`, each side's level
+robust to an outlier boot, the three fitted together):
 
-- all: the interval covers 100% (or lies above it) and excludes 0: confirmed (exit 0);
-- part: the interval lies between 0 and 100%: the answer explains part of the gap, the
-  rest is elsewhere (the posterior search bisects the rest with it reverted: rule.Rest);
-- none: the interval covers 0 and not 100%: the answer is not why the bad endpoint is
-  slow (a step a later commit undid), never exit 0 on it (the posterior search bisects
-  the rest with it reverted);
+- all: the interval covers 100% (or lies above it) and excludes 0, and the sequential
+  rule found the revert significantly faster than bad: confirmed (exit 0);
+- part: the interval lies between 0 and 100%, at PART_LEVEL (99%) too: the answer
+  explains part of the gap, the rest is elsewhere (the posterior search bisects the rest
+  with it reverted: rule.Rest). Before part is said, good is booted until it has as many
+  boots as the revert (the endpoint check may have stopped on a few good boots that made
+  the gap look wide), and the check goes on while the 99% interval still covers 100%
+  (at most MOST a side);
+- none: the interval covers 0 and not 100%, or the revert is not significantly faster:
+  the answer is not why the bad endpoint is slow (a step a later commit undid), never
+  exit 0 on it (the posterior search bisects the rest with it reverted);
 - unclear: the interval covers both;
 - no-revert: the revert does not apply, does not build, its boots fail, or one ran
   disturbed by other work (kept by --count-disturbed: the check has no load model): one
   line says so, the culprit/parent re-check (recheck.py) says whether the answer is a
   step at all, and the answer is not confirmed (exit 1): a regression a later commit
   undid is a step too, and its revert is what does not apply.
+
+In a rest (an earlier answer reverted everywhere), bad's samples are the check's own: the
+earlier check's samples of the revert chose the rest because they looked slow, and would
+read any revert as a help.
 
 The check reaches builds and boots through a Bench (posterior/bench.py: the driver's Store
 for either method, keeping the revert's samples and the bad endpoint's fresh ones in the
@@ -46,7 +55,11 @@ UNVERIFIED = (
     "is why bad is slow"
 )
 LEVEL = 0.95  # the share's interval
+# "part" sends the search after the rest of the gap: claimed only where the share's
+# interval at this level lies below 100% too (else the check goes on to its MOST a side)
+PART_LEVEL = 0.99
 RULE = stopping.Rule.upto(stopping.MOST)  # compare's sequential rule, at most MOST a side
+REVERT, BAD, GOOD = "revert", "bad", "good"  # the sides of a check's boot
 
 
 def measured_record(s: Mapping[str, Any]) -> bool:
@@ -54,21 +67,57 @@ def measured_record(s: Mapping[str, Any]) -> bool:
     return str((s.get("verification") or {}).get("kind")) in MEASURED
 
 
-def kind_of(share: means.RatioCI) -> str:
-    """all, part, none or unclear, from the share's interval (module docstring)."""
-    if share.low > 0:
-        return "all" if share.high >= 1 else "part"
+def kind_of(share: means.RatioCI, strict: means.RatioCI, helps: bool = True) -> str:
+    """all, part, none or unclear, from the share's interval (module docstring); part
+    only where the interval at PART_LEVEL (strict) lies below 100% too; all or part only
+    where the revert measurably helps (helps: compare's sequential rule found BAD with
+    it reverted significantly faster than BAD; a gap left that is mostly noise, in a
+    rest, makes a wide share that no revert can fill)."""
+    if share.low > 0 and helps:
+        return "all" if strict.high >= 1 else "part"
     return "none" if share.high < 1 else "unclear"
+
+
+def shares(
+    good: Sequence[float], bad: Sequence[float], reverted: Sequence[float]
+) -> tuple[means.RatioCI, means.RatioCI] | None:
+    """The share of the gap the revert restores at LEVEL and at PART_LEVEL, each side's
+    level robust to an outlier boot (ratio.restored); None without a figure."""
+    try:
+        return tuple(  # type: ignore[return-value]
+            ratio.restored(good, bad, reverted, c, robust=True) for c in (LEVEL, PART_LEVEL)
+        )
+    except means.StatsError:
+        return None
 
 
 def share(v: Verification) -> means.RatioCI | None:
     """The share of the gap the revert restores, from the samples the check recorded."""
-    if not (v.good_tps and v.bad_tps and v.reverted_tps):
-        return None
-    try:
-        return ratio.restored(v.good_tps, v.bad_tps, v.reverted_tps, LEVEL)
-    except means.StatsError:
-        return None
+    found = shares(v.good_tps or [], v.bad_tps or [], v.reverted_tps or [])
+    return found[0] if found else None
+
+
+def _decided(good: Sequence[float], bad: Sequence[float], reverted: Sequence[float]) -> bool:
+    """Whether the check is over: compare's sequential rule final on bad against the
+    revert (robust to an outlier boot), or MOST boots a side; and a share that reads
+    part (_part) no longer in doubt: good as many boots as the revert (the endpoint check
+    may have stopped on few good boots that made the gap look wide), and part at
+    PART_LEVEL too, or MOST boots a side."""
+    n, found = min(len(bad), len(reverted)), shares(good, bad, reverted)
+    if _part(found) and _wants_good(good, reverted):
+        return False
+    if _part(found) and found[1].high >= 1 and n < RULE.most:  # type: ignore[index]
+        return False
+    return n >= RULE.most or stopping.decide(bad, reverted, RULE, interval=ratio.ROBUST).final
+
+
+def _part(found: tuple[means.RatioCI, means.RatioCI] | None) -> bool:
+    """The share reads part at LEVEL: its interval between 0 and 100%."""
+    return found is not None and found[0].low > 0 and found[0].high < 1
+
+
+def _wants_good(good: Sequence[float], reverted: Sequence[float]) -> bool:
+    return len(good) < min(len(reverted), RULE.most)
 
 
 def record(v: Verification, bad: str) -> dict[str, Any]:
@@ -79,19 +128,24 @@ def record(v: Verification, bad: str) -> dict[str, Any]:
     return {**v.as_dict(), "bad": bad, **figures}
 
 
-def sides(bad: Sequence[float], reverted: Sequence[float], width: int) -> list[bool]:
-    """The next round of a running check (True: a boot of the revert, False: of bad), or
-    [] once the sequential rule is final. The sides take turns, the shorter first (the
+def sides(
+    good: Sequence[float], bad: Sequence[float], reverted: Sequence[float], width: int
+) -> list[str]:
+    """The next round of a running check (REVERT, BAD or GOOD boots), or [] once it is
+    decided (_decided). Good is booted while a share that reads part has fewer good
+    boots than _decided asks; else the revert and bad take turns, the shorter first (the
     revert first when even: bad's stored samples count, so the revert catches up first),
     each round at least until the shorter side has one boot more (the rule looks once per
     count of the shorter side), on `width` machines at once."""
-    if stopping.decide(bad, reverted, RULE).final:
+    if _decided(good, bad, reverted):
         return []
+    if _part(shares(good, bad, reverted)) and _wants_good(good, reverted):
+        return [GOOD] * max(1, width)
     a, b = len(reverted), len(bad)
-    n, out = min(a, b), list[bool]()
+    n, out = min(a, b), list[str]()
     while len(out) < width or min(a, b) <= n:
         side = a <= b
-        out.append(side)
+        out.append(REVERT if side else BAD)
         a, b = a + side, b + (not side)
     return out
 
@@ -107,7 +161,7 @@ def begin(bench: Bench, v: Verification, bad: str) -> None:
         _read(bench, v, bad)
 
 
-def take(bench: Bench, v: Verification, round_: list[bool], bad: str) -> None:
+def take(bench: Bench, v: Verification, round_: list[str], bad: str) -> None:
     """One round of the check's boots (sides()); a failed or disturbed boot ends it as
     no-revert, else the share so far is said after every boot and the kind settled once
     the sequential rule is final."""
@@ -127,23 +181,27 @@ def verify(bench: Bench, run: Run, save: Callable[[], None]) -> Verification:
     if v.kind == "running":
         begin(bench, v, run.bad)
     while v.kind == "running":
-        take(bench, v, sides(v.bad_tps or [], v.reverted_tps or [], bench.width()), run.bad)
+        got = (v.good_tps or [], v.bad_tps or [], v.reverted_tps or [])
+        take(bench, v, sides(*got, bench.width()), run.bad)
         save()
     return v
 
 
-def _read(bench: Bench, v: Verification, bad: str, booted: Sequence[bool] = ()) -> None:
+def _read(bench: Bench, v: Verification, bad: str, booted: Sequence[str] = ()) -> None:
     """The check's samples into v, a line for each boot just taken (booted: their sides),
     and its kind once the sequential rule is final."""
     v.good_tps, v.bad_tps, v.reverted_tps = bench.verify_tps(v.culprit)
-    stop = stopping.decide(v.bad_tps, v.reverted_tps, RULE)
+    stop = stopping.decide(v.bad_tps, v.reverted_tps, RULE, interval=ratio.ROBUST)
+    final = _decided(v.good_tps, v.bad_tps, v.reverted_tps)
     if bench.say():
-        for of_revert in booted:
-            progress.step(_boot_line(v, of_revert, stop))
-    if stop.final:
+        for side in booted:
+            progress.step(_boot_line(v, side, final))
+    if final:
         v.stop = stopping.reason(stop, RULE)
-        found = share(v)
-        v.kind = "unclear" if found is None else kind_of(found)
+        found = shares(v.good_tps, v.bad_tps, v.reverted_tps)
+        helps = stop.kind == stopping.SIGNIFICANT and stop.ratio is not None
+        helps = helps and stop.ratio.ratio > 1  # type: ignore[union-attr]
+        v.kind = "unclear" if found is None else kind_of(*found, helps)
         if bench.say():
             progress.step(line(record(v, bad)))
 
@@ -154,15 +212,12 @@ def _cannot(bench: Bench, v: Verification, why: str) -> None:
         progress.step(f"{why}: {UNVERIFIED}")
 
 
-def _boot_line(v: Verification, of_revert: bool, stop: stopping.Stop) -> str:
+def _boot_line(v: Verification, side: str, final: bool) -> str:
     """One verification boot: what was measured, the share restored so far, and what the
     sequential rule now expects."""
     assert v.reverted_tps is not None and v.bad_tps is not None
-    what = (
-        f"revert {v.reverted_tps[-1]:.1f} tps (n={len(v.reverted_tps)})"
-        if of_revert
-        else f"bad {v.bad_tps[-1]:.1f} tps (n={len(v.bad_tps)})"
-    )
+    tps = {REVERT: v.reverted_tps, BAD: v.bad_tps, GOOD: v.good_tps or []}[side]
+    what = f"{side} {tps[-1]:.1f} tps (n={len(tps)})"
     found = share(v)
     so_far = (
         f"restores {_pct(found.ratio)} of the gap so far [{_pct(found.low)}, {_pct(found.high)}]"
@@ -172,7 +227,7 @@ def _boot_line(v: Verification, of_revert: bool, stop: stopping.Stop) -> str:
     n = min(len(v.bad_tps), len(v.reverted_tps))
     expects = (
         "the rule is decided"
-        if stop.final
+        if final
         else f"the rule looks again at {max(n + 1, RULE.least)} boots a side (at most {RULE.most})"
     )
     return f"verify: {what}; {so_far}; {expects}"

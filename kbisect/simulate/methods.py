@@ -229,26 +229,31 @@ class Sim:
             self.reverts[culprit] = level
         return None
 
-    def verify_round(self, culprit: str, sides: list[bool]) -> list[float | BaseException]:
-        """A round of the revert check on the pool: the revert (True) or bad (False), the
-        i-th boot on machine (round + i) mod k as boot_round's."""
+    def verify_round(self, culprit: str, sides: list[str]) -> list[float | BaseException]:
+        """A round of the revert check on the pool: the revert, bad or good (the good
+        endpoint's store), the i-th boot on machine (round + i) mod k as boot_round's."""
         self.world.rounds += 1
         k, start, bad = self.width(), self.world.rounds, self.world.history.graph.bad
-        level = {True: self.reverts[culprit], False: self.level(bad)}
+        level = {"revert": self.reverts[culprit], "bad": self.level(bad)}
+        level["good"] = self.world.history.tps(GOOD)
         fresh = self.verified.setdefault(culprit, ([], []))
         out: list[float | BaseException] = []
         for i, side in enumerate(sides):
             t, tps = self.world.draw(float(level[side]), (start + i) % k)
             self.verify_boots += 1
-            fresh[side].append(tps)
-            if side:
+            if side == "good":
+                self.store.setdefault(GOOD, []).append(drift.Timed(GOOD, t, tps))
+            else:
+                fresh[side == "revert"].append(tps)
+            if side == "revert":
                 self.reverted_rows.setdefault(culprit, []).append(drift.Timed(bad, t, tps))
             out.append(tps)
         return out
 
     def verify_tps(self, culprit: str) -> tuple[list[float], list[float], list[float]]:
         bad, reverted = self.verified.get(culprit, ([], []))
-        return self.tps(GOOD), self.tps(self.world.history.graph.bad) + bad, list(reverted)
+        ends = [] if self.without else self.tps(self.world.history.graph.bad)
+        return self.tps(GOOD), ends + bad, list(reverted)
 
     def rest(self, culprit: str, contains: Callable[[str], bool]) -> None:
         """From now on every revision with culprit is drawn with it reverted (level());

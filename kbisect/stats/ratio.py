@@ -140,27 +140,45 @@ def restored(
     bad: Sequence[float],
     changed: Sequence[float],
     confidence: float = 0.95,
+    *,
+    robust: bool = False,
 ) -> means.RatioCI:
     """The share of the good-to-bad gap that `changed` (the bad kernel with one change,
     a revert) gives back: log(changed/bad) / log(good/bad), 1 all of it, 0 none, with a t
-    interval at `confidence` (the delta method on the three log means, each its own
-    cv²/n, the bad side shared by both log ratios; Welch–Satterthwaite's df). In a
-    RatioCI: `ratio` is the share."""
-    g, b = means.checked(good, "good"), means.checked(bad, "bad")
-    c = means.checked(changed, "changed")
-    if min(g.mean, b.mean, c.mean) <= 0:
-        raise means.StatsError("the share restored needs positive means")
-    gap = math.log(g.mean / b.mean)
+    interval at `confidence` (the delta method on the three log levels, each its own
+    standard error, the bad side shared by both log ratios; Welch–Satterthwaite's df). A
+    side's level is the log of its mean (variance cv²/n), or `robust`: its core level, an
+    outlier boot set apart (robust.fit). In a RatioCI: `ratio` is the share."""
+    g, b, c = _levels((good, bad, changed), ("good", "bad", "changed"), robust)
+    gap = g[0] - b[0]
     if gap == 0:
         raise means.StatsError("good and bad have the same mean: no gap to restore")
-    share = math.log(c.mean / b.mean) / gap
-    # d share / d log mean of changed, good, bad: 1/gap, -share/gap, (share - 1)/gap
+    share = (c[0] - b[0]) / gap
+    # d share / d log level of changed, good, bad: 1/gap, -share/gap, (share - 1)/gap
     weights = ((c, 1.0), (g, -share), (b, share - 1.0))
-    var, df = means.welch([((w / gap) ** 2 * s.cv**2 / s.n, s.n - 1) for s, w in weights])
+    var, df = means.welch([((w / gap) ** 2 * side[1], side[2]) for side, w in weights])
+    method = RESTORED_METHOD + ("-robust" if robust else "")
     if var == 0 or df is None:
-        return means.RatioCI(share, share, share, RESTORED_METHOD, confidence, df)
+        return means.RatioCI(share, share, share, method, confidence, df)
     half = float(special.stdtrit(df, 0.5 + confidence / 2.0)) * math.sqrt(var)
-    return means.RatioCI(share, share - half, share + half, RESTORED_METHOD, confidence, df)
+    return means.RatioCI(share, share - half, share + half, method, confidence, df)
+
+
+def _levels(
+    sides: Sequence[Sequence[float]], names: Sequence[str], robust: bool
+) -> list[tuple[float, float, float]]:
+    """Each side's log level, its variance and its df (restored's): robust, the sides'
+    core levels fitted together (robust.fit_tied: one side alone cannot tell an outlier
+    from a wide spread)."""
+    if robust:
+        return [(f.mu, f.se**2, f.df) for f in robusts.fit_tied(sides, names)]
+    out = []
+    for xs, what in zip(sides, names, strict=True):
+        s = means.checked(xs, what)
+        if s.mean <= 0:
+            raise means.StatsError("the share restored needs positive means")
+        out.append((math.log(s.mean), s.cv**2 / s.n, float(s.n - 1)))
+    return out
 
 
 def _side_warnings(

@@ -35,6 +35,7 @@ Pure functions, numpy only.
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
@@ -165,21 +166,32 @@ def _summarized(x: np.ndarray, mu: float, s: float, w: float, r: np.ndarray) -> 
 def fit_two(a: Sequence[float], b: Sequence[float]) -> tuple[Fit, Fit]:
     """The two groups' fits, chosen together (module docstring): each group's candidates
     weighed with the prior that ties the two core spreads."""
-    xa, xb = _logs(a, "group A"), _logs(b, "group B")
-    ca, cb = _candidates(xa), _candidates(xb)
+    fa, fb = fit_tied([a, b], ("group A", "group B"))
+    return fa, fb
 
-    def score(i: int, j: int) -> float:
-        (_, sa, _, _), va = ca[i]
-        (_, sb, _, _), vb = cb[j]
-        if math.isnan(va) or math.isnan(vb) or sa <= 0.0 or sb <= 0.0:
-            return -math.inf if (i or j) else 0.0  # a group too small to fit: all core
-        tie = 0.5 * ((math.log(sa) - math.log(sb)) / LINK_SD) ** 2
-        return va + vb - tie - MARGIN * ((i > 0) + (j > 0))
 
-    pairs = [(i, j) for i in range(len(ca)) for j in range(len(cb))]
-    # the best pair; on a tie, the one that sets fewer groups' boots apart
-    ia, ib = max(pairs, key=lambda p: (score(*p), -((p[0] > 0) + (p[1] > 0))))
-    return _summarized(xa, *ca[ia][0]), _summarized(xb, *cb[ib][0])
+def fit_tied(groups: Sequence[Sequence[float]], names: Sequence[str]) -> list[Fit]:
+    """Several groups' fits chosen together, as fit_two's two: the product of their
+    candidates, each pair's core spreads tied (the pairs' ties summed over k - 1, so two
+    groups are tied as fit_two's)."""
+    xs = [_logs(g, name) for g, name in zip(groups, names, strict=True)]
+    cands = [_candidates(x) for x in xs]
+    k = len(xs)
+
+    def score(pick: tuple[int, ...]) -> float:
+        chosen = [cands[g][i] for g, i in enumerate(pick)]
+        if any(math.isnan(v) or c[1] <= 0.0 for c, v in chosen):
+            return -math.inf if any(pick) else 0.0  # a group too small to fit: all core
+        logs = [math.log(c[1]) for c, _ in chosen]
+        tie = sum(
+            0.5 * ((logs[i] - logs[j]) / LINK_SD) ** 2 for i in range(k) for j in range(i + 1, k)
+        ) / max(k - 1, 1)
+        return sum(v for _, v in chosen) - tie - MARGIN * sum(i > 0 for i in pick)
+
+    picks = list(itertools.product(*(range(len(c)) for c in cands)))
+    # the best pick; on a tie, the one that sets fewer groups' boots apart
+    best = max(picks, key=lambda p: (score(p), -sum(i > 0 for i in p)))
+    return [_summarized(x, *cands[g][i][0]) for g, (x, i) in enumerate(zip(xs, best, strict=True))]
 
 
 def estimate(a: Sequence[float], b: Sequence[float]) -> Estimate:

@@ -61,11 +61,11 @@ def test_a_running_check_boots_the_revert_until_it_catches_up_with_bad():
     revert then bad; over four machines a round of four."""
     bad = (750.0, 760.0, 740.0)
     got = rule.decide(held(check=rule.Check("running", bad, (1000.0,))))
-    assert got == rule.Verify("c5", (True,))
+    assert got == rule.Verify("c5", ("revert",))
     even = rule.Check("running", (700.0, 800.0, 750.0), (720.0, 900.0, 650.0))  # not decided
-    assert rule.decide(held(check=even)) == rule.Verify("c5", (True, False))
+    assert rule.decide(held(check=even)) == rule.Verify("c5", ("revert", "bad"))
     pool = rule.decide(held(check=even, width=4))
-    assert pool == rule.Verify("c5", (True, False, True, False))
+    assert pool == rule.Verify("c5", ("revert", "bad", "revert", "bad"))
 
 
 def test_a_check_the_sequential_rule_has_decided_asks_no_more_boots():
@@ -75,7 +75,7 @@ def test_a_check_the_sequential_rule_has_decided_asks_no_more_boots():
 
     bad = [750.0 * (1 + 0.001 * i) for i in range(stopping.LEAST)]
     reverted = [1000.0 * (1 + 0.001 * i) for i in range(stopping.LEAST)]
-    assert verify.sides(bad, reverted, 1) == []
+    assert verify.sides([1000.0] * 3, bad, reverted, 1) == []
 
 
 def test_a_revert_that_restores_the_gap_stops_confirmed():

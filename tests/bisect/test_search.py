@@ -100,20 +100,22 @@ class Bench:
         self.checked.setdefault(culprit, ([], []))
         return None
 
-    def verify_round(self, culprit: str, sides: list[bool]) -> list[float | BaseException]:
+    def verify_round(self, culprit: str, sides: list[str]) -> list[float | BaseException]:
         """Bad with culprit reverted: at the good level when it is the true culprit."""
         bad, reverted = self.checked[culprit]
         out: list[float | BaseException] = []
         for side in sides:
-            level = self.level(self.g.bad) if side and culprit != self.culprit else 1000.0
-            tps = (level if side else self.level(self.g.bad)) * (1 + 0.01 * self.rng.gauss(0, 1))
-            (reverted if side else bad).append(tps)
+            level = {"revert": self.level(self.g.bad) if culprit != self.culprit else 1000.0}
+            level |= {"bad": self.level(self.g.bad), "good": 1000.0}
+            tps = level[side] * (1 + 0.01 * self.rng.gauss(0, 1))
+            {"revert": reverted, "bad": bad, "good": self.ends[0]}[side].append(tps)
             out.append(tps)
         return out
 
     def verify_tps(self, culprit: str) -> tuple[list[float], list[float], list[float]]:
         bad, reverted = self.checked[culprit]
-        return list(self.ends[0]), self.ends[1] + bad, list(reverted)
+        ends = [] if self.gone else self.ends[1]  # a rest's: the check's own only
+        return list(self.ends[0]), ends + bad, list(reverted)
 
     def rest(self, culprit: str, contains: Callable[[str], bool]) -> None:
         """From now on culprit is reverted; bad's samples are the revert check's."""

@@ -117,7 +117,7 @@ def test_verify_rounds_are_drawn_by_the_worlds_noise_and_counted_apart():
         bench.take("good"), bench.take("c23")
     bench.start = bench.world.boots
     assert bench.revert("c12") is None
-    got = bench.verify_round("c12", [True, False, True, True])
+    got = bench.verify_round("c12", ["revert", "bad", "revert", "revert"])
     twin = world(h, noise=noise)
     for _ in range(3):
         twin.boot("good"), twin.boot("c23")
@@ -137,7 +137,7 @@ def test_a_pools_verify_round_spreads_over_its_machines():
     w = World(h, Noise(cv=0.0), random.Random("p"), offsets=offsets)
     bench = methods.Sim(w)
     assert bench.revert("c12") is None
-    got = [x for x in bench.verify_round("c12", [True, True]) if isinstance(x, float)]
+    got = [x for x in bench.verify_round("c12", ["revert", "revert"]) if isinstance(x, float)]
     assert sorted(got) == pytest.approx(sorted(1000.0 * o for o in offsets))
     assert w.rounds == 1 and w.machine_log == [1, 0]
 

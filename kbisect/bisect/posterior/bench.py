@@ -96,15 +96,19 @@ class Bench(Protocol):
         saying why not ("the revert of X does not apply on bad B", "... does not build: ...")."""
         ...
 
-    def verify_round(self, culprit: str, sides: list[bool]) -> list[float | BaseException]:
+    def verify_round(self, culprit: str, sides: list[str]) -> list[float | BaseException]:
         """One boot per entry, in order (over a pool at once): of BAD with culprit reverted
-        (True) or of BAD (False); fresh samples kept for the revert check of culprit. Each
-        boot's tps, or the BootError/BenchmarkError that failed it."""
+        ("revert"), of BAD ("bad") or of the good endpoint ("good"); fresh samples kept for
+        the revert check of culprit (good's with the endpoint's). Each boot's tps, or the
+        BootError/BenchmarkError that failed it."""
         ...
 
     def verify_tps(self, culprit: str) -> tuple[list[float], list[float], list[float]]:
         """The check's samples so far: the good endpoint's tps, BAD's (the endpoint's stored
-        samples and the check's fresh ones) and the revert's."""
+        samples and the check's fresh ones; in a rest, the check's own only: the samples
+        of BAD with the earlier answers reverted are the earlier check's, which chose the
+        rest because they looked slow, and would read any revert as a help) and the
+        revert's."""
         ...
 
     def rest(self, culprit: str, contains: Callable[[str], bool]) -> None:
@@ -293,14 +297,19 @@ class Store:
             v.reverted = reverted
         return None
 
-    def verify_round(self, culprit: str, sides: list[bool]) -> list[float | BaseException]:
+    def verify_round(self, culprit: str, sides: list[str]) -> list[float | BaseException]:
         reverted, bad = self.reverts[culprit]
-        boots = [_quiet(self.ctx, reverted if side else bad) for side in sides]
+        if "good" in sides and self.run.good not in self.revs:
+            self.build(self.run.good)
+        revs = {"revert": reverted, "bad": bad, "good": self.revs.get(self.run.good)}
+        boots = [_quiet(self.ctx, revs[side]) for side in sides]  # type: ignore[arg-type]
         return list(pool_round.take_round(self.ctx.target, boots))
 
     def verify_tps(self, culprit: str) -> tuple[list[float], list[float], list[float]]:
         out = verify_dir(self.run_dir, culprit)
         good, bad = (samples.stored(self.out(c))[0] for c in self.ends)
+        if self.without:  # a rest's: the check's own (verify_tps)
+            bad = []
         return good, bad + samples.stored(out / "bad")[0], samples.stored(out / "reverted")[0]
 
     def save(self, run: Run, post: Posterior, schedule: Schedule | None) -> None:

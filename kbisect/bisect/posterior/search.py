@@ -103,7 +103,8 @@ class Search:
             best = self.post.batch(self._slots() - len(self.plan), Cost(build=BUILD_COST))
         v, check = self.run.verification, rule.Check()
         if v is not None and v.culprit == culprit and culprit in self.begun:
-            check = rule.Check(v.kind, tuple(v.bad_tps or ()), tuple(v.reverted_tps or ()))
+            got = (tuple(x or ()) for x in (v.bad_tps, v.reverted_tps, v.good_tps))
+            check = rule.Check(v.kind, *got)
         rc = self.run.rechecks.get(culprit) if culprit is not None else None
         kind = rc.kind if rc is not None else rule.NOT_BEGUN
         gone = tuple(self.run.reverted)
