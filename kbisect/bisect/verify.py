@@ -8,15 +8,16 @@ has as many, then the two take turns, the revert first), and the share of the go
 gap the revert restores with its 95% CI (stats/ratio.py `restored`, each side's level
 robust to an outlier boot, the three fitted together):
 
-- all: the interval covers 100% (or lies above it) and excludes 0, and the sequential
-  rule found the revert significantly faster than bad: confirmed (exit 0);
+- all: the interval covers 100% (or lies above it) and excludes 0, and bad is
+  significantly slower than good (in a rest, the gap left may be noise): confirmed
+  (exit 0);
 - part: the interval lies between 0 and 100%, at PART_LEVEL (99%) too: the answer
   explains part of the gap, the rest is elsewhere (the posterior search bisects the rest
   with it reverted: rule.Rest). Before part is said, good is booted until it has as many
   boots as the revert (the endpoint check may have stopped on a few good boots that made
   the gap look wide), and the check goes on while the 99% interval still covers 100%
   (at most MOST a side);
-- none: the interval covers 0 and not 100%, or the revert is not significantly faster:
+- none: the interval covers 0 and not 100%, or there is no gap:
   the answer is not why the bad endpoint is slow (a step a later commit undid), never
   exit 0 on it (the posterior search bisects the rest with it reverted);
 - unclear: the interval covers both;
@@ -67,13 +68,12 @@ def measured_record(s: Mapping[str, Any]) -> bool:
     return str((s.get("verification") or {}).get("kind")) in MEASURED
 
 
-def kind_of(share: means.RatioCI, strict: means.RatioCI, helps: bool = True) -> str:
+def kind_of(share: means.RatioCI, strict: means.RatioCI, gap: bool = True) -> str:
     """all, part, none or unclear, from the share's interval (module docstring); part
     only where the interval at PART_LEVEL (strict) lies below 100% too; all or part only
-    where the revert measurably helps (helps: compare's sequential rule found BAD with
-    it reverted significantly faster than BAD; a gap left that is mostly noise, in a
-    rest, makes a wide share that no revert can fill)."""
-    if share.low > 0 and helps:
+    where there is a gap (bad significantly slower than good: in a rest, the gap left may
+    be noise, and any revert would seem to fill it)."""
+    if share.low > 0 and gap:
         return "all" if strict.high >= 1 else "part"
     return "none" if share.high < 1 else "unclear"
 
@@ -109,6 +109,15 @@ def _decided(good: Sequence[float], bad: Sequence[float], reverted: Sequence[flo
     if _part(found) and found[1].high >= 1 and n < RULE.most:  # type: ignore[index]
         return False
     return n >= RULE.most or stopping.decide(bad, reverted, RULE, interval=ratio.ROBUST).final
+
+
+def _gap(good: Sequence[float], bad: Sequence[float]) -> bool:
+    """Whether bad is significantly slower than good (the ratio robust to an outlier boot,
+    at LEVEL): a rest's gap left may be noise, and a share of it means nothing."""
+    try:
+        return ratio.ratio_ci(good, bad, LEVEL, robust=True).high < 1
+    except means.StatsError:
+        return False
 
 
 def _part(found: tuple[means.RatioCI, means.RatioCI] | None) -> bool:
@@ -199,9 +208,7 @@ def _read(bench: Bench, v: Verification, bad: str, booted: Sequence[str] = ()) -
     if final:
         v.stop = stopping.reason(stop, RULE)
         found = shares(v.good_tps, v.bad_tps, v.reverted_tps)
-        helps = stop.kind == stopping.SIGNIFICANT and stop.ratio is not None
-        helps = helps and stop.ratio.ratio > 1  # type: ignore[union-attr]
-        v.kind = "unclear" if found is None else kind_of(*found, helps)
+        v.kind = "unclear" if found is None else kind_of(*found, _gap(v.good_tps, v.bad_tps))
         if bench.say():
             progress.step(line(record(v, bad)))
 
