@@ -6,7 +6,7 @@ packs the actions into rounds. No I/O here, nothing raised.
 Each step:
 
 1. an answer holds `--confidence` (one commit, or a group no test can split): its revert
-   check (verify.py: BAD with the answer reverted against BAD):
+   check (verify.py: BAD with the answer, a group's every commit, reverted against BAD):
    - not begun (or not yet in this process: a resumed run): Verify it with no boot (its
      revert built, the samples stored so far read);
    - running: Verify, the next round of boots (verify.sides), until compare's sequential
@@ -21,7 +21,11 @@ Each step:
      with the earlier answers reverted; Stop, not confirmed, after PASSES passes or with
      `--max-boots` spent;
    - unclear: Stop, not confirmed; so too an answer an earlier pass reverted already;
-2. no answer: GiveUp when `--max-boots` is spent; a Reference boot when one is due
+2. a rest begun: Gap, its endpoint check on fresh boots of good and of bad with the
+   earlier answers reverted (an answer's revert whose share read part by chance leaves
+   no gap, and a search for a step that is not there would spend `--max-boots`); GiveUp
+   when they do not differ significantly;
+3. no answer: GiveUp when `--max-boots` is spent; a Reference boot when one is due
    (references.Schedule); else Measure the tests the posterior offers (posterior.batch,
    the most joint information per cost); GiveUp when no test can split the rest.
 """
@@ -62,6 +66,7 @@ class View:
     recheck: str = NOT_BEGUN  # the culprit/parent re-check's kind (state.Recheck)
     width: int = 1  # the machines a round boots on
     reverted: tuple[str, ...] = ()  # the earlier passes' answers, reverted in this one
+    gap: str = NOT_BEGUN  # a rest's endpoint check: NOT_BEGUN, or its verdict's kind
 
 
 @dataclass(frozen=True)
@@ -105,6 +110,12 @@ class Rest:
 
 
 @dataclass(frozen=True)
+class Gap:
+    """A rest's endpoint check: fresh boots of good and of bad with the earlier answers
+    reverted, as every bisection's endpoints are checked (check.endpoint_verdict)."""
+
+
+@dataclass(frozen=True)
 class Stop:
     """The search ends on answer: confirmed by its checks, or not."""
 
@@ -120,7 +131,7 @@ class GiveUp:
     why: str
 
 
-Action = Measure | Reference | Verify | Recheck | Rest | Stop | GiveUp
+Action = Measure | Reference | Verify | Recheck | Rest | Gap | Stop | GiveUp
 
 WHY = {
     "part": "the revert restores part of the gap: the rest is elsewhere",
@@ -131,6 +142,10 @@ WHY = {
 
 def decide(view: View) -> Action:
     """The next action (module docstring)."""
+    if view.reverted and view.gap == NOT_BEGUN:
+        return Gap()
+    if view.reverted and view.gap != "regression":
+        return GiveUp("the gap left is not significant: nothing left to bisect")
     if view.answer is not None and view.culprit is not None:
         return _checked(view, view.answer, view.culprit)
     if view.budget <= 0:

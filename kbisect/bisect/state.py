@@ -69,6 +69,8 @@ class Verification:
     stop: str | None = None  # how compare's sequential rule stopped (stopping.reason)
     error: str | None = None  # no-revert: why the revert was not measured
     without: list[str] | None = None  # the earlier passes' answers, reverted on bad too
+    # a range answer: all its commits, oldest first, reverted together (None: culprit alone)
+    members: list[str] | None = None
 
     def as_dict(self) -> dict[str, Any]:
         return {k: v for k, v in asdict(self).items() if v is not None}
@@ -86,17 +88,23 @@ MEASURED = ("all", "part", "none", "unclear")  # the kinds of a measured revert 
 class Pass:
     """A pass of the search whose answer's revert restored part of the gap or none of it:
     the rest was bisected with that answer reverted (rule.Rest). Its answer
-    (Answer.as_dict()) and its revert check."""
+    (Answer.as_dict()) and its revert check; the rest's endpoint check (rule.Gap): good's
+    and bad's stored samples when the rest began (its boots are the ones after them) and
+    its verdict ("" until it is known)."""
 
     answer: dict[str, Any]
     verification: Verification
+    ends: list[int] = field(default_factory=list)
+    gap: str = ""
 
     def as_dict(self) -> dict[str, Any]:
-        return {"answer": self.answer, "verification": self.verification.as_dict()}
+        out = {"answer": self.answer, "verification": self.verification.as_dict()}
+        return {**out, **({"ends": self.ends, "gap": self.gap} if self.ends else {})}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Pass:
-        return cls(data["answer"], Verification(**data["verification"]))
+        ends = [int(n) for n in data.get("ends") or []]
+        return cls(data["answer"], Verification(**data["verification"]), ends, data.get("gap", ""))
 
 
 @dataclass

@@ -8,15 +8,16 @@ has as many, then the two take turns, the revert first), and the share of the go
 gap the revert restores with its 95% CI (stats/ratio.py `restored`, each side's level
 robust to an outlier boot, the three fitted together):
 
-- all: the interval covers 100% (or lies above it) and excludes 0, and bad is
-  significantly slower than good (in a rest, the gap left may be noise): confirmed
-  (exit 0);
-- part: the interval lies between 0 and 100%, at PART_LEVEL (99%) too: the answer
-  explains part of the gap, the rest is elsewhere (the posterior search bisects the rest
-  with it reverted: rule.Rest). Before part is said, good is booted until it has as many
-  boots as the revert (the endpoint check may have stopped on a few good boots that made
-  the gap look wide), and the check goes on while the 99% interval still covers 100%
-  (at most MOST a side);
+- all: the interval covers 100% (or lies above it) and excludes 0, at PART_LEVEL (99%)
+  too (else the check goes on, to at most MOST boots a side, and then says unclear), and
+  bad is significantly slower than good (in a rest, the gap left may be noise):
+  confirmed (exit 0);
+- part: the interval lies between 0 and 100%: the answer explains part of the gap, the
+  rest is elsewhere (the posterior search bisects the rest with it reverted: rule.Rest).
+  Before part is said, good is booted until it has as many boots as the revert (the
+  endpoint check may have stopped on a few good boots that made the gap look wide), and
+  the check goes on while the interval at PART_LEVEL (99%) still covers 100%, to at most
+  MOST boots a side;
 - none: the interval covers 0 and not 100%, or there is no gap:
   the answer is not why the bad endpoint is slow (a step a later commit undid), never
   exit 0 on it (the posterior search bisects the rest with it reverted);
@@ -69,12 +70,15 @@ def measured_record(s: Mapping[str, Any]) -> bool:
 
 
 def kind_of(share: means.RatioCI, strict: means.RatioCI, gap: bool = True) -> str:
-    """all, part, none or unclear, from the share's interval (module docstring); part
-    only where the interval at PART_LEVEL (strict) lies below 100% too; all or part only
+    """all, part, none or unclear, from the share's interval at LEVEL and at PART_LEVEL
+    (strict; module docstring): all needs the strict interval above 0 too (exit 0 on a
+    revert that restores nothing is the error that must stay rarest); all or part only
     where there is a gap (bad significantly slower than good: in a rest, the gap left may
     be noise, and any revert would seem to fill it)."""
     if share.low > 0 and gap:
-        return "all" if strict.high >= 1 else "part"
+        if share.high < 1:
+            return "part"
+        return "all" if strict.low > 0 else "unclear"
     return "none" if share.high < 1 else "unclear"
 
 
@@ -99,14 +103,14 @@ def share(v: Verification) -> means.RatioCI | None:
 
 def _decided(good: Sequence[float], bad: Sequence[float], reverted: Sequence[float]) -> bool:
     """Whether the check is over: compare's sequential rule final on bad against the
-    revert (robust to an outlier boot), or MOST boots a side; and a share that reads
-    part (_part) no longer in doubt: good as many boots as the revert (the endpoint check
-    may have stopped on few good boots that made the gap look wide), and part at
-    PART_LEVEL too, or MOST boots a side."""
+    revert (robust to an outlier boot), or MOST boots a side; a share that reads part
+    (_part) or is in doubt (_doubt) with good as many boots as the revert (the endpoint
+    check may have stopped on few good boots that made the gap look wide); and the share
+    no longer in doubt, or MOST boots a side."""
     n, found = min(len(bad), len(reverted)), shares(good, bad, reverted)
-    if _part(found) and _wants_good(good, reverted):
+    if (_part(found) or _doubt(found)) and _wants_good(good, reverted):
         return False
-    if _part(found) and found[1].high >= 1 and n < RULE.most:  # type: ignore[index]
+    if n < RULE.most and _doubt(found):
         return False
     return n >= RULE.most or stopping.decide(bad, reverted, RULE, interval=ratio.ROBUST).final
 
@@ -118,6 +122,15 @@ def _gap(good: Sequence[float], bad: Sequence[float]) -> bool:
         return ratio.ratio_ci(good, bad, LEVEL, robust=True).high < 1
     except means.StatsError:
         return False
+
+
+def _doubt(found: tuple[means.RatioCI, means.RatioCI] | None) -> bool:
+    """The share not yet clear at both levels: part at LEVEL but the PART_LEVEL interval
+    reaches 100%, or all at LEVEL but the PART_LEVEL interval reaches 0."""
+    if found is None or found[0].low <= 0:
+        return False
+    share, strict = found
+    return strict.high >= 1 if share.high < 1 else strict.low <= 0
 
 
 def _part(found: tuple[means.RatioCI, means.RatioCI] | None) -> bool:
@@ -148,7 +161,8 @@ def sides(
     count of the shorter side), on `width` machines at once."""
     if _decided(good, bad, reverted):
         return []
-    if _part(shares(good, bad, reverted)) and _wants_good(good, reverted):
+    found = shares(good, bad, reverted)
+    if (_part(found) or _doubt(found)) and _wants_good(good, reverted):
         return [GOOD] * max(1, width)
     a, b = len(reverted), len(bad)
     n, out = min(a, b), list[str]()
@@ -163,8 +177,9 @@ def begin(bench: Bench, v: Verification, bad: str) -> None:
     """The check of v.culprit begun (or resumed): its revert built, the samples stored so
     far read; no-revert when the revert does not apply or build."""
     if bench.say():
-        progress.step(f"verifying: reverting {v.culprit[:12]} on bad {bad[:12]}")
-    if (why := bench.revert(v.culprit)) is not None:
+        what = f"{len(v.members)} commits of the range" if v.members else v.culprit[:12]
+        progress.step(f"verifying: reverting {what} on bad {bad[:12]}")
+    if (why := bench.revert(v.culprit, v.members or ())) is not None:
         _cannot(bench, v, why)
     else:
         _read(bench, v, bad)
@@ -282,4 +297,6 @@ def lines(s: Mapping[str, Any]) -> list[str]:
     if passes and not last:
         gone = ", ".join(p["culprit"][:12] for p in passes)
         last = [f"bisecting the rest with {gone} reverted named no commit at the confidence"]
+        if s["passes"][-1].get("gap", "regression") != "regression":
+            last = [f"with {gone} reverted, bad no longer differs significantly from good"]
     return [line(p) for p in passes] + last

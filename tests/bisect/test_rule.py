@@ -92,7 +92,7 @@ def test_a_revert_too_noisy_to_say_stops_not_confirmed():
 def test_a_revert_that_leaves_a_rest_bisects_the_rest_with_it_reverted(kind):
     got = rule.decide(held(check=rule.Check(kind)))
     assert got == rule.Rest("c5", f"{rule.WHY[kind]}: bisecting the rest with it reverted")
-    later = rule.decide(held(check=rule.Check(kind), reverted=("c9",)))  # a second rest
+    later = rule.decide(held(check=rule.Check(kind), reverted=("c9",), gap="regression"))
     assert isinstance(later, rule.Rest) and later.culprit == "c5"
 
 
@@ -104,14 +104,27 @@ def test_a_rest_with_the_budget_spent_stops_not_confirmed(kind):
 
 def test_after_the_last_pass_a_revert_that_leaves_a_rest_stops_not_confirmed():
     gone = tuple(f"c{9 + i}" for i in range(rule.PASSES - 1))
-    got = rule.decide(held(check=rule.Check("part"), reverted=gone))
+    got = rule.decide(held(check=rule.Check("part"), reverted=gone, gap="regression"))
     assert isinstance(got, rule.Stop) and not got.confirmed and got.why == rule.WHY["part"]
 
 
 def test_a_rest_that_points_at_an_answer_already_reverted_stops_not_confirmed():
     """Its revert check is not begun: the earlier pass's already measured it."""
-    got = rule.decide(held(reverted=("c5",)))
+    got = rule.decide(held(reverted=("c5",), gap="regression"))
     assert isinstance(got, rule.Stop) and not got.confirmed and "already reverted" in got.why
+
+
+def test_a_rest_begins_with_its_endpoint_check_and_gives_up_without_a_gap():
+    """Before any test or check of the rest: Gap; endpoints that do not differ (the
+    answer's share read part by chance): GiveUp, whatever the posterior holds."""
+    assert rule.decide(view(reverted=("c9",))) == rule.Gap()
+    assert rule.decide(held(reverted=("c9",))) == rule.Gap()
+    for kind in ("no significant difference", "improvement"):
+        got = rule.decide(held(reverted=("c9",), gap=kind))
+        assert isinstance(got, rule.GiveUp) and "not significant" in got.why
+    assert rule.decide(view(reverted=("c9",), gap="regression")) == rule.Measure(
+        ("c3", "c7"), "the most information per cost"
+    )
 
 
 def test_a_revert_that_cannot_be_measured_falls_back_to_the_recheck_then_stops():

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import math
 import random
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import pytest
@@ -46,6 +46,8 @@ class Bench:
         self.checked: dict[str, tuple[list[float], list[float]]] = {}  # culprit: bad, reverted
         self.ends: tuple[list[float], list[float]] = ([], [])  # the endpoints' stored tps
         self.gone: list[str] = []  # the rests' reverts
+        self.reverted_members: dict[str, tuple[str, ...]] = {}  # revert()'s members
+        self.took: dict[str, list[float]] = {}  # every test boot's tps, by commit
 
     def level(self, commit: str) -> float:
         """Bad when commit has the culprit, unless a rest reverted it."""
@@ -57,6 +59,9 @@ class Bench:
 
     def stored(self, commit: str) -> tuple[list[Sample], str | None]:
         return self.kept.pop(commit, []), self.failures.get(commit)
+
+    def tps(self, commit: str) -> list[float]:
+        return list(self.took.get(commit, []))
 
     def build(self, commit: str) -> None:
         if commit in self.unbuildable:
@@ -71,6 +76,8 @@ class Bench:
         tps = self.level(commit) * (1 + 0.01 * self.rng.gauss(0, 1)) * self.speed[machine]
         if recheck_of is not None:
             self.rechecked.setdefault((recheck_of, commit), []).append(tps)
+        else:
+            self.took.setdefault(commit, []).append(tps)
         name = f"m{machine}" if self.k > 1 else ""
         return [Sample(commit, float(len(self.booted)), tps, machine=name)]
 
@@ -94,7 +101,8 @@ class Bench:
     def fresh(self, culprit: str, commit: str) -> list[float]:
         return list(self.rechecked.get((culprit, commit), []))
 
-    def revert(self, culprit: str) -> str | None:
+    def revert(self, culprit: str, members: Sequence[str] = ()) -> str | None:
+        self.reverted_members[culprit] = tuple(members)
         if culprit in self.unrevertable:
             return f"the revert of {culprit} does not apply on bad {self.g.bad}"
         self.checked.setdefault(culprit, ([], []))
@@ -105,7 +113,8 @@ class Bench:
         bad, reverted = self.checked[culprit]
         out: list[float | BaseException] = []
         for side in sides:
-            level = {"revert": self.level(self.g.bad) if culprit != self.culprit else 1000.0}
+            true = culprit == self.culprit or self.culprit in self.reverted_members[culprit]
+            level = {"revert": 1000.0 if true else self.level(self.g.bad)}
             level |= {"bad": self.level(self.g.bad), "good": 1000.0}
             tps = level[side] * (1 + 0.01 * self.rng.gauss(0, 1))
             {"revert": reverted, "bad": bad, "good": self.ends[0]}[side].append(tps)
@@ -117,7 +126,7 @@ class Bench:
         ends = [] if self.gone else self.ends[1]  # a rest's: the check's own only
         return list(self.ends[0]), ends + bad, list(reverted)
 
-    def rest(self, culprit: str, contains: Callable[[str], bool]) -> None:
+    def rest(self, culprit: str, reverts: Callable[[str], list[str]]) -> None:
         """From now on culprit is reverted; bad's samples are the revert check's."""
         self.gone.append(culprit)
         bad = self.g.bad
@@ -209,16 +218,21 @@ def test_an_unbuildable_or_unbootable_revision_is_untestable_never_bad():
     assert "c5" in [c for c, _ in answer.candidates]
 
 
-def test_a_range_hidden_by_untestable_neighbours_is_rechecked_too():
+def test_a_range_hidden_by_untestable_neighbours_is_reverted_whole():
+    """No test can split c8..c10 (c8 and c9 do not build): the revert check reverts the
+    whole range on bad, newest first, and it restores the gap; where the range's revert
+    does not apply, the culprit/parent re-check of its one testable member."""
     s, bench, run = search(20, "c9")
     bench.unbuildable = {"c8", "c9"}
     answer = s.find()
     assert answer.kind == "range" and {"c8", "c9"} <= {c for c, _ in answer.candidates}
     parent, top = recheck.pair(s.post, answer)
     assert parent == "c7" and top == "c10"
-    # reverting c10 restores nothing: the rest, with it reverted, names the range again
-    assert [p.verification.culprit for p in run.passes] == ["c10"]
-    assert run.verification is None and run.passes[0].verification.kind == "none"
+    v = run.verification
+    members = sorted((c for c, _ in answer.candidates), key=lambda c: int(c[1:]))
+    assert v is not None and v.culprit == "c10" and v.members == members
+    assert bench.reverted_members["c10"] == tuple(members) and v.kind == "all"
+    assert not run.passes
     s, bench, run = search(20, "c9")
     bench.unbuildable, bench.unrevertable = {"c8", "c9"}, {"c10"}
     s.find()

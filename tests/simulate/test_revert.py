@@ -14,6 +14,7 @@ import pytest
 from kbisect.bisect import verify
 from kbisect.bisect.posterior.graph import Graph
 from kbisect.bisect.state import Run, Verification
+from kbisect.simulate import bench as simbench
 from kbisect.simulate import histories, matrix, methods, tables, tally
 from kbisect.simulate.world import Noise, World, machine_offsets
 
@@ -91,7 +92,7 @@ def test_a_fixed_regression_reverted_with_its_fix_has_no_effect():
 
 
 def test_the_bench_builds_a_revert_once_and_refuses_one_that_does_not_apply():
-    bench = methods.Sim(world(linear(*FIXED)))
+    bench = simbench.Sim(world(linear(*FIXED)))
     assert bench.revert("c10") == "the revert of c10 does not apply on bad c23"
     assert bench.reverts == {}
     assert bench.revert("c19") is None and bench.revert("c19") is None
@@ -100,7 +101,7 @@ def test_the_bench_builds_a_revert_once_and_refuses_one_that_does_not_apply():
 
 
 def test_the_passes_earlier_reverts_stay_on_top():
-    bench = methods.Sim(world(linear(("c8", 0.15), ("c16", 0.15))))
+    bench = simbench.Sim(world(linear(("c8", 0.15), ("c16", 0.15))))
     assert bench.revert("c16") is None and bench.revert("c8") is None
     assert bench.reverts == {"c16": pytest.approx(850.0), "c8": pytest.approx(1000.0)}
 
@@ -112,7 +113,7 @@ def test_verify_rounds_are_drawn_by_the_worlds_noise_and_counted_apart():
     and fresh ones, and the revert's."""
     h = linear(("c12", 0.25))
     noise = Noise(0.15, heavy=True, shape="t3")
-    bench = methods.Sim(world(h, noise=noise))
+    bench = simbench.Sim(world(h, noise=noise))
     for _ in range(3):
         bench.take("good"), bench.take("c23")
     bench.start = bench.world.boots
@@ -135,7 +136,7 @@ def test_a_pools_verify_round_spreads_over_its_machines():
     h = linear(("c12", 0.25))
     offsets = machine_offsets(2, 0.05, random.Random("m"))
     w = World(h, Noise(cv=0.0), random.Random("p"), offsets=offsets)
-    bench = methods.Sim(w)
+    bench = simbench.Sim(w)
     assert bench.revert("c12") is None
     got = [x for x in bench.verify_round("c12", ["revert", "revert"]) if isinstance(x, float)]
     assert sorted(got) == pytest.approx(sorted(1000.0 * o for o in offsets))
@@ -156,7 +157,7 @@ def test_a_pools_verify_round_spreads_over_its_machines():
 )
 def test_the_revert_check_runs_on_the_bench_and_judges_each_setting(culprit, undone, kind):
     h = linear(("c10", 0.25), ("c15", -0.25), ("c19", 0.25))
-    bench = methods.Sim(world(h, undone, Noise(cv=0.05)))
+    bench = simbench.Sim(world(h, undone, Noise(cv=0.05)))
     for _ in range(5):
         bench.take("good"), bench.take("c23")
     bench.start = bench.world.boots
@@ -227,3 +228,22 @@ def test_the_tallies_count_the_revert_checks_boots_builds_and_what_it_verified()
     assert t.named_verified == [2, 1] and t.checks == {"part": 2, "all": 1}
     row = tables.story_table({matrix.Cell("two"): {"posterior": t}}).splitlines()[-1]
     assert "| 12.0 | 2.00 |" in row and "| 1/2 (50.0%) | 1/2 (50.0%) | 1, 2, 0, 0, 0 |" in row
+
+
+def test_a_ranges_revert_reverts_every_member_and_a_rests_check_boots_bad_afresh():
+    """A revert of a range's members together restores what each brings; in a rest, the
+    check's bad samples are its own (the earlier check's revert samples chose the rest)."""
+    h = linear(("c8", 0.15), ("c16", 0.15))
+    bench = simbench.Sim(world(h))
+    assert bench.revert("c9", ("c7", "c8", "c9")) is None
+    assert bench.reverts["c9"] == pytest.approx(850.0) and bench.members["c9"] == ("c7", "c8", "c9")
+    for _ in range(3):
+        bench.take("good"), bench.take("c23")
+    bench.verify_round("c9", ["revert", "revert", "bad"])
+    assert len(bench.verify_tps("c9")[1]) == 4  # the endpoint's 3 and the check's 1
+    bench.rest("c9", lambda r: [m for m in ("c9", "c8", "c7") if h.graph.is_bad(r, m)])
+    assert bench.without == ["c9", "c8", "c7"] and bench.level("c8") == pytest.approx(1000.0)
+    assert bench.revert("c16") is None and bench.reverts["c16"] == pytest.approx(1000.0)
+    assert bench.verify_tps("c16")[1] == []
+    bench.verify_round("c16", ["bad"])
+    assert len(bench.verify_tps("c16")[1]) == 1

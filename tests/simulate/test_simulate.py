@@ -181,12 +181,13 @@ def test_matrix_quick_prints_the_tables():
 
 @pytest.mark.parametrize("seed", range(4))
 def test_endpoints_are_sampled_as_the_driver_does_good_then_bad(seed):
+    from kbisect.simulate import bench as simbench
     from kbisect.simulate import matrix, methods
     from kbisect.simulate.world import Noise, World
 
     h = matrix.Cell("design").history(random.Random(f"e-{seed}"))
     world = World(h, Noise(), random.Random(f"e-{seed}-noise"))
-    bench = methods.Sim(world)
+    bench = simbench.Sim(world)
     opts = methods.Settings().options(h.graph.bad, "git", False)
     v = methods.endpoints(bench, methods.Settings(), opts)
     rows = sorted(bench.rows("good", h.graph.bad), key=lambda r: r.t)

@@ -16,6 +16,7 @@ import pytest
 
 from kbisect.bisect.posterior.graph import Graph
 from kbisect.bisect.posterior.story import Change, Story
+from kbisect.simulate import bench as simbench
 from kbisect.simulate import histories, matrix, methods, residuals, tables, tally
 from kbisect.simulate.world import Noise, World
 from tests import scripts
@@ -86,7 +87,7 @@ def test_stale_endpoints_are_slower_only_until_the_endpoint_check_ends():
 def test_the_endpoint_check_of_every_method_ends_the_stale_state():
     h = one_step()
     world = World(h, Noise(cv=0.02, stale=0.10), random.Random(6))
-    bench = methods.Sim(world)
+    bench = simbench.Sim(world)
     settings = methods.Settings()
     assert methods.endpoints(bench, settings, settings.options(h.graph.bad, "posterior", False))
     ends = bench.tps("good")

@@ -72,6 +72,10 @@ class Bench(Protocol):
         """Build commit (cached per commit)."""
         ...
 
+    def tps(self, commit: str) -> list[float]:
+        """Every stored sample's tps of commit (with the rests' reverts), oldest first."""
+        ...
+
     def fresh(self, culprit: str, commit: str) -> list[float]:
         """The tps of commit's fresh samples for the re-check of culprit."""
         ...
@@ -90,9 +94,10 @@ class Bench(Protocol):
         re-check of that culprit, for every boot of the round or one for each (each())."""
         ...
 
-    def revert(self, culprit: str) -> str | None:
+    def revert(self, culprit: str, members: Sequence[str] = ()) -> str | None:
         """Build BAD with culprit reverted (a merge against its first parent; the --patch
-        files and the pass's earlier reverts on top). None when it is built; else one line
+        files and the pass's earlier reverts on top); a range answer's `members` (oldest
+        first) all reverted, newest first. None when it is built; else one line
         saying why not ("the revert of X does not apply on bad B", "... does not build: ...")."""
         ...
 
@@ -111,9 +116,10 @@ class Bench(Protocol):
         revert's."""
         ...
 
-    def rest(self, culprit: str, contains: Callable[[str], bool]) -> None:
-        """From now on, every revision that contains culprit (contains(revision)) is built
-        and booted with culprit reverted (on top of the earlier rests' reverts), its
+    def rest(self, culprit: str, reverts: Callable[[str], list[str]]) -> None:
+        """From now on, every revision that contains culprit (reverts(revision): the commits
+        of the answer it contains, newest first; a range answer's several) is built and
+        booted with them reverted (on top of the earlier rests' reverts), its
         samples kept apart from its plain ones (stored() and boot_round() name it still);
         a revert that does not apply there is a BuildError. BAD becomes BAD with culprit
         reverted: its samples are the revert check's, and revert() reverts on it."""
@@ -139,7 +145,7 @@ class Store:
         self.revs: dict[str, samples.Revision] = {}
         self.ends = (run.good, run.bad)
         self.reverts: dict[str, tuple[samples.Revision, samples.Revision]] = {}  # reverted, bad
-        self.without: list[tuple[str, Callable[[str], bool]]] = []  # the rests' reverts
+        self.without: list[tuple[str, Callable[[str], list[str]]]] = []  # the rests' reverts
         self.made: dict[tuple[str, str], str | None] = {}  # (base, culprit) -> revert_onto's
 
     def out(self, commit: str, recheck_of: str | None = None) -> Path:
@@ -157,8 +163,8 @@ class Store:
         """commit with each rest's revert it contains, in turn (worktree.revert_onto);
         RevertConflict when one does not apply."""
         made = commit
-        for culprit, contains in self.without:
-            if contains(commit):
+        for _, reverts in self.without:
+            for culprit in reverts(commit):
                 if (made, culprit) not in self.made:
                     try:
                         self.made[made, culprit] = worktree.revert_onto(self.top, made, culprit)
@@ -171,9 +177,9 @@ class Store:
                 made = done
         return made
 
-    def rest(self, culprit: str, contains: Callable[[str], bool]) -> None:
-        self.without.append((culprit, contains))
-        self.rows = [r for r in self.rows if not contains(str(r["commit"]))]
+    def rest(self, culprit: str, reverts: Callable[[str], list[str]]) -> None:
+        self.without.append((culprit, reverts))
+        self.rows = [r for r in self.rows if not reverts(str(r["commit"]))]
 
     def evidence(self) -> list[Sample]:
         """The stored samples of every visited revision and re-check (a resumed search)."""
@@ -243,6 +249,9 @@ class Store:
             return [], failures[-1]
         return self.feed(commit, out, self._role(commit)), None
 
+    def tps(self, commit: str) -> list[float]:
+        return samples.stored(self.out(commit))[0]
+
     def build(self, commit: str) -> None:
         try:
             made, out = self._reverted(commit), self.out(commit)
@@ -281,11 +290,12 @@ class Store:
             found.append(got if isinstance(got, BaseException) and not new else new)
         return found
 
-    def revert(self, culprit: str) -> str | None:
+    def revert(self, culprit: str, members: Sequence[str] = ()) -> str | None:
         out, bad = verify_dir(self.run_dir, culprit), self.run.bad
         try:
-            base = self._reverted(bad)
-            reverted = worktree.revert_onto(self.top, base, culprit)
+            base = reverted = self._reverted(bad)
+            for commit in reversed(members or [culprit]):
+                reverted = worktree.revert_onto(self.top, reverted, commit)
             made = check.revision(self.ctx, self.top, reverted, self.run.options, out / "reverted")
             bad_rev = check.revision(self.ctx, self.top, base, self.run.options, out / "bad")
         except worktree.RevertConflict:

@@ -40,7 +40,7 @@ from collections.abc import Callable
 from dataclasses import astuple, replace
 from pathlib import Path
 
-from kbisect.bisect import recheck, references, rule, samples, verify
+from kbisect.bisect import check, recheck, references, rule, samples, verify
 from kbisect.bisect.posterior import graph
 from kbisect.bisect.posterior.bench import Bench, Sample, Store
 from kbisect.bisect.posterior.choice import Cost
@@ -108,7 +108,9 @@ class Search:
         rc = self.run.rechecks.get(culprit) if culprit is not None else None
         kind = rc.kind if rc is not None else rule.NOT_BEGUN
         gone = tuple(self.run.reverted)
-        return rule.View(answer, culprit, left, due, tuple(best), check, kind, self.k, gone)
+        gap = self.run.passes[-1].gap if self.run.passes else rule.NOT_BEGUN
+        view = rule.View(answer, culprit, left, due, tuple(best), check, kind, self.k, gone)
+        return replace(view, gap=gap)
 
     def _next_round(self) -> rule.Stop | rule.GiveUp | None:
         """One round: the rule asked until the round is full or it asks for something
@@ -136,6 +138,8 @@ class Search:
             self.recheck(action.answer)
         elif isinstance(action, rule.Rest):
             self._rest(action, view.answer)
+        elif isinstance(action, rule.Gap):
+            self._gap()
         elif isinstance(action, rule.Stop | rule.GiveUp):
             return action
         return None
@@ -153,7 +157,9 @@ class Search:
             verify.take(self.bench, v, list(action.sides), self.run.bad)
             return
         if v is None or v.culprit != culprit:
-            v = self.run.verification = Verification(culprit, without=self.run.reverted or None)
+            members = self._members(answer) if answer is not None else None
+            v = Verification(culprit, without=self.run.reverted or None, members=members)
+            self.run.verification = v
         if self.run.first_stop is None and answer is not None:
             self.run.first_stop = {"commit": culprit, "p": answer.probability, "kind": answer.kind}
         self.begun.add(culprit)
@@ -169,7 +175,7 @@ class Search:
         assert v is not None and answer is not None
         self._say(lambda: f"{x[:12]}: {action.why}")
         self.run.passes.append(Pass(answer.as_dict(), v))
-        kept = self._without(x)
+        kept = self._without(x, v.members or [x])
         self.run.verification, self.run.first_stop, self.begun = None, None, set()
         self.run.visited = [c for c in self.run.visited if c == bad or c not in kept]
         self.run.failed = {c: why for c, why in self.run.failed.items() if c not in kept}
@@ -178,12 +184,45 @@ class Search:
         found = self.bench.stored(bad)[0]
         self.ends = (self.ends[0], [s.tps for s in found])
         self.feed(found)
+        self.run.passes[-1].ends = [len(self.bench.tps(c)) for c in (self.run.good, bad)]
 
-    def _without(self, x: str) -> set[str]:
-        """The posterior begun again with x reverted wherever it is (the bench's rest(),
-        the samples of the revisions without it kept); the revisions with it."""
-        gone = containing(self.graph, x)
-        self.bench.rest(x, gone.__contains__)
+    def _gap(self) -> None:
+        """The rest's endpoint check (rule.Gap): good and bad (with the earlier answers
+        reverted) booted afresh as every bisection's endpoints are checked
+        (check.endpoint_verdict), only the boots since the rest began counting: the
+        samples of bad with them reverted that decided "part" were the slow ones."""
+        p, ends = self.run.passes[-1], (self.run.good, self.run.bad)
+        self._say(lambda: "the rest's endpoints: is a gap left with the answer reverted?")
+        for commit in ends:
+            self.bench.build(commit)
+
+        def top_up(commit: str, k: int) -> list[float]:
+            start = p.ends[ends.index(commit)]
+            while len(self.bench.tps(commit)) - start < k:
+                got = self.bench.boot_round([commit])[0]
+                if isinstance(got, BaseException):
+                    raise got
+                self.feed(got)
+                self.save()
+            return self.bench.tps(commit)[start:]
+
+        v = check.endpoint_verdict(top_up, *ends, self.opts, check.pairs_a_look(self.k))
+        p.gap = v.kind
+        r = v.ratio
+        self._say(lambda: f"the gap left: {r.ratio:.3f}x [{r.low:.3f}, {r.high:.3f}]: {v.kind}")
+
+    def _members(self, answer: Answer) -> list[str] | None:
+        """A range answer's commits, oldest first, reverted together; None: one commit."""
+        if answer.kind != "range" or len(answer.candidates) < 2:
+            return None
+        return sorted((c for c, _ in answer.candidates), key=self.graph.index.__getitem__)
+
+    def _without(self, x: str, members: list[str]) -> set[str]:
+        """The posterior begun again with x (a range answer: its members) reverted wherever
+        it is (the bench's rest(), the samples of the revisions without it kept); the
+        revisions with it."""
+        gone = set().union(*(containing(self.graph, m) for m in members))
+        self.bench.rest(x, reverts_in(self.graph, members))
         old, self.post = self.post, Posterior(self.graph, self.post.model)
         for s in old.samples:
             if s.commit not in gone:
@@ -402,11 +441,18 @@ def start(
         run.bisect_t0 = time.time()
         run.visited = [run.good, run.bad]
     store, g = Store(ctx, top, run_dir, run), graph.read(top, [run.good], run.bad)
-    for x in run.reverted:  # a rest resumed: its reverts again
-        store.rest(x, containing(g, x).__contains__)
+    for p in run.passes:  # a rest resumed: its reverts again
+        v = p.verification
+        store.rest(v.culprit, reverts_in(g, v.members or [v.culprit]))
     return kind(g, store, run, store.evidence())
 
 
 def containing(g: graph.Graph, x: str) -> set[str]:
     """The revisions of the range that contain x."""
     return {c for c in g.commits if g.is_bad(c, x)}
+
+
+def reverts_in(g: graph.Graph, members: list[str]) -> Callable[[str], list[str]]:
+    """Bench.rest's `reverts`: the members (oldest first) a revision contains, newest
+    first."""
+    return lambda revision: [m for m in reversed(members) if g.is_bad(revision, m)]

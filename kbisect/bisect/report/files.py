@@ -38,7 +38,10 @@ def summary(top: Path, run_dir: Path, run: state.Run) -> dict[str, Any]:
     if warned := preempt_warnings(run.store, [str(r["commit"]) for r in s["revisions"]]):
         s["preempt"] = warned
     if run.passes:  # the answers whose revert left a rest, in order
-        s["passes"] = [verify.record(p.verification, run.bad) for p in run.passes]
+        s["passes"] = [
+            {**verify.record(p.verification, run.bad), **({"gap": p.gap} if p.gap else {})}
+            for p in run.passes
+        ]
     if run.verification is not None:  # a run from before the revert check has none
         s["verification"] = verify.record(run.verification, run.bad)
         # the revert decides, never the re-check alone (verify.py: no-revert)
