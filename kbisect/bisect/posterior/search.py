@@ -204,6 +204,12 @@ class Search:
                     raise got
                 self.feed(got)
                 self.save()
+                if self.bench.say():
+                    n, name = (
+                        len(self.bench.tps(commit)) - start,
+                        ("good", "bad")[ends.index(commit)],
+                    )
+                    progress.step(f"the rest's {name}: {got[-1].tps:.1f} tps ({n} fresh)")
             return self.bench.tps(commit)[start:]
 
         v = check.endpoint_verdict(top_up, *ends, self.opts, check.pairs_a_look(self.k))
