@@ -80,6 +80,7 @@ class Search:
         for commit in run.failed:
             self.post.failed(commit)
         self._began = (time.monotonic(), bench.boots())  # this process's: for the time left
+        self._pass = bench.boots() if run.passes else 0  # the boots before this pass's
 
     def find(self) -> Answer:
         """Rounds of the rule's actions until it stops or gives up; the final answer."""
@@ -177,6 +178,7 @@ class Search:
         self.run.passes.append(Pass(answer.as_dict(), v))
         kept = self._without(x, v.members or [x])
         self.run.verification, self.run.first_stop, self.begun = None, None, set()
+        self._pass = self.bench.boots()
         self.run.visited = [c for c in self.run.visited if c == bad or c not in kept]
         self.run.failed = {c: why for c, why in self.run.failed.items() if c not in kept}
         for c in self.run.failed:
@@ -414,16 +416,17 @@ class Search:
     def _expected(self) -> str:
         """The next boot of those the stopping rule expects: the boots so far, those for
         the bits the posterior still lacks to name one commit at the confidence at the bits
-        per boot so far (the range's log2 size at the start), and the re-check's least
-        pairs while none has run; the cap (--max-boots); the time left at this process's
-        rate (none before its first boot)."""
+        per boot of this pass so far (the range's log2 size at its start; a rest begins
+        again), and the re-check's least pairs while none has run; the cap (--max-boots);
+        the time left at this process's rate (none before its first boot)."""
         n, cap = self.bench.boots(), self.opts.max_boots
         probs = [p for p in self.post.probabilities() if p > 0]
         c = self.opts.confidence
         lacks = (
             -sum(p * math.log2(p) for p in probs) + c * math.log2(c) + (1 - c) * math.log2(1 - c)
         )
-        rate = (math.log2(self.graph.n) - lacks) / n if n else 0.0
+        mine = n - self._pass
+        rate = (math.log2(self.graph.n) - lacks) / mine if mine > 0 else 0.0
         later = 0 if self.run.rechecks else 2 * recheck.adaptive(self.opts).least
         expected = cap if rate <= 0 else min(cap, n + max(1, math.ceil(lacks / rate)) + later)
         since, boots = self._began
