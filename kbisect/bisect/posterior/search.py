@@ -37,7 +37,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable
-from dataclasses import astuple, replace
+from dataclasses import replace
 from pathlib import Path
 
 from kbisect.bisect import check, recheck, references, rule, samples, verify
@@ -45,16 +45,16 @@ from kbisect.bisect.posterior import graph
 from kbisect.bisect.posterior.bench import Bench, Sample, Store
 from kbisect.bisect.posterior.choice import Cost
 from kbisect.bisect.posterior.likelihood import Model
+from kbisect.bisect.posterior.pairs import Pairs
 from kbisect.bisect.posterior.posterior import Answer, Posterior
-from kbisect.bisect.state import Pass, Recheck, Run, Verification
+from kbisect.bisect.state import Pass, Run, Verification
 from kbisect.core import progress
-from kbisect.core.exceptions import BenchmarkError, BootError, BuildError
+from kbisect.core.exceptions import BootError, BuildError
 
-EXPLAINS_CONFIDENCE = 0.995  # the explanation's claims, each wrong at most 0.5%
 BUILD_COST = 0.15  # a build, in boots: an incremental build ~20 s against a ~2.5 min boot
 
 
-class Search:
+class Search(Pairs):
     """One posterior bisection of `g` through `bench`: the posterior, the evidence in it
     (the endpoints' first, or a resumed search's), and the run's state."""
 
@@ -310,31 +310,6 @@ class Search:
         if self.schedule is not None and role != "recheck" and self.schedule.tests > 0:
             self.schedule.tests -= 1
 
-    def _draw_pairs(self, parent: str, culprit: str, most: int) -> None:
-        """A re-check's round: fresh samples of parent and culprit in turn on the k
-        machines (the shorter side first), never past `most` pairs; over a pool, each
-        pair's two boots on two machines, the sides swapping machines from round to round
-        (the bench's rotation), so a machine effect is not read as the step."""
-        a = len(self.bench.fresh(culprit, parent))
-        b = len(self.bench.fresh(culprit, culprit))
-        tasks: list[str] = []
-        while len(tasks) < self.k and (min(a, b) < most or a != b):
-            if a <= b:
-                tasks.append(parent)
-                a += 1
-            else:
-                tasks.append(culprit)
-                b += 1
-        failed = None
-        for got in self.bench.boot_round(tasks or [parent], culprit):
-            if isinstance(got, BaseException):
-                failed = failed or got
-            else:
-                self.feed(got)
-        self.save()
-        if failed is not None:
-            raise failed
-
     def _planned_test(self, commit: str, why: str) -> None:
         """commit's stored samples as evidence, or else its next boot planned (a stored
         failure makes it untestable)."""
@@ -350,65 +325,6 @@ class Search:
             self._say(lambda: f"reusing stored sample(s) of {commit[:12]}")
             return
         self._plan(commit, why or "test")
-
-    def _entered(self, answer: Answer) -> tuple[str, str, Recheck]:
-        """The answer's re-check pair (parent, culprit) and its entry in the state's
-        rechecks, "running" until it decides; the search's first stop noted."""
-        parent, culprit = recheck.pair(self.post, answer)
-        if self.run.first_stop is None:
-            self.run.first_stop = {"commit": culprit, "p": answer.probability, "kind": answer.kind}
-        rc = self.run.rechecks.setdefault(culprit, Recheck(parent))
-        return parent, culprit, rc
-
-    def recheck(self, answer: Answer, improvement: bool = False) -> None:
-        """The answer against its parent, fresh pairs until the adaptive rule decides
-        (recheck.py); the result in the state's rechecks, the samples in the posterior.
-        improvement: the answer is a change for the better (a fix inside the range),
-        confirmed in that direction."""
-        parent, culprit, rc = self._entered(answer)
-        # a round draws k/2 pairs and the rule looks once per round
-        rule = replace(recheck.adaptive(self.opts), every=max(self.k // 2, 1))
-        if improvement:
-            rule = replace(rule, higher_is_better=not rule.higher_is_better)
-            rc.improvement = True
-        self._say(
-            lambda: (
-                f"{culprit[:12]} holds P = {answer.probability:.3f}: re-checking it "
-                f"against {parent[:12]}, fresh pairs until the ratio is clear (at most {rule.most})"
-            )
-        )
-        try:
-            for c in (parent, culprit):
-                self.bench.build(c)
-        except BuildError as exc:
-            self.fail(parent, f"build failed: {exc}")
-            rc.fail(str(exc))
-            return
-
-        try:
-            step, a, b = recheck.sample(
-                parent,
-                culprit,
-                rule,
-                lambda c: self.bench.fresh(culprit, c),
-                lambda _: self._draw_pairs(parent, culprit, rule.most),
-            )
-        except (BootError, BenchmarkError) as exc:
-            rc.fail(str(exc))
-            return
-        rc.kind, rc.ratio, rc.low, rc.high, rc.n = astuple(step)
-        rc.parent_tps, rc.culprit_tps, rc.confirmed = a, b, step.kind == "confirmed"
-        rc.level, rc.min_effect = rule.level, rule.min_effect
-        if not improvement and len(self.ends[0]) >= 2 and len(self.ends[1]) >= 2:
-            # does the step account for good -> bad? (partial: the rest is elsewhere;
-            # excess: something inside the range gave part of it back)
-            # at a stricter level: the endpoint samples passed the gate, which favours
-            # samples that overstate the difference (the winner's curse), so a true single
-            # step looks "partial" more often than its level says
-            strict = replace(rule, confidence=EXPLAINS_CONFIDENCE)
-            told = recheck.explained(a, b, self.ends[0], self.ends[1], strict)
-            rc.explains, rc.partial = told, told["kind"] == "partial"
-        self._say(lambda: recheck.line(culprit, rc.as_dict()))
 
     def _p_bad(self, commit: str) -> float:
         return self.post.p_bad(commit) if commit in self.graph.index else 0.0
