@@ -86,13 +86,12 @@ def shares(
     good: Sequence[float], bad: Sequence[float], reverted: Sequence[float]
 ) -> tuple[means.RatioCI, means.RatioCI] | None:
     """The share of the gap the revert restores at LEVEL and at PART_LEVEL, each side's
-    level robust to an outlier boot (ratio.restored); None without a figure."""
+    level robust to an outlier boot (ratio.restored: one fit); None without a figure."""
     try:
-        return tuple(  # type: ignore[return-value]
-            ratio.restored(good, bad, reverted, c, robust=True) for c in (LEVEL, PART_LEVEL)
-        )
+        found = ratio.restored(good, bad, reverted, LEVEL, robust=True)
     except means.StatsError:
         return None
+    return found, ratio.at(found, PART_LEVEL)
 
 
 def share(v: Verification) -> means.RatioCI | None:
@@ -101,13 +100,18 @@ def share(v: Verification) -> means.RatioCI | None:
     return found[0] if found else None
 
 
-def _decided(good: Sequence[float], bad: Sequence[float], reverted: Sequence[float]) -> bool:
-    """Whether the check is over: compare's sequential rule final on bad against the
-    revert (robust to an outlier boot), or MOST boots a side; a share that reads part
-    (_part) or is in doubt (_doubt) with good as many boots as the revert (the endpoint
-    check may have stopped on few good boots that made the gap look wide); and the share
-    no longer in doubt, or MOST boots a side."""
-    n, found = min(len(bad), len(reverted)), shares(good, bad, reverted)
+def _decided(
+    found: tuple[means.RatioCI, means.RatioCI] | None,
+    good: Sequence[float],
+    bad: Sequence[float],
+    reverted: Sequence[float],
+) -> bool:
+    """Whether the check is over, the share so far `found` (shares()): compare's
+    sequential rule final on bad against the revert (robust to an outlier boot), or MOST
+    boots a side; a share that reads part (_part) or is in doubt (_doubt) with good as
+    many boots as the revert (the endpoint check may have stopped on few good boots that
+    made the gap look wide); and the share no longer in doubt, or MOST boots a side."""
+    n = min(len(bad), len(reverted))
     if (_part(found) or _doubt(found)) and _wants_good(good, reverted):
         return False
     if n < RULE.most and _doubt(found):
@@ -159,9 +163,9 @@ def sides(
     revert first when even: bad's stored samples count, so the revert catches up first),
     each round at least until the shorter side has one boot more (the rule looks once per
     count of the shorter side), on `width` machines at once."""
-    if _decided(good, bad, reverted):
-        return []
     found = shares(good, bad, reverted)
+    if _decided(found, good, bad, reverted):
+        return []
     if (_part(found) or _doubt(found)) and _wants_good(good, reverted):
         return [GOOD] * max(1, width)
     a, b = len(reverted), len(bad)
@@ -215,14 +219,14 @@ def _read(bench: Bench, v: Verification, bad: str, booted: Sequence[str] = ()) -
     """The check's samples into v, a line for each boot just taken (booted: their sides),
     and its kind once the sequential rule is final."""
     v.good_tps, v.bad_tps, v.reverted_tps = bench.verify_tps(v.culprit)
-    stop = stopping.decide(v.bad_tps, v.reverted_tps, RULE, interval=ratio.ROBUST)
-    final = _decided(v.good_tps, v.bad_tps, v.reverted_tps)
+    found = shares(v.good_tps, v.bad_tps, v.reverted_tps)
+    final = _decided(found, v.good_tps, v.bad_tps, v.reverted_tps)
     if bench.say():
         for side in booted:
-            progress.step(_boot_line(v, side, final))
+            progress.step(_boot_line(v, side, final, found[0] if found else None))
     if final:
+        stop = stopping.decide(v.bad_tps, v.reverted_tps, RULE, interval=ratio.ROBUST)
         v.stop = stopping.reason(stop, RULE)
-        found = shares(v.good_tps, v.bad_tps, v.reverted_tps)
         v.kind = "unclear" if found is None else kind_of(*found, _gap(v.good_tps, v.bad_tps))
         if bench.say():
             progress.step(line(record(v, bad)))
@@ -234,13 +238,12 @@ def _cannot(bench: Bench, v: Verification, why: str) -> None:
         progress.step(f"{why}: {UNVERIFIED}")
 
 
-def _boot_line(v: Verification, side: str, final: bool) -> str:
+def _boot_line(v: Verification, side: str, final: bool, found: means.RatioCI | None) -> str:
     """One verification boot: what was measured, the share restored so far, and what the
     sequential rule now expects."""
     assert v.reverted_tps is not None and v.bad_tps is not None
     tps = {REVERT: v.reverted_tps, BAD: v.bad_tps, GOOD: v.good_tps or []}[side]
     what = f"{side} {tps[-1]:.1f} tps (n={len(tps)})"
-    found = share(v)
     so_far = (
         f"restores {_pct(found.ratio)} of the gap so far [{_pct(found.low)}, {_pct(found.high)}]"
         if found
@@ -297,6 +300,6 @@ def lines(s: Mapping[str, Any]) -> list[str]:
     if passes and not last:
         gone = ", ".join(p["culprit"][:12] for p in passes)
         last = [f"bisecting the rest with {gone} reverted named no commit at the confidence"]
-        if s["passes"][-1].get("gap", "regression") != "regression":
+        if passes[-1].get("gap", "regression") != "regression":
             last = [f"with {gone} reverted, bad no longer differs significantly from good"]
     return [line(p) for p in passes] + last

@@ -30,6 +30,7 @@ from __future__ import annotations
 import functools
 import math
 from collections.abc import Sequence
+from dataclasses import replace
 
 from scipy import special
 
@@ -162,6 +163,16 @@ def restored(
         return means.RatioCI(share, share, share, method, confidence, df)
     half = float(special.stdtrit(df, 0.5 + confidence / 2.0)) * math.sqrt(var)
     return means.RatioCI(share, share - half, share + half, method, confidence, df)
+
+
+def at(ci: means.RatioCI, confidence: float) -> means.RatioCI:
+    """A symmetric t interval (restored's) at another confidence, from its own df: no fit
+    again."""
+    if ci.df is None or ci.high == ci.low:
+        return replace(ci, confidence=confidence)
+    t = [float(special.stdtrit(ci.df, 0.5 + c / 2.0)) for c in (ci.confidence, confidence)]
+    half = (ci.high - ci.low) / 2.0 * t[1] / t[0]
+    return replace(ci, low=ci.ratio - half, high=ci.ratio + half, confidence=confidence)
 
 
 def _levels(

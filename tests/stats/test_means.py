@@ -257,3 +257,14 @@ def test_restored_refuses_what_has_no_gap_or_too_few_boots() -> None:
         ratio.restored([500.0, 500.0], [500.0, 500.0], [400.0, 410.0])
     with pytest.raises(means.NotEnoughSamples):
         ratio.restored([1000.0, 990.0], [500.0, 505.0], [700.0])
+
+
+def test_a_share_at_another_confidence_is_the_same_fit_widened():
+    """ratio.at re-derives restored's interval at another level from its df, exactly as
+    restored computes it there (the revert check's 95% and 99% from one robust fit)."""
+    good, bad, rev = [1000.0, 1010.0, 990.0, 980.0, 1020.0], [750.0, 760.0, 740.0], [930.0, 950.0]
+    for robust in (False, True):
+        at99 = ratio.at(ratio.restored(good, bad, rev, 0.95, robust=robust), 0.99)
+        direct = ratio.restored(good, bad, rev, 0.99, robust=robust)
+        assert at99.low == pytest.approx(direct.low) and at99.high == pytest.approx(direct.high)
+        assert at99.confidence == 0.99 and at99.ratio == direct.ratio

@@ -37,7 +37,6 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable
-from dataclasses import replace
 from pathlib import Path
 
 from kbisect.bisect import check, recheck, references, rule, samples, verify
@@ -110,8 +109,7 @@ class Search(Pairs):
         kind = rc.kind if rc is not None else rule.NOT_BEGUN
         gone = tuple(self.run.reverted)
         gap = self.run.passes[-1].gap if self.run.passes else rule.NOT_BEGUN
-        view = rule.View(answer, culprit, left, due, tuple(best), check, kind, self.k, gone)
-        return replace(view, gap=gap)
+        return rule.View(answer, culprit, left, due, tuple(best), check, kind, self.k, gone, gap)
 
     def _next_round(self) -> rule.Stop | rule.GiveUp | None:
         """One round: the rule asked until the round is full or it asks for something
@@ -199,20 +197,17 @@ class Search(Pairs):
             self.bench.build(commit)
 
         def top_up(commit: str, k: int) -> list[float]:
-            start = p.ends[ends.index(commit)]
-            while len(self.bench.tps(commit)) - start < k:
+            side = ends.index(commit)
+            while len(fresh := self.bench.tps(commit)[p.ends[side] :]) < k:
                 got = self.bench.boot_round([commit])[0]
                 if isinstance(got, BaseException):
                     raise got
                 self.feed(got)
                 self.save()
                 if self.bench.say():
-                    n, name = (
-                        len(self.bench.tps(commit)) - start,
-                        ("good", "bad")[ends.index(commit)],
-                    )
+                    n, name = len(fresh) + len(got), ("good", "bad")[side]
                     progress.step(f"the rest's {name}: {got[-1].tps:.1f} tps ({n} fresh)")
-            return self.bench.tps(commit)[start:]
+            return fresh
 
         v = check.endpoint_verdict(top_up, *ends, self.opts, check.pairs_a_look(self.k))
         p.gap = v.kind
