@@ -206,7 +206,9 @@ class Search(Pairs):
                 self.save()
                 if self.bench.say():
                     n, name = len(fresh) + len(got), ("good", "bad")[side]
-                    progress.step(f"the rest's {name}: {got[-1].tps:.1f} tps ({n} fresh)")
+                    most = self.opts.runs_max
+                    said = f"{got[-1].tps:.1f} tps ({n} fresh, at most {most} a side)"
+                    progress.step(f"the rest's {name}: {said}")
             return fresh
 
         v = check.endpoint_verdict(top_up, *ends, self.opts, check.pairs_a_look(self.k))
