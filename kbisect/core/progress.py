@@ -10,6 +10,7 @@ from __future__ import annotations
 import shlex
 import sys
 import time
+from dataclasses import dataclass, field
 from typing import Any
 
 try:
@@ -58,6 +59,18 @@ def time_left(spent: float, done: float, remaining: float) -> str:
         return f"~{max(s, 1)} s left"
     m = round(s / 60)
     return f"~{m} min left" if m < 60 else f"~{m // 60} h {m % 60:02d} min left"
+
+
+@dataclass
+class Clock:
+    """Units of work done since it was made (the caller counts them): the time left."""
+
+    since: float = field(default_factory=time.monotonic)
+    done: int = 0
+
+    def left(self, remaining: float) -> str:
+        """time_left at this clock's rate so far."""
+        return time_left(time.monotonic() - self.since, self.done, remaining)
 
 
 def status(message: str, every: float = 0.0) -> None:

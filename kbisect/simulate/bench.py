@@ -29,15 +29,15 @@ class Sim:
         self.start = 0  # world boots when the bisection began
         self.recheck_boots = 0
         self.first_stop: int | None = None  # test boots before the first re-check boot
-        # the revert check: the pass's reverts built so far, each one's true level, the
-        # check's fresh samples of bad and of the revert, its boots and builds
-        self.reverts: dict[str, float] = {}
+        # the revert check: the pass's reverts built so far, each one's true level and its
+        # commits (a range's all), the check's fresh samples of bad and of the revert, its
+        # boots and builds
+        self.reverts: dict[str, tuple[float, tuple[str, ...]]] = {}
         self.verified: dict[str, tuple[list[float], list[float]]] = {}
         self.verify_boots = 0
         self.reverted_rows: dict[str, list[drift.Timed]] = {}  # each revert's samples
         self.without: list[str] = []  # the rests' reverts, on every revision with them
         self.rested: list[str] = []  # the rests' answers (a range's: its tested member)
-        self.members: dict[str, tuple[str, ...]] = {}  # a revert's commits (a range's all)
 
     def take(self, commit: str) -> drift.Timed:
         """One boot of commit, kept in the store."""
@@ -145,12 +145,12 @@ class Sim:
         """Bad with culprit (a range: its members) reverted, on top of the pass's earlier
         reverts (a build, counted once: len(reverts)); why not, when it does not apply."""
         if culprit not in self.reverts:
-            earlier = [c for x in self.reverts for c in self.members[x]]
+            earlier = [c for _, commits in self.reverts.values() for c in commits]
             commits = tuple(members) or (culprit,)
             level = self.world.reverted([*earlier, *commits])
             if isinstance(level, str):
                 return level
-            self.reverts[culprit], self.members[culprit] = level, commits
+            self.reverts[culprit] = level, commits
         return None
 
     def verify_round(self, culprit: str, sides: list[str]) -> list[float | BaseException]:
@@ -158,7 +158,7 @@ class Sim:
         endpoint's store), the i-th boot on machine (round + i) mod k as boot_round's."""
         self.world.rounds += 1
         k, start, bad = self.width(), self.world.rounds, self.world.history.graph.bad
-        level = {"revert": self.reverts[culprit], "bad": self.level(bad)}
+        level = {"revert": self.reverts[culprit][0], "bad": self.level(bad)}
         level["good"] = self.world.history.tps(GOOD)
         fresh = self.verified.setdefault(culprit, ([], []))
         out: list[float | BaseException] = []

@@ -6,6 +6,7 @@ state.json)."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -41,6 +42,9 @@ def test_part_then_the_rest_found_with_it_reverted_then_all(env, capsys):
     (first,) = s["passes"]
     found = {first["culprit"], s["verification"]["culprit"]}
     assert found == {shas[4], shas[9]}, said.err
+    # each boot of the rest's endpoint check: its tps, the boots left at most, their time
+    gap = [x for x in said.err.splitlines() if "the rest's good" in x or "the rest's bad" in x]
+    assert gap and all(re.search(r"at most \d+ a side: \d+ boots, ~\d+ s left", x) for x in gap)
     assert first["kind"] == "part" and first["low"] > 0 and first["high"] < 1
     last = s["verification"]
     assert last["kind"] == "all" and last["without"] == [first["culprit"]]

@@ -4,6 +4,7 @@ on views built by hand, and one through the driver on the fake tree and target."
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
@@ -155,3 +156,7 @@ def test_the_driver_verifies_inside_the_search_with_no_recheck(env, capsys):
     lines = [line for line in said.splitlines() if "verify: " in line]
     assert lines and all("the rule" in line for line in lines)
     assert "the rule is decided" in lines[-1]
+    # a boot before the decision says the boots left at most and the time they take
+    assert len(lines) >= 2 and all(
+        re.search(r"at most 10: \d+ boots, ~\d+ s left", x) for x in lines[:-1]
+    )

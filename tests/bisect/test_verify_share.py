@@ -4,7 +4,7 @@ on, when it boots good, and what kind it settles on."""
 from __future__ import annotations
 
 from kbisect.bisect import verify
-from kbisect.stats import ratio
+from kbisect.stats import ratio, stopping
 
 NOISE = (0.04, -0.05, 0.01, -0.03, 0.06, -0.02, 0.03, -0.04, 0.0, 0.02)
 
@@ -57,3 +57,15 @@ def test_a_half_speed_good_boot_does_not_move_the_share():
     assert found is not None and 0.9 < found[0].ratio < 1.1 and found[0].low > 0.5
     plain = ratio.restored(good, bad, rev)
     assert plain.ratio > 1.5 and plain.low < 0
+
+
+def test_a_revert_with_no_effect_ends_the_check_once_the_share_is_clearly_short():
+    """Bad with the revert at bad's level: compare's rule would boot until it calls "no
+    difference" (up to MOST a side); the check ends as soon as the share's 99% interval
+    lies below 100%, on none, whatever compare's rule says."""
+    good, bad, rev = side(1000, 5), side(750, 4), side(750, 4)
+    found = verify.shares(good, bad, rev)
+    assert found is not None and found[1].high < 1
+    assert not stopping.decide(bad, rev, verify.RULE, interval=ratio.ROBUST).final
+    assert verify.sides(good, bad, rev, 1) == []
+    assert verify.kind_of(*found) == "none"

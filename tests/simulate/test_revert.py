@@ -96,14 +96,17 @@ def test_the_bench_builds_a_revert_once_and_refuses_one_that_does_not_apply():
     assert bench.revert("c10") == "the revert of c10 does not apply on bad c23"
     assert bench.reverts == {}
     assert bench.revert("c19") is None and bench.revert("c19") is None
-    assert bench.reverts == {"c19": pytest.approx(1000.0)}
+    assert bench.reverts == {"c19": (pytest.approx(1000.0), ("c19",))}
     assert bench.world.builds == 0  # the revert's build is the check's, not the search's
 
 
 def test_the_passes_earlier_reverts_stay_on_top():
     bench = simbench.Sim(world(linear(("c8", 0.15), ("c16", 0.15))))
     assert bench.revert("c16") is None and bench.revert("c8") is None
-    assert bench.reverts == {"c16": pytest.approx(850.0), "c8": pytest.approx(1000.0)}
+    assert bench.reverts == {
+        "c16": (pytest.approx(850.0), ("c16",)),
+        "c8": (pytest.approx(1000.0), ("c8",)),
+    }
 
 
 def test_verify_rounds_are_drawn_by_the_worlds_noise_and_counted_apart():
@@ -236,14 +239,14 @@ def test_a_ranges_revert_reverts_every_member_and_a_rests_check_boots_bad_afresh
     h = linear(("c8", 0.15), ("c16", 0.15))
     bench = simbench.Sim(world(h))
     assert bench.revert("c9", ("c7", "c8", "c9")) is None
-    assert bench.reverts["c9"] == pytest.approx(850.0) and bench.members["c9"] == ("c7", "c8", "c9")
+    assert bench.reverts["c9"] == (pytest.approx(850.0), ("c7", "c8", "c9"))
     for _ in range(3):
         bench.take("good"), bench.take("c23")
     bench.verify_round("c9", ["revert", "revert", "bad"])
     assert len(bench.verify_tps("c9")[1]) == 4  # the endpoint's 3 and the check's 1
     bench.rest("c9", lambda r: [m for m in ("c9", "c8", "c7") if h.graph.is_bad(r, m)])
     assert bench.without == ["c9", "c8", "c7"] and bench.level("c8") == pytest.approx(1000.0)
-    assert bench.revert("c16") is None and bench.reverts["c16"] == pytest.approx(1000.0)
+    assert bench.revert("c16") is None and bench.reverts["c16"][0] == pytest.approx(1000.0)
     assert bench.verify_tps("c16")[1] == []
     bench.verify_round("c16", ["bad"])
     assert len(bench.verify_tps("c16")[1]) == 1

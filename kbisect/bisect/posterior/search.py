@@ -65,6 +65,7 @@ class Search(Pairs):
         self.plan: list[tuple[str, str]] = []  # the round being planned
         self.early: str | None = None  # the culprit whose re-check pairs the round starts
         self.begun: set[str] = set()  # the revert checks this process began (or resumed)
+        self.clock = progress.Clock()  # the boots of the revert check or rest's endpoint check
         self.schedule = None
         if self.opts.references > 0:
             turn = run.schedule or {"tests": 0, "turn": 0}
@@ -153,7 +154,7 @@ class Search(Pairs):
         v, culprit = self.run.verification, action.culprit
         if action.sides:
             assert v is not None
-            verify.take(self.bench, v, list(action.sides), self.run.bad)
+            verify.take(self.bench, v, list(action.sides), self.run.bad, self.clock)
             return
         if v is None or v.culprit != culprit:
             members = self._members(answer) if answer is not None else None
@@ -165,6 +166,7 @@ class Search(Pairs):
         if v.kind == "running":
             self._say(lambda: f"{culprit[:12]} holds P = {answer and answer.probability:.3f}")
             verify.begin(self.bench, v, self.run.bad)
+            self.clock = progress.Clock()
 
     def _rest(self, action: rule.Rest, answer: Answer | None) -> None:
         """The pass ends (its answer and revert check kept in the state); the rest is
@@ -195,6 +197,7 @@ class Search(Pairs):
         self._say(lambda: "the rest's endpoints: is a gap left with the answer reverted?")
         for commit in ends:
             self.bench.build(commit)
+        self.clock = progress.Clock()
 
         def top_up(commit: str, k: int) -> list[float]:
             side = ends.index(commit)
@@ -204,17 +207,27 @@ class Search(Pairs):
                     raise got
                 self.feed(got)
                 self.save()
+                self.clock.done += 1
                 if self.bench.say():
-                    n, name = len(fresh) + len(got), ("good", "bad")[side]
-                    most = self.opts.runs_max
-                    said = f"{got[-1].tps:.1f} tps ({n} fresh, at most {most} a side)"
-                    progress.step(f"the rest's {name}: {said}")
+                    progress.step(self._gap_line(side, got[-1].tps, p.ends))
             return fresh
 
         v = check.endpoint_verdict(top_up, *ends, self.opts, check.pairs_a_look(self.k))
         p.gap = v.kind
         r = v.ratio
         self._say(lambda: f"the gap left: {r.ratio:.3f}x [{r.low:.3f}, {r.high:.3f}]: {v.kind}")
+
+    def _gap_line(self, side: int, tps: float, before: list[int]) -> str:
+        """A boot of the rest's endpoint check: what it measured, and the boots left at
+        most (--runs-max a side) with the time they take."""
+        ends = (self.run.good, self.run.bad)
+        fresh = [len(self.bench.tps(c)) - n for c, n in zip(ends, before, strict=True)]
+        most = 2 * self.opts.runs_max - sum(fresh)
+        when = self.clock.left(most)
+        return (
+            f"the rest's {('good', 'bad')[side]}: {tps:.1f} tps ({fresh[side]} fresh; "
+            f"at most {self.opts.runs_max} a side: {most} boots{when and ', '}{when})"
+        )
 
     def _members(self, answer: Answer) -> list[str] | None:
         """A range answer's commits, oldest first, reverted together; None: one commit."""
