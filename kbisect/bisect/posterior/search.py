@@ -213,7 +213,7 @@ class Search(Pairs):
             return fresh
 
         v = check.endpoint_verdict(top_up, *ends, self.opts, check.pairs_a_look(self.k))
-        p.gap = v.kind
+        p.gap, self._pass = v.kind, self.bench.boots()  # the pass's rate: its search's boots
         r = v.ratio
         self._say(lambda: f"the gap left: {r.ratio:.3f}x [{r.low:.3f}, {r.high:.3f}]: {v.kind}")
 
