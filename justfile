@@ -96,7 +96,7 @@ demo-bisect:
 # bisect the steps demo history (regression 1 at commit 10, fixed at 15, regression 2 at 19 of 24)
 [group('demo')]
 demo-bisect-steps scenario="simple-update-2vcpu":
-    @echo "kbisect demo-bisect-steps: the default search over 24 commits with two planted steps and a fix, up to 100 boots of ~2 min plus incremental builds: with simple-update-2vcpu not yet measured to its end (interrupted after 1 h 38 min, 38 search boots and 12 of the revert check: regression 1 named, its revert restoring 8%, the rest bisected with it reverted); the whole story (then the default, now --story full) with smoke took 84 min (docs/examples/demo-bisect-steps)"
+    @echo "kbisect demo-bisect-steps: the default search over 24 commits with two planted steps and a fix, up to 100 boots of ~2 min plus incremental builds: with simple-update-2vcpu not yet measured to its end (interrupted after 1 h 38 min, 29 search boots and 12 of the revert check: regression 1 named, its revert restoring 8%, the rest bisected with it reverted); the whole story (then the default, now --story full) with smoke took 84 min (docs/examples/demo-bisect-steps)"
     kbisect demo --variant steps
     kbisect bisect --method posterior --good v6.12-debian --bad kbisect-demo-steps --scenario {{scenario}}
 
