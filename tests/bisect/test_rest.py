@@ -45,6 +45,14 @@ def test_part_then_the_rest_found_with_it_reverted_then_all(env, capsys):
     # each boot of the rest's endpoint check: its tps, the boots left at most, their time
     gap = [x for x in said.err.splitlines() if "the rest's good" in x or "the rest's bad" in x]
     assert gap and all(re.search(r"at most \d+ a side: \d+ boots, ~\d+ s left", x) for x in gap)
+    # the rest's boots go on from the first pass's and its endpoint check's: the revert
+    # check's samples it reads as bad's are not its boots (nor charged to --max-boots)
+    lines = said.err.splitlines()
+    at = [i for i, x in enumerate(lines) if x in gap]
+    nums = [(i, int(m[1])) for i, x in enumerate(lines) if (m := re.search(r"\bboot (\d+) of", x))]
+    before = [n for i, n in nums if i < at[0]]
+    after = [n for i, n in nums if i > at[-1]]
+    assert before and after and after[0] == before[-1] + len(gap) + 1, (before, len(gap), after)
     assert first["kind"] == "part" and first["low"] > 0 and first["high"] < 1
     last = s["verification"]
     assert last["kind"] == "all" and last["without"] == [first["culprit"]]

@@ -147,6 +147,7 @@ class Store:
         self.reverts: dict[str, tuple[samples.Revision, samples.Revision]] = {}  # reverted, bad
         self.without: list[tuple[str, Callable[[str], list[str]]]] = []  # the rests' reverts
         self.made: dict[tuple[str, str], str | None] = {}  # (base, culprit) -> revert_onto's
+        self.checks: set[str] = set()  # a revert check's samples a rest reads as bad's
 
     def out(self, commit: str, recheck_of: str | None = None) -> Path:
         """Where commit's samples go: the store's folder of commit (with the rests'
@@ -178,8 +179,13 @@ class Store:
         return made
 
     def rest(self, culprit: str, reverts: Callable[[str], list[str]]) -> None:
+        """Bench.rest; bad's folder is now culprit's revert check's (out()), whose first
+        samples, the check's boots, are not the rest's (boots())."""
         self.without.append((culprit, reverts))
         self.rows = [r for r in self.rows if not reverts(str(r["commit"]))]
+        v = next(p.verification for p in self.run.passes if p.verification.culprit == culprit)
+        taken = results.sample_paths(verify_dir(self.run_dir, culprit) / "reverted")
+        self.checks |= {str(p) for p in taken[: len(v.reverted_tps or [])]}
 
     def evidence(self) -> list[Sample]:
         """The stored samples of every visited revision and re-check (a resumed search)."""
@@ -235,7 +241,7 @@ class Store:
         return "reference" if commit in (self.run.good, self.run.bad) else "test"
 
     def boots(self) -> int:
-        return sum(t >= self.t0 for t in self.seen.values())
+        return sum(t >= self.t0 for p, t in self.seen.items() if p not in self.checks)
 
     def stored(self, commit: str) -> tuple[list[Sample], str | None]:
         try:
