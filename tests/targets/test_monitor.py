@@ -147,7 +147,9 @@ def test_monitor_counts_our_own_children_as_ours_and_a_stranger_as_others():
         subprocess.run(stranger, check=True)
         time.sleep(3.0)
     assert theirs.result is not None
-    assert theirs.result["others_cpu_s"] > 0.5 and theirs.result["own_cpu_s"] < 0.3
+    # own: the two short-lived Pythons that start the stranger (about 0.3 s of CPU on a
+    # loaded host, 0.31 once in CI); the stranger's 2.5 s spin counted as ours would exceed 1
+    assert theirs.result["others_cpu_s"] > 0.5 and theirs.result["own_cpu_s"] < 1.0
 
 
 def test_every_sample_records_its_disturbance(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
